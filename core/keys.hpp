@@ -1,0 +1,61 @@
+#pragma once
+/// Env key names, in one place (spec/csgi.md §Env). Keys without a dot are CGI keys; `csgi.` is the core
+/// namespace, `csgix.` holds blessed extensions, and a middleware keeps its own keys under `<name>.`.
+#include <string_view>
+
+namespace csgi::keys {
+using K = std::string_view;
+
+inline constexpr K REQUEST_METHOD = "REQUEST_METHOD";
+inline constexpr K SCRIPT_NAME = "SCRIPT_NAME";
+inline constexpr K PATH_INFO = "PATH_INFO";
+inline constexpr K REQUEST_URI = "REQUEST_URI";
+inline constexpr K QUERY_STRING = "QUERY_STRING";
+inline constexpr K SERVER_NAME = "SERVER_NAME";
+inline constexpr K SERVER_PORT = "SERVER_PORT";
+inline constexpr K SERVER_PROTOCOL = "SERVER_PROTOCOL";
+inline constexpr K CONTENT_LENGTH = "CONTENT_LENGTH";
+inline constexpr K CONTENT_TYPE = "CONTENT_TYPE";
+inline constexpr K REMOTE_ADDR = "REMOTE_ADDR";
+inline constexpr K REMOTE_PORT = "REMOTE_PORT";
+inline constexpr K REMOTE_USER = "REMOTE_USER";
+inline constexpr K HTTP_HOST = "HTTP_HOST";
+inline constexpr K HTTP_COOKIE = "HTTP_COOKIE";
+inline constexpr K HTTP_ACCEPT_ENCODING = "HTTP_ACCEPT_ENCODING";
+inline constexpr K HTTP_AUTHORIZATION = "HTTP_AUTHORIZATION";
+inline constexpr K HTTP_IF_NONE_MATCH = "HTTP_IF_NONE_MATCH";
+inline constexpr K HTTP_IF_MODIFIED_SINCE = "HTTP_IF_MODIFIED_SINCE";
+inline constexpr K HTTP_RANGE = "HTTP_RANGE";
+inline constexpr K HTTP_IF_RANGE = "HTTP_IF_RANGE";
+inline constexpr K HTTP_EXPECT = "HTTP_EXPECT";
+inline constexpr K HTTP_USER_AGENT = "HTTP_USER_AGENT";
+inline constexpr K HTTP_REFERER = "HTTP_REFERER";
+
+// Core keys (always present).
+inline constexpr K version = "csgi.version";            // text "1.0"
+inline constexpr K url_scheme = "csgi.url_scheme";      // "http" | "https"
+inline constexpr K input = "csgi.input";                // object csgi::Input
+inline constexpr K errors = "csgi.errors";              // object csgi::ErrorStream
+inline constexpr K multithread = "csgi.multithread";    // bool
+inline constexpr K multiprocess = "csgi.multiprocess";  // bool
+inline constexpr K run_once = "csgi.run_once";          // bool
+inline constexpr K nonblocking = "csgi.nonblocking";    // bool
+inline constexpr K streaming = "csgi.streaming";        // bool
+
+// Extensions (present only when the adapter supports them).
+namespace x {
+inline constexpr K io = "csgix.io";                            // object csgi::Hijack
+inline constexpr K input_buffered = "csgix.input.buffered";    // bool: csgi.input is seekable
+inline constexpr K logger = "csgix.logger";                    // object csgi::Logger
+inline constexpr K session = "csgix.session";                  // object csgi::Session
+inline constexpr K session_options = "csgix.session.options";  // object csgi::Session
+inline constexpr K harakiri = "csgix.harakiri";                // bool: adapter honours harakiri.commit
+inline constexpr K harakiri_commit = "csgix.harakiri.commit";  // bool set by the app
+inline constexpr K cleanup = "csgix.cleanup";                  // bool: adapter runs cleanup.handlers
+inline constexpr K cleanup_handlers = "csgix.cleanup.handlers";  // object csgi::CleanupHandlers
+inline constexpr K informational = "csgix.informational";      // object csgi::Informational
+inline constexpr K request_body_limit = "csgix.body_limit";    // integer: max request body bytes
+}  // namespace x
+
+inline constexpr std::string_view spec_version = "1.0";
+}  // namespace csgi::keys

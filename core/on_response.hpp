@@ -1,0 +1,30 @@
+#pragma once
+/// One way to post-process every kind of response (Plack's response_cb), so that no middleware branches
+/// on the body kind itself (MW-1).
+///
+/// `on_response(res, cb)` calls `cb(res)` once the status and headers are known — at once for complete,
+/// file and stream bodies, or when a delayed response answers. The callback may change status and headers.
+/// For a response started through a streaming Writer it sees `body` holding an empty StreamPtr (chunks
+/// come later, length unknown). It may return a BodyFilter: the body then passes through the filter chunk
+/// by chunk (file bodies are read as a stream), and the filter is called a last time with eof=true to
+/// flush what it kept back. Without a filter, bodies pass untouched (a file stays a file).
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "csgi/core/response.hpp"
+
+namespace csgi {
+
+using BodyFilter = std::function<std::string(std::string_view chunk, bool eof)>;
+using ResponseCallback = std::function<BodyFilter(Response&)>;
+
+Response on_response(Response res, ResponseCallback cb);
+
+/// A stream reading a file body in chunks (used when a file body has to be filtered).
+StreamPtr file_stream(FileBody file, std::size_t chunk_size = 65536);
+
+/// Turns any non-delayed body into a stream.
+StreamPtr body_stream(Body body);
+
+}  // namespace csgi

@@ -1,0 +1,114 @@
+#include "csgi/core/request_env.hpp"
+
+#include <cstring>
+
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
+#include "csgi/core/response.hpp"
+
+namespace csgi {
+
+void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
+  std::string_view target = head.target;
+  env.set_view(keys::REQUEST_METHOD, head.method);
+  env.set_view(keys::SERVER_PROTOCOL, head.protocol);
+  env.set_view(keys::REQUEST_URI, target);
+
+  // absolute-form (RFC 9112 §3.2.2): keep only path and query.
+  if (!target.empty() && target.front() != '/') {
+    std::size_t scheme_end = target.find("://");
+    if (target == "*" && head.method == "OPTIONS") {
+      target = {};
+    } else if (scheme_end == std::string_view::npos) {
+      throw BadRequest("request target is neither origin-form nor absolute-form");
+    } else {
+      std::size_t path_start = target.find('/', scheme_end + 3);
+      target = path_start == std::string_view::npos ? std::string_view{} : target.substr(path_start);
+    }
+  }
+  std::string_view path = target, query;
+  if (auto q = target.find('?'); q != std::string_view::npos) {
+    path = target.substr(0, q);
+    query = target.substr(q + 1);
+  }
+  if (auto h = path.find('#'); h != std::string_view::npos) path = path.substr(0, h);
+  env.set_view(keys::QUERY_STRING, query);
+
+  std::string_view decoded = path;
+  if (path.find('%') != std::string_view::npos) {
+    char* buf = env.allocate(path.size());
+    std::size_t n = percent_decode_to(path, buf, false);
+    decoded = {buf, n};
+    if (std::memchr(buf, '\0', n) != nullptr) throw BadRequest("NUL (%00) in request path");
+  }
+  std::string_view script = conn.script_name;
+  if (!script.empty() && decoded.substr(0, script.size()) == script &&
+      (decoded.size() == script.size() || decoded[script.size()] == '/')) {
+    decoded.remove_prefix(script.size());
+  } else {
+    script = {};
+  }
+  env.set_view(keys::SCRIPT_NAME, script);
+  env.set_view(keys::PATH_INFO, decoded);
+  env.set_view(keys::SERVER_NAME, conn.server_name);
+  env.set_view(keys::SERVER_PORT, conn.server_port);
+  if (!conn.remote_addr.empty()) env.set_view(keys::REMOTE_ADDR, conn.remote_addr);
+  if (!conn.remote_port.empty()) env.set_view(keys::REMOTE_PORT, conn.remote_port);
+  env.set_view(keys::version, keys::spec_version);
+  env.set_view(keys::url_scheme, conn.url_scheme);
+}
+
+bool add_header(Env& env, std::string_view name, std::string_view value) {
+  if (name.empty() || name.size() > 256) return false;
+  std::string_view key;
+  if (iequals(name, "content-type")) {
+    key = keys::CONTENT_TYPE;
+  } else if (iequals(name, "content-length")) {
+    key = keys::CONTENT_LENGTH;
+  } else if (iequals(name, "proxy")) {
+    return false;
+  } else {
+    char buf[5 + 256];
+    std::memcpy(buf, "HTTP_", 5);
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      char c = name[i];
+      if (c == '_') return false;
+      if (c == '-')
+        c = '_';
+      else if (c >= 'a' && c <= 'z')
+        c = static_cast<char>(c - 'a' + 'A');
+      buf[5 + i] = c;
+    }
+    std::string_view tmp(buf, 5 + name.size());
+    if (Value* existing = env.find(tmp); existing && existing->is_text()) {
+      std::string_view old = existing->text();
+      char* joined = env.allocate(old.size() + 2 + value.size());
+      std::memcpy(joined, old.data(), old.size());
+      std::memcpy(joined + old.size(), ", ", 2);
+      std::memcpy(joined + old.size() + 2, value.data(), value.size());
+      *existing = Value::of_text({joined, old.size() + 2 + value.size()});
+      return true;
+    }
+    env.set_view(env.intern(tmp), value);
+    return true;
+  }
+  if (Value* existing = env.find(key); existing && existing->is_text()) {
+    // Repeated Content-Type/Content-Length: adapters reject differing values before this point.
+    return true;
+  }
+  env.set_view(key, value);
+  return true;
+}
+
+void set_server_from_host(Env& env) {
+  std::string_view host = env.get(keys::HTTP_HOST);
+  if (host.empty()) return;
+  if (host.front() == '[') {
+    auto end = host.find(']');
+    if (end != std::string_view::npos) env.set_view(keys::SERVER_NAME, host.substr(0, end + 1));
+    return;
+  }
+  env.set_view(keys::SERVER_NAME, host.substr(0, host.find(':')));
+}
+
+}  // namespace csgi

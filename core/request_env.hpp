@@ -1,0 +1,40 @@
+#pragma once
+/// Builds the CGI part of an env from a parsed HTTP request: the one place where adapters turn a request
+/// line and header fields into REQUEST_METHOD, SCRIPT_NAME, PATH_INFO, REQUEST_URI, QUERY_STRING,
+/// SERVER_*, CONTENT_*, HTTP_* (spec rules ENV-1…ENV-12). Values point into the request buffer where
+/// they can (set_view), otherwise into the env's arena: no heap allocation.
+#include <string_view>
+
+#include "csgi/core/env.hpp"
+
+namespace csgi {
+
+struct RequestHead {
+  std::string_view method;
+  std::string_view target;                    // origin-form "/path?query" or absolute-form
+  std::string_view protocol = "HTTP/1.1";
+};
+
+struct Connection {
+  std::string_view server_name = "localhost";
+  std::string_view server_port = "80";
+  std::string_view remote_addr;
+  std::string_view remote_port;
+  std::string_view url_scheme = "http";
+  std::string_view script_name;  // mount prefix, "" or "/prefix"
+};
+
+/// Fills method, URI, path and server keys, and csgi.version/csgi.url_scheme. Throws csgi::BadRequest
+/// for a target that is not origin- or absolute-form, a malformed %-escape or %00 in the path.
+/// All views must outlive the request.
+void populate_env(Env& env, const RequestHead& head, const Connection& conn);
+
+/// Adds one request header field. Content-Type/Content-Length become CONTENT_TYPE/CONTENT_LENGTH; other
+/// names become HTTP_<UPPER_WITH_UNDERSCORES>; a repeated field is joined with ", " (ENV-9). Names holding
+/// '_' and the `Proxy` header (httpoxy) are dropped (ENV-10). Returns false when the field was dropped.
+bool add_header(Env& env, std::string_view name, std::string_view value);
+
+/// Sets SERVER_NAME from Host when present (without the port), as CGI servers do.
+void set_server_from_host(Env& env);
+
+}  // namespace csgi

@@ -1,0 +1,146 @@
+#include "csgi/core/test_client.hpp"
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "csgi/core/on_response.hpp"
+#include "csgi/core/request_env.hpp"
+
+namespace csgi::testing {
+
+namespace {
+
+struct Collected {
+  std::mutex mu;
+  TestResponse res;
+  bool answered = false;
+};
+
+class CollectWriter final : public Writer {
+public:
+  explicit CollectWriter(std::shared_ptr<Collected> c) : c_(std::move(c)) {}
+  bool write(std::string_view chunk) override {
+    std::lock_guard lock(c_->mu);
+    if (c_->res.closed) return false;
+    c_->res.body.append(chunk);
+    return true;
+  }
+  void close() override {
+    std::lock_guard lock(c_->mu);
+    c_->res.closed = true;
+  }
+
+private:
+  std::shared_ptr<Collected> c_;
+};
+
+void drain_into(Response r, TestResponse& out);
+
+class CollectResponder final : public ResponderImpl {
+public:
+  explicit CollectResponder(std::shared_ptr<Collected> c) : c_(std::move(c)) {}
+  void respond(Response r) override {
+    if (std::exchange(c_->answered, true)) throw std::logic_error("responder used twice");
+    drain_into(std::move(r), c_->res);
+  }
+  WriterPtr start(int status, Headers headers) override {
+    if (std::exchange(c_->answered, true)) throw std::logic_error("responder used twice");
+    c_->res.status = status;
+    c_->res.headers = std::move(headers);
+    c_->res.streamed = true;
+    return std::make_shared<CollectWriter>(c_);
+  }
+
+private:
+  std::shared_ptr<Collected> c_;
+};
+
+void drain_into(Response r, TestResponse& out) {
+  out.status = r.status;
+  out.headers = std::move(r.headers);
+  if (auto* d = std::get_if<Delayed>(&r.body)) {
+    auto c = std::make_shared<Collected>();
+    (*d)(Responder(std::make_shared<CollectResponder>(c)));
+    if (!c->answered) throw std::logic_error("delayed response never answered");
+    std::string errors = std::move(out.errors);
+    out = std::move(c->res);
+    out.errors = std::move(errors);
+    return;
+  }
+  if (auto* s = std::get_if<std::string>(&r.body)) {
+    out.body = std::move(*s);
+    return;
+  }
+  if (auto* b = std::get_if<SharedBytes>(&r.body)) {
+    out.body = *b ? **b : std::string();
+    return;
+  }
+  out.file = std::holds_alternative<FileBody>(r.body);
+  out.streamed = !out.file;
+  StreamPtr st = body_stream(std::move(r.body));
+  if (!st) return;
+  std::string chunk;
+  try {
+    while (st->next(chunk)) out.body += chunk;
+  } catch (...) {
+    st->close();
+    throw;
+  }
+  st->close();
+  out.closed = true;
+}
+
+}  // namespace
+
+TestResponse drain(Response res) {
+  TestResponse out;
+  drain_into(std::move(res), out);
+  return out;
+}
+
+TestResponse call(const App& app, std::string_view request, std::vector<std::pair<std::string, std::string>> headers,
+                  std::string body, const Options& options) {
+  std::string line(request);
+  auto sp = line.find(' ');
+  if (sp == std::string::npos) throw std::invalid_argument("request must be \"METHOD /target\"");
+  std::string method = line.substr(0, sp);
+  std::string target = line.substr(sp + 1);
+  std::string protocol = "HTTP/1.1";
+  if (auto sp2 = target.find(' '); sp2 != std::string::npos) {
+    protocol = target.substr(sp2 + 1);
+    target.resize(sp2);
+  }
+  Env env;
+  RequestHead head{method, target, protocol};
+  Connection conn{options.server_name, options.server_port, options.remote_addr, "40000", options.url_scheme,
+                  options.script_name};
+  populate_env(env, head, conn);
+  bool has_length = false;
+  for (auto& [n, v] : headers) {
+    add_header(env, n, v);
+    if (iequals(n, "content-length")) has_length = true;
+  }
+  std::string length = std::to_string(body.size());
+  if (!body.empty() && !has_length) env.set_view(keys::CONTENT_LENGTH, length);
+  StringInput input(std::move(body));
+  StringErrorStream errors;
+  env.set_object<Input>(keys::input, &input);
+  env.set_object<ErrorStream>(keys::errors, &errors);
+  env.set_bool(keys::multithread, false);
+  env.set_bool(keys::multiprocess, false);
+  env.set_bool(keys::run_once, false);
+  env.set_bool(keys::nonblocking, false);
+  env.set_bool(keys::streaming, true);
+  env.set_bool(keys::x::input_buffered, true);
+  if (options.setup) options.setup(env);
+  Response r = app(env);
+  if (options.inspect) options.inspect(env);
+  TestResponse out;
+  drain_into(std::move(r), out);
+  out.errors = errors.text();
+  return out;
+}
+
+}  // namespace csgi::testing

@@ -1,0 +1,45 @@
+#pragma once
+/// An in-memory client for unit tests (Rack's MockRequest): builds the env an adapter would build, calls
+/// the app, and drains whatever body kind it returns (delayed and streaming included), calling close().
+///
+///   auto res = csgi::testing::call(app, "GET /x?y=1", {{"Cookie", "a=1"}}, "");
+///   CHECK(res.status == 200);
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "csgi/core/app.hpp"
+
+namespace csgi::testing {
+
+struct TestResponse {
+  int status = 0;
+  Headers headers;
+  std::string body;
+  bool streamed = false;     // delivered through a Writer or a Stream
+  bool closed = false;       // the stream or writer was closed
+  bool file = false;         // the body was a FileBody
+  std::string errors;        // what was written to csgi.errors
+  std::string header(std::string_view name) const { return std::string(headers.get(name).value_or("")); }
+};
+
+struct Options {
+  std::string script_name;                 // mount prefix the "server" strips
+  std::string remote_addr = "127.0.0.1";
+  std::string server_name = "localhost";
+  std::string server_port = "80";
+  std::string url_scheme = "http";
+  std::function<void(Env&)> setup;         // runs after the env is built, before the app
+  std::function<void(const Env&)> inspect; // runs after the app returned (env still intact)
+};
+
+/// `request` is "METHOD /target" (optionally followed by " HTTP/1.x"). Throws what the app throws.
+TestResponse call(const App& app, std::string_view request, std::vector<std::pair<std::string, std::string>> headers = {},
+                  std::string body = {}, const Options& options = {});
+
+/// Drains a response as an adapter would (for middleware tests that already have a Response).
+TestResponse drain(Response res);
+
+}  // namespace csgi::testing

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages csgi needs to build, test and benchmark.
+# Usage: scripts/install-deps.sh [build|test|bench|all]   (default: all)
+# Only missing packages are installed; needs root (or sudo) when something is missing.
+set -euo pipefail
+
+build_pkgs=(
+  g++ cmake make pkg-config
+  libboost-dev libboost-program-options-dev
+  catch2 libfcgi-dev zlib1g-dev libcrypt-dev libbenchmark-dev
+  pybind11-dev python3-dev python3-pybind11
+)
+test_pkgs=(
+  curl nginx-light apache2 libapache2-mod-fcgid lighttpd spawn-fcgi
+  python3-pytest python3-gunicorn python3-flask python3-django
+  uwsgi-core uwsgi-plugin-python3
+  clang libclang-rt-14-dev chromium
+)
+bench_pkgs=(
+  wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest
+)
+
+case "${1:-all}" in
+  build) want=("${build_pkgs[@]}") ;;
+  test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  bench|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|bench|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+# Node.js: the machine image may carry its own build with npm bundled; use Debian's only when none.
+if [ "${1:-all}" != build ] && ! command -v npm >/dev/null 2>&1; then want+=(nodejs npm); fi
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+# Servers must not start (or stay running) as system services: tests start their own copies.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
