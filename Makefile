@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps build run test test-asan bench install clean format
+.PHONY: all deps build run test test-asan bench fuzz install clean format
 
 all: build
 
@@ -34,6 +34,10 @@ test-asan: deps
 bench: deps build
 	scripts/bench.sh $(BUILD)
 
+# libFuzzer targets (clang, ASan+UBSan) for FUZZ_SECONDS each (default 60).
+fuzz: deps
+	scripts/fuzz.sh
+
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
@@ -41,4 +45,4 @@ format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang + ASan + UBSan (build-fuzz/) and runs each for FUZZ_SECONDS
+# (default 60) from its seed corpus with the HTTP dictionary. A crash is copied to
+# tests/fuzz/regressions/<target>/ (replayed by ctest in every build) and fails the run.
+# FUZZ_ONLY=name runs one target. Prints execs and coverage per target.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build-fuzz"
+seconds=${FUZZ_SECONDS:-60}
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCSGI_FUZZ=ON -DCSGI_BUILD_BENCH=OFF -DCSGI_PYTHON=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null || exit 1
+targets=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
+[ -n "${FUZZ_ONLY:-}" ] && targets=$FUZZ_ONLY
+cmake --build "$build" -j"$(nproc)" --target $targets >/dev/null || { echo "fuzz build failed" >&2; exit 1; }
+status=0
+printf '| target | seconds | execs | exec/s | coverage (edges) | result |\n|---|---|---|---|---|---|\n'
+for t in $targets; do
+  work=$(mktemp -d)
+  cp -r "$root/tests/fuzz/corpus/$t/." "$work/" 2>/dev/null
+  log="$build/$t.log"
+  (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "$build/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+     -dict="$root/tests/fuzz/http.dict" -print_final_stats=1 "$work" >"$log" 2>&1)
+  rc=$?
+  execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')
+  rate=$(grep -m1 'stat::average_exec_per_sec' "$log" | awk '{print $2}')
+  cov=$(grep -E '(DONE|pulse|NEW).*cov:' "$log" | tail -1 | sed -E 's/.*cov: ([0-9]+).*/\1/')
+  result=ok
+  if [ $rc -ne 0 ]; then
+    result="CRASH (see $log)"
+    status=1
+    mkdir -p "$root/tests/fuzz/regressions/$t"
+    for c in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do [ -e "$c" ] && cp "$c" "$root/tests/fuzz/regressions/$t/"; done
+  fi
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result"
+  rm -rf "$work"
+done
+exit $status

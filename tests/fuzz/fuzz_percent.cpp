@@ -1,0 +1,22 @@
+// Percent-decoding (core/percent.hpp): throws only BadRequest, and encode → decode is the identity.
+#include <string>
+#include <string_view>
+
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
+#include "fuzz_support.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  bool bad = csgi::has_bad_escape(in);
+  try {
+    std::string out = csgi::percent_decode(in, size % 2 == 0);
+    csgi::fuzz::check(!bad, "decoded input that has_bad_escape rejects");
+    csgi::fuzz::check(out.size() <= in.size(), "decoding never grows");
+  } catch (const csgi::BadRequest&) {
+    csgi::fuzz::check(bad, "threw on input has_bad_escape accepts");
+  }
+  csgi::fuzz::check(csgi::percent_decode(csgi::percent_encode(in)) == in, "encode/decode round trip");
+  csgi::fuzz::check(csgi::percent_decode(csgi::percent_encode(in, true)) == in, "encode(keep /)/decode round trip");
+  return 0;
+}
