@@ -1,5 +1,5 @@
 #pragma once
-/// The interfaces behind the `csgix.*` extension keys (spec/csgi.md §Extensions, rules EXT-1…EXT-8).
+/// The interfaces behind the `csgix.*` extension keys (spec/csgi.md §Extensions, rules EXT-1…EXT-6).
 ///
 /// An adapter that supports an extension stores an object under its key *as the interface type*
 /// (`env.set_object<csgi::Hijack>(keys::x::io, &conn)`), so that `env.object<csgi::Hijack>(keys::x::io)`
@@ -28,7 +28,7 @@ public:
   virtual int take(std::string& pending) = 0;
 };
 
-/// csgix.logger: a leveled logger supplied by the adapter or a logging middleware (EXT-3).
+/// csgix.logger: a leveled logger supplied by the adapter or a logging middleware (EXT-1).
 class Logger {
 public:
   enum class Level { debug, info, warn, error, fatal };
@@ -36,12 +36,12 @@ public:
   virtual void log(Level level, std::string_view message) = 0;
 };
 
-/// csgix.session: the session data of this request, owned by the session middleware (EXT-4).
+/// csgix.session: the session data of this request, owned by the session middleware (EXT-1).
 struct Session {
   std::map<std::string, std::string, std::less<>> data;
 };
 
-/// csgix.session.options: what the app asks the session middleware to do with the session (EXT-4).
+/// csgix.session.options: what the app asks the session middleware to do with the session (EXT-1).
 struct SessionOptions {
   std::string id;          // the session id; the middleware sets it
   bool expire = false;     // the app asks for the session to be dropped
@@ -49,7 +49,7 @@ struct SessionOptions {
   bool no_store = false;   // the app asks not to store changes of this request
 };
 
-/// csgix.cleanup.handlers: work to run after the response has been sent (EXT-6).
+/// csgix.cleanup.handlers: work to run after the response has been sent (EXT-4).
 class CleanupHandlers {
 public:
   using Handler = std::function<void(Env&)>;
@@ -65,7 +65,7 @@ private:
   std::vector<Handler> handlers_;
 };
 
-/// csgix.informational: interim (1xx) responses before the final one, e.g. 103 Early Hints (EXT-7).
+/// csgix.informational: interim (1xx) responses before the final one, e.g. 103 Early Hints (EXT-5).
 class Informational {
 public:
   virtual ~Informational() = default;
