@@ -1,0 +1,88 @@
+#pragma once
+/// Process-wide server counters for status pages (Apache mod_status, nginx stub_status, Monkey's
+/// Cheetah). Adapters record connections, requests and worker counts; the server_status middleware
+/// reads a snapshot. Every counter is a relaxed std::atomic: recording costs one uncontended atomic
+/// add, no lock, no allocation.
+///
+///   auto& s = csgi::ServerStats::global();
+///   s.attach_adapter("standalone");           // once, at start: the adapter feeds the counters
+///   s.set_workers(4);
+///   s.connection_opened();  ...  s.connection_closed();
+///   s.request_started();    ...  s.request_finished(status, bytes_sent);
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+namespace csgi {
+
+class ServerStats {
+public:
+  /// Exact statuses counted one by one (the status classes are counted as well).
+  static constexpr std::array<int, 12> tracked_statuses{200, 204, 206, 301, 302, 304,
+                                                        400, 401, 403, 404, 500, 503};
+
+  struct Snapshot {
+    std::chrono::system_clock::time_point start_time;
+    double uptime_seconds = 0;
+    std::uint64_t workers = 0;
+    std::uint64_t workers_busy = 0;        // requests in progress
+    std::uint64_t connections_open = 0;
+    std::uint64_t connections_total = 0;   // accepted since start
+    std::uint64_t requests_total = 0;      // finished since start
+    std::uint64_t bytes_sent = 0;
+    std::array<std::uint64_t, 5> status_class{};  // [0] = 1xx … [4] = 5xx
+    std::array<std::uint64_t, tracked_statuses.size()> status{};  // by tracked_statuses index
+    std::uint64_t status_other = 0;       // statuses outside 100–599
+    bool adapter_attached = false;
+    std::string_view adapter;             // name given to attach_adapter, "" if none
+  };
+
+  ServerStats() noexcept;
+  ServerStats(const ServerStats&) = delete;
+  ServerStats& operator=(const ServerStats&) = delete;
+
+  /// The process-wide instance.
+  static ServerStats& global() noexcept;
+
+  /// Called by an adapter once when it starts serving: it will feed the counters itself, so
+  /// middleware fallbacks stop recording. `name` must be a string literal (it is kept as a view).
+  void attach_adapter(std::string_view name) noexcept;
+  bool adapter_attached() const noexcept { return adapter_.load(std::memory_order_relaxed) != nullptr; }
+
+  void set_workers(std::uint64_t n) noexcept { workers_.store(n, std::memory_order_relaxed); }
+  void connection_opened() noexcept {
+    connections_open_.fetch_add(1, std::memory_order_relaxed);
+    connections_total_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void connection_closed() noexcept { connections_open_.fetch_sub(1, std::memory_order_relaxed); }
+  void request_started() noexcept { busy_.fetch_add(1, std::memory_order_relaxed); }
+  /// Ends a request begun with request_started().
+  void request_finished(int status, std::uint64_t bytes_sent = 0) noexcept {
+    busy_.fetch_sub(1, std::memory_order_relaxed);
+    record_response(status, bytes_sent);
+  }
+  /// Counts one response without touching the in-progress count.
+  void record_response(int status, std::uint64_t bytes_sent = 0) noexcept;
+
+  Snapshot snapshot() const noexcept;
+  /// Zeroes the cumulative counters and restarts the clock; gauges (open, busy, workers) are kept (tests; an admin "reset" action).
+  void reset() noexcept;
+
+private:
+  alignas(64) std::atomic<std::uint64_t> connections_open_{0};
+  std::atomic<std::uint64_t> connections_total_{0};
+  alignas(64) std::atomic<std::uint64_t> busy_{0};
+  std::atomic<std::uint64_t> requests_total_{0};
+  std::atomic<std::uint64_t> bytes_sent_{0};
+  std::array<std::atomic<std::uint64_t>, 5> class_{};
+  std::array<std::atomic<std::uint64_t>, tracked_statuses.size()> status_{};
+  std::atomic<std::uint64_t> other_{0};
+  alignas(64) std::atomic<std::uint64_t> workers_{0};
+  std::atomic<std::int64_t> start_ns_{0};
+  std::atomic<const char*> adapter_{nullptr};
+  std::atomic<std::size_t> adapter_len_{0};
+};
+
+}  // namespace csgi

@@ -1,0 +1,90 @@
+#include "csgi/middleware/access.hpp"
+
+#include <stdexcept>
+
+namespace csgi::mw {
+
+namespace {
+/// SCRIPT_NAME + PATH_INFO with "//" collapsed and "." / ".." segments resolved, so that "//admin",
+/// "/./admin" or "/x/../admin" cannot slip past a rule for "/admin".
+std::string normalized_path(std::string_view script, std::string_view path) {
+  std::string full;
+  full.reserve(script.size() + path.size() + 1);
+  full.append(script).append(path);
+  std::string out;
+  out.reserve(full.size() + 1);
+  std::size_t i = 0;
+  while (i < full.size()) {
+    while (i < full.size() && full[i] == '/') ++i;
+    std::size_t end = full.find('/', i);
+    if (end == std::string::npos) end = full.size();
+    std::string_view seg(full.data() + i, end - i);
+    if (seg == "..") {
+      auto slash = out.rfind('/');
+      out.resize(slash == std::string::npos ? 0 : slash);
+    } else if (!seg.empty() && seg != ".") {
+      out += '/';
+      out.append(seg);
+    }
+    i = end;
+  }
+  if (!full.empty() && full.back() == '/') out += '/';
+  if (out.empty()) out = "/";
+  return out;
+}
+
+bool prefix_matches(std::string_view prefix, std::string_view path) {
+  if (path.substr(0, prefix.size()) != prefix) return false;
+  return prefix.back() == '/' || path.size() == prefix.size() || path[prefix.size()] == '/';
+}
+}  // namespace
+
+Access::Access(App next, AccessOptions options)
+    : next_(std::move(next)), default_allow_(options.default_allow), message_(std::move(options.message)) {
+  if (!next_) throw std::invalid_argument("Access: no next app");
+  for (auto& r : options.rules) {
+    for (const auto& m : r.methods) {
+      if (m.empty()) throw std::invalid_argument("Access: empty method in a rule");
+      for (char c : m)
+        if (!(c >= 'A' && c <= 'Z') && c != '-' && c != '_')
+          throw std::invalid_argument("Access: method must be upper-case: " + m);
+    }
+    if (!r.path_prefix.empty() && r.path_prefix.front() != '/')
+      throw std::invalid_argument("Access: path prefix must start with '/': " + r.path_prefix);
+    rules_.push_back(Compiled{r.allow, CidrSet(r.from), r.from.empty(), std::move(r.methods), std::move(r.path_prefix)});
+  }
+}
+
+bool Access::allowed(const Env& env) const {
+  std::optional<IpAddress> addr;
+  bool parsed = false;
+  std::string_view method = env.get(keys::REQUEST_METHOD);
+  std::string path;
+  for (const auto& r : rules_) {
+    if (!r.any_address) {
+      if (!parsed) {
+        addr = IpAddress::parse(env.get(keys::REMOTE_ADDR));
+        parsed = true;
+      }
+      if (!addr || !r.from.contains(*addr)) continue;
+    }
+    if (!r.methods.empty()) {
+      bool hit = false;
+      for (const auto& m : r.methods) hit = hit || m == method;
+      if (!hit) continue;
+    }
+    if (!r.prefix.empty()) {
+      if (path.empty()) path = normalized_path(env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO));
+      if (!prefix_matches(r.prefix, path)) continue;
+    }
+    return r.allow;
+  }
+  return default_allow_;
+}
+
+Response Access::operator()(Env& env) {
+  if (!allowed(env)) return Response::text(403, message_ + "\n");
+  return next_(env);
+}
+
+}  // namespace csgi::mw

@@ -1,0 +1,276 @@
+#include "csgi/middleware/reverse_proxy.hpp"
+
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+
+namespace csgi::mw {
+
+namespace {
+
+struct Hop {
+  std::string_view node;   // for=, as sent (may be "unknown", "_hidden", "[::1]:80")
+  std::string_view proto;
+  std::string_view host;
+  std::string_view port;   // X-Forwarded-Port
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split_list(std::string_view s) {
+  std::vector<std::string_view> out;
+  while (true) {
+    auto comma = s.find(',');
+    auto item = trim(s.substr(0, comma));
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+bool iequal_ascii(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+/// Parses an RFC 7239 Forwarded value into hops; nullopt when it is malformed (then it is ignored).
+/// Quoted values are unquoted in `storage` (backslash escapes dropped).
+std::optional<std::vector<Hop>> parse_forwarded(std::string_view s, std::vector<std::string>& storage) {
+  std::vector<Hop> hops;
+  Hop cur;
+  bool any = false;
+  std::size_t i = 0;
+  storage.reserve(s.size());  // views into storage must not move
+  auto skip_ws = [&] {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  };
+  while (true) {
+    skip_ws();
+    std::size_t k = i;
+    while (i < s.size() && s[i] != '=' && s[i] != ';' && s[i] != ',' && s[i] != ' ') ++i;
+    std::string_view key = s.substr(k, i - k);
+    if (key.empty() || i >= s.size() || s[i] != '=') return std::nullopt;
+    ++i;
+    std::string_view value;
+    if (i < s.size() && s[i] == '"') {
+      ++i;
+      std::string v;
+      while (i < s.size() && s[i] != '"') {
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
+        v += s[i++];
+      }
+      if (i >= s.size()) return std::nullopt;
+      ++i;
+      storage.push_back(std::move(v));
+      value = storage.back();
+    } else {
+      std::size_t v = i;
+      while (i < s.size() && s[i] != ';' && s[i] != ',' && s[i] != ' ' && s[i] != '\t') ++i;
+      value = s.substr(v, i - v);
+    }
+    if (iequal_ascii(key, "for")) cur.node = value;
+    else if (iequal_ascii(key, "proto")) cur.proto = value;
+    else if (iequal_ascii(key, "host")) cur.host = value;
+    any = true;
+    skip_ws();
+    if (i >= s.size()) {
+      hops.push_back(cur);
+      break;
+    }
+    if (s[i] == ';') {
+      ++i;
+      continue;
+    }
+    if (s[i] == ',') {
+      ++i;
+      hops.push_back(cur);
+      cur = Hop{};
+      any = false;
+      continue;
+    }
+    return std::nullopt;
+  }
+  (void)any;
+  return hops;
+}
+
+/// Splits a node ("1.2.3.4", "1.2.3.4:80", "[::1]:80", "::1") into an address and a port.
+std::optional<IpAddress> parse_node(std::string_view node, std::string_view& port) {
+  port = {};
+  if (auto whole = IpAddress::parse(node); whole && (node.empty() || node.front() != '[')) return whole;
+  if (!node.empty() && node.front() == '[') {
+    auto close = node.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    std::string_view rest = node.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return std::nullopt;
+      port = rest.substr(1);
+    }
+    return IpAddress::parse(node.substr(1, close - 1));
+  }
+  auto colon = node.find(':');
+  if (colon == std::string_view::npos || node.find(':', colon + 1) != std::string_view::npos) return std::nullopt;
+  port = node.substr(colon + 1);
+  auto a = IpAddress::parse(node.substr(0, colon));
+  if (!a || !a->v4) return std::nullopt;
+  return a;
+}
+
+bool valid_port(std::string_view p) {
+  if (p.empty() || p.size() > 5) return false;
+  unsigned v = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  return v > 0 && v < 65536;
+}
+
+bool valid_host(std::string_view h) {
+  if (h.empty() || h.size() > 255) return false;
+  for (char c : h) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+              c == ':' || c == '[' || c == ']' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/// Splits "host:port" / "[v6]:port" into name and port ("" when absent).
+void split_host(std::string_view host, std::string_view& name, std::string_view& port) {
+  port = {};
+  name = host;
+  if (!host.empty() && host.front() == '[') {
+    auto close = host.find(']');
+    if (close != std::string_view::npos && close + 1 < host.size() && host[close + 1] == ':') {
+      name = host.substr(0, close + 1);
+      port = host.substr(close + 2);
+    }
+    return;
+  }
+  auto colon = host.rfind(':');
+  if (colon != std::string_view::npos && host.find(':') == colon) {
+    name = host.substr(0, colon);
+    port = host.substr(colon + 1);
+  }
+}
+
+}  // namespace
+
+ReverseProxy::ReverseProxy(App next, ReverseProxyOptions options)
+    : next_(std::move(next)), options_(std::move(options)), trusted_(options_.trusted) {
+  if (!next_) throw std::invalid_argument("ReverseProxy: no next app");
+  if (!options_.use_forwarded && !options_.use_x_forwarded)
+    throw std::invalid_argument("ReverseProxy: both Forwarded and X-Forwarded-* are disabled");
+}
+
+void ReverseProxy::apply(Env& env) const {
+  std::string_view remote = env.get(keys::REMOTE_ADDR);
+  if (!trusted_.contains(remote)) return;
+
+  std::vector<Hop> hops;
+  std::vector<std::string> storage;
+  bool from_forwarded = false;
+  if (options_.use_forwarded) {
+    std::string_view fwd = env.get("HTTP_FORWARDED");
+    if (!fwd.empty()) {
+      if (auto parsed = parse_forwarded(fwd, storage)) {
+        hops = std::move(*parsed);
+        from_forwarded = true;
+      } else {
+        env.errors().write("reverse_proxy: malformed Forwarded header ignored");
+      }
+    }
+  }
+  if (!from_forwarded && options_.use_x_forwarded) {
+    auto fors = split_list(env.get("HTTP_X_FORWARDED_FOR"));
+    auto protos = split_list(env.get("HTTP_X_FORWARDED_PROTO"));
+    auto hosts = split_list(env.get("HTTP_X_FORWARDED_HOST"));
+    auto ports = split_list(env.get("HTTP_X_FORWARDED_PORT"));
+    std::size_t n = fors.empty() ? 1 : fors.size();  // proto/host without a For: one hop, our proxy
+    hops.resize(n);
+    auto spread = [n](const std::vector<std::string_view>& list, auto member, std::vector<Hop>& hs) {
+      if (list.empty()) return;
+      if (list.size() == n) {
+        for (std::size_t i = 0; i < n; ++i) hs[i].*member = list[i];
+      } else {
+        for (auto& h : hs) h.*member = list.back();
+      }
+    };
+    for (std::size_t i = 0; i < fors.size(); ++i) hops[i].node = fors[i];
+    spread(protos, &Hop::proto, hops);
+    spread(hosts, &Hop::host, hops);
+    spread(ports, &Hop::port, hops);
+  }
+  if (hops.empty()) return;
+
+  // Walk from the right: hop i was written by the (trusted) proxy at position i+1.
+  std::optional<IpAddress> client;
+  std::string_view client_port;
+  std::size_t chosen = hops.size() - 1;
+  for (std::size_t k = hops.size(); k-- > 0;) {
+    chosen = k;
+    if (hops[k].node.empty()) break;  // no address from this hop: keep the proxy's
+    std::string_view port;
+    auto a = parse_node(hops[k].node, port);
+    if (!a) break;
+    client = a;
+    client_port = port;
+    if (!trusted_.contains(*a)) break;
+  }
+  const Hop& hop = hops[chosen];
+
+  if (client) {
+    env.set("reverse_proxy.REMOTE_ADDR", remote);
+    env.set(keys::REMOTE_ADDR, client->str());
+    if (valid_port(client_port)) env.set(keys::REMOTE_PORT, client_port);
+  }
+  bool scheme_set = false;
+  std::string_view scheme = env.get(keys::url_scheme, "http");
+  if (iequal_ascii(hop.proto, "http") || iequal_ascii(hop.proto, "https")) {
+    env.set("reverse_proxy.url_scheme", scheme);
+    env.set(keys::url_scheme, iequal_ascii(hop.proto, "https") ? "https" : "http");
+    scheme = env.get(keys::url_scheme);
+    scheme_set = true;
+  }
+  if (!options_.set_host) return;
+  bool host_set = false;
+  if (valid_host(hop.host)) {
+    std::string_view name, port;
+    split_host(hop.host, name, port);
+    if (!name.empty() && (port.empty() || valid_port(port))) {
+      env.set("reverse_proxy.HTTP_HOST", env.get(keys::HTTP_HOST));
+      env.set(keys::HTTP_HOST, hop.host);
+      host_set = true;
+    }
+  }
+  if (!host_set && !scheme_set && hop.port.empty()) return;
+  std::string_view name, port;
+  split_host(env.get(keys::HTTP_HOST), name, port);
+  if (host_set && !name.empty()) env.set(keys::SERVER_NAME, name);
+  if (valid_port(port)) {
+    env.set(keys::SERVER_PORT, port);
+  } else if (valid_port(hop.port)) {
+    env.set(keys::SERVER_PORT, hop.port);
+  } else if (host_set || scheme_set) {
+    env.set(keys::SERVER_PORT, scheme == "https" ? "443" : "80");
+  }
+}
+
+Response ReverseProxy::operator()(Env& env) {
+  apply(env);
+  return next_(env);
+}
+
+}  // namespace csgi::mw
