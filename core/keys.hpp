@@ -47,7 +47,7 @@ namespace x {
 inline constexpr K io = "csgix.io";                            // object csgi::Hijack
 inline constexpr K input_buffered = "csgix.input.buffered";    // bool: csgi.input is seekable
 inline constexpr K logger = "csgix.logger";                    // object csgi::Logger
-inline constexpr K session = "csgix.session";                  // object csgi::SessionOptions
+inline constexpr K session = "csgix.session";                  // object csgi::Session
 inline constexpr K session_options = "csgix.session.options";  // object csgi::SessionOptions
 inline constexpr K harakiri = "csgix.harakiri";                // bool: adapter honours harakiri.commit
 inline constexpr K harakiri_commit = "csgix.harakiri.commit";  // bool set by the app
