@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "csgi/core/query.hpp"
 
@@ -32,6 +33,9 @@ enum class SameSite : std::uint8_t { unset, lax, strict, none };
 /// One Set-Cookie header. to_string() throws std::invalid_argument for a name that is not an RFC 9110
 /// token, a domain or path holding ';' or control characters, or SameSite=None without Secure.
 struct SetCookie {
+  SetCookie() = default;
+  SetCookie(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+
   std::string name;
   std::string value;
   std::string path;

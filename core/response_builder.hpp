@@ -3,7 +3,10 @@
 ///
 ///   csgi::ResponseBuilder rb;
 ///   rb.content_type("text/html; charset=utf-8").body("<p>hi</p>");
-///   rb.cookie({.name = "sid", .value = id, .path = "/", .http_only = true});
+///   csgi::SetCookie sid("sid", id);
+///   sid.path = "/";
+///   sid.http_only = true;
+///   rb.cookie(sid);
 ///   return rb.finalize();
 ///
 ///   return csgi::ResponseBuilder().redirect("/login", 303).finalize();
