@@ -1,0 +1,140 @@
+#include "csgi/adapters/cgi/gateway.hpp"
+
+#include <cstring>
+
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/keys.hpp"
+#include "csgi/core/percent.hpp"
+
+namespace csgi::cgi {
+
+namespace {
+
+std::string_view trim_trailing_slashes(std::string_view s) {
+  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
+  return s;
+}
+
+/// `prefix` (without trailing '/') is a prefix of `path` ending on a segment boundary.
+bool is_mount_prefix(std::string_view path, std::string_view prefix) {
+  if (prefix.empty()) return true;
+  return path.size() >= prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
+         (path.size() == prefix.size() || path[prefix.size()] == '/');
+}
+
+/// The path part of a request target, decoded once into the env's arena.
+std::string_view decoded_path(Env& env, std::string_view uri) {
+  std::string_view path = uri.substr(0, uri.find('?'));
+  if (auto h = path.find('#'); h != std::string_view::npos) path = path.substr(0, h);
+  if (!path.empty() && path.front() != '/') {  // absolute-form
+    auto scheme = path.find("://");
+    if (scheme == std::string_view::npos) return {};
+    auto slash = path.find('/', scheme + 3);
+    path = slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
+  }
+  if (path.find('%') == std::string_view::npos) return path;
+  char* buf = env.allocate(path.size());
+  std::size_t n = percent_decode_to(path, buf, false);
+  if (std::memchr(buf, '\0', n) != nullptr) throw BadRequest("NUL (%00) in request path");
+  return {buf, n};
+}
+
+PathSplit finish(std::string_view script, std::string_view path) {
+  if (script == "/") script = {};
+  if (script.empty() && path.empty()) path = "/";
+  return {script, path};
+}
+
+}  // namespace
+
+PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view script_name, std::string_view path_info,
+                      bool script_name_repeated, const std::optional<std::string>& override_script_name) {
+  if (request_uri.empty()) {
+    if (override_script_name) {
+      // No request URI: rebuild the path from what the server split.
+      std::string_view s = trim_trailing_slashes(script_name);
+      char* buf = env.allocate(s.size() + path_info.size());
+      std::memcpy(buf, s.data(), s.size());
+      std::memcpy(buf + s.size(), path_info.data(), path_info.size());
+      std::string_view whole(buf, s.size() + path_info.size());
+      std::string_view o = trim_trailing_slashes(*override_script_name);
+      if (is_mount_prefix(whole, o)) return finish(o, whole.substr(o.size()));
+      return finish({}, whole);
+    }
+    return finish(trim_trailing_slashes(script_name), path_info);
+  }
+  std::string_view p = decoded_path(env, request_uri);
+
+  if (override_script_name) {
+    std::string_view o = trim_trailing_slashes(*override_script_name);
+    if (is_mount_prefix(p, o)) return finish(o, p.substr(o.size()));
+    return finish({}, p);
+  }
+  std::string_view s = trim_trailing_slashes(script_name);
+  if (!s.empty() && is_mount_prefix(p, s)) {
+    if (s.size() == p.size() && path_info.empty() && !script_name_repeated) return finish({}, p);
+    return finish(s, p.substr(s.size()));
+  }
+  if (s.empty()) return finish({}, p);
+  if (!path_info.empty()) {
+    std::string_view dir = s.substr(0, s.rfind('/'));
+    if (is_mount_prefix(p, dir)) return finish(dir, p.substr(dir.size()));
+    if (p.size() > path_info.size() && p.ends_with(path_info) && path_info.front() == '/')
+      return finish(p.substr(0, p.size() - path_info.size()), path_info);
+  }
+  return finish({}, p);
+}
+
+void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
+  std::size_t total = 0;
+  int script_name_count = 0;
+  for (const char* const* v = vars; v && *v; ++v) {
+    const char* kv = *v;
+    const char* eq = std::strchr(kv, '=');
+    if (eq == nullptr || eq == kv) continue;
+    std::string_view name(kv, static_cast<std::size_t>(eq - kv));
+    std::string_view value(eq + 1);
+    total += name.size() + value.size();
+    if (total > options.max_params_bytes) throw HttpError(431, "request meta-variables exceed the size limit");
+    if (name.starts_with("HTTP_")) {
+      // Already CONTENT_*; Proxy: is the httpoxy attack vector.
+      if (name == "HTTP_CONTENT_TYPE" || name == "HTTP_CONTENT_LENGTH" || name == "HTTP_PROXY") continue;
+    } else if (name == keys::CONTENT_LENGTH || name == keys::CONTENT_TYPE) {
+      if (value.empty()) {
+        env.erase(name);
+        continue;
+      }
+    } else if (name == keys::SCRIPT_NAME) {
+      ++script_name_count;
+    } else if (name.find('.') != std::string_view::npos) {
+      continue;  // dotted names belong to csgi, never to the server
+    }
+    env.set_view(name, value);
+  }
+
+  if (env.get(keys::REQUEST_METHOD).empty()) throw BadRequest("no REQUEST_METHOD from the server");
+  std::string_view cl = env.get(keys::CONTENT_LENGTH);
+  if (!cl.empty()) {
+    if (cl.size() > 18 || cl.find_first_not_of("0123456789") != std::string_view::npos)
+      throw BadRequest("CONTENT_LENGTH is not a number");
+  }
+  if (!env.contains(keys::QUERY_STRING)) env.set_view(keys::QUERY_STRING, "");
+  if (!env.contains(keys::SERVER_PROTOCOL)) env.set_view(keys::SERVER_PROTOCOL, "HTTP/1.0");
+
+  PathSplit paths = split_paths(env, env.get(keys::REQUEST_URI), env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO),
+                                script_name_count > 1, options.script_name);
+  env.set_view(keys::SCRIPT_NAME, paths.script_name);
+  env.set_view(keys::PATH_INFO, paths.path_info);
+
+  std::string_view https = env.get("HTTPS");
+  bool secure = https == "on" || https == "ON" || https == "1" || env.get("REQUEST_SCHEME") == "https";
+  env.set_view(keys::version, keys::spec_version);
+  env.set_view(keys::url_scheme, secure ? "https" : "http");
+  env.set_bool(keys::multithread, options.multithread);
+  env.set_bool(keys::multiprocess, options.multiprocess);
+  env.set_bool(keys::run_once, options.run_once);
+  env.set_bool(keys::nonblocking, false);
+  env.set_bool(keys::streaming, true);
+}
+
+}  // namespace csgi::cgi

@@ -1,0 +1,326 @@
+#include "csgi/adapters/cgi/response_writer.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/keys.hpp"
+
+namespace csgi::cgi {
+
+namespace {
+
+bool is_tchar(unsigned char c) {
+  if (c >= '0' && c <= '9') return true;
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-': case '.':
+    case '^': case '_': case '`': case '|': case '~': return true;
+    default: return false;
+  }
+}
+
+void log_error(Env& env, std::string_view what) noexcept {
+  try {
+    std::string msg = "csgi: ";
+    msg += what;
+    msg += " (";
+    msg += env.get(keys::REQUEST_METHOD);
+    msg += ' ';
+    msg += env.get(keys::REQUEST_URI);
+    msg += ')';
+    env.errors().write(msg);
+  } catch (...) {
+  }
+}
+
+bool no_body(const Env& env, int status) { return status_has_no_body(status) || env.get(keys::REQUEST_METHOD) == "HEAD"; }
+
+/// Writes a non-delayed body. Returns false when it stopped early.
+bool write_body(Body& body, Env& env, Output& out) {
+  if (auto* s = std::get_if<std::string>(&body)) return s->empty() || out.write(*s);
+  if (auto* b = std::get_if<SharedBytes>(&body)) return !*b || (*b)->empty() || out.write(**b);
+  if (auto* f = std::get_if<FileBody>(&body)) {
+    std::shared_ptr<FileHandle> h = f->file;
+    if (!h) h = FileBody::open(f->path).file;
+    std::uint64_t left = f->size();
+    std::uint64_t pos = f->offset;
+    std::string buf(std::min<std::uint64_t>(left, 65536), '\0');
+    while (left > 0) {
+      ssize_t r = ::pread(h->fd(), buf.data(), std::min<std::uint64_t>(left, buf.size()), static_cast<off_t>(pos));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw std::system_error(errno, std::generic_category(), "reading file body " + f->path);
+      if (r == 0) throw std::runtime_error("file body " + f->path + " ended early");
+      if (!out.write({buf.data(), static_cast<std::size_t>(r)})) return false;
+      left -= static_cast<std::uint64_t>(r);
+      pos += static_cast<std::uint64_t>(r);
+    }
+    return true;
+  }
+  if (auto* sp = std::get_if<StreamPtr>(&body)) {
+    StreamPtr stream = *sp;
+    if (!stream) return true;
+    struct Closer {
+      Stream& s;
+      ~Closer() {
+        try {
+          s.close();
+        } catch (...) {
+        }
+      }
+    } closer{*stream};
+    std::string chunk;
+    while (stream->next(chunk)) {
+      if (chunk.empty()) continue;
+      if (out.client_gone() || !out.write(chunk) || !out.flush()) return false;
+    }
+    return true;
+  }
+  throw std::logic_error("a delayed response answered with another delayed response");
+}
+
+bool send_error(Env& env, Output& out, int status) noexcept;
+
+/// Sends a complete (non-delayed) response; a malformed one becomes a 500 before anything is written.
+bool send_complete(Response& res, Env& env, Output& out) {
+  bool skip = no_body(env, res.status);
+  std::string head;
+  try {
+    std::optional<std::uint64_t> len = status_has_no_body(res.status) ? std::nullopt : res.known_length();
+    head = format_head(res.status, res.headers, len);
+  } catch (const std::exception& e) {
+    log_error(env, std::string("bad response: ") + e.what());
+    if (auto* sp = std::get_if<StreamPtr>(&res.body); sp && *sp) (*sp)->close();
+    return send_error(env, out, 500);
+  }
+  if (!out.write(head)) return false;
+  if (skip) {
+    if (auto* sp = std::get_if<StreamPtr>(&res.body); sp && *sp) (*sp)->close();
+    return out.flush();
+  }
+  return write_body(res.body, env, out);
+}
+
+bool send_error(Env& env, Output& out, int status) noexcept {
+  try {
+    Response r = Response::error(status);
+    return send_complete(r, env, out);
+  } catch (...) {
+    return false;
+  }
+}
+
+// Delayed responses: the serving thread waits on `State` until the app answered and finished.
+struct State {
+  std::mutex mu;
+  std::condition_variable cv;
+  Output* out;  // nullptr once the serving thread has moved on
+  Env* env;
+  bool head_only = false;
+  bool answered = false;  // respond() or start() was called
+  bool done = false;      // the response is complete, or abandoned
+  bool ok = true;         // everything written so far went out
+  bool failed = false;    // nothing could be sent: answer 500
+};
+
+class StreamWriter final : public Writer {
+public:
+  explicit StreamWriter(std::shared_ptr<State> st) : st_(std::move(st)) {}
+  ~StreamWriter() override { close(); }
+  bool write(std::string_view chunk) override {
+    std::lock_guard lock(st_->mu);
+    if (closed_ || !st_->out || !st_->ok) return false;
+    if (st_->head_only || chunk.empty()) return true;
+    if (st_->out->client_gone() || !st_->out->write(chunk) || !st_->out->flush()) st_->ok = false;
+    return st_->ok;
+  }
+  void close() override {
+    std::lock_guard lock(st_->mu);
+    if (std::exchange(closed_, true)) return;
+    st_->done = true;
+    st_->cv.notify_all();
+  }
+
+private:
+  std::shared_ptr<State> st_;
+  bool closed_ = false;
+};
+
+class DelayedResponder final : public ResponderImpl {
+public:
+  explicit DelayedResponder(std::shared_ptr<State> st) : st_(std::move(st)) {}
+  ~DelayedResponder() override {
+    std::lock_guard lock(st_->mu);
+    if (!st_->answered) {
+      st_->done = true;
+      st_->failed = true;
+      if (st_->env) log_error(*st_->env, "delayed response dropped without an answer");
+      st_->cv.notify_all();
+    }
+  }
+  void respond(Response r) override {
+    std::lock_guard lock(st_->mu);
+    if (std::exchange(st_->answered, true)) throw std::logic_error("the responder was already used");
+    if (st_->out) {
+      try {
+        st_->ok = send_complete(r, *st_->env, *st_->out) && st_->out->flush();
+      } catch (const std::exception& e) {
+        log_error(*st_->env, std::string("response failed: ") + e.what());
+        st_->failed = true;
+      }
+    }
+    st_->done = true;
+    st_->cv.notify_all();
+  }
+  WriterPtr start(int status, Headers headers) override {
+    std::lock_guard lock(st_->mu);
+    if (std::exchange(st_->answered, true)) throw std::logic_error("the responder was already used");
+    auto writer = std::make_shared<StreamWriter>(st_);
+    if (st_->out) {
+      std::string head;
+      try {
+        head = format_head(status, headers, std::nullopt);
+      } catch (...) {
+        st_->failed = true;
+        st_->done = true;
+        st_->cv.notify_all();
+        throw;
+      }
+      st_->head_only = no_body(*st_->env, status);
+      st_->ok = st_->out->write(head) && st_->out->flush();
+    }
+    return writer;
+  }
+
+private:
+  std::shared_ptr<State> st_;
+};
+
+bool send_delayed(Delayed& d, Env& env, Output& out, const SendOptions& options) {
+  auto st = std::make_shared<State>();
+  st->out = &out;
+  st->env = &env;
+  try {
+    d(Responder(std::make_shared<DelayedResponder>(st)));
+  } catch (const std::exception& e) {
+    log_error(env, std::string("delayed response raised: ") + e.what());
+    std::lock_guard lock(st->mu);
+    if (!st->answered) st->failed = true, st->done = true;
+  } catch (...) {
+    log_error(env, "delayed response raised a non-standard exception");
+    std::lock_guard lock(st->mu);
+    if (!st->answered) st->failed = true, st->done = true;
+  }
+  std::unique_lock lock(st->mu);
+  while (!st->done) {
+    if (st->cv.wait_for(lock, options.gone_poll) == std::cv_status::timeout && out.client_gone()) {
+      st->ok = false;
+      break;
+    }
+  }
+  bool ok = st->ok;
+  if (st->failed && !st->answered) ok = send_error(env, out, 500);
+  else if (st->failed) ok = false;
+  st->out = nullptr;  // a writer kept by the app returns false from now on
+  return ok;
+}
+
+}  // namespace
+
+std::string format_head(int status, const Headers& headers, std::optional<std::uint64_t> known_length) {
+  if (status < 100 || status > 999) throw std::invalid_argument("status " + std::to_string(status) + " is out of range");
+  std::string head;
+  head.reserve(64 + headers.size() * 48);
+  head += "Status: ";
+  head += std::to_string(status);
+  head += ' ';
+  head += reason_phrase(status);
+  head += "\r\n";
+  bool has_length = false;
+  for (const Header& h : headers) {
+    if (h.name.empty()) throw std::invalid_argument("empty response header name");
+    for (unsigned char c : h.name)
+      if (!is_tchar(c)) throw std::invalid_argument("invalid response header name: " + h.name);
+    for (unsigned char c : h.value)
+      if (c == '\r' || c == '\n' || c == '\0')
+        throw std::invalid_argument("response header " + h.name + " holds CR, LF or NUL");
+    if (iequals(h.name, "Status")) throw std::invalid_argument("apps must not send a Status header");
+    if (iequals(h.name, "Content-Length")) has_length = true;
+    head += h.name;
+    head += ": ";
+    head += h.value;
+    head += "\r\n";
+  }
+  if (known_length && !has_length) {
+    head += "Content-Length: ";
+    head += std::to_string(*known_length);
+    head += "\r\n";
+  }
+  head += "\r\n";
+  return head;
+}
+
+Response call_app(const App& app, Env& env) noexcept {
+  try {
+    try {
+      return app(env);
+    } catch (const HttpError& e) {
+      if (e.status() >= 500) log_error(env, std::string("app raised: ") + e.what());
+      return Response::error(e.status(), e.status() < 500 ? std::string_view(e.what()) : std::string_view{});
+    } catch (const std::exception& e) {
+      log_error(env, std::string("app raised: ") + e.what());
+      return Response::error(500);
+    } catch (...) {
+      log_error(env, "app raised a non-standard exception");
+      return Response::error(500);
+    }
+  } catch (...) {  // building the error response itself failed (out of memory)
+    Response r;
+    r.status = 500;
+    return r;
+  }
+}
+
+bool send_response(Response res, Env& env, Output& out, const SendOptions& options) noexcept {
+  try {
+    if (auto* d = std::get_if<Delayed>(&res.body)) {
+      Delayed fn = std::move(*d);
+      if (!fn) return send_error(env, out, 500);
+      return send_delayed(fn, env, out, options) && out.flush();
+    }
+    return send_complete(res, env, out) && out.flush();
+  } catch (const std::exception& e) {
+    log_error(env, std::string("response body failed: ") + e.what());
+    return false;
+  } catch (...) {
+    log_error(env, "response body failed");
+    return false;
+  }
+}
+
+bool handle_request(const App& app, Env& env, const char* const* vars, const EnvOptions& env_options, Input& input,
+                    ErrorStream& errors, Output& out, const SendOptions& options) noexcept {
+  try {
+    env.set_object<ErrorStream>(keys::errors, &errors);
+    env.set_object<Input>(keys::input, &input);
+    env.set_bool(keys::x::input_buffered, input.seekable());
+    try {
+      build_env(env, vars, env_options);
+    } catch (const HttpError& e) {
+      log_error(env, std::string("bad request from the front server: ") + e.what());
+      return send_response(Response::error(e.status(), e.what()), env, out, options);
+    }
+  } catch (...) {
+    return send_error(env, out, 500);
+  }
+  return send_response(call_app(app, env), env, out, options);
+}
+
+}  // namespace csgi::cgi

@@ -1,0 +1,269 @@
+#include <fcgiapp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "csgi/adapters/cgi/response_writer.hpp"
+#include "csgi/adapters/cgi/spool_input.hpp"
+#include "csgi/adapters/fastcgi/fastcgi.hpp"
+#include "csgi/core/io.hpp"
+
+namespace csgi::fastcgi {
+
+namespace {
+
+/// Sent to worker threads idle in accept() or in a read on a kept connection, to make the call fail with
+/// EINTR during a graceful stop. Its handler does nothing.
+int wake_signal() { return SIGRTMIN + 4; }
+extern "C" void on_wake(int) {}
+
+class FcgiOutput final : public cgi::Output {
+public:
+  explicit FcgiOutput(FCGX_Request& r) : r_(r) {}
+  bool write(std::string_view bytes) override {
+    return FCGX_PutStr(bytes.data(), static_cast<int>(bytes.size()), r_.out) == static_cast<int>(bytes.size());
+  }
+  bool flush() override { return FCGX_FFlush(r_.out) == 0; }
+  bool client_gone() override {
+    pollfd p{r_.ipcFd, POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+  }
+
+private:
+  FCGX_Request& r_;
+};
+
+struct Shared {
+  App app;
+  cgi::EnvOptions env_options;
+  std::uint64_t max_body = 0;
+  int listen_fd = -1;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> running{0};
+};
+
+struct WorkerSlot {
+  std::atomic<bool> idle{false};
+  pthread_t thread{};
+};
+
+void worker(Shared& s, WorkerSlot& slot) {
+  FCGX_Request req;
+  FCGX_InitRequest(&req, s.listen_fd, FCGI_FAIL_ACCEPT_ON_INTR);
+  Env env;
+  ErrorStream& errors = stderr_stream();
+  while (!s.stopping.load()) {
+    slot.idle.store(true);
+    int rc = FCGX_Accept_r(&req);
+    slot.idle.store(false);
+    if (rc < 0) {
+      if (s.stopping.load()) break;
+      if (rc == -EINTR) continue;
+      errors.write("csgi fastcgi: accept failed: " + std::string(std::strerror(-rc)));
+      if (rc == -EBADF || rc == -EINVAL || rc == -ENOTSOCK) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // EMFILE and the like: back off
+      continue;
+    }
+    env.clear();
+    cgi::SpoolInput input(
+        [&req](char* buf, std::size_t n) -> std::size_t {
+          int got = FCGX_GetStr(buf, static_cast<int>(std::min<std::size_t>(n, 1 << 30)), req.in);
+          if (got > 0) return static_cast<std::size_t>(got);
+          if (FCGX_GetError(req.in) != 0) throw std::runtime_error("the request body was cut short");
+          return 0;
+        },
+        s.max_body);
+    FcgiOutput out(req);
+    if (!cgi::handle_request(s.app, env, req.envp, s.env_options, input, errors, out)) {
+      // The response is incomplete: drop the connection so the front server does not take it as whole.
+      ::shutdown(req.ipcFd, SHUT_RDWR);
+      FCGX_Free(&req, 1);
+    }
+    env.clear();
+  }
+  FCGX_Finish_r(&req);
+  FCGX_Free(&req, 1);
+  s.running.fetch_sub(1);
+}
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+void prepare_signals() {
+  ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = on_wake;  // no SA_RESTART: blocking calls fail with EINTR
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(wake_signal(), &sa, nullptr);
+  sigset_t set = stop_signals();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+/// One process: N threads; returns when a stop signal arrived and the threads finished.
+int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
+  prepare_signals();
+  Shared s;
+  s.app = std::move(app);
+  s.listen_fd = listen_fd;
+  s.max_body = o.max_body;
+  int threads = o.threads < 1 ? 1 : o.threads;
+  s.env_options.script_name = o.script_name;
+  s.env_options.multithread = threads > 1;
+  s.env_options.multiprocess = o.workers > 1 || spawned;
+  s.env_options.run_once = false;
+
+  std::vector<std::unique_ptr<WorkerSlot>> slots;
+  std::vector<std::thread> pool;
+  s.running.store(threads);
+  for (int i = 0; i < threads; ++i) {
+    slots.push_back(std::make_unique<WorkerSlot>());
+    WorkerSlot& slot = *slots.back();
+    pool.emplace_back([&s, &slot] { worker(s, slot); });
+    slot.thread = pool.back().native_handle();
+  }
+
+  sigset_t set = stop_signals();
+  timespec tick{0, 200 * 1000 * 1000};
+  while (s.running.load() > 0) {
+    int sig = ::sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) break;
+  }
+  s.stopping.store(true);
+  auto deadline = std::chrono::steady_clock::now() + o.graceful_timeout;
+  while (s.running.load() > 0) {
+    for (auto& slot : slots)
+      if (slot->idle.load()) ::pthread_kill(slot->thread, wake_signal());
+    if (std::chrono::steady_clock::now() > deadline) {
+      stderr_stream().write("csgi fastcgi: requests still running after the graceful timeout; exiting");
+      std::_Exit(0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& t : pool) t.join();
+  return 0;
+}
+
+/// The master of `workers` processes: restarts children that die, forwards SIGTERM/SIGINT.
+int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
+  prepare_signals();
+  std::vector<pid_t> children(static_cast<std::size_t>(o.workers), -1);
+  std::vector<std::chrono::steady_clock::time_point> started(children.size());
+  auto spawn = [&](std::size_t i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int rc = serve_threads(app, o, listen_fd, spawned);
+      std::_Exit(rc);
+    }
+    if (pid < 0) stderr_stream().write("csgi fastcgi: fork failed: " + std::string(std::strerror(errno)));
+    children[i] = pid;
+    started[i] = std::chrono::steady_clock::now();
+  };
+  for (std::size_t i = 0; i < children.size(); ++i) spawn(i);
+
+  sigset_t set = stop_signals();
+  timespec tick{0, 100 * 1000 * 1000};
+  int stop_sig = 0;
+  while (stop_sig == 0) {
+    int sig = ::sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      stop_sig = sig;
+      break;
+    }
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (children[i] > 0) {
+        int status = 0;
+        if (::waitpid(children[i], &status, WNOHANG) != children[i]) continue;
+        stderr_stream().write("csgi fastcgi: worker " + std::to_string(children[i]) + " exited (" +
+                              (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                                   : "status " + std::to_string(WEXITSTATUS(status))) +
+                              "); restarting it");
+        children[i] = -1;
+      }
+      // A child that dies at once is restarted at most once a second.
+      if (children[i] < 0 && std::chrono::steady_clock::now() - started[i] > std::chrono::seconds(1)) spawn(i);
+    }
+  }
+  for (pid_t pid : children)
+    if (pid > 0) ::kill(pid, stop_sig);
+  for (pid_t pid : children)
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
+  return 0;
+}
+
+}  // namespace
+
+bool is_fastcgi_socket(int fd) noexcept {
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) return false;
+  int type = 0;
+  len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return false;
+  return listening != 0 && type == SOCK_STREAM;
+}
+
+int open_socket(const std::string& spec, int backlog, int socket_mode) {
+  std::string path = spec;
+  bool unix_socket = false;
+  if (path.rfind("unix:", 0) == 0) {
+    path = path.substr(5);
+    unix_socket = true;
+  } else if (!path.empty() && path.front() == '/') {
+    unix_socket = true;
+  }
+  if (unix_socket) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
+  } else if (path.find(':') == std::string::npos) {
+    errno = EINVAL;
+    return -1;
+  }
+  int fd = FCGX_OpenSocket(path.c_str(), backlog);
+  if (fd < 0) return -1;
+  if (unix_socket && socket_mode >= 0) ::chmod(path.c_str(), static_cast<mode_t>(socket_mode));
+  return fd;
+}
+
+int serve(App app, const Options& options) {
+  if (FCGX_Init() != 0) {
+    stderr_stream().write("csgi fastcgi: FCGX_Init failed");
+    return 1;
+  }
+  int fd = 0;
+  bool spawned = options.listen.empty();
+  if (spawned) {
+    if (!is_fastcgi_socket(0)) {
+      stderr_stream().write("csgi fastcgi: fd 0 is not a listening socket; give --listen unix:/path or host:port");
+      return 1;
+    }
+  } else {
+    fd = open_socket(options.listen, options.backlog, options.socket_mode);
+    if (fd < 0) {
+      stderr_stream().write("csgi fastcgi: cannot listen on " + options.listen + ": " + std::strerror(errno));
+      return 1;
+    }
+  }
+  int rc = options.workers > 1 ? serve_workers(std::move(app), options, fd, spawned)
+                               : serve_threads(std::move(app), options, fd, spawned);
+  if (!spawned && options.listen.rfind("unix:", 0) == 0) ::unlink(options.listen.c_str() + 5);
+  return rc;
+}
+
+}  // namespace csgi::fastcgi
