@@ -1,0 +1,126 @@
+#include "csgi/middleware/htpasswd.hpp"
+
+#include <crypt.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace csgi::mw {
+
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;  // lengths are fixed per scheme: no secret leaks
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool is_des(std::string_view h) {
+  if (h.size() != 13) return false;
+  for (char c : h)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '/'))
+      return false;
+  return true;
+}
+
+bool verify_sha1(std::string_view b64, std::string_view password) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(password.data(), password.size(), digest, &len, EVP_sha1(), nullptr) != 1) return false;
+  unsigned char out[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  int n = EVP_EncodeBlock(out, digest, static_cast<int>(len));
+  return equal_constant_time(b64, std::string_view(reinterpret_cast<char*>(out), static_cast<std::size_t>(n)));
+}
+
+bool verify_crypt(std::string_view hash, std::string_view password) {
+  if (password.find('\0') != std::string_view::npos) return false;
+  std::string phrase(password), setting(hash);
+  void* data = nullptr;
+  int size = 0;
+  const char* out = crypt_ra(phrase.c_str(), setting.c_str(), &data, &size);
+  bool ok = out && out[0] != '*' && equal_constant_time(out, hash);
+  if (data) {
+    std::memset(data, 0, static_cast<std::size_t>(size));  // scrub the key schedule
+    std::free(data);
+  }
+  OPENSSL_cleanse(phrase.data(), phrase.size());
+  return ok;
+}
+
+}  // namespace
+
+bool Htpasswd::supported(std::string_view hash) {
+  if (starts_with(hash, "{SHA}")) return hash.size() == 5 + 28;
+  bool known = starts_with(hash, "$2y$") || starts_with(hash, "$2b$") || starts_with(hash, "$2a$") ||
+               starts_with(hash, "$1$") || starts_with(hash, "$5$") || starts_with(hash, "$6$") ||
+               starts_with(hash, "$y$") || is_des(hash);
+  if (!known) return false;
+  std::string h(hash);
+  int r = crypt_checksalt(h.c_str());
+  return r == CRYPT_SALT_OK || r == CRYPT_SALT_METHOD_LEGACY || r == CRYPT_SALT_TOO_CHEAP;
+}
+
+bool Htpasswd::verify_hash(std::string_view hash, std::string_view password) {
+  if (starts_with(hash, "{SHA}")) return verify_sha1(hash.substr(5), password);
+  return verify_crypt(hash, password);
+}
+
+Htpasswd Htpasswd::parse(std::string_view text, std::string_view source) {
+  Htpasswd h;
+  std::size_t lineno = 0;
+  while (!text.empty()) {
+    ++lineno;
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty() || line.front() == '#') continue;
+    auto where = [&] { return std::string(source) + ":" + std::to_string(lineno) + ": "; };
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0)
+      throw std::invalid_argument(where() + "expected user:hash");
+    std::string_view user = line.substr(0, colon);
+    std::string_view hash = line.substr(colon + 1);
+    // Apache allows trailing ":comment" fields after the hash; bcrypt and crypt hashes hold no ':'.
+    if (auto c2 = hash.find(':'); c2 != std::string_view::npos) hash = hash.substr(0, c2);
+    if (starts_with(hash, "$apr1$"))
+      throw std::invalid_argument(where() + "Apache MD5 ($apr1$) is not supported by libcrypt; regenerate the "
+                                            "entry for '" + std::string(user) + "' with htpasswd -B");
+    if (!supported(hash))
+      throw std::invalid_argument(where() + "unsupported or malformed hash for '" + std::string(user) +
+                                  "' (plain text is not accepted; use htpasswd -B)");
+    if (!h.users_.emplace(std::string(user), std::string(hash)).second)
+      throw std::invalid_argument(where() + "duplicate user '" + std::string(user) + "'");
+    if (h.dummy_.empty()) h.dummy_ = hash;
+  }
+  return h;
+}
+
+Htpasswd Htpasswd::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("htpasswd: cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path);
+}
+
+bool Htpasswd::verify(std::string_view user, std::string_view password) const {
+  auto it = users_.find(std::string(user));
+  if (it == users_.end()) {
+    if (!dummy_.empty()) (void)verify_hash(dummy_, password);  // same cost as a known user
+    return false;
+  }
+  return verify_hash(it->second, password);
+}
+
+}  // namespace csgi::mw
