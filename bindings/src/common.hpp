@@ -1,0 +1,89 @@
+#pragma once
+/// Shared pieces of the Python bindings: latin-1 conversions (PEP 3333 "native strings" carry bytes as
+/// code points U+0000…U+00FF) and the bound App type.
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "csgi/core/app.hpp"
+
+namespace csgi::python {
+namespace py = pybind11;
+
+/// Thrown when a Python error is set and should propagate as it is. Used instead of
+/// py::error_already_set, whose destructor (pybind11 2.10) takes the GIL through PyGILState: that
+/// deadlocks in a sub-interpreter (uWSGI mounts). A module-local translator leaves the error in place.
+struct PythonErrorSet {};
+[[noreturn]] inline void throw_python_error() { throw PythonErrorSet{}; }
+
+/// The bytes of a str whose characters are all ≤ U+00FF, without copying (CPython stores such strings
+/// one byte per character, which is exactly their latin-1 encoding). False for wider strings.
+inline bool latin1_view(PyObject* s, std::string_view& out) noexcept {
+  if (PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND) return false;
+  out = {reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(s)), static_cast<std::size_t>(PyUnicode_GET_LENGTH(s))};
+  return true;
+}
+
+/// A new str holding `bytes` as latin-1 code points (never fails for valid memory).
+inline PyObject* latin1_str(std::string_view bytes) noexcept {
+  return PyUnicode_DecodeLatin1(bytes.data(), static_cast<Py_ssize_t>(bytes.size()), nullptr);
+}
+
+/// The latin-1 bytes of a str, or a ValueError naming `what`.
+std::string_view latin1_or_throw(PyObject* s, const char* what);
+
+/// The traceback of the Python error being handled (fetched and cleared), as text.
+std::string take_python_error_text();
+
+/// csgi.App: a csgi app seen from Python. Calling it is a WSGI call (to_wsgi.cpp).
+class AppHandle {
+public:
+  explicit AppHandle(App app) : app_(std::move(app)) {}
+  ~AppHandle();
+  const App& app() const noexcept { return app_; }
+  /// PEP 3333: app(environ, start_response) → iterable.
+  py::object call(py::handle environ, py::handle start_response);
+  /// "NNN Reason" for a status, created once per app handle.
+  PyObject* status_line(int status);
+
+private:
+  App app_;
+  std::array<PyObject*, 600> status_lines_{};
+};
+
+/// A Python WSGI callable as a csgi::App (from_wsgi.cpp). Thread-safe; takes the GIL per call.
+App from_wsgi(py::object wsgi_app);
+
+/// The csgi::App behind a Python object: a csgi.App as is, any other callable through from_wsgi().
+App to_app(py::handle obj);
+
+void bind_streams(py::module_& m);
+void bind_to_wsgi(py::module_& m);
+void bind_from_wsgi(py::module_& m);
+void bind_servers(py::module_& m);
+void bind_app(py::module_& m);
+
+}  // namespace csgi::python
+
+namespace csgi::python {
+
+/// A reference to a Python object that C++ code may copy and drop on any thread: the last owner takes
+/// the GIL (of the interpreter that made it) to release it.
+class PyRef {
+public:
+  explicit PyRef(py::object o) : obj_(o.release().ptr()), interp_(PyThreadState_Get()->interp) {}
+  ~PyRef();
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyObject* get() const noexcept { return obj_; }
+  PyInterpreterState* interp() const noexcept { return interp_; }
+
+private:
+  PyObject* obj_;
+  PyInterpreterState* interp_;
+};
+
+}  // namespace csgi::python

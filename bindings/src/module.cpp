@@ -1,0 +1,163 @@
+// The extension module csgi._csgi (the package csgi re-exports it; see bindings/python/csgi).
+#include <pybind11/stl.h>
+
+#include "common.hpp"
+#include "csgi/core/app_library.hpp"
+#include "csgi/core/builder.hpp"
+#include "csgi/core/keys.hpp"
+#include "csgi/core/test_client.hpp"
+#include "gil.hpp"
+
+namespace csgi::python {
+
+PyRef::~PyRef() {
+  AcquireGil gil(interp_);
+  if (gil) Py_CLEAR(obj_);
+}
+
+namespace {
+
+/// csgi.Layer: a C++ middleware (or a Python one adapted) that Builder.use() accepts.
+struct LayerHandle {
+  Layer layer;
+};
+
+/// A Python middleware factory `f(wsgi_app) -> wsgi_app` as a Layer.
+Layer python_layer(py::object factory) {
+  auto f = std::make_shared<PyRef>(std::move(factory));
+  return [f](App next) -> App {
+    AcquireGil gil(f->interp());
+    py::object inner = py::cast(new AppHandle(std::move(next)), py::return_value_policy::take_ownership);
+    PyObject* wrapped = PyObject_CallOneArg(f->get(), inner.ptr());
+    if (!wrapped) throw_python_error();
+    return to_app(py::reinterpret_steal<py::object>(wrapped));
+  };
+}
+
+Layer to_layer(py::handle obj) {
+  if (py::isinstance<LayerHandle>(obj)) return obj.cast<LayerHandle&>().layer;
+  if (PyCallable_Check(obj.ptr())) return python_layer(py::reinterpret_borrow<py::object>(obj));
+  throw py::type_error("Builder.use() takes a csgi.Layer or a callable wsgi_app -> wsgi_app");
+}
+
+py::object app_object(App app) {
+  return py::cast(new AppHandle(std::move(app)), py::return_value_policy::take_ownership);
+}
+
+py::list header_list(const Headers& h) {
+  py::list out;
+  for (const Header& x : h)
+    out.append(py::make_tuple(py::reinterpret_steal<py::str>(latin1_str(x.name)),
+                              py::reinterpret_steal<py::str>(latin1_str(x.value))));
+  return out;
+}
+
+}  // namespace
+
+void bind_app(py::module_& m) {
+  py::class_<AppHandle>(m, "App", py::module_local(), R"doc(
+A csgi app seen from Python, callable as a PEP 3333 WSGI application.
+
+App(wsgi_app) wraps a Python WSGI callable as a csgi app (so it can sit behind C++ middleware, be mounted
+beside C++ apps, or be served by the csgi adapters). Apps from load_app(), Builder.build() and the
+built-ins are App objects already. Calling an App releases the GIL while C++ code runs.
+)doc")
+      .def(py::init([](py::object wsgi_app) {
+             if (py::isinstance<AppHandle>(wsgi_app)) return new AppHandle(wsgi_app.cast<AppHandle&>().app());
+             return new AppHandle(from_wsgi(std::move(wsgi_app)));
+           }),
+           py::arg("wsgi_app"))
+      .def("__call__", &AppHandle::call, py::arg("environ"), py::arg("start_response"),
+           "WSGI: app(environ, start_response) -> iterable of bytes");
+}
+
+PYBIND11_MODULE(_csgi, m) {
+  m.doc() = "csgi — the C++ Server Gateway Interface: C++ apps as WSGI apps, WSGI apps on csgi servers.";
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const PythonErrorSet&) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "csgi: Python error lost");
+    }
+  });
+  m.attr("spec_version") = std::string(keys::spec_version);
+
+  bind_app(m);
+  bind_streams(m);
+  bind_to_wsgi(m);
+  bind_from_wsgi(m);
+
+  py::class_<LayerHandle>(m, "Layer", py::module_local(),
+                          "A middleware layer for Builder.use(): wraps the next app.")
+      .def(py::init([](py::object factory) { return LayerHandle{to_layer(factory)}; }), py::arg("factory"),
+           "Layer(f): a Python middleware factory f(wsgi_app) -> wsgi_app as a layer")
+      .def("__call__", [](LayerHandle& l, py::handle app) { return app_object(l.layer(to_app(app))); },
+           py::arg("app"), "Wraps an app in this layer.");
+
+  py::class_<Builder>(m, "Builder", py::module_local(), R"doc(
+Composes middleware around an app (Plack::Builder). The first use() is the outermost layer.
+Apps may be csgi.App objects or any Python WSGI callable; layers may be csgi.Layer objects (C++
+middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
+)doc")
+      .def(py::init<>())
+      .def("use", [](Builder& b, py::handle layer) -> Builder& { return b.use(to_layer(layer)); },
+           py::arg("layer"), py::return_value_policy::reference_internal)
+      .def("mount", [](Builder& b, std::string location, py::handle app) -> Builder& {
+             return b.mount(std::move(location), to_app(app));
+           },
+           py::arg("location"), py::arg("app"), py::return_value_policy::reference_internal)
+      .def("run", [](Builder& b, py::handle app) -> Builder& { return b.run(to_app(app)); }, py::arg("app"),
+           py::return_value_policy::reference_internal)
+      .def("build", [](const Builder& b) { return app_object(b.build()); }, "The composed app (csgi.App).")
+      .def("to_app",
+           [](Builder& b, py::handle app) {
+             Builder copy = b;
+             copy.run(to_app(app));
+             return app_object(copy.build());
+           },
+           py::arg("app"), "The layers around `app` (a csgi.App or WSGI callable), as a csgi.App.")
+      .def("wrap", [](const Builder& b, py::handle app) { return app_object(b.wrap(to_app(app))); },
+           py::arg("app"), "The layers around `app`, ignoring run()/mount().");
+
+  m.def("load_app",
+        [](const std::string& path, std::vector<std::string> args) {
+          App app;
+          {
+            ReleaseGil nogil;
+            app = csgi::load_app(path, args);
+          }
+          return app_object(std::move(app));
+        },
+        py::arg("path"), py::arg("args") = std::vector<std::string>{},
+        "Loads a csgi app library (a .so exporting CSGI_APP) with its arguments, as a csgi.App.");
+
+  py::module_ testing = m.def_submodule("testing", "In-memory calls of csgi apps (csgi::testing::call).");
+  py::class_<testing::TestResponse>(testing, "TestResponse", py::module_local())
+      .def_readonly("status", &testing::TestResponse::status)
+      .def_property_readonly("headers", [](const testing::TestResponse& r) { return header_list(r.headers); })
+      .def_property_readonly("body", [](const testing::TestResponse& r) { return py::bytes(r.body); })
+      .def_readonly("streamed", &testing::TestResponse::streamed)
+      .def_readonly("closed", &testing::TestResponse::closed)
+      .def_readonly("file", &testing::TestResponse::file)
+      .def_readonly("errors", &testing::TestResponse::errors)
+      .def("header", &testing::TestResponse::header, py::arg("name"))
+      .def("__repr__", [](const testing::TestResponse& r) {
+        return "<TestResponse " + std::to_string(r.status) + ", " + std::to_string(r.body.size()) + " bytes>";
+      });
+  testing.def(
+      "call",
+      [](py::handle app, const std::string& request, std::vector<std::pair<std::string, std::string>> headers,
+         py::bytes body, std::string script_name) {
+        App a = to_app(app);
+        std::string b = body;
+        testing::Options opts;
+        opts.script_name = std::move(script_name);
+        ReleaseGil nogil;
+        return testing::call(a, request, std::move(headers), std::move(b), opts);
+      },
+      py::arg("app"), py::arg("request"), py::arg("headers") = std::vector<std::pair<std::string, std::string>>{},
+      py::arg("body") = py::bytes(), py::arg("script_name") = std::string(),
+      "Calls an app in memory as an adapter would: call(app, \"GET /x?y=1\", [(name, value)], b\"body\").");
+}
+
+}  // namespace csgi::python

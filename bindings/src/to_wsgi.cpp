@@ -1,0 +1,627 @@
+// C++ → Python: a csgi app as a PEP 3333 WSGI callable ("csgi embedded in a Python host").
+//
+// Per call: the environ dict is read once with PyDict_Next; text values become env entries that point
+// straight into the str objects (CPython keeps a str of code points ≤ U+00FF as its latin-1 bytes), so
+// building the env copies nothing. wsgi.input / wsgi.errors become csgi::Input / csgi::ErrorStream that
+// re-enter Python with the thread state saved when the GIL was released. The app runs without the GIL.
+// Complete bodies go back as a one-element list; files through wsgi.file_wrapper when the host offers it;
+// streams and delayed responses as an iterator whose next() waits without the GIL.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+#include <system_error>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common.hpp"
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/on_response.hpp"
+#include "gil.hpp"
+
+namespace csgi::python {
+namespace {
+
+constexpr std::size_t kWriterHighWater = 1 << 20;  // bytes a delayed writer may queue before it waits
+
+/// A Python error raised while C++ code ran (e.g. in wsgi.input.read), kept to be re-raised.
+struct PendingError {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* tb = nullptr;
+  bool set() const noexcept { return type != nullptr; }
+  void clear() noexcept {
+    Py_CLEAR(type);
+    Py_CLEAR(value);
+    Py_CLEAR(tb);
+  }
+};
+
+class PythonError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Exchange;
+
+/// csgi.input over the host's wsgi.input. Ends at CONTENT_LENGTH (or at the host's EOF when the host
+/// sets wsgi.input_terminated), so a host whose input is the raw socket never blocks past the body.
+class HostInput final : public Input {
+public:
+  explicit HostInput(Exchange& ex) : ex_(ex) {}
+  std::size_t read(char* buf, std::size_t n) override;
+  void reset(PyObject* obj, std::int64_t remaining, bool unbounded) noexcept {
+    obj_ = obj;
+    remaining_ = remaining;
+    unbounded_ = unbounded;
+  }
+  void release() noexcept {
+    obj_ = nullptr;
+    Py_CLEAR(read_);
+  }
+
+private:
+  Exchange& ex_;
+  PyObject* obj_ = nullptr;   // borrowed: the environ dict holds it
+  PyObject* read_ = nullptr;  // owned bound method
+  std::int64_t remaining_ = 0;
+  bool unbounded_ = false;
+};
+
+/// csgi.errors over the host's wsgi.errors: one write() call per message (atomic under the GIL).
+class HostErrors final : public ErrorStream {
+public:
+  explicit HostErrors(Exchange& ex) : ex_(ex) {}
+  void write(std::string_view message) override;
+  void reset(PyObject* obj) noexcept { obj_ = obj; }
+  void release() noexcept { obj_ = nullptr; }
+
+private:
+  Exchange& ex_;
+  PyObject* obj_ = nullptr;  // borrowed
+};
+
+/// Everything one request needs while the C++ app runs and its body is sent. Reused between requests on
+/// a thread (its Env keeps its memory), handed to the body iterator when the body outlives the call.
+struct Exchange {
+  Env env;
+  HostInput input{*this};
+  HostErrors errors{*this};
+  PyInterpreterState* interp = nullptr;
+  PyObject* environ = nullptr;       // owned: keeps every str the env points into alive
+  PyObject* file_wrapper = nullptr;  // borrowed
+  PendingError pending;
+  std::string request_uri;
+
+  /// Drops the request; needs the GIL.
+  void reset() noexcept {
+    env.clear();
+    input.release();
+    errors.release();
+    pending.clear();
+    file_wrapper = nullptr;
+    Py_CLEAR(environ);
+    request_uri.clear();
+  }
+  /// Takes the Python error being raised into `pending`; needs the GIL.
+  std::string stash_error() {
+    pending.clear();
+    PyErr_Fetch(&pending.type, &pending.value, &pending.tb);
+    PyErr_NormalizeException(&pending.type, &pending.value, &pending.tb);
+    std::string text = "Python exception";
+    if (pending.value) {
+      if (PyObject* s = PyObject_Str(pending.value)) {
+        if (const char* c = PyUnicode_AsUTF8(s)) text = std::string(Py_TYPE(pending.value)->tp_name) + ": " + c;
+        Py_DECREF(s);
+      }
+      PyErr_Clear();
+    }
+    return text;
+  }
+};
+
+thread_local std::unique_ptr<Exchange> t_spare;
+
+std::unique_ptr<Exchange> take_exchange() {
+  if (t_spare) return std::move(t_spare);
+  return std::make_unique<Exchange>();
+}
+
+void give_back(std::unique_ptr<Exchange> ex) {
+  ex->reset();
+  if (!t_spare) t_spare = std::move(ex);
+}
+
+std::size_t HostInput::read(char* buf, std::size_t n) {
+  if (n == 0 || !obj_ || (!unbounded_ && remaining_ <= 0)) return 0;
+  std::size_t want = unbounded_ ? n : std::min<std::size_t>(n, static_cast<std::size_t>(remaining_));
+  AcquireGil gil(ex_.interp);
+  if (!gil) throw std::runtime_error("wsgi.input: the Python interpreter is gone");
+  if (!read_ && !(read_ = PyObject_GetAttrString(obj_, "read"))) throw PythonError(ex_.stash_error());
+  PyObject* data = PyObject_CallFunction(read_, "n", static_cast<Py_ssize_t>(want));
+  if (!data) throw PythonError(ex_.stash_error());
+  if (!PyBytes_Check(data)) {
+    Py_DECREF(data);
+    throw std::runtime_error("wsgi.input.read() returned something other than bytes");
+  }
+  std::size_t got = std::min<std::size_t>(static_cast<std::size_t>(PyBytes_GET_SIZE(data)), want);
+  std::memcpy(buf, PyBytes_AS_STRING(data), got);
+  Py_DECREF(data);
+  if (got == 0) remaining_ = 0;  // the client sent less than it announced
+  else if (!unbounded_) remaining_ -= static_cast<std::int64_t>(got);
+  return got;
+}
+
+void HostErrors::write(std::string_view message) {
+  AcquireGil gil(ex_.interp);
+  if (!gil || !obj_) {
+    stderr_stream().write(message);
+    return;
+  }
+  std::string line(message);
+  if (line.empty() || line.back() != '\n') line.push_back('\n');
+  PyObject* text = PyUnicode_DecodeUTF8(line.data(), static_cast<Py_ssize_t>(line.size()), "replace");
+  PyObject* r = text ? PyObject_CallMethod(obj_, "write", "O", text) : nullptr;
+  Py_XDECREF(text);
+  if (r) {
+    Py_DECREF(r);
+    r = PyObject_CallMethod(obj_, "flush", nullptr);
+  }
+  if (!r) {
+    PyErr_Clear();
+    stderr_stream().write(message);
+    return;
+  }
+  Py_DECREF(r);
+}
+
+// ---------------------------------------------------------------------------------------------- environ
+
+bool is_unreserved(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~' || c == '/' || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
+         c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == ':' || c == '@';
+}
+
+void append_escaped(std::string& out, std::string_view s) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    if (is_unreserved(c)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+}
+
+bool truthy(PyObject* v) { return v && PyObject_IsTrue(v) == 1; }
+
+void fill_env(Exchange& ex, PyObject* environ) {
+  Env& env = ex.env;
+  Py_INCREF(environ);
+  ex.environ = environ;
+  PyObject* input = nullptr;
+  PyObject* errors = nullptr;
+  bool terminated = false;
+  std::string_view scheme = "http";
+  bool multithread = false, multiprocess = false, run_once = false;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(environ, &pos, &key, &value)) {
+    std::string_view k;
+    if (!PyUnicode_Check(key) || !latin1_view(key, k) || k.empty()) continue;
+    if (k.size() > 5 && k.starts_with("wsgi.")) {
+      std::string_view w = k.substr(5);
+      if (w == "input") input = value;
+      else if (w == "errors") errors = value;
+      else if (w == "url_scheme" && PyUnicode_Check(value)) latin1_view(value, scheme);
+      else if (w == "multithread") multithread = truthy(value);
+      else if (w == "multiprocess") multiprocess = truthy(value);
+      else if (w == "run_once") run_once = truthy(value);
+      else if (w == "file_wrapper") ex.file_wrapper = value;
+      else if (w == "input_terminated") terminated = truthy(value);
+      continue;
+    }
+    if (!PyUnicode_Check(value)) continue;  // host objects (gunicorn.socket, werkzeug.request, ...)
+    std::string_view v;
+    if (!latin1_view(value, v))
+      throw py::value_error("environ['" + std::string(k) + "'] holds characters above U+00FF (PEP 3333: latin-1 only)");
+    if (k[0] == 'H' && (k == "HTTP_CONTENT_TYPE" || k == "HTTP_CONTENT_LENGTH")) continue;
+    if (v.empty() && (k == "CONTENT_LENGTH" || k == "CONTENT_TYPE")) continue;
+    env.set_view(k, v);
+  }
+  // The keys csgi promises that a WSGI host may leave out.
+  for (std::string_view k : {keys::SCRIPT_NAME, keys::PATH_INFO, keys::QUERY_STRING})
+    if (!env.contains(k)) env.set_view(k, "");
+  if (!env.contains(keys::REQUEST_URI)) {
+    std::string_view raw = env.get("RAW_URI");  // gunicorn
+    if (!raw.empty()) {
+      env.set_view(keys::REQUEST_URI, raw);
+    } else {
+      std::string& uri = ex.request_uri;
+      append_escaped(uri, env.get(keys::SCRIPT_NAME));
+      append_escaped(uri, env.get(keys::PATH_INFO));
+      if (uri.empty()) uri = "/";
+      std::string_view qs = env.get(keys::QUERY_STRING);
+      if (!qs.empty()) uri.append("?").append(qs);
+      env.set_view(keys::REQUEST_URI, uri);
+    }
+  }
+  env.set_view(keys::version, keys::spec_version);
+  env.set_view(keys::url_scheme, scheme == "https" ? std::string_view("https") : std::string_view("http"));
+  env.set_bool(keys::multithread, multithread);
+  env.set_bool(keys::multiprocess, multiprocess);
+  env.set_bool(keys::run_once, run_once);
+  env.set_bool(keys::nonblocking, false);
+  env.set_bool(keys::streaming, true);
+  if (input) {
+    std::int64_t length = 0;
+    std::string_view cl = env.get(keys::CONTENT_LENGTH);
+    bool has_length = !cl.empty();
+    if (has_length) {
+      auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), length);
+      if (ec != std::errc() || p != cl.data() + cl.size() || length < 0) length = 0;
+    }
+    ex.input.reset(input, length, !has_length && terminated);
+    env.set_object<Input>(keys::input, &ex.input);
+  }
+  if (errors) {
+    ex.errors.reset(errors);
+    env.set_object<ErrorStream>(keys::errors, &ex.errors);
+  }
+}
+
+// ------------------------------------------------------------------------------------ delayed responses
+
+/// Where a delayed response's Responder and Writer deliver to, read by the Python thread.
+struct Channel {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool answered = false;
+  bool abandoned = false;  // every Responder copy went away unanswered
+  std::optional<Response> response;
+  int status = 0;
+  Headers headers;
+  std::deque<std::string> chunks;
+  std::size_t queued = 0;
+  bool writer_closed = false;
+  bool consumer_gone = false;
+  std::thread::id consumer = std::this_thread::get_id();
+};
+
+class ChannelWriter final : public Writer {
+public:
+  explicit ChannelWriter(std::shared_ptr<Channel> c) : c_(std::move(c)) {}
+  ~ChannelWriter() override { close(); }
+  bool write(std::string_view chunk) override {
+    std::unique_lock lock(c_->mu);
+    if (c_->consumer_gone || c_->writer_closed) return false;
+    if (std::this_thread::get_id() != c_->consumer)
+      c_->cv.wait(lock, [&] { return c_->queued < kWriterHighWater || c_->consumer_gone; });
+    if (c_->consumer_gone) return false;
+    if (chunk.empty()) return true;
+    c_->chunks.emplace_back(chunk);
+    c_->queued += chunk.size();
+    c_->cv.notify_all();
+    return true;
+  }
+  void close() override {
+    std::lock_guard lock(c_->mu);
+    c_->writer_closed = true;
+    c_->cv.notify_all();
+  }
+
+private:
+  std::shared_ptr<Channel> c_;
+};
+
+class ChannelResponder final : public ResponderImpl {
+public:
+  explicit ChannelResponder(std::shared_ptr<Channel> c) : c_(std::move(c)) {}
+  ~ChannelResponder() override {
+    std::lock_guard lock(c_->mu);
+    if (!c_->answered) c_->abandoned = true;
+    c_->cv.notify_all();
+  }
+  void respond(Response r) override {
+    if (r.is_delayed()) throw std::logic_error("Responder::respond: a delayed response cannot answer a delayed response");
+    std::lock_guard lock(c_->mu);
+    if (std::exchange(c_->answered, true)) throw std::logic_error("Responder used twice");
+    c_->response = std::move(r);
+    c_->cv.notify_all();
+  }
+  WriterPtr start(int status, Headers headers) override {
+    std::lock_guard lock(c_->mu);
+    if (std::exchange(c_->answered, true)) throw std::logic_error("Responder used twice");
+    c_->status = status;
+    c_->headers = std::move(headers);
+    c_->cv.notify_all();
+    return std::make_shared<ChannelWriter>(c_);
+  }
+
+private:
+  std::shared_ptr<Channel> c_;
+};
+
+// --------------------------------------------------------------------------------------- body iterator
+
+/// The iterable a C++ response's body is returned as when it is not complete bytes: a stream, a file
+/// read in blocks, or a delayed response's writer. close() closes the C++ stream (always, also when the
+/// host stops early); next() waits without the GIL.
+class BodyIter {
+public:
+  BodyIter(std::unique_ptr<Exchange> ex, StreamPtr stream, std::shared_ptr<Channel> chan)
+      : ex_(std::move(ex)), stream_(std::move(stream)), chan_(std::move(chan)) {}
+  ~BodyIter() { close(); }
+  BodyIter(const BodyIter&) = delete;
+  BodyIter& operator=(const BodyIter&) = delete;
+
+  py::bytes next() {
+    if (closed_) throw py::stop_iteration();
+    bool more = false;
+    const char* failure = nullptr;
+    std::string what;
+    {
+      ReleaseGil nogil;
+      try {
+        more = stream_ ? stream_->next(chunk_) : next_from_channel();
+      } catch (const std::exception& e) {
+        failure = "exception";
+        what = e.what();
+      } catch (...) {
+        failure = "exception";
+        what = "unknown exception";
+      }
+    }
+    if (failure) {
+      if (ex_ && ex_->pending.set()) {
+        PendingError& p = ex_->pending;
+        PyErr_Restore(p.type, p.value, p.tb);
+        p.type = p.value = p.tb = nullptr;
+        throw_python_error();
+      }
+      throw std::runtime_error("csgi app body stream failed: " + what);
+    }
+    if (!more) throw py::stop_iteration();
+    return py::bytes(chunk_.data(), chunk_.size());
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    if (stream_) {
+      ReleaseGil nogil;
+      try {
+        stream_->close();
+      } catch (...) {
+      }
+    }
+    if (chan_) {
+      std::lock_guard lock(chan_->mu);
+      chan_->consumer_gone = true;
+      chan_->cv.notify_all();
+    }
+    stream_.reset();
+    chan_.reset();
+    if (ex_) give_back(std::move(ex_));
+  }
+
+private:
+  bool next_from_channel() {
+    std::unique_lock lock(chan_->mu);
+    chan_->cv.wait(lock, [&] { return !chan_->chunks.empty() || chan_->writer_closed; });
+    if (chan_->chunks.empty()) return false;
+    chunk_ = std::move(chan_->chunks.front());
+    chan_->chunks.pop_front();
+    chan_->queued -= chunk_.size();
+    chan_->cv.notify_all();
+    return true;
+  }
+
+  std::unique_ptr<Exchange> ex_;
+  StreamPtr stream_;
+  std::shared_ptr<Channel> chan_;
+  std::string chunk_;
+  bool closed_ = false;
+};
+
+/// A separate open file description for a FileBody (so seeking it moves no one else's offset).
+int open_body_file(const FileBody& f) {
+  if (f.file) {
+    std::string proc = "/proc/self/fd/" + std::to_string(f.file->fd());
+    int fd = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+    return fd >= 0 ? fd : ::fcntl(f.file->fd(), F_DUPFD_CLOEXEC, 0);
+  }
+  return ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+PyObject* make_headers(const Headers& headers, std::optional<std::uint64_t> add_length) {
+  Py_ssize_t n = static_cast<Py_ssize_t>(headers.size()) + (add_length ? 1 : 0);
+  PyObject* list = PyList_New(n);
+  if (!list) throw_python_error();
+  Py_ssize_t i = 0;
+  for (const Header& h : headers) {
+    PyObject* t = PyTuple_New(2);
+    if (!t) {
+      Py_DECREF(list);
+      throw_python_error();
+    }
+    PyTuple_SET_ITEM(t, 0, latin1_str(h.name));
+    PyTuple_SET_ITEM(t, 1, latin1_str(h.value));
+    PyList_SET_ITEM(list, i++, t);
+  }
+  if (add_length) {
+    char buf[24];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *add_length);
+    PyObject* t = PyTuple_New(2);
+    if (!t) {
+      Py_DECREF(list);
+      throw_python_error();
+    }
+    PyTuple_SET_ITEM(t, 0, PyUnicode_FromStringAndSize("Content-Length", 14));
+    PyTuple_SET_ITEM(t, 1, PyUnicode_FromStringAndSize(buf, p - buf));
+    PyList_SET_ITEM(list, i, t);
+  }
+  return list;
+}
+
+void call_start_response(PyObject* start_response, PyObject* status, PyObject* headers, PendingError* exc) {
+  PyObject* r;
+  if (exc && exc->set()) {
+    PyObject* info = PyTuple_Pack(3, exc->type, exc->value ? exc->value : Py_None, exc->tb ? exc->tb : Py_None);
+    r = PyObject_CallFunctionObjArgs(start_response, status, headers, info, nullptr);
+    Py_XDECREF(info);
+  } else {
+    r = PyObject_CallFunctionObjArgs(start_response, status, headers, nullptr);
+  }
+  Py_DECREF(headers);
+  if (!r) throw_python_error();
+  Py_DECREF(r);
+}
+
+}  // namespace
+
+AppHandle::~AppHandle() {
+  for (PyObject*& s : status_lines_) Py_CLEAR(s);
+}
+
+PyObject* AppHandle::status_line(int status) {
+  if (status < 100 || status > 599) throw std::runtime_error("csgi app returned status " + std::to_string(status));
+  PyObject*& s = status_lines_[static_cast<std::size_t>(status)];
+  if (!s) {
+    std::string line = std::to_string(status) + " " + std::string(reason_phrase(status));
+    s = latin1_str(line);
+  }
+  return s;
+}
+
+py::object AppHandle::call(py::handle environ, py::handle start_response) {
+  if (!PyDict_Check(environ.ptr())) throw py::type_error("environ must be a dict");
+  std::unique_ptr<Exchange> ex = take_exchange();
+  ex->interp = PyThreadState_Get()->interp;
+  struct GiveBack {  // the exchange goes back on every exit unless a body iterator took it
+    std::unique_ptr<Exchange>& ex;
+    ~GiveBack() {
+      if (ex) give_back(std::move(ex));
+    }
+  } give_back_guard{ex};
+  fill_env(*ex, environ.ptr());
+
+  Response res;
+  std::shared_ptr<Channel> chan;
+  std::string failure;  // what went wrong in the app, for csgi.errors
+  {
+    ReleaseGil nogil;
+    try {
+      res = app_(ex->env);
+      if (res.is_delayed()) {
+        Delayed d = std::move(std::get<Delayed>(res.body));
+        chan = std::make_shared<Channel>();
+        d(Responder(std::make_shared<ChannelResponder>(chan)));
+        d = nullptr;
+        std::unique_lock lock(chan->mu);
+        chan->cv.wait(lock, [&] { return chan->answered || chan->abandoned; });
+        if (!chan->answered) throw std::logic_error("the delayed response's Responder was dropped unanswered");
+        if (chan->response) {
+          res = std::move(*chan->response);
+          chan.reset();
+        } else {
+          res.status = chan->status;
+          res.headers = std::move(chan->headers);
+          res.body = std::string();
+        }
+      }
+      if (res.is_delayed()) throw std::logic_error("a delayed response answered with a delayed response");
+      if (res.status < 100 || res.status > 599) throw std::logic_error("status " + std::to_string(res.status));
+    } catch (const HttpError& e) {
+      chan.reset();
+      res = Response::error(e.status(), e.status() < 500 ? std::string_view(e.what()) : std::string_view());
+    } catch (const std::exception& e) {
+      chan.reset();
+      failure = e.what();
+    } catch (...) {
+      chan.reset();
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {
+      ex->env.errors().write("csgi: app raised: " + failure);
+      res = Response::error(500);
+    }
+  }
+
+  PyObject* status = status_line(res.status);
+  bool no_body = status_has_no_body(res.status);
+  PendingError* exc = failure.empty() ? nullptr : &ex->pending;
+
+  if (chan) {  // started through a Writer: stream what it writes
+    call_start_response(start_response.ptr(), status, make_headers(res.headers, std::nullopt), nullptr);
+    return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan)), py::return_value_policy::take_ownership);
+  }
+  if (no_body) res.body = std::string();
+  if (auto* s = std::get_if<std::string>(&res.body)) {
+    std::optional<std::uint64_t> cl;
+    if (!no_body && !res.headers.has("Content-Length") && !res.headers.has("Transfer-Encoding")) cl = s->size();
+    call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), exc);
+    if (s->empty()) return py::reinterpret_steal<py::object>(PyList_New(0));
+    return py::make_tuple(py::bytes(*s));
+  }
+  if (auto* b = std::get_if<SharedBytes>(&res.body)) {
+    std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
+    std::optional<std::uint64_t> cl;
+    if (!res.headers.has("Content-Length") && !res.headers.has("Transfer-Encoding")) cl = bytes.size();
+    call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), exc);
+    return py::make_tuple(py::bytes(bytes.data(), bytes.size()));
+  }
+  if (auto* f = std::get_if<FileBody>(&res.body)) {
+    std::uint64_t size = f->size();
+    std::optional<std::uint64_t> cl;
+    if (!res.headers.has("Content-Length")) cl = size;
+    bool to_end = true;
+    if (f->length != FileBody::npos) {
+      struct stat st {};
+      int fd = f->file ? f->file->fd() : -1;
+      to_end = (fd >= 0 ? ::fstat(fd, &st) : ::stat(f->path.c_str(), &st)) == 0 &&
+               f->offset + f->length >= static_cast<std::uint64_t>(st.st_size);
+    }
+    if (ex->file_wrapper && ex->file_wrapper != Py_None && to_end) {
+      int fd = open_body_file(*f);
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + f->path);
+      if (::lseek(fd, static_cast<off_t>(f->offset), SEEK_SET) < 0) {
+        ::close(fd);
+        throw std::system_error(errno, std::generic_category(), "lseek");
+      }
+      PyObject* file = PyFile_FromFd(fd, nullptr, "rb", -1, nullptr, nullptr, nullptr, 1);
+      if (!file) {
+        ::close(fd);
+        throw_python_error();
+      }
+      py::object fileobj = py::reinterpret_steal<py::object>(file);
+      py::object wrapped = py::reinterpret_borrow<py::object>(ex->file_wrapper)(fileobj, 65536);
+      call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), nullptr);
+      return wrapped;
+    }
+    call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), nullptr);
+    StreamPtr st = file_stream(std::move(*f));
+    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr), py::return_value_policy::take_ownership);
+  }
+  StreamPtr st = std::get<StreamPtr>(std::move(res.body));
+  call_start_response(start_response.ptr(), status, make_headers(res.headers, std::nullopt), nullptr);
+  if (!st) return py::reinterpret_steal<py::object>(PyList_New(0));
+  return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr), py::return_value_policy::take_ownership);
+}
+
+void bind_to_wsgi(py::module_& m) {
+  py::class_<BodyIter>(m, "BodyIterator", py::module_local(),
+                       "The body of a csgi response streamed to a WSGI host; close() closes the C++ stream.")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &BodyIter::next)
+      .def("close", &BodyIter::close);
+}
+
+}  // namespace csgi::python

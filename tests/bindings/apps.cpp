@@ -1,0 +1,134 @@
+// App library used by the Python binding tests and bench: `csgi.load_app(lib, [name, ...])`.
+//   hello            "Hello, World!"
+//   echo             method, paths, query, selected headers and the request body, one per line
+//   stream           five chunks through a StreamPtr
+//   delayed          a delayed response answered at once
+//   writer           a delayed response streamed through a Writer from another thread
+//   file PATH [OFF LEN]  a FileBody
+//   shared           SharedBytes body
+//   work MS          sleeps MS milliseconds (I/O-like work), then "done"
+//   spin MS          burns MS milliseconds of CPU, then "done"
+//   error            throws std::runtime_error
+//   bad              throws csgi::BadRequest
+//   status N         an empty response with status N
+//   stack            a Builder stack: a header-adding layer around mounts /hello, /echo, /stream
+#include <chrono>
+#include <thread>
+
+#include "csgi/core/app_library.hpp"
+#include "csgi/core/builder.hpp"
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/on_response.hpp"
+
+namespace {
+
+csgi::Response hello(csgi::Env&) { return csgi::Response::text(200, "Hello, World!"); }
+
+csgi::Response echo(csgi::Env& env) {
+  std::string out;
+  for (auto k : {"REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "REQUEST_URI", "CONTENT_TYPE",
+                 "CONTENT_LENGTH", "HTTP_X_TEST", "HTTP_COOKIE", "SERVER_PROTOCOL", "csgi.url_scheme"})
+    out.append(k).append("=").append(env.get(k)).append("\n");
+  out.append("body=").append(env.input().read_all(1 << 24));
+  csgi::Response r = csgi::Response::text(200, std::move(out));
+  r.headers.add("X-Echo", "1");
+  return r;
+}
+
+csgi::Response stream(csgi::Env&) {
+  csgi::Response r;
+  r.headers.add("Content-Type", "text/plain");
+  auto i = std::make_shared<int>(0);
+  r.body = csgi::make_stream([i]() -> std::optional<std::string> {
+    if (*i >= 5) return std::nullopt;
+    return "chunk" + std::to_string((*i)++) + "\n";
+  });
+  return r;
+}
+
+csgi::Response delayed(csgi::Env&) {
+  return csgi::Response::delayed([](csgi::Responder r) { r.respond(csgi::Response::text(200, "delayed")); });
+}
+
+csgi::Response writer(csgi::Env&) {
+  return csgi::Response::delayed([](csgi::Responder r) {
+    std::thread([r] {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      for (int i = 0; i < 5; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (!w->write("part" + std::to_string(i) + "\n")) break;
+      }
+      w->close();
+    }).detach();
+  });
+}
+
+}  // namespace
+
+csgi::App make_app(const csgi::AppArgs& args) {
+  std::string name = args.empty() ? "hello" : args[0];
+  auto arg = [&](std::size_t i, std::string fallback = "") { return args.size() > i ? args[i] : fallback; };
+  if (name == "hello") return hello;
+  if (name == "echo") return echo;
+  if (name == "stream") return stream;
+  if (name == "delayed") return delayed;
+  if (name == "writer") return writer;
+  if (name == "shared") {
+    auto bytes = std::make_shared<const std::string>("shared bytes");
+    return [bytes](csgi::Env&) {
+      csgi::Response r;
+      r.headers.add("Content-Type", "text/plain");
+      r.body = csgi::SharedBytes(bytes);
+      return r;
+    };
+  }
+  if (name == "file") {
+    std::string path = arg(1);
+    std::uint64_t off = std::stoull(arg(2, "0"));
+    std::uint64_t len = args.size() > 3 ? std::stoull(args[3]) : csgi::FileBody::npos;
+    return [path, off, len](csgi::Env&) {
+      csgi::Response r;
+      r.headers.add("Content-Type", "application/octet-stream");
+      r.body = csgi::FileBody::open(path, off, len);
+      return r;
+    };
+  }
+  if (name == "work" || name == "spin") {
+    int ms = std::stoi(arg(1, "10"));
+    bool spin = name == "spin";
+    return [ms, spin](csgi::Env&) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+      if (spin) {
+        volatile unsigned x = 0;
+        while (std::chrono::steady_clock::now() < until) x = x + 1;
+      } else {
+        std::this_thread::sleep_until(until);
+      }
+      return csgi::Response::text(200, "done");
+    };
+  }
+  if (name == "error") return [](csgi::Env&) -> csgi::Response { throw std::runtime_error("boom from C++"); };
+  if (name == "bad") return [](csgi::Env&) -> csgi::Response { throw csgi::BadRequest("bad input"); };
+  if (name == "status") {
+    int status = std::stoi(arg(1, "204"));
+    return [status](csgi::Env&) {
+      csgi::Response r;
+      r.status = status;
+      return r;
+    };
+  }
+  if (name == "stack") {
+    csgi::Layer tag = [](csgi::App next) -> csgi::App {
+      return [next](csgi::Env& env) {
+        return csgi::on_response(next(env), [](csgi::Response& r) -> csgi::BodyFilter {
+          r.headers.add("X-Stack", "1");
+          return {};
+        });
+      };
+    };
+    return csgi::Builder().use(tag).mount("/hello", hello).mount("/echo", echo).mount("/stream", stream).build();
+  }
+  throw std::invalid_argument("unknown test app " + name);
+}
+
+CSGI_APP(make_app)
