@@ -1,0 +1,148 @@
+#include "csgi/middleware/log_writer.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <utility>
+#include <system_error>
+#include <vector>
+
+namespace csgi::mw {
+
+namespace {
+std::atomic<unsigned> g_generation{0};
+static_assert(std::atomic<unsigned>::is_always_lock_free, "reopen_all must be async-signal-safe");
+
+extern "C" void csgi_log_sigusr1(int) { LogWriter::reopen_all(); }
+}  // namespace
+
+void LogWriter::reopen_all() noexcept { g_generation.fetch_add(1, std::memory_order_relaxed); }
+
+void LogWriter::install_sigusr1_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = csgi_log_sigusr1;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (::sigaction(SIGUSR1, &sa, nullptr) != 0) throw std::system_error(errno, std::generic_category(), "sigaction");
+}
+
+LogWriter::LogWriter(std::string path, std::size_t capacity) : path_(std::move(path)), capacity_(capacity ? capacity : 1) {
+  if (path_.empty()) {
+    fd_ = 2;
+  } else {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open log " + path_);
+  }
+  generation_ = g_generation.load(std::memory_order_relaxed);
+  thread_ = std::thread([this] { run(); });
+}
+
+LogWriter::~LogWriter() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+  if (fd_ > 2) ::close(fd_);
+}
+
+bool LogWriter::push(std::string line) {
+  if (line.empty() || line.back() != '\n') line.push_back('\n');
+  bool was_empty;
+  {
+    std::lock_guard lock(mu_);
+    if (queue_.size() >= capacity_) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    was_empty = queue_.empty();
+    queue_.push_back(std::move(line));
+    ++pushed_;
+  }
+  if (was_empty) wake_.notify_one();
+  return true;
+}
+
+void LogWriter::reopen() {
+  {
+    std::lock_guard lock(mu_);
+    reopen_ = true;
+  }
+  wake_.notify_one();
+}
+
+void LogWriter::flush() {
+  std::unique_lock lock(mu_);
+  std::uint64_t target = pushed_;
+  wake_.notify_one();
+  done_.wait(lock, [&] { return completed_ >= target || stop_; });
+}
+
+void LogWriter::open_file() {
+  if (path_.empty()) return;
+  int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    errors_.fetch_add(1, std::memory_order_relaxed);  // keep writing to the old file
+    return;
+  }
+  if (fd_ > 2) ::close(fd_);
+  fd_ = fd;
+  reopens_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void LogWriter::write_all(std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd_, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+void LogWriter::run() {
+  std::vector<std::string> batch;
+  std::string buf;
+  std::unique_lock lock(mu_);
+  while (true) {
+    wake_.wait_for(lock, std::chrono::milliseconds(200), [&] {
+      return stop_ || reopen_ || !queue_.empty() || g_generation.load(std::memory_order_relaxed) != generation_;
+    });
+    bool reopen = std::exchange(reopen_, false);
+    unsigned gen = g_generation.load(std::memory_order_relaxed);
+    if (gen != generation_) {
+      generation_ = gen;
+      reopen = true;
+    }
+    batch.clear();
+    while (!queue_.empty()) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    bool stopping = stop_;
+    lock.unlock();
+    if (reopen) open_file();
+    buf.clear();
+    for (const std::string& line : batch) {
+      if (buf.size() + line.size() > (1u << 16) && !buf.empty()) {
+        write_all(buf);
+        buf.clear();
+      }
+      buf += line;
+    }
+    if (!buf.empty()) write_all(buf);
+    written_.fetch_add(batch.size(), std::memory_order_relaxed);
+    lock.lock();
+    completed_ += batch.size();
+    done_.notify_all();
+    if (stopping && queue_.empty()) break;
+  }
+}
+
+}  // namespace csgi::mw

@@ -1,0 +1,69 @@
+#pragma once
+/// LogWriter — appends lines to a log file from a background thread (Monkey moved its logger to its own
+/// worker for the same reason): requests only push a line into a bounded in-memory queue and never wait
+/// for the disk. When the queue is full the line is dropped and counted (`dropped()`), never blocking.
+///
+/// Reopening (logrotate): `reopen()` asks the writer thread to reopen the file by name before its next
+/// write. `LogWriter::install_sigusr1_handler()` installs a SIGUSR1 handler (sigaction, SA_RESTART) that
+/// bumps a process-wide counter; every writer thread notices within ~200 ms and reopens. An adapter that
+/// owns signal handling itself (an Asio signal_set, say) should not install it and instead call
+/// `LogWriter::reopen_all()` (or `reopen()` on its writers) from its own SIGUSR1 handler. Typical
+/// logrotate stanza: `postrotate kill -USR1 $(cat /run/app.pid) endscript` (no copytruncate needed).
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace csgi::mw {
+
+class LogWriter {
+public:
+  /// Opens `path` for appending (created 0644); an empty path writes to stderr (never reopened).
+  /// Throws std::system_error when the file cannot be opened. `capacity`: queued lines at most.
+  explicit LogWriter(std::string path, std::size_t capacity = 8192);
+  /// Writes what is queued, then stops the thread.
+  ~LogWriter();
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  /// Queues one line (a '\n' is added when missing). False when the queue was full and it was dropped.
+  bool push(std::string line);
+  /// Reopen the file by name before the next write (thread-safe, returns at once).
+  void reopen();
+  /// Blocks until every line queued before the call has been written (for tests and shutdown).
+  void flush();
+
+  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  std::uint64_t written() const noexcept { return written_.load(std::memory_order_relaxed); }
+  std::uint64_t write_errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
+  std::uint64_t reopens() const noexcept { return reopens_.load(std::memory_order_relaxed); }
+  const std::string& path() const noexcept { return path_; }
+
+  /// Makes every LogWriter in the process reopen (async-signal-safe: one atomic increment).
+  static void reopen_all() noexcept;
+  /// Installs a SIGUSR1 handler calling reopen_all(). Throws std::system_error when sigaction fails.
+  static void install_sigusr1_handler();
+
+private:
+  void run();
+  void open_file();
+  void write_all(std::string_view data);
+
+  std::string path_;
+  std::size_t capacity_;
+  int fd_ = -1;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::deque<std::string> queue_;
+  std::uint64_t pushed_ = 0, completed_ = 0;  // under mu_
+  bool stop_ = false, reopen_ = false;
+  unsigned generation_ = 0;
+  std::atomic<std::uint64_t> dropped_{0}, written_{0}, errors_{0}, reopens_{0};
+  std::thread thread_;
+};
+
+}  // namespace csgi::mw

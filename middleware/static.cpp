@@ -1,0 +1,282 @@
+#include "csgi/middleware/static.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <system_error>
+
+#include "csgi/core/http_date.hpp"
+#include "csgi/core/percent.hpp"
+#include "csgi/core/range.hpp"
+#include "csgi/middleware/accept_encoding.hpp"
+#include "csgi/middleware/conditional_get.hpp"
+
+namespace csgi::mw {
+
+struct Static::State {
+  StaticOptions o;
+  std::unique_ptr<Root> root;
+  std::shared_ptr<const MimeTypes> mime;
+};
+
+namespace {
+
+std::string hex(std::uint64_t v) {
+  char buf[17];
+  int n = std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::string boundary() {
+  static const std::uint64_t seed = [] {
+    std::random_device rd;
+    return (std::uint64_t{rd()} << 32) ^ rd();
+  }();
+  static std::atomic<std::uint64_t> counter{0};
+  std::uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (counter.fetch_add(1, std::memory_order_relaxed) + 1);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 29;
+  return "csgi-" + hex(x);
+}
+
+std::string part_head(const std::string& b, std::string_view type, const ByteRange& r, std::uint64_t size) {
+  std::string h = "--" + b + "\r\nContent-Type: ";
+  h.append(type);
+  h += "\r\nContent-Range: bytes " + std::to_string(r.first) + "-" + std::to_string(r.last) + "/" +
+       std::to_string(size) + "\r\n\r\n";
+  return h;
+}
+
+/// multipart/byteranges over an open file: part headers from memory, part data by pread in chunks.
+class MultipartStream final : public Stream {
+public:
+  MultipartStream(std::shared_ptr<FileHandle> f, std::vector<ByteRange> ranges, std::string b, std::string type,
+                  std::uint64_t size)
+      : f_(std::move(f)), ranges_(std::move(ranges)), b_(std::move(b)), type_(std::move(type)), size_(size) {}
+
+  static std::uint64_t length(const std::vector<ByteRange>& ranges, const std::string& b, std::string_view type,
+                              std::uint64_t size) {
+    std::uint64_t n = 0;
+    for (const ByteRange& r : ranges) n += part_head(b, type, r, size).size() + r.length() + 2;
+    return n + 2 + b.size() + 4;
+  }
+
+  bool next(std::string& out) override {
+    if (!f_) return false;
+    if (i_ == ranges_.size()) {
+      out = "--" + b_ + "--\r\n";
+      f_.reset();
+      return true;
+    }
+    const ByteRange& r = ranges_[i_];
+    out.clear();
+    if (!in_part_) {
+      out = part_head(b_, type_, r, size_);
+      in_part_ = true;
+      pos_ = r.first;
+    }
+    std::uint64_t left = r.last + 1 - pos_;
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, 65536));
+    std::size_t base = out.size();
+    out.resize(base + want);
+    std::size_t got = 0;
+    while (got < want) {
+      ssize_t n = ::pread(f_->fd(), out.data() + base + got, want - got, static_cast<off_t>(pos_ + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::system_error(errno, std::generic_category(), "read (multipart/byteranges)");
+      if (n == 0) throw std::runtime_error("file shrank while serving multipart/byteranges");
+      got += static_cast<std::size_t>(n);
+    }
+    pos_ += want;
+    if (pos_ == r.last + 1) {
+      out += "\r\n";
+      in_part_ = false;
+      ++i_;
+    }
+    return true;
+  }
+  void close() override { f_.reset(); }
+
+private:
+  std::shared_ptr<FileHandle> f_;
+  std::vector<ByteRange> ranges_;
+  std::string b_, type_;
+  std::uint64_t size_;
+  std::size_t i_ = 0;
+  bool in_part_ = false;
+  std::uint64_t pos_ = 0;
+};
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool if_range_allows(const Env& env, std::string_view etag, std::string_view last_modified) {
+  const Value* v = env.find(keys::HTTP_IF_RANGE);
+  if (!v || !v->is_text()) return true;
+  std::string_view ir = v->text();
+  while (!ir.empty() && ir.front() == ' ') ir.remove_prefix(1);
+  if (starts_with(ir, "\"") || starts_with(ir, "W/")) return etag_matches(ir, etag, false);
+  auto a = parse_http_date(ir);
+  auto b = parse_http_date(last_modified);
+  return a && b && *a == *b;
+}
+
+}  // namespace
+
+std::string file_etag(const struct stat& st) {
+  return "\"" + hex(static_cast<std::uint64_t>(st.st_size)) + "-" + hex(static_cast<std::uint64_t>(st.st_mtim.tv_sec)) +
+         "-" + hex(static_cast<std::uint64_t>(st.st_mtim.tv_nsec)) + "\"";
+}
+
+Static::Static(StaticOptions options) {
+  if (options.root.empty()) throw std::invalid_argument("Static: root is empty");
+  auto s = std::make_shared<State>();
+  s->root = std::make_unique<Root>(options.root, options.symlinks);
+  s->mime = options.mime ? options.mime : MimeTypes::system();
+  s->o = std::move(options);
+  s_ = std::move(s);
+}
+
+const StaticOptions& Static::options() const noexcept { return s_->o; }
+const Root& Static::root() const noexcept { return *s_->root; }
+
+Response Static::operator()(Env& env) const {
+  const StaticOptions& o = s_->o;
+  std::string_view method = env.get(keys::REQUEST_METHOD);
+  if (method != "GET" && method != "HEAD") {
+    Response r = Response::error(405);
+    r.headers.add("Allow", "GET, HEAD");
+    return r;
+  }
+  SafePath sp = sanitize_path(env.get(keys::PATH_INFO), o.allow_dotfiles);
+  if (!sp) return Response::error(sp.status);
+  Opened target = s_->root->open(sp.relative);
+  if (!target) {
+    if (target.status == 500) env.errors().write("static: cannot open '" + sp.relative + "': " + std::strerror(errno));
+    return Response::error(target.status);
+  }
+  if (target.is_file()) {
+    if (sp.trailing_slash) return Response::error(404);  // "/file.txt/" names no file
+    return serve_file(env, sp.relative, std::move(target));
+  }
+  // A directory.
+  if (!sp.trailing_slash && o.redirect_directories) {
+    std::string path(env.get(keys::SCRIPT_NAME));
+    path.append(env.get(keys::PATH_INFO));
+    std::string location = percent_encode(path, true) + "/";
+    std::string_view q = env.get(keys::QUERY_STRING);
+    if (!q.empty()) location.append("?").append(q);
+    Response r = Response::html(301, "<a href=\"" + location + "\">Moved Permanently</a>\n");
+    r.headers.add("Location", std::move(location));
+    return r;
+  }
+  for (const std::string& index : o.index_files) {
+    std::string rel = sp.relative.empty() ? index : sp.relative + "/" + index;
+    Opened f = s_->root->open(rel);
+    if (f && f.is_file()) return serve_file(env, rel, std::move(f));
+  }
+  if (o.on_directory) return o.on_directory(env, target, sp.relative);
+  return Response::error(403, "directory listing is not enabled");
+}
+
+Response Static::serve_file(Env& env, std::string_view relative, Opened file) const {
+  const StaticOptions& o = s_->o;
+  const Root& root = *s_->root;
+  std::string type(s_->mime->lookup(relative, o.default_type));
+  if (!o.charset.empty() && starts_with(type, "text/")) type += "; charset=" + o.charset;
+
+  std::string etag = o.etag ? file_etag(file.st) : std::string();
+  std::string lm = o.last_modified ? http_date(file.st.st_mtim.tv_sec) : std::string();
+  bool head = env.get(keys::REQUEST_METHOD) == "HEAD";
+  std::string_view range = env.get(keys::HTTP_RANGE);
+
+  Response res;
+  res.status = 200;
+  bool vary = false;
+  std::string encoding;
+  if (o.precompressed && is_compressible_type(type)) {
+    vary = true;
+    std::string_view ae = env.get(keys::HTTP_ACCEPT_ENCODING);
+    if (range.empty() && !ae.empty()) {
+      for (auto [coding, ext] : {std::pair{"br", ".br"}, std::pair{"gzip", ".gz"}}) {
+        if (accepted_q(ae, coding) <= 0) continue;
+        Opened sib = root.open(std::string(relative) + ext);
+        if (!sib || !sib.is_file()) continue;
+        file = std::move(sib);
+        encoding = coding;
+        if (o.etag) etag.insert(etag.size() - 1, std::string("-") + coding);
+        break;
+      }
+    }
+  }
+
+  auto add_common = [&](Headers& h) {
+    if (!lm.empty()) h.add("Last-Modified", lm);
+    if (!etag.empty()) h.add("ETag", etag);
+    if (!o.cache_control.empty()) h.add("Cache-Control", o.cache_control);
+    if (vary) h.add("Vary", "Accept-Encoding");
+  };
+
+  if (not_modified(env, etag, lm)) {
+    res.status = 304;
+    add_common(res.headers);
+    res.body = std::string();
+    return res;
+  }
+
+  std::uint64_t size = static_cast<std::uint64_t>(file.st.st_size);
+  FileBody body;
+  body.path = root.path() + "/" + std::string(relative) + (encoding.empty() ? "" : encoding == "br" ? ".br" : ".gz");
+  body.file = file.file;
+
+  RangeResult rr;
+  if (!range.empty() && encoding.empty() && env.get(keys::REQUEST_METHOD) == "GET" && if_range_allows(env, etag, lm))
+    rr = parse_range(range, size, o.max_ranges);
+
+  if (rr.kind == RangeResult::Kind::unsatisfiable) {
+    Response r = Response::error(416);
+    r.headers.add("Content-Range", "bytes */" + std::to_string(size));
+    add_common(r.headers);
+    return r;
+  }
+  res.headers.add("Content-Type", type);
+  if (!encoding.empty()) res.headers.add("Content-Encoding", encoding);
+  res.headers.add("Accept-Ranges", "bytes");
+  add_common(res.headers);
+
+  if (rr.kind == RangeResult::Kind::satisfiable && rr.ranges.size() == 1) {
+    const ByteRange& r = rr.ranges.front();
+    res.status = 206;
+    res.headers.add("Content-Range",
+                    "bytes " + std::to_string(r.first) + "-" + std::to_string(r.last) + "/" + std::to_string(size));
+    res.headers.add("Content-Length", std::to_string(r.length()));
+    body.offset = r.first;
+    body.length = r.length();
+    res.body = std::move(body);
+    return res;
+  }
+  if (rr.kind == RangeResult::Kind::satisfiable) {
+    std::string b = boundary();
+    res.status = 206;
+    res.headers.set("Content-Type", "multipart/byteranges; boundary=" + b);
+    res.headers.add("Content-Length", std::to_string(MultipartStream::length(rr.ranges, b, type, size)));
+    res.body = StreamPtr(std::make_shared<MultipartStream>(body.file, std::move(rr.ranges), std::move(b), type, size));
+    return res;
+  }
+  res.headers.add("Content-Length", std::to_string(size));
+  if (head) {
+    res.body = std::string();
+  } else {
+    body.offset = 0;
+    body.length = size;
+    res.body = std::move(body);
+  }
+  return res;
+}
+
+}  // namespace csgi::mw
