@@ -81,11 +81,11 @@ void parse_cookies_into(std::string_view h, Params& out) {
   std::size_t i = 0;
   const std::size_t n = h.size();
   while (i < n) {
-    while (i < n && (is_space(h[i]) || h[i] == ';')) ++i;
+    while (i < n && (is_space(h[i]) || h[i] == ';' || h[i] == ',')) ++i;
     if (i >= n) break;
     std::size_t name_start = i;
-    while (i < n && h[i] != '=' && h[i] != ';') ++i;
-    if (i >= n || h[i] == ';') continue;  // no '=': a bad pair, skipped
+    while (i < n && h[i] != '=' && h[i] != ';' && h[i] != ',') ++i;
+    if (i >= n || h[i] != '=') continue;  // no '=': a bad pair, skipped
     std::string_view name = trim(h.substr(name_start, i - name_start));
     ++i;  // '='
     while (i < n && is_space(h[i])) ++i;
@@ -109,19 +109,19 @@ void parse_cookies_into(std::string_view h, Params& out) {
       if (closed) {
         value = lenient_decode(inner);
         i = j + 1;
-        // Anything between the closing quote and the next ';' makes the pair malformed.
-        std::size_t semi = h.find(';', i);
+        // Anything between the closing quote and the next separator makes the pair malformed.
+        std::size_t semi = h.find_first_of(";,", i);
         if (semi == std::string_view::npos) semi = n;
         if (!trim(h.substr(i, semi - i)).empty()) ok = false;
         i = semi;
       } else {
-        std::size_t semi = h.find(';', i);
+        std::size_t semi = h.find_first_of(";,", i);
         if (semi == std::string_view::npos) semi = n;
         value = lenient_decode(trim(h.substr(i, semi - i)));
         i = semi;
       }
     } else {
-      std::size_t semi = h.find(';', i);
+      std::size_t semi = h.find_first_of(";,", i);
       if (semi == std::string_view::npos) semi = n;
       value = lenient_decode(trim(h.substr(i, semi - i)));
       i = semi;

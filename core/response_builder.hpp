@@ -45,6 +45,7 @@ public:
 
   /// Replaces the body (any body kind).
   ResponseBuilder& body(Body b);
+  ResponseBuilder& body(std::string text) { return body(Body(std::move(text))); }
   ResponseBuilder& body(std::string_view text) { return body(Body(std::string(text))); }
   ResponseBuilder& body(const char* text) { return body(std::string_view(text)); }
   /// Appends to a text body (turning an empty body into text); throws std::logic_error on other kinds.

@@ -42,6 +42,15 @@ TEST_CASE("parse_cookies: bad pairs are ignored, never thrown", "[cookie]") {
   CHECK_NOTHROW(parse_cookies(std::string("a=\0\x01\xff;b", 8)));
 }
 
+TEST_CASE("parse_cookies: ',' separates pairs too (repeated Cookie fields joined by ENV-9)", "[cookie]") {
+  Params c = parse_cookies("a=1; b=2, c=3,d=\"x,y\"");
+  CHECK(c.get("a") == "1");
+  CHECK(c.get("b") == "2");
+  CHECK(c.get("c") == "3");
+  CHECK(c.get("d") == "x,y");
+  CHECK(c.size() == 4);
+}
+
 TEST_CASE("parse_cookies: the first of repeated names wins", "[cookie]") {
   Params c = parse_cookies("sid=specific; sid=general");
   CHECK(c.get("sid") == "specific");
