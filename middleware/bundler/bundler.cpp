@@ -1,0 +1,505 @@
+#include "csgi/middleware/bundler/bundler.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "csgi/core/keys.hpp"
+#include "csgi/core/percent.hpp"
+#include "csgi/middleware/bundler/module_graph.hpp"
+
+namespace csgi::mw {
+
+namespace bundler {
+std::string_view loader_text() noexcept;  // generated from require.js (loader_js.cpp)
+}
+
+namespace {
+
+using bundler::Closure;
+using bundler::Graph;
+using bundler::GraphError;
+using bundler::Module;
+using bundler::Resolved;
+using bundler::Stamp;
+
+std::uint64_t fnv1a(std::string_view s) noexcept {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+std::string hex(std::uint64_t v, int digits = 16) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return std::string(buf + 16 - digits);
+}
+
+/// Appends `s` as a double-quoted JavaScript string literal: quotes, backslashes, control characters and
+/// the line terminators U+2028/U+2029 escaped; other bytes copied as they are.
+void append_js_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  std::size_t run = 0;
+  auto flush = [&](std::size_t i) {
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && c != 0xE2) continue;
+    switch (c) {
+      case '"': flush(i); out.append("\\\""); break;
+      case '\\': flush(i); out.append("\\\\"); break;
+      case '\n': flush(i); out.append("\\n"); break;
+      case '\r': flush(i); out.append("\\r"); break;
+      case '\t': flush(i); out.append("\\t"); break;
+      case 0xE2:
+        if (i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+            (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
+          flush(i);
+          out.append(static_cast<unsigned char>(s[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029");
+          run = i + 3;
+          i += 2;
+        }
+        break;
+      default: {
+        flush(i);
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out.append(buf);
+      }
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+int b64url_value(char c) noexcept {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '-') return 62;
+  if (c == '_') return 63;
+  return -1;
+}
+
+bool etag_matches(std::string_view header, std::string_view etag) {
+  std::string_view bare = etag;
+  while (!header.empty()) {
+    auto comma = header.find(',');
+    std::string_view t = header.substr(0, comma);
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+    if (t.starts_with("W/")) t.remove_prefix(2);
+    if (t == "*" || t == bare) return true;
+    if (comma == std::string_view::npos) break;
+    header.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+Response js_response(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.headers.add("Content-Type", "application/javascript; charset=utf-8");
+  r.headers.add("Cache-Control", "no-store");
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
+class Bundler::Impl {
+public:
+  Impl(std::string root, BundlerOptions o)
+      : opt(std::move(o)), graph(root, opt.freshness == BundlerOptions::Freshness::inotify) {
+    if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
+      throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
+    if (auto* w = graph.watcher()) {
+      w->start([this] {
+        graph.invalidate();
+        ++invalidations;
+      });
+    }
+    if (opt.prebuild) {
+      std::lock_guard lock(graph.mu);
+      epoch = hex(graph.prebuild(stderr_stream()), 12);
+    } else {
+      std::random_device rd;
+      std::uint64_t r = (std::uint64_t(rd()) << 32) ^ rd() ^
+                        std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+      epoch = hex(r, 12);
+    }
+    std::string_view l = bundler::loader_text();
+    loader = std::make_shared<const std::string>(l);
+    loader_hash = hex(fnv1a(l), 16);
+  }
+
+  ~Impl() {
+    if (auto* w = graph.watcher()) w->stop();
+  }
+
+  struct Entry {
+    SharedBytes body;
+    std::string etag;
+    std::uint64_t gen = 0;
+    std::size_t modules = 0;
+    std::string unbundled;
+    std::vector<std::pair<std::string, Stamp>> stamps;  // stat mode: files and directories to re-check
+    std::atomic<std::uint64_t> last_used{0};
+  };
+
+  Response handle(Env& env, std::string_view sub, std::string_view base) {
+    ++requests;
+    std::string_view method = env.get(keys::REQUEST_METHOD);
+    if (method != "GET" && method != "HEAD") {
+      Response r = Response::error(405);
+      r.headers.set("Allow", "GET, HEAD");
+      return r;
+    }
+    if (sub == "/require.js") return serve_loader(env);
+    if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
+
+    // Paths leaving the root, however they are spelled.
+    if (bad_path(sub)) return fail(403, std::string(sub.substr(1)), "path is outside the bundle root", {});
+
+    // Query: e=<epoch>&have=<bitset>
+    std::string_view qs = env.get(keys::QUERY_STRING);
+    std::string_view e, have;
+    while (!qs.empty()) {
+      auto amp = qs.find('&');
+      std::string_view kv = qs.substr(0, amp);
+      auto eq = kv.find('=');
+      std::string_view k = kv.substr(0, eq), v = eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
+      if (k == "e") e = v;
+      else if (k == "have") have = v;
+      if (amp == std::string_view::npos) break;
+      qs.remove_prefix(amp + 1);
+    }
+    for (char c : have)
+      if (b64url_value(c) < 0) return Response::error(400, "have: not a base64url bitset");
+    bool epoch_ok = e == epoch;
+    while (!have.empty() && have.back() == 'A') have.remove_suffix(1);
+    if (!epoch_ok) have = {};
+
+    std::string key;
+    key.reserve(base.size() + sub.size() + have.size() + 3);
+    key.append(base).push_back('\n');
+    key.append(sub).push_back('\n');
+    key.append(have);
+
+    std::shared_ptr<Entry> hit = lookup(key);
+    if (!hit) {
+      std::lock_guard lock(graph.mu);
+      hit = lookup(key);
+      if (!hit) {
+        std::string spec = sub.starts_with("/~/") ? std::string(sub.substr(3)) : std::string(sub);
+        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have, base);
+        if (auto* r = std::get_if<Response>(&built)) return std::move(*r);
+        hit = std::get<std::shared_ptr<Entry>>(built);
+        store(key, hit);
+      } else {
+        ++hits;
+      }
+    } else {
+      ++hits;
+    }
+    return answer(env, *hit);
+  }
+
+  Response answer(Env& env, const Entry& en) {
+    Response r;
+    if (auto inm = env.get(keys::HTTP_IF_NONE_MATCH); !inm.empty() && etag_matches(inm, en.etag)) {
+      r.status = 304;
+      r.headers.add("ETag", en.etag);
+      r.headers.add("Cache-Control", opt.cache_control);
+      r.body = std::string();
+      return r;
+    }
+    r.headers.add("Content-Type", "application/javascript; charset=utf-8");
+    r.headers.add("ETag", en.etag);
+    r.headers.add("Cache-Control", opt.cache_control);
+    if (opt.debug_headers) {
+      r.headers.add("X-Bundle-Modules", std::to_string(en.modules));
+      if (!en.unbundled.empty()) r.headers.add("X-Bundle-Unbundled", en.unbundled);
+    }
+    r.body = en.body;
+    return r;
+  }
+
+  Response serve_loader(Env& env) {
+    std::string etag = "\"" + loader_hash + "\"";
+    std::string_view qs = env.get(keys::QUERY_STRING);
+    bool versioned = qs == "v=" + loader_hash;
+    std::string cc = versioned ? "public, max-age=31536000, immutable" : "no-cache";
+    Response r;
+    if (auto inm = env.get(keys::HTTP_IF_NONE_MATCH); !inm.empty() && etag_matches(inm, etag)) {
+      r.status = 304;
+      r.headers.add("ETag", etag);
+      r.headers.add("Cache-Control", cc);
+      r.body = std::string();
+      return r;
+    }
+    r.headers.add("Content-Type", "application/javascript; charset=utf-8");
+    r.headers.add("ETag", etag);
+    r.headers.add("Cache-Control", cc);
+    r.body = loader;
+    return r;
+  }
+
+  static bool bad_path(std::string_view p) {
+    if (p.find('\\') != std::string_view::npos || p.find('\0') != std::string_view::npos) return true;
+    // Encoded forms that survived one decoding (%2e%2e, %2f, %5c, %25…): never a real module name here.
+    for (std::size_t i = 0; i + 2 < p.size(); ++i) {
+      if (p[i] != '%') continue;
+      char a = p[i + 1], b = char(p[i + 2] | 0x20);
+      if ((a == '2' && (b == 'e' || b == 'f' || b == '5')) || (a == '5' && b == 'c') || (a == '0' && b == '0'))
+        return true;
+    }
+    std::string out;
+    std::string_view rel = p.starts_with("/~/") ? p.substr(3) : p.substr(1);
+    if (p.starts_with("/~/")) {
+      // A package path may not climb at all.
+      for (std::size_t i = 0; i <= rel.size();) {
+        auto j = rel.find('/', i);
+        if (j == std::string_view::npos) j = rel.size();
+        if (rel.substr(i, j - i) == "..") return true;
+        i = j + 1;
+      }
+      return false;
+    }
+    return !bundler::Resolver::join("", rel, out);
+  }
+
+
+  std::shared_ptr<Entry> lookup(const std::string& key) {
+    std::shared_ptr<Entry> en;
+    {
+      std::shared_lock lock(cmu);
+      auto it = cache.find(key);
+      if (it == cache.end()) return nullptr;
+      en = it->second;
+    }
+    if (en->gen != graph.generation()) return nullptr;
+    if (opt.freshness == BundlerOptions::Freshness::stat) {
+      for (auto& [path, st] : en->stamps) {
+        if (!(bundler::stamp_of(path) == st)) {
+          graph.invalidate();
+          ++invalidations;
+          return nullptr;
+        }
+      }
+    }
+    en->last_used.store(graph.tick(), std::memory_order_relaxed);
+    return en;
+  }
+
+  void store(const std::string& key, const std::shared_ptr<Entry>& en) {
+    std::size_t sz = en->body->size() + key.size();
+    if (sz > opt.cache_bytes) return;  // served, not cached
+    std::unique_lock lock(cmu);
+    auto [it, inserted] = cache.try_emplace(key, en);
+    if (!inserted) {
+      cached_bytes -= it->second->body->size() + key.size();
+      it->second = en;
+    }
+    cached_bytes += sz;
+    // Memory cap over bundles and sources: evict the least recently used first (graph.mu is held).
+    while (cached_bytes + graph.source_bytes > opt.cache_bytes) {
+      std::uint64_t best = ~std::uint64_t{0};
+      auto best_b = cache.end();
+      Module* best_m = nullptr;
+      for (auto i = cache.begin(); i != cache.end(); ++i) {
+        auto t = i->second->last_used.load(std::memory_order_relaxed);
+        if (i->second != en && t < best) {
+          best = t;
+          best_b = i;
+        }
+      }
+      for (std::size_t id = 0; id < graph.size(); ++id) {
+        Module& m = graph.at(std::uint32_t(id));
+        if (m.source && m.last_used < best) {
+          best = m.last_used;
+          best_m = &m;
+          best_b = cache.end();
+        }
+      }
+      if (best_m) {
+        graph.source_bytes -= best_m->source->size();
+        best_m->source = nullptr;
+      } else if (best_b != cache.end()) {
+        cached_bytes -= best_b->second->body->size() + best_b->first.size();
+        cache.erase(best_b);
+      } else {
+        break;
+      }
+      ++evictions;
+    }
+  }
+
+  Response fail(int status, const std::string& spec, const std::string& message, const std::vector<std::string>& chain) {
+    std::string body = "csgiRequire.fail({\"status\":" + std::to_string(status) + ",\"module\":";
+    append_js_string(body, spec);
+    body += ",\"message\":";
+    append_js_string(body, message);
+    body += ",\"chain\":[";
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      if (i) body += ',';
+      append_js_string(body, chain[i]);
+    }
+    body += "]});\n";
+    return js_response(status, std::move(body));
+  }
+
+  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have,
+                                                       std::string_view base) {
+    std::string shown = spec.starts_with('/') ? spec.substr(1) : spec;
+    const std::uint64_t gen0 = graph.generation();  // a change during the build makes the result stale
+    Resolved r = graph.resolve_entry(spec);
+    if (r.status == Resolved::forbidden) return fail(403, shown, "module '" + shown + "' is outside the bundle root", {});
+    if (r.status != Resolved::ok) return fail(404, shown, "cannot find module '" + shown + "': " + r.detail, {});
+    std::uint32_t entry = graph.intern(r.path);
+
+    // The loaded set, as bits over module ids.
+    std::vector<bool> loaded;
+    loaded.reserve(have.size() * 6);
+    for (char c : have) {
+      int v = b64url_value(c);
+      for (int b = 0; b < 6; ++b) loaded.push_back((v >> b) & 1);
+    }
+    auto is_loaded = [&](std::uint32_t id) { return id < loaded.size() && loaded[id]; };
+
+    auto en = std::make_shared<Entry>();
+    std::string body;
+    std::vector<std::uint32_t> members;
+    Closure c;
+    if (!is_loaded(entry)) {  // the page already holding the entry gets an empty bundle at once
+      if (auto err = graph.closure(entry, c)) {
+        if (err->status == 422) env.errors().write("bundler: " + err->message);
+        return fail(err->status, err->spec.empty() ? shown : err->spec, err->message, err->chain);
+      }
+      for (auto id : c.order)
+        if (!is_loaded(id)) members.push_back(id);
+    }
+
+    std::string unbundled;
+    body.reserve(4096);
+    body += "csgiRequire.define(\"" + epoch + "\"," + std::to_string(entry) + ",[\n";
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      Module& m = graph.at(members[i]);
+      SharedBytes src = graph.source(m);
+      if (!src) return fail(404, m.path, "cannot read module " + m.path, {});
+      if (i) body += ",\n";
+      body += '[' + std::to_string(m.id) + ',';
+      append_js_string(body, m.path);
+      body += ",{";
+      bool first = true;
+      for (auto& e : m.edges) {
+        if (!first) body += ',';
+        first = false;
+        append_js_string(body, e.spec);
+        body += ':' + std::to_string(e.target);
+      }
+      body += "},";
+      if (m.json) {
+        append_js_string(body, *src);
+      } else {
+        std::string text;
+        text.reserve(src->size() + base.size() + m.path.size() + 20);
+        text.append(*src);
+        text.append("\n//# sourceURL=").append(base).push_back('/');
+        text.append(percent_encode(m.path, true));
+        append_js_string(body, text);
+      }
+      body += ']';
+      for (auto& u : m.unbundled) {
+        if (unbundled.size() > 2000) break;
+        if (!unbundled.empty()) unbundled += "; ";
+        unbundled += m.path + ":" + std::to_string(u.line) + " " + u.what;
+      }
+      if (opt.log_unbundled)
+        for (auto& u : m.unbundled)
+          env.errors().write("bundler: not bundled: " + m.path + ":" + std::to_string(u.line) + " " + u.what);
+    }
+    body += "\n]);\n";
+    // Header values must stay one line of visible ASCII-compatible text.
+    for (char& ch : unbundled)
+      if (ch == '\r' || ch == '\n') ch = ' ';
+
+    en->etag = "\"" + hex(fnv1a(body)) + hex(body.size(), 8) + "\"";
+    en->gen = gen0;
+    en->modules = members.size();
+    en->unbundled = std::move(unbundled);
+    if (opt.freshness == BundlerOptions::Freshness::stat) {
+      for (auto id : c.order) {
+        Module& m = graph.at(id);
+        en->stamps.emplace_back(graph.abs(m.path), m.stamp);
+      }
+      for (auto& d : c.dirs) en->stamps.emplace_back(graph.abs(d), bundler::stamp_of(graph.abs(d)));
+    }
+    en->body = std::make_shared<const std::string>(std::move(body));
+    en->last_used.store(graph.tick(), std::memory_order_relaxed);
+    ++builds;
+    return en;
+  }
+
+  BundlerOptions opt;
+  Graph graph;
+  std::string epoch;
+  SharedBytes loader;
+  std::string loader_hash;
+
+  std::shared_mutex cmu;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> cache;
+  std::size_t cached_bytes = 0;
+
+  std::atomic<std::uint64_t> requests{0}, builds{0}, hits{0}, invalidations{0}, evictions{0};
+};
+
+Bundler::Bundler(std::string root, BundlerOptions options)
+    : impl_(std::make_shared<Impl>(std::move(root), std::move(options))) {}
+
+Bundler::Bundler(App next, std::string root, BundlerOptions options)
+    : impl_(std::make_shared<Impl>(std::move(root), std::move(options))), next_(std::move(next)) {
+  auto& m = impl_->opt.mount;
+  while (!m.empty() && m.back() == '/') m.pop_back();
+  if (m.empty() || m.front() != '/') throw std::invalid_argument("bundler: mount must be \"/path\"");
+}
+
+Response Bundler::operator()(Env& env) const {
+  std::string_view path = env.get(keys::PATH_INFO);
+  std::string_view script = env.get(keys::SCRIPT_NAME);
+  if (!next_) {
+    std::string base(script);
+    return impl_->handle(env, path, base);
+  }
+  const std::string& mount = impl_->opt.mount;
+  if (!(path.starts_with(mount) && (path.size() == mount.size() || path[mount.size()] == '/'))) return next_(env);
+  std::string base;
+  base.reserve(script.size() + mount.size());
+  base.append(script).append(mount);
+  return impl_->handle(env, path.substr(mount.size()), base);
+}
+
+Bundler::Stats Bundler::stats() const {
+  Stats s;
+  s.requests = impl_->requests;
+  s.builds = impl_->builds;
+  s.hits = impl_->hits;
+  s.invalidations = impl_->invalidations;
+  s.evictions = impl_->evictions;
+  {
+    std::lock_guard lock(impl_->graph.mu);
+    s.scans = impl_->graph.scans;
+    s.modules = impl_->graph.size();
+    std::shared_lock l2(impl_->cmu);
+    s.cached_bytes = impl_->cached_bytes + impl_->graph.source_bytes;
+  }
+  return s;
+}
+
+std::string_view Bundler::loader_source() noexcept { return bundler::loader_text(); }
+
+}  // namespace csgi::mw

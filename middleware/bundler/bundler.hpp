@@ -1,0 +1,91 @@
+#pragma once
+/// csgi::mw::Bundler — serves CommonJS modules to browsers as dynamic bundles (docs/bundler.md).
+///
+/// The page loads `<mount>/require.js` (the client loader) and calls `require(path, cb)`; the loader asks
+/// for `<mount>/<path>?e=<epoch>&have=<set>` and receives, as one JavaScript response, every module in the
+/// transitive closure of `path`'s `require('literal')` calls that is not in the page's loaded set. Each
+/// module is a string evaluated on its first require with its own `//# sourceURL=`.
+///
+/// URL forms under the mount (PATH_INFO relative to the mount):
+///   /require.js            the loader (`?v=<hash>` form: cached immutably)
+///   /<root-relative path>  a module by path, resolved Node-style (extensionless, index.js, package main)
+///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
+/// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids.
+///
+/// Status: 200 bundle; 304 (If-None-Match); 404 missing module (body: JS that fails the pending require
+/// with the requirer chain); 403 a path leaving the root (`..`, encoded dots or slashes, symlinks out);
+/// 422 a module the lexer cannot follow or that uses ES module syntax; 400 a malformed `have`;
+/// 405 other methods than GET/HEAD.
+///
+/// Reads:  REQUEST_METHOD, SCRIPT_NAME, PATH_INFO, QUERY_STRING, HTTP_IF_NONE_MATCH; csgi.errors.
+/// Writes: response headers Content-Type, ETag, Cache-Control, X-Bundle-Modules, X-Bundle-Unbundled
+///         (debug: require(expr) and two-argument requires left out); nothing in the env.
+/// Order:  anywhere; outside compression if bundles should be compressed (the body is shared bytes).
+///
+/// Thread-safe: one instance serves every thread; caches are shared and locked, nothing per request is
+/// kept in members. Copies share the same caches.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "csgi/core/app.hpp"
+
+namespace csgi::mw {
+
+struct BundlerOptions {
+  /// Middleware form only: the path prefix handled ("/bundle"); other requests go to the next app. The
+  /// app form (no next app) handles all of PATH_INFO and ignores this.
+  std::string mount = "/bundle";
+  /// How edits, additions and removals under the root are noticed.
+  ///   inotify: a watcher thread marks caches stale on any event in a directory the bundler has read or
+  ///            probed; requests only compare a generation number. Linux only.
+  ///   stat:    each cached bundle re-stats its files and directories on every request (costly).
+  ///   none:    never (deploy mode: files are assumed immutable while serving).
+  enum class Freshness { inotify, stat, none } freshness = Freshness::inotify;
+  /// Scan every .js/.json file under the root at construction (ids then follow sorted paths and the
+  /// epoch is a digest of them, so they survive restarts of an unchanged tree).
+  bool prebuild = false;
+  /// Cap on cached bundle bytes plus cached source bytes; least recently used entries go first.
+  std::size_t cache_bytes = std::size_t{64} << 20;
+  /// Cache-Control of bundle responses (their URL is not content-addressed: revalidate with the ETag).
+  std::string cache_control = "no-cache";
+  /// Adds X-Bundle-Modules and X-Bundle-Unbundled to bundle responses.
+  bool debug_headers = true;
+  /// Logs left-out requires (require(expr), two-argument) to csgi.errors when a bundle is built.
+  bool log_unbundled = false;
+};
+
+class Bundler {
+public:
+  /// App form: serves `root` for every request (mount it with Builder::mount or UrlMap). Throws
+  /// std::invalid_argument when `root` is not a directory.
+  explicit Bundler(std::string root, BundlerOptions options = {});
+  /// Middleware form: handles `options.mount` and passes everything else to `next`.
+  Bundler(App next, std::string root, BundlerOptions options = {});
+
+  Response operator()(Env& env) const;
+
+  struct Stats {
+    std::uint64_t requests = 0;
+    std::uint64_t builds = 0;        // bundles built (cache misses that produced a bundle)
+    std::uint64_t hits = 0;          // answered from the bundle cache (200 or 304)
+    std::uint64_t scans = 0;         // files read and lexed
+    std::uint64_t invalidations = 0; // change signals seen (inotify events or stat mismatches)
+    std::uint64_t evictions = 0;
+    std::size_t cached_bytes = 0;
+    std::size_t modules = 0;         // modules known (ids assigned)
+  };
+  Stats stats() const;
+  /// The client loader's source.
+  static std::string_view loader_source() noexcept;
+
+  class Impl;
+
+private:
+  std::shared_ptr<Impl> impl_;
+  App next_;
+};
+
+}  // namespace csgi::mw

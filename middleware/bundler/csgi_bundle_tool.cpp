@@ -1,0 +1,151 @@
+// csgi-bundle: the bundler middleware driven from the command line, in-process through
+// csgi::testing::call (no sockets). Used by the tests (Node corpus checks, the browser test's fallback
+// server) and by bench/suites/bundler.sh.
+//
+//   csgi-bundle [opts] ROOT TARGET...      print each response body (status and headers to stderr)
+//   csgi-bundle [opts] --stdio ROOT        serve requests read from stdin, one per line:
+//                                            "<target>\t<If-None-Match>\n"   (the tab part optional)
+//                                          answered on stdout as
+//                                            "<status> <body bytes> <header count>\n" + "Name: value\n"… + body
+//   csgi-bundle [opts] --time ROOT TARGET  cold build (construct + first request) and hit timings, in µs
+// opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
+//       --cache-bytes N
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "csgi/core/request_env.hpp"
+#include "csgi/core/test_client.hpp"
+#include "csgi/middleware/bundler/bundler.hpp"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
+               "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
+  return 2;
+}
+
+csgi::testing::TestResponse request(const csgi::App& app, const std::string& target, const std::string& inm = {}) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!inm.empty()) headers.emplace_back("If-None-Match", inm);
+  return csgi::testing::call(app, "GET " + target, headers);
+}
+
+double micros_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  csgi::mw::BundlerOptions opt;
+  bool middleware = false, stdio = false, timing = false;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--mount" && i + 1 < argc) {
+      opt.mount = argv[++i];
+      middleware = true;
+    } else if (a == "--freshness" && i + 1 < argc) {
+      std::string f = argv[++i];
+      if (f == "inotify") opt.freshness = csgi::mw::BundlerOptions::Freshness::inotify;
+      else if (f == "stat") opt.freshness = csgi::mw::BundlerOptions::Freshness::stat;
+      else if (f == "none") opt.freshness = csgi::mw::BundlerOptions::Freshness::none;
+      else return usage();
+    } else if (a == "--prebuild") {
+      opt.prebuild = true;
+    } else if (a == "--cache-bytes" && i + 1 < argc) {
+      opt.cache_bytes = std::stoull(argv[++i]);
+    } else if (a == "--stdio") {
+      stdio = true;
+    } else if (a == "--time") {
+      timing = true;
+    } else if (a.starts_with("--")) {
+      return usage();
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (args.empty() || (!stdio && args.size() < 2)) return usage();
+
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    csgi::App app;
+    if (middleware) {
+      app = csgi::wrap<csgi::mw::Bundler>([](csgi::Env&) { return csgi::Response::error(404); }, args[0], opt);
+    } else {
+      auto b = std::make_shared<csgi::mw::Bundler>(args[0], opt);
+      app = [b](csgi::Env& env) { return (*b)(env); };
+    }
+
+    if (timing) {
+      auto res = request(app, args[1]);
+      double cold = micros_since(t0);
+      if (res.status != 200) {
+        std::fprintf(stderr, "status %d\n%s\n", res.status, res.body.c_str());
+        return 1;
+      }
+      // Hits: the whole request path (freshness check, cache lookup, headers) per call, in-process, with
+      // the env built as an adapter builds it and the shared body not copied.
+      const int n = 20000;
+      csgi::Env env;
+      csgi::RequestHead head{"GET", args[1]};
+      csgi::Connection conn;
+      std::size_t shared = 0;
+      auto t1 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) {
+        env.clear();
+        csgi::populate_env(env, head, conn);
+        csgi::Response r = app(env);
+        shared += std::holds_alternative<csgi::SharedBytes>(r.body);
+      }
+      double hit = micros_since(t1) / n;
+      if (shared != std::size_t(n)) std::fprintf(stderr, "warning: %zu of %d hits were not shared bytes\n", n - shared, n);
+      std::printf("cold_us %.0f\nhit_us %.2f\nbytes %zu\nmodules %s\n", cold, hit, res.body.size(),
+                  res.header("X-Bundle-Modules").c_str());
+      return 0;
+    }
+
+    if (stdio) {
+      std::string line;
+      while (std::getline(std::cin, line)) {
+        std::string target = line, inm;
+        if (auto tab = line.find('\t'); tab != std::string::npos) {
+          target = line.substr(0, tab);
+          inm = line.substr(tab + 1);
+        }
+        csgi::testing::TestResponse res;
+        try {
+          res = request(app, target, inm);
+        } catch (const std::exception& e) {
+          res = {};
+          res.status = 500;
+          res.body = std::string("500 Internal Server Error\n") + e.what() + "\n";
+        }
+        std::cout << res.status << ' ' << res.body.size() << ' ' << res.headers.size() << '\n';
+        for (auto& h : res.headers) std::cout << h.name << ": " << h.value << '\n';
+        std::cout << res.body;
+        std::cout.flush();
+      }
+      return 0;
+    }
+
+    int rc = 0;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      auto res = request(app, args[i]);
+      std::fprintf(stderr, "%s -> %d\n", args[i].c_str(), res.status);
+      for (auto& h : res.headers) std::fprintf(stderr, "  %s: %s\n", h.name.c_str(), h.value.c_str());
+      std::fwrite(res.body.data(), 1, res.body.size(), stdout);
+      if (res.status >= 400) rc = 1;
+    }
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "csgi-bundle: %s\n", e.what());
+    return 1;
+  }
+}

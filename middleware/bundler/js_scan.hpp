@@ -1,0 +1,49 @@
+#pragma once
+/// The bundler's dependency scanner: a JavaScript lexer (not a parser) that finds CommonJS
+/// `require('literal')` calls.
+///
+/// It tokenises the whole source: strings, template literals (with `${}` nesting), comments and regex
+/// literals are skipped as units, so a `require('x')` inside any of them is not a dependency. A `/` is a
+/// regex or a division depending on the previous token (after `)` of `if/while/for/with`, after a block's
+/// `}`, after operators and keywords such as `return`: regex; after identifiers, literals, `]`, `)` and an
+/// object literal's `}`: division).
+///
+/// A call counts as a dependency only when `require` is the free identifier: not a property
+/// (`x.require(`, `x?.require(`), not shadowed by a cheaply detectable local (`var/let/const require`,
+/// `function require`, a function or arrow parameter named `require`; the shadow lasts to the end of the
+/// enclosing block). Comments between tokens are ignored, so `/*#__PURE__*/require("./x.js")` counts.
+/// `require(expr)`, `require()` and two-argument `require('x', cb)` are reported as unbundled, not errors.
+/// Static `import … from` / `export …` (ES module syntax) is reported: the bundler does not support it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace csgi::mw::bundler {
+
+struct Dependency {
+  std::string spec;        // the literal, escapes decoded
+  std::uint32_t line = 0;  // 1-based
+};
+
+struct Unbundled {
+  std::uint32_t line = 0;
+  std::string what;  // "require(expr)", "require('x', …)", "import()", …
+};
+
+struct ScanResult {
+  std::vector<Dependency> deps;  // in source order, repeats kept
+  std::vector<Unbundled> unbundled;
+  /// ES module syntax: the first static import/export (line), and the specifiers it imports from.
+  std::optional<std::uint32_t> esm_line;
+  std::vector<Dependency> esm_imports;
+  /// Set when the lexer cannot follow the source: "line L, column C: unterminated string literal".
+  std::optional<std::string> error;
+};
+
+/// Scans `source` (UTF-8; other bytes ≥ 0x80 are treated as identifier characters). Never throws for
+/// bad input: problems land in `error`.
+ScanResult scan(std::string_view source);
+
+}  // namespace csgi::mw::bundler

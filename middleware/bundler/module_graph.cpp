@@ -1,0 +1,359 @@
+#include "csgi/middleware/bundler/module_graph.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+
+namespace csgi::mw::bundler {
+
+Stamp stamp_of(const std::string& abs_path) {
+  struct stat st {};
+  Stamp s;
+  if (::stat(abs_path.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  s.size = std::uint64_t(st.st_size);
+  s.mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  s.ctime_ns = std::int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return s;
+}
+
+// --- Watcher ---
+
+Watcher::Watcher() { fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }
+
+void Watcher::stop() {
+  if (thread_.joinable()) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
+    thread_.join();
+  }
+}
+
+Watcher::~Watcher() {
+  stop();
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Watcher::start(std::function<void()> on_change) {
+  if (fd_ < 0 || thread_.joinable()) return;
+  stop_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (stop_fd_ < 0) return;
+  thread_ = std::thread([this, cb = std::move(on_change)] {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    while (true) {
+      int n = ::poll(fds, 2, -1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 || (fds[1].revents & POLLIN)) return;
+      if (drain() > 0) {
+        try {
+          cb();
+        } catch (...) {
+        }
+      }
+    }
+  });
+}
+
+void Watcher::watch(const std::string& abs_dir) {
+  if (fd_ < 0) return;
+  std::lock_guard lock(mu_);
+  if (watched_.count(abs_dir)) return;
+  int wd = inotify_add_watch(fd_, abs_dir.c_str(),
+                             IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                 IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF);
+  if (wd < 0) return;  // a vanished directory: its parent's watch reports the change
+  watched_.insert(abs_dir);
+  dirs_[wd] = abs_dir;
+}
+
+std::size_t Watcher::drain() {
+  if (fd_ < 0) return 0;
+  alignas(struct inotify_event) char buf[8192];
+  std::size_t events = 0;
+  while (true) {
+    ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<struct inotify_event*>(p);
+      ++events;
+      if (ev->mask & IN_IGNORED) {  // the watch is gone (directory removed): allow watching it again
+        std::lock_guard lock(mu_);
+        auto it = dirs_.find(ev->wd);
+        if (it != dirs_.end()) {
+          watched_.erase(it->second);
+          dirs_.erase(it);
+        }
+      }
+      p += sizeof(struct inotify_event) + ev->len;
+    }
+  }
+  return events;
+}
+
+// --- Graph ---
+
+Graph::Graph(const std::string& root, bool use_inotify) : resolver_(root), use_inotify_(use_inotify) {
+  if (!use_inotify_) {
+    // No descriptor is needed.
+  }
+}
+
+std::uint32_t Graph::intern(const std::string& path) {
+  auto it = ids_.find(path);
+  if (it != ids_.end()) return it->second;
+  auto id = std::uint32_t(modules_.size());
+  auto m = std::make_unique<Module>();
+  m->path = path;
+  m->id = id;
+  m->json = path.ends_with(".json");
+  modules_.push_back(std::move(m));
+  ids_.emplace(path, id);
+  return id;
+}
+
+Resolved Graph::resolve_entry(const std::string& spec) {
+  auto g = generation();
+  auto it = entries_.find(spec);
+  if (it != entries_.end() && it->second.gen == g) return it->second.r;
+  std::vector<std::string> probed;
+  Resolved r = resolver_.resolve("", spec, &probed);
+  if (use_inotify_ && watcher_.ok())
+    for (auto& d : probed) watcher_.watch(abs(d));
+  if (r.status == Resolved::ok) {  // errors are never cached
+    if (entries_.size() > 4096) entries_.clear();
+    entries_[spec] = {g, r};
+  }
+  return r;
+}
+
+namespace {
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+SharedBytes read_file(const std::string& abs_path, Stamp& stamp) {
+  int fd = ::open(abs_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return nullptr;
+  }
+  auto data = std::make_shared<std::string>();
+  data->resize(std::size_t(st.st_size));
+  std::size_t got = 0;
+  while (true) {
+    if (got == data->size()) data->resize(data->size() + 4096);
+    ssize_t n = ::read(fd, data->data() + got, data->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += std::size_t(n);
+  }
+  data->resize(got);
+  ::close(fd);
+  stamp = stamp_of(abs_path);
+  return data;
+}
+}  // namespace
+
+bool Graph::refresh(Module& m) {
+  auto g = generation();
+  m.last_used = tick();
+  if (m.checked_gen == g && m.scanned) return !m.error;
+  std::string a = abs(m.path);
+  if (use_inotify_ && watcher_.ok()) watcher_.watch(abs(dir_of(m.path)));  // before reading: no lost edit
+  Stamp now = stamp_of(a);
+  if (m.scanned && now == m.stamp && now.exists) {
+    m.checked_gen = g;
+    return !m.error;
+  }
+  // Changed, new or gone: read and scan again.
+  if (m.source) source_bytes -= m.source->size();
+  m.source = nullptr;
+  m.scanned = true;
+  m.deps.clear();
+  m.unbundled.clear();
+  m.esm_line.reset();
+  m.error.reset();
+  m.edges.clear();
+  m.edges_gen = ~std::uint64_t{0};
+  m.checked_gen = g;
+  Stamp st;
+  SharedBytes src = read_file(a, st);
+  if (!src) {
+    m.stamp = now;
+    m.error = "cannot read " + m.path;
+    return false;
+  }
+  m.stamp = st;
+  m.source = src;
+  source_bytes += src->size();
+  ++scans;
+  if (m.json) return true;
+  ScanResult r = scan(*src);
+  if (r.error) {
+    m.error = m.path + ": " + *r.error;
+    return false;
+  }
+  if (r.esm_line) {
+    m.esm_line = r.esm_line;
+    m.error = m.path + ": line " + std::to_string(*r.esm_line) +
+              ": ES module syntax (static import/export) is not supported; use require()";
+    return false;
+  }
+  std::unordered_set<std::string> seen;
+  for (auto& d : r.deps)
+    if (seen.insert(d.spec).second) m.deps.push_back(std::move(d));
+  m.unbundled = std::move(r.unbundled);
+  return true;
+}
+
+SharedBytes Graph::source(Module& m) {
+  if (m.source) return m.source;
+  Stamp st;
+  SharedBytes src = read_file(abs(m.path), st);
+  if (!src) return nullptr;
+  if (!(st == m.stamp)) {
+    // Changed behind our back (stat mode between checks): make the next refresh re-scan it.
+    m.stamp = Stamp{};
+    m.checked_gen = ~std::uint64_t{0};
+    invalidate();
+  }
+  m.source = src;
+  source_bytes += src->size();
+  return src;
+}
+
+void Graph::resolve_edges(Module& m) {
+  auto g = generation();
+  if (m.edges_gen == g) return;
+  m.edges.clear();
+  std::string dir = dir_of(m.path);
+  std::vector<std::string> probed;
+  for (auto& d : m.deps) {
+    Edge e;
+    e.spec = d.spec;
+    e.line = d.line;
+    Resolved r = resolver_.resolve(dir, d.spec, &probed);
+    e.status = r.status;
+    e.detail = r.detail;
+    if (r.status == Resolved::ok) e.target = intern(r.path);
+    m.edges.push_back(std::move(e));
+  }
+  if (use_inotify_ && watcher_.ok()) {
+    std::sort(probed.begin(), probed.end());
+    probed.erase(std::unique(probed.begin(), probed.end()), probed.end());
+    for (auto& p : probed) watcher_.watch(abs(p));
+  }
+  m.edges_gen = g;
+}
+
+std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
+  out.order.clear();
+  out.dirs.clear();
+  std::vector<bool> seen(modules_.size(), false);
+  struct Frame {
+    std::uint32_t id;
+    std::size_t next_edge;
+  };
+  std::vector<Frame> stack;
+  auto chain = [&]() {
+    std::vector<std::string> c;
+    for (auto& f : stack) c.push_back(modules_[f.id]->path);
+    return c;
+  };
+  auto enter = [&](std::uint32_t id) -> std::optional<GraphError> {
+    if (id >= seen.size()) seen.resize(modules_.size(), false);
+    seen[id] = true;
+    Module& m = *modules_[id];
+    stack.push_back({id, 0});
+    if (!refresh(m)) {
+      GraphError e;
+      e.status = m.stamp.exists ? 422 : 404;
+      e.message = *m.error;
+      e.chain = chain();
+      return e;
+    }
+    resolve_edges(m);
+    out.order.push_back(id);
+    out.dirs.push_back(dir_of(m.path));
+    return std::nullopt;
+  };
+  if (auto e = enter(entry)) return e;
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    Module& m = *modules_[f.id];
+    if (f.next_edge >= m.edges.size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Edge& edge = m.edges[f.next_edge++];
+    if (edge.status != Resolved::ok) {
+      GraphError e;
+      e.status = edge.status == Resolved::forbidden ? 403 : 404;
+      e.spec = edge.spec;
+      e.message = "cannot find module '" + edge.spec + "' required from " + m.path + ":" + std::to_string(edge.line) +
+                  (edge.detail.empty() ? "" : " (" + edge.detail + ")");
+      if (edge.status == Resolved::forbidden)
+        e.message = "module '" + edge.spec + "' required from " + m.path + " is outside the root";
+      e.chain = chain();
+      return e;
+    }
+    if (edge.target < seen.size() && seen[edge.target]) continue;
+    if (auto e = enter(edge.target)) return e;
+  }
+  std::sort(out.dirs.begin(), out.dirs.end());
+  out.dirs.erase(std::unique(out.dirs.begin(), out.dirs.end()), out.dirs.end());
+  return std::nullopt;
+}
+
+std::uint64_t Graph::prebuild(ErrorStream& log) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  const std::string& root = resolver_.root();
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const auto& p = it->path();
+    auto ext = p.extension();
+    if ((ext == ".js" || ext == ".json") && it->is_regular_file(ec)) {
+      std::string rel = p.string().substr(root.size() + 1);
+      Resolved r = resolver_.resolve("", "/" + rel);  // real path, inside the root
+      if (r.status == Resolved::ok && r.path == rel) files.push_back(rel);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::uint64_t digest = 1469598103934665603ull;
+  for (auto& f : files) {
+    for (unsigned char c : f) digest = (digest ^ c) * 1099511628211ull;
+    digest = (digest ^ 0xff) * 1099511628211ull;
+    intern(f);  // ids in sorted order, before any resolution assigns others
+  }
+  std::size_t failed = 0;
+  std::string first;
+  for (auto& f : files) {
+    Module& m = at(ids_.at(f));
+    if (!refresh(m)) {
+      if (!f.ends_with(".json") && failed++ < 3) first += "\n  " + *m.error;
+      continue;
+    }
+    resolve_edges(m);
+  }
+  if (failed)
+    log.write("bundler: prebuild: " + std::to_string(failed) + " of " + std::to_string(files.size()) +
+              " files cannot be bundled (requests for them will answer with the error), e.g.:" + first);
+  return digest;
+}
+
+}  // namespace csgi::mw::bundler

@@ -1,0 +1,152 @@
+#pragma once
+/// The bundler's module graph: module ids, file contents, scanned dependencies and resolved edges, with
+/// the change detection that keeps them true to the disk (inotify or stat stamps).
+///
+/// Not thread-safe by itself: the owner (Bundler::Impl) holds `mu` around every call except
+/// Watcher::drain(), which may run concurrently.
+#include <atomic>
+#include <functional>
+#include <thread>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "csgi/core/io.hpp"
+#include "csgi/core/response.hpp"
+#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/resolver.hpp"
+
+namespace csgi::mw::bundler {
+
+/// What a stat(2) says about a path; equal stamps mean "unchanged" (size, mtime, ctime, inode).
+struct Stamp {
+  bool exists = false;
+  std::uint64_t dev = 0, ino = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const Stamp&) const = default;
+};
+Stamp stamp_of(const std::string& abs_path);
+
+/// inotify on the directories the graph has looked at. start() runs a thread that blocks on the
+/// descriptor and calls `on_change` after each batch of events, so requests pay nothing to notice edits
+/// (an edit shows up as soon as the thread has woken: microseconds).
+class Watcher {
+public:
+  Watcher();
+  ~Watcher();
+  void start(std::function<void()> on_change);
+  /// Stops the thread (also done by the destructor).
+  void stop();
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+  bool ok() const noexcept { return fd_ >= 0; }
+  /// Watches `abs_dir` (once). Thread-safe.
+  void watch(const std::string& abs_dir);
+  /// Reads pending events without blocking; returns how many arrived. Thread-safe.
+  std::size_t drain();
+
+private:
+  int fd_ = -1;
+  int stop_fd_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::unordered_map<int, std::string> dirs_;
+  std::unordered_set<std::string> watched_;
+};
+
+struct Edge {
+  std::string spec;
+  std::uint32_t line = 0;
+  Resolved::Status status = Resolved::not_found;
+  std::uint32_t target = 0;
+  std::string detail;
+};
+
+struct Module {
+  std::string path;  // root-relative real path
+  std::uint32_t id = 0;
+  bool json = false;
+  Stamp stamp;
+  SharedBytes source;  // null until read, or after eviction
+  std::uint64_t last_used = 0;
+  bool scanned = false;
+  std::vector<Dependency> deps;  // unique specs, source order
+  std::vector<Unbundled> unbundled;
+  std::optional<std::uint32_t> esm_line;
+  std::optional<std::string> error;  // unreadable or unlexable: the message
+  std::uint64_t checked_gen = ~std::uint64_t{0};
+  std::vector<Edge> edges;
+  std::uint64_t edges_gen = ~std::uint64_t{0};
+};
+
+/// Why a closure could not be built.
+struct GraphError {
+  int status = 404;          // 404 missing, 403 forbidden, 422 unlexable or ES module syntax
+  std::string message;
+  std::string spec;          // the require() argument that failed ("" for 422)
+  std::vector<std::string> chain;  // entry … the module where it failed
+};
+
+struct Closure {
+  std::vector<std::uint32_t> order;  // DFS pre-order from the entry, each module once
+  std::vector<std::string> dirs;     // root-relative directories whose listing decided resolutions
+};
+
+class Graph {
+public:
+  Graph(const std::string& root, bool use_inotify);
+
+  std::mutex mu;
+  const Resolver& resolver() const noexcept { return resolver_; }
+  Watcher* watcher() noexcept { return watcher_.ok() ? &watcher_ : nullptr; }
+
+  std::uint64_t generation() const noexcept { return gen_.load(std::memory_order_acquire); }
+  /// Marks everything for revalidation (each module re-stats once per generation).
+  void invalidate() noexcept { gen_.fetch_add(1, std::memory_order_acq_rel); }
+
+  std::uint32_t intern(const std::string& path);
+  Module& at(std::uint32_t id) { return *modules_[id]; }
+  std::size_t size() const noexcept { return modules_.size(); }
+
+  /// Resolves a module named by a request (cached per generation).
+  Resolved resolve_entry(const std::string& spec);
+  /// Makes `m` current (stat; re-read and re-scan when changed). False when it cannot be used; the
+  /// reason is in m.error.
+  bool refresh(Module& m);
+  /// The module's source, reading it again when it was evicted. Null when unreadable.
+  SharedBytes source(Module& m);
+  /// The closure of `entry` (refreshing every module in it).
+  std::optional<GraphError> closure(std::uint32_t entry, Closure& out);
+  /// Reads and scans every .js/.json file under the root in sorted order; returns a digest of the paths.
+  std::uint64_t prebuild(ErrorStream& log);
+
+  std::string abs(const std::string& rel) const { return rel.empty() ? resolver_.root() : resolver_.root() + "/" + rel; }
+
+  std::uint64_t tick() noexcept { return tick_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  std::size_t source_bytes = 0;
+  std::uint64_t scans = 0;
+
+private:
+  void resolve_edges(Module& m);
+
+  Resolver resolver_;
+  Watcher watcher_;
+  bool use_inotify_;
+  std::atomic<std::uint64_t> gen_{0};
+  std::atomic<std::uint64_t> tick_{0};
+  std::vector<std::unique_ptr<Module>> modules_;
+  std::unordered_map<std::string, std::uint32_t> ids_;
+  struct EntryCache {
+    std::uint64_t gen;
+    Resolved r;
+  };
+  std::unordered_map<std::string, EntryCache> entries_;
+};
+
+}  // namespace csgi::mw::bundler

@@ -1,0 +1,197 @@
+/* csgi bundler client loader (docs/bundler.md). No dependencies; current browsers (fetch, Promise).
+ *   require(name, function (err, exports) { ... })   load name and what it needs, then call back
+ *   require.async(name).then(exports => ...)          the same as a Promise
+ *   require(name)                                     synchronous, for modules already delivered
+ * Inside modules, require('literal') is synchronous (the bundle delivered it); require(name, cb) loads. */
+(function (global) {
+  'use strict';
+  if (global.csgiRequire && global.csgiRequire.define) return;
+
+  var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  var script = typeof document !== 'undefined' ? document.currentScript : null;
+  var base = script && script.src ? script.src.replace(/\/require\.js(?:[?#].*)?$/, '') : '';
+  var epoch = '';
+  var byId = [];                      // module id (this epoch) -> record
+  var byPath = Object.create(null);   // root-relative path -> record
+  var aliases = Object.create(null);  // name given to the top-level require -> record
+  var inflight = Object.create(null); // url -> Promise of the entry record
+  var indirectEval = eval;
+
+  function Rec(table, id, path, deps, src) {
+    this.table = table; this.id = id; this.path = path; this.deps = deps; this.src = src; this.module = null;
+  }
+
+  // Called by a bundle response: registers its modules (each evaluated on first require).
+  function define(e, entry, mods) {
+    if (e !== epoch) { epoch = e; byId = []; }  // the server restarted: its ids are new
+    for (var i = 0; i < mods.length; i++) {
+      var m = mods[i], rec = byPath[m[1]];
+      if (!rec) rec = byPath[m[1]] = new Rec(byId, m[0], m[1], m[2], m[3]);
+      byId[m[0]] = rec;
+    }
+    return { entry: byId[entry] || null };
+  }
+
+  // Called by an error response: the Error the pending require fails with.
+  function fail(info) {
+    var chain = info.chain || [];
+    var err = new Error(info.message + (chain.length ? '\n  required by: ' + chain.join(' -> ') : ''));
+    err.status = info.status; err.module = info.module; err.chain = chain;
+    if (info.status === 404) err.code = 'MODULE_NOT_FOUND';
+    return err;
+  }
+
+  function dirname(path) { var i = path.lastIndexOf('/'); return i < 0 ? '' : path.slice(0, i); }
+
+  function join(dir, spec) {
+    var out = spec.charAt(0) === '/' ? [] : dir.split('/'), parts = spec.split('/');
+    for (var i = 0; i < parts.length; i++) {
+      var p = parts[i];
+      if (p === '..') { if (!out.length || out[out.length - 1] === '') return null; out.pop(); }
+      else if (p !== '.' && p !== '') out.push(p);
+    }
+    return out.filter(function (x) { return x !== ''; }).join('/');
+  }
+
+  function isRelative(spec) { return spec.charAt(0) === '/' || spec === '.' || spec === '..' || /^\.\.?\//.test(spec); }
+
+  // A delivered module by Node's rules among what this page holds (for require(expr) of delivered code).
+  function findDelivered(fromDir, spec) {
+    var bases = [];
+    if (isRelative(spec)) { var p = join(fromDir, spec); if (p !== null) bases.push(p); }
+    else {
+      var d = fromDir;
+      for (;;) {
+        if (!/(^|\/)node_modules$/.test(d)) bases.push((d ? d + '/' : '') + 'node_modules/' + spec);
+        if (!d) break;
+        d = dirname(d);
+      }
+    }
+    for (var i = 0; i < bases.length; i++) {
+      var b = bases[i], c = [b, b + '.js', b + '.json', b + '/index.js', b + '/index.json'];
+      for (var j = 0; j < c.length; j++) if (byPath[c[j]]) return byPath[c[j]];
+    }
+    return null;
+  }
+
+  function load(rec) {
+    if (rec.module) return rec.module.exports;  // done, or in progress (a cycle sees partial exports)
+    var module = rec.module = { id: rec.path, filename: '/' + rec.path, exports: {}, loaded: false };
+    try {
+      if (/\.json$/.test(rec.path)) {
+        module.exports = JSON.parse(rec.src);
+      } else {
+        var fn = indirectEval('(function (exports, require, module, __filename, __dirname) {' + rec.src + '\n})');
+        fn.call(module.exports, module.exports, makeRequire(rec), module, '/' + rec.path, '/' + dirname(rec.path));
+      }
+    } catch (e) {
+      rec.module = null;  // as in Node: a module that threw is not cached
+      throw e;
+    }
+    module.loaded = true;
+    return module.exports;
+  }
+
+  function makeRequire(rec) {
+    var dir = dirname(rec.path);
+    function require(spec, cb) {
+      if (arguments.length > 1 || typeof cb === 'function') {
+        var name = isRelative(spec) ? join(dir, spec) : spec;
+        if (name === null) return requireAsync(spec, cb);  // let the server refuse it
+        return requireAsync(isRelative(spec) ? '/' + name : name, cb);
+      }
+      var id = rec.deps[spec];
+      var dep = id !== undefined && rec.table[id] ? rec.table[id] : findDelivered(dir, String(spec));
+      if (!dep) {
+        var err = new Error("Cannot find module '" + spec + "' required from " + rec.path +
+          ': it was not delivered (require(expr) and two-argument require are not bundled; load it first with require(name, callback))');
+        err.code = 'MODULE_NOT_FOUND'; err.module = spec; err.chain = [rec.path];
+        throw err;
+      }
+      return load(dep);
+    }
+    require.async = function (spec) { return require(spec, null); };
+    return require;
+  }
+
+  function haveBits() {
+    var s = '';
+    for (var i = 0; i < byId.length; i += 6) {
+      var v = 0;
+      for (var b = 0; b < 6; b++) if (byId[i + b]) v |= 1 << b;
+      s += B64.charAt(v);
+    }
+    return s.replace(/A+$/, '');
+  }
+
+  function urlFor(name) {
+    var path = isRelative(name) ? join('', name) : '~/' + name;
+    if (path === null) return null;
+    return base + '/' + path.split('/').map(encodeURIComponent).join('/') +
+      '?e=' + epoch + '&have=' + haveBits();
+  }
+
+  function fetchText(url) {
+    return fetch(url, { credentials: 'same-origin' }).then(function (r) {
+      return r.text().then(function (t) {
+        if (r.ok || /^csgiRequire\.fail\(/.test(t)) return t;
+        var err = new Error('GET ' + url + ': HTTP ' + r.status);
+        err.status = r.status;
+        throw err;
+      });
+    });
+  }
+
+  function entryFor(name) {
+    var known = aliases[name] || (isRelative(name) ? findDelivered('', name) : null);
+    if (known) return Promise.resolve(known);  // already here: no request
+    var url = urlFor(name);
+    if (url === null) {
+      var e = new Error("module '" + name + "' is outside the bundle root");
+      e.status = 403; e.module = name; e.chain = [];
+      return Promise.reject(e);
+    }
+    var pending = inflight[url];
+    if (!pending) {
+      pending = inflight[url] = csgiRequire.fetchText(url).then(function (text) {
+        delete inflight[url];
+        var res = indirectEval(text);
+        if (res instanceof Error) throw res;
+        if (!res || !res.entry) throw new Error("the bundle for '" + name + "' did not deliver it");
+        aliases[name] = res.entry;
+        return res.entry;
+      }, function (err) { delete inflight[url]; throw err; });
+    }
+    return pending;
+  }
+
+  function requireAsync(name, cb) {
+    var p = entryFor(String(name)).then(load);
+    if (typeof cb === 'function') {
+      p.then(function (exports) { cb(null, exports); }, function (err) { cb(err); });
+      return undefined;
+    }
+    return p;
+  }
+
+  function csgiRequire(name, cb) {
+    if (arguments.length > 1 || typeof cb === 'function') return requireAsync(name, cb);
+    var rec = aliases[name] || findDelivered('', String(name));
+    if (!rec) {
+      var err = new Error("module '" + name + "' is not loaded yet: use require(name, callback) or require.async(name)");
+      err.code = 'MODULE_NOT_FOUND'; err.module = name; err.chain = [];
+      throw err;
+    }
+    return load(rec);
+  }
+  csgiRequire.async = function (name) { return requireAsync(name); };
+  csgiRequire.define = define;
+  csgiRequire.fail = fail;
+  csgiRequire.url = urlFor;
+  csgiRequire.fetchText = fetchText;  // replaceable transport (tests, other hosts)
+  csgiRequire.base = function (b) { if (b !== undefined) base = String(b).replace(/\/+$/, ''); return base; };
+  csgiRequire.modules = function () { return Object.keys(byPath); };
+
+  global.csgiRequire = csgiRequire;
+  if (typeof global.require === 'undefined') global.require = csgiRequire;
+})(typeof globalThis !== 'undefined' ? globalThis : this);
