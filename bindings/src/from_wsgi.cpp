@@ -368,7 +368,9 @@ Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& in
       }
       cl = content_length(st.headers);
     }
-    if (cl && body.size() >= *cl) continue;  // expect the end now
+    // With a (modest) Content-Length announced, the end is near: keep pulling, so that a framework's
+    // generator over a ready body (Flask, Django) still gives a complete response.
+    if (cl && *cl <= (1u << 20) && body.size() <= *cl) continue;
     // A real stream: hand status, headers and what came so far to the adapter.
     st.headers_out = true;
     Response r;

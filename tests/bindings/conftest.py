@@ -1,0 +1,110 @@
+"""Fixtures for the csgi Python binding tests: the test app library, free ports, servers on loopback."""
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+PYTHON = "/usr/bin/python3"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="session")
+def apps_lib():
+    path = os.environ.get("CSGI_TEST_APPS")
+    if not path or not os.path.exists(path):
+        pytest.fail("CSGI_TEST_APPS must name libcsgi_pytest_apps.so (run through ctest)")
+    return path
+
+
+@pytest.fixture
+def load(apps_lib):
+    import csgi
+
+    def _load(*args):
+        return csgi.load_app(apps_lib, list(args))
+
+    return _load
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process started from a command on 127.0.0.1:port; stopped (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, argv, port, cwd, env=None, log=None):
+        self.port = port
+        self.log_path = log or os.path.join(cwd, "server.log")
+        self.log = open(self.log_path, "wb")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("server exited early:\n" + self.output())
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server did not listen on %d:\n%s" % (port, self.output()))
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, r.getheaders(), r.read()
+        finally:
+            conn.close()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.log.close()
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    started = []
+
+    def start(argv, port, env=None, cwd=None):
+        env = dict(env or {})
+        env.setdefault("PYTHONPATH", os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), HERE] if p))
+        s = Server(argv, port, str(cwd or tmp_path), env=env,
+                   log=str(tmp_path / ("server%d.log" % len(started))))
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+def have(tool):
+    return shutil.which(tool) is not None

@@ -1,0 +1,238 @@
+"""Python WSGI apps as csgi apps (csgi.App(wsgi_app)), called in memory through csgi.testing.call."""
+import pytest
+
+import csgi
+from csgi.testing import call
+
+
+def text_app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("X-Repeat", "a"), ("X-Repeat", "b")])
+    return [b"path=", environ["PATH_INFO"].encode("latin-1"), b" qs=", environ["QUERY_STRING"].encode()]
+
+
+def test_complete_list_response():
+    r = call(csgi.App(text_app), "GET /caf%C3%A9?x=1")
+    assert r.status == 200
+    assert r.body == "path=/café qs=x=1".encode("utf-8")
+    assert r.headers.count(("X-Repeat", "a")) == 1 and ("X-Repeat", "b") in r.headers
+    assert not r.streamed
+
+
+def test_environ_is_pep3333():
+    seen = {}
+
+    def app(environ, start_response):
+        seen.update(environ)
+        seen["body"] = environ["wsgi.input"].read()
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    r = call(csgi.App(app), "POST /p?q=1", [("Content-Type", "text/plain"), ("X-A", "1"), ("X-A", "2")], b"hello")
+    assert r.status == 200
+    assert seen["wsgi.version"] == (1, 0) and seen["wsgi.url_scheme"] == "http"
+    assert seen["REQUEST_METHOD"] == "POST" and seen["CONTENT_LENGTH"] == "5"
+    assert seen["CONTENT_TYPE"] == "text/plain" and seen["HTTP_X_A"] == "1, 2"
+    assert seen["body"] == b"hello"
+    assert seen["wsgi.input_terminated"] is True
+    assert seen["wsgi.file_wrapper"] is csgi.FileWrapper
+    assert "csgi.input" not in seen and isinstance(seen["wsgi.errors"], csgi.ErrorsStream)
+
+
+def test_input_readline_and_iteration():
+    lines = []
+
+    def app(environ, start_response):
+        inp = environ["wsgi.input"]
+        lines.append(inp.readline())
+        lines.append(inp.readline(3))
+        lines.extend(inp)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return []
+
+    call(csgi.App(app), "POST /", [], b"one\ntwo\nthree\nlast")
+    assert lines == [b"one\n", b"two", b"\n", b"three\n", b"last"]
+
+
+def test_generator_calls_start_response_late_and_streams():
+    closed = []
+
+    def app(environ, start_response):
+        try:
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            yield b""
+            for i in range(3):
+                yield b"c%d" % i
+        finally:
+            closed.append(True)
+
+    r = call(csgi.App(app), "GET /")
+    assert r.body == b"c0c1c2" and r.streamed and r.closed and closed == [True]
+
+
+def test_generator_within_content_length_is_complete():
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "4")])
+        yield b"ab"
+        yield b"cd"
+
+    r = call(csgi.App(app), "GET /")
+    assert r.body == b"abcd" and not r.streamed
+
+
+def test_exception_is_500_with_traceback_and_close_is_called():
+    closed = []
+
+    class Result:
+        def __iter__(self):
+            raise KeyError("missing")
+
+        def close(self):
+            closed.append(True)
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return Result()
+
+    r = call(csgi.App(app), "GET /")
+    assert r.status == 500 and closed == [True]
+    assert "Traceback" in r.errors and "KeyError: 'missing'" in r.errors
+
+
+def test_exception_in_app_call():
+    def app(environ, start_response):
+        raise RuntimeError("kaput")
+
+    r = call(csgi.App(app), "GET /")
+    assert r.status == 500 and "RuntimeError: kaput" in r.errors and b"kaput" not in r.body
+
+
+def test_exc_info_replaces_unsent_headers():
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        try:
+            raise ValueError("late")
+        except ValueError:
+            import sys
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")], sys.exc_info())
+        return [b"sorry"]
+
+    r = call(csgi.App(app), "GET /")
+    assert r.status == 503 and r.body == b"sorry"
+
+
+def test_start_response_twice_without_exc_info_is_an_error():
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        start_response("200 OK", [])
+        return []
+
+    r = call(csgi.App(app), "GET /")
+    assert r.status == 500 and "second time" in r.errors
+
+
+def test_bad_status_and_non_latin1_header():
+    def bad_status(environ, start_response):
+        start_response("OK", [])
+        return []
+
+    def bad_header(environ, start_response):
+        start_response("200 OK", [("X-Euro", "\u20ac")])
+        return []
+
+    assert call(csgi.App(bad_status), "GET /").status == 500
+    r = call(csgi.App(bad_header), "GET /")
+    assert r.status == 500 and "latin-1" in r.errors
+
+
+def test_legacy_write_callable():
+    def app(environ, start_response):
+        write = start_response("200 OK", [("Content-Type", "text/plain")])
+        write(b"first ")
+        return [b"second"]
+
+    assert call(csgi.App(app), "GET /").body == b"first second"
+
+
+def test_wsgi_errors_reach_csgi_errors():
+    def app(environ, start_response):
+        print("a note", file=environ["wsgi.errors"])
+        environ["wsgi.errors"].write("partial")
+        environ["wsgi.errors"].flush()
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b""]
+
+    r = call(csgi.App(app), "GET /")
+    assert "a note\n" in r.errors and "partial" in r.errors
+
+
+def test_file_wrapper_becomes_a_file_body(tmp_path):
+    p = tmp_path / "data.bin"
+    p.write_bytes(b"0123456789" * 1000)
+
+    def app(environ, start_response):
+        f = open(p, "rb")
+        f.read(10)  # position is honoured
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        return environ["wsgi.file_wrapper"](f, 4096)
+
+    r = call(csgi.App(app), "GET /")
+    assert r.file and r.body == (b"0123456789" * 1000)[10:]
+
+
+def test_streams_used_after_the_request_raise():
+    kept = {}
+
+    def app(environ, start_response):
+        kept["input"] = environ["wsgi.input"]
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"x"]
+
+    call(csgi.App(app), "GET /")
+    with pytest.raises(ValueError, match="finished"):
+        kept["input"].read()
+
+
+def test_builder_mounts_python_and_cxx_apps_side_by_side(load):
+    layer_seen = []
+
+    def tag(app):  # a Python middleware as a layer of the C++ stack
+        def mw(environ, start_response):
+            layer_seen.append(environ["SCRIPT_NAME"])
+
+            def sr(status, headers, exc_info=None):
+                return start_response(status, headers + [("X-Py-Layer", "1")], exc_info)
+            return app(environ, sr)
+        return mw
+
+    app = (csgi.Builder().use(tag).mount("/py", text_app).mount("/cpp", load("echo")).build())
+    r = call(app, "GET /py/x?a=1")
+    assert r.status == 200 and r.body == b"path=/x qs=a=1" and ("X-Py-Layer", "1") in r.headers
+    r = call(app, "GET /cpp/y")
+    assert r.status == 200 and b"SCRIPT_NAME=/cpp\n" in r.body and b"PATH_INFO=/y\n" in r.body
+    assert call(app, "GET /nowhere").status == 404
+    assert layer_seen == ["", "", ""]
+
+
+def test_builder_to_app_wraps_a_python_app():
+    app = csgi.Builder().use(csgi.Layer(lambda a: a)).to_app(text_app)
+    assert isinstance(app, csgi.App)
+    assert call(app, "GET /z").body == b"path=/z qs="
+
+
+def test_python_app_called_from_many_cxx_threads(load):
+    # A C++ stack whose mounted Python app is called concurrently: the GIL is taken per call.
+    import threading
+
+    app = csgi.Builder().mount("/py", text_app).build()
+    results = []
+
+    def worker():
+        for _ in range(50):
+            results.append(call(app, "GET /py/t").status)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [200] * 200
