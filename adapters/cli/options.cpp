@@ -1,0 +1,121 @@
+#include "csgi/adapters/cli/options.hpp"
+
+#include <boost/program_options.hpp>
+#include <sstream>
+
+#include "csgi/adapters/standalone/options.hpp"
+
+namespace csgi::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+po::options_description mode_options() {
+  po::options_description o("App options");
+  for (const Mode& m : modes()) {
+    if (m.value_name)
+      o.add_options()(m.option, po::value<std::vector<std::string>>()->value_name(m.value_name), m.summary);
+    else
+      o.add_options()(m.option, po::bool_switch(), m.summary);
+  }
+  o.add_options()("app-arg", po::value<std::vector<std::string>>()->value_name("ARG")->composing(),
+                  "an argument for the app's factory; repeatable, in order");
+  return o;
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, char** argv) {
+  CommandLine cl;
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    cl.command = argv[1];
+    first = 2;
+  }
+  if (cl.command.empty()) cl.command = "help";
+  if (cl.command != "serve" && cl.command != "help" && cl.command != "version")
+    throw UsageError("unknown command '" + cl.command + "' (commands: serve, help, version)");
+
+  po::options_description all;
+  all.add(mode_options()).add(standalone::server_options());
+  all.add_options()("help,h", "show the manual");
+  po::variables_map vm;
+  po::parsed_options parsed(nullptr);
+  try {
+    parsed = po::command_line_parser(argc - first + 1, argv + first - 1).options(all).run();
+    po::store(parsed, vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  cl.help = vm.count("help") > 0 || cl.command == "help";
+  if (cl.help || cl.command == "version") return cl;
+
+  // Modes in command-line order (layers compose in this order).
+  for (const po::option& o : parsed.options) {
+    const Mode* m = find_mode(o.string_key);
+    if (!m) continue;
+    if (m->value_name) {
+      if (o.value.size() != 1 || o.value.front().empty()) throw UsageError("--" + std::string(m->option) + " needs a value");
+      cl.modes.push_back({m, o.value.front()});
+    } else {
+      cl.modes.push_back({m, {}});
+    }
+  }
+  int sources = 0;
+  for (const auto& c : cl.modes) sources += c.mode->kind == Mode::Kind::source;
+  if (sources > 1) throw UsageError("give only one of the app sources (--app, --demo, …)");
+  if (cl.modes.empty()) throw UsageError("nothing to serve: give --app LIB.so or --demo (see csgi --help)");
+  if (vm.count("app-arg")) cl.app_args = vm["app-arg"].as<std::vector<std::string>>();
+  try {
+    standalone::apply_server_options(vm, cl.server);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return cl;
+}
+
+std::string help_text() {
+  std::ostringstream o;
+  o << "NAME\n"
+       "    csgi - serve a C++ web app (csgi) over HTTP/1.1\n\n"
+       "SYNOPSIS\n"
+       "    csgi serve (--app LIB.so [--app-arg ARG]... | --demo) [--listen ADDR]... [--threads N]\n"
+       "               [--workers N] [--access-log FILE] [LIMITS AND TIMEOUTS]\n"
+       "    csgi help | csgi --help\n"
+       "    csgi version\n\n"
+       "DESCRIPTION\n"
+       "    csgi serve runs one csgi app in the standalone HTTP/1.1 server, as plackup does for Perl.\n"
+       "    The server speaks HTTP/1.0 and 1.1 with keep-alive and pipelining, reads chunked request\n"
+       "    bodies, sends files with sendfile(2) (with single Range requests), streams delayed\n"
+       "    responses, and refuses malformed or ambiguous framing with 400 and a closed connection.\n"
+       "    Each io thread runs its own event loop; the app is called on the thread that owns the\n"
+       "    connection. With --workers a master process forks N workers and restarts any that dies.\n\n"
+       "MODES\n";
+  for (const Mode& m : modes()) {
+    o << "    --" << m.option << (m.value_name ? std::string(" ") + m.value_name : "") << "\n        "
+      << m.description << "\n";
+  }
+  o << "\n";
+  std::ostringstream opts;
+  opts << mode_options() << "\n" << standalone::server_options();
+  o << "OPTIONS\n" << opts.str() << "\n";
+  o << "SIGNALS\n"
+       "    TERM, INT  stop accepting, finish in-flight requests (up to --graceful-timeout), exit 0\n"
+       "    HUP        with --workers: start new workers, then stop the old ones gracefully;\n"
+       "               without: reopen the log files\n"
+       "    USR1       reopen the log files (after logrotate)\n\n"
+       "ENVIRONMENT\n"
+       "    LISTEN_PID, LISTEN_FDS  sockets passed by systemd socket activation; used instead of --listen\n\n"
+       "EXIT STATUS\n"
+       "    0 after a graceful stop, 1 when the server cannot start (address in use, app fails to load),\n"
+       "    2 for a command-line error.\n\n"
+       "EXAMPLES\n"
+       "    csgi serve --demo                          # http://127.0.0.1:5000/\n"
+       "    csgi serve --app ./libhello.so --listen :8080 --threads 2\n"
+       "    csgi serve --app ./libapp.so --workers 4 --listen unix:/run/app.sock --access-log /var/log/app.log\n";
+  return o.str();
+}
+
+}  // namespace csgi::cli

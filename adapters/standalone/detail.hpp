@@ -1,0 +1,128 @@
+#pragma once
+// Internal pieces of the standalone server shared by server.cpp and connection.cpp. Not installed API.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/intrusive/list.hpp>
+
+#include "csgi/adapters/standalone/listen.hpp"
+#include "csgi/adapters/standalone/server.hpp"
+#include "csgi/core/env.hpp"
+
+namespace csgi::standalone::detail {
+
+namespace asio = boost::asio;
+using Protocol = asio::generic::stream_protocol;
+using Socket = Protocol::socket;
+using Acceptor = asio::basic_socket_acceptor<Protocol>;
+using Clock = std::chrono::steady_clock;
+
+/// A log file that can be reopened (SIGUSR1) while other threads write to it; one write(2) per line.
+class LogFile {
+public:
+  LogFile() = default;
+  ~LogFile();
+  /// "" → disabled; "-" → stdout; "stderr" → fd 2; else a file opened for appending.
+  void open(const std::string& path);
+  void reopen();
+  bool enabled() const noexcept { return fd_.load(std::memory_order_relaxed) >= 0; }
+  void write(std::string_view line) const noexcept;
+
+private:
+  std::string path_;
+  std::atomic<int> fd_{-1};
+  std::mutex mu_;
+  std::vector<int> retired_;  // fds replaced by reopen(); closed at the end (a writer may still hold one)
+};
+
+/// csgi.errors: one line per message into the error log (stderr by default).
+class LogErrorStream final : public ErrorStream {
+public:
+  explicit LogErrorStream(const LogFile& f) : f_(f) {}
+  void write(std::string_view message) override;
+
+private:
+  const LogFile& f_;
+};
+
+/// What every io thread of a process shares.
+struct Shared {
+  App app;
+  ServerOptions opt;
+  std::vector<ListenSocket> listeners;
+  LogFile access_log;
+  LogFile error_log;
+  LogErrorStream errors{error_log};
+  std::atomic<std::size_t> connections{0};
+  bool multithread = false;
+  bool multiprocess = false;
+  std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
+  std::string_view status_line(int status) const noexcept {
+    return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
+  }
+  void init_status_lines();
+};
+
+class Conn;
+using ConnHook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+/// A connection's link in its thread's list (for timeouts and graceful stop); unlinks itself.
+struct ConnNode : ConnHook {
+  Conn* conn = nullptr;
+};
+
+/// One io thread: its own io_context, acceptors, connections, timeout sweeper and pool of envs.
+class IoThread {
+public:
+  IoThread(Shared& shared, unsigned index);
+  ~IoThread();
+  /// Opens the acceptors (each a dup of the shared listening socket, or its own SO_REUSEPORT socket).
+  void listen(const std::vector<ListenSocket>& sockets, bool own_reuseport_sockets);
+  void run();
+  /// Graceful stop, from any thread.
+  void stop();
+
+  Shared& shared;
+  unsigned index;
+  asio::io_context ioc{1};
+  Clock::time_point now = Clock::now();  // refreshed by the sweeper and on each readable event
+  bool stopping = false;
+  std::function<void()> on_stop;  // run on this thread when a graceful stop begins
+
+  std::unique_ptr<Env> acquire_env();
+  void release_env(std::unique_ptr<Env> env);
+  void add(Conn& c);
+
+private:
+  struct Listener {
+    std::unique_ptr<Acceptor> acceptor;
+    const ListenSocket* info;
+    std::unique_ptr<asio::steady_timer> pause;
+  };
+  void accept(Listener& l);
+  void sweep();
+  void begin_stop();
+  void maybe_finish_stop();
+
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  asio::steady_timer sweeper_{ioc};
+  asio::steady_timer stop_timer_{ioc};
+  boost::intrusive::list<ConnNode, boost::intrusive::constant_time_size<false>> conns_;
+  std::vector<std::unique_ptr<Env>> env_pool_;
+  std::vector<int> owned_fds_;
+  friend class Conn;
+};
+
+/// Starts serving an accepted socket.
+void start_connection(IoThread& t, Socket socket, const ListenSocket& listener);
+
+}  // namespace csgi::standalone::detail

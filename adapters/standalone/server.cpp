@@ -1,0 +1,464 @@
+// The standalone server's process structure: io threads (one io_context each), listening sockets,
+// signals, and the prefork master that restarts workers.
+#include "csgi/adapters/standalone/server.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/core/response.hpp"
+
+namespace csgi::standalone {
+
+namespace detail {
+
+using boost::system::error_code;
+
+// ---------------------------------------------------------------------------------------------------
+// Logs.
+
+LogFile::~LogFile() {
+  int fd = fd_.load();
+  if (fd > 2) ::close(fd);
+  for (int r : retired_)
+    if (r > 2) ::close(r);
+}
+
+void LogFile::open(const std::string& path) {
+  path_ = path;
+  reopen();
+}
+
+void LogFile::reopen() {
+  int fd = -1;
+  if (path_.empty()) return;
+  if (path_ == "-") {
+    fd = 1;
+  } else if (path_ == "stderr") {
+    fd = 2;
+  } else {
+    fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot open log file " + path_);
+  }
+  int old = fd_.exchange(fd);
+  if (old > 2 && old != fd) {
+    std::lock_guard lock(mu_);
+    retired_.push_back(old);
+  }
+}
+
+void LogFile::write(std::string_view line) const noexcept {
+  int fd = fd_.load(std::memory_order_relaxed);
+  if (fd < 0) return;
+  while (!line.empty()) {
+    ssize_t w = ::write(fd, line.data(), line.size());
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    line.remove_prefix(static_cast<std::size_t>(w));
+  }
+}
+
+void LogErrorStream::write(std::string_view message) {
+  std::string line(message);
+  if (line.empty() || line.back() != '\n') line.push_back('\n');
+  if (f_.enabled())
+    f_.write(line);
+  else
+    stderr_stream().write(message);
+}
+
+void Shared::init_status_lines() {
+  for (int s = 100; s < 600; ++s) {
+    std::string_view reason = reason_phrase(s);
+    if (reason == "Unknown") reason = "";
+    status_lines[s] = "HTTP/1.1 " + std::to_string(s) + " " + std::string(reason) + "\r\n";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Io threads.
+
+IoThread::IoThread(Shared& s, unsigned i) : shared(s), index(i) {}
+
+IoThread::~IoThread() {
+  listeners_.clear();
+  for (int fd : owned_fds_) ::close(fd);
+}
+
+void IoThread::listen(const std::vector<ListenSocket>& sockets, bool own_reuseport_sockets) {
+  for (const ListenSocket& s : sockets) {
+    int fd;
+    if (own_reuseport_sockets && s.tcp && !s.systemd && index > 0) {
+      // Thread 0 uses the socket opened by the server; the others bind their own with SO_REUSEPORT.
+      ListenAddress a = parse_listen(s.display);
+      ListenSocket mine = open_listen(a, true);
+      fd = mine.fd;
+    } else {
+      fd = ::fcntl(s.fd, F_DUPFD_CLOEXEC, 3);
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup listening socket");
+    }
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    auto l = std::make_unique<Listener>();
+    l->acceptor = std::make_unique<Acceptor>(ioc, Protocol(ss.ss_family, 0), fd);
+    l->acceptor->non_blocking(true);
+    l->info = &s;
+    listeners_.push_back(std::move(l));
+  }
+}
+
+void IoThread::accept(Listener& l) {
+  if (stopping) return;
+  if (shared.connections.load(std::memory_order_relaxed) >= shared.opt.max_connections) {
+    // At the limit: stop accepting (the kernel queues new connections) and look again shortly.
+    if (!l.pause) l.pause = std::make_unique<asio::steady_timer>(ioc);
+    l.pause->expires_after(std::chrono::milliseconds(20));
+    l.pause->async_wait([this, &l](error_code ec) {
+      if (!ec) accept(l);
+    });
+    return;
+  }
+  l.acceptor->async_accept([this, &l](error_code ec, Socket s) {
+    if (ec == asio::error::operation_aborted || stopping) return;
+    if (ec) {
+      // EMFILE, ENFILE, ENOBUFS…: back off instead of spinning; never fatal.
+      static std::atomic<long> last_log{0};
+      long now_s = static_cast<long>(std::time(nullptr));
+      if (last_log.exchange(now_s) != now_s) shared.errors.write("csgi: accept failed: " + ec.message());
+      if (!l.pause) l.pause = std::make_unique<asio::steady_timer>(ioc);
+      l.pause->expires_after(std::chrono::milliseconds(100));
+      l.pause->async_wait([this, &l](error_code e) {
+        if (!e) accept(l);
+      });
+      return;
+    }
+    now = Clock::now();
+    try {
+      start_connection(*this, std::move(s), *l.info);
+    } catch (const std::exception& e) {
+      shared.errors.write(std::string("csgi: connection setup failed: ") + e.what());
+    }
+    accept(l);
+  });
+}
+
+void IoThread::run() {
+  for (auto& l : listeners_) accept(*l);
+  sweep();
+  for (;;) {
+    try {
+      ioc.run();
+      break;
+    } catch (const std::exception& e) {
+      // Handlers catch everything themselves; this is the last line of defence.
+      shared.errors.write(std::string("csgi: internal error in io thread: ") + e.what());
+    }
+  }
+}
+
+std::unique_ptr<Env> IoThread::acquire_env() {
+  if (env_pool_.empty()) return std::make_unique<Env>();
+  auto e = std::move(env_pool_.back());
+  env_pool_.pop_back();
+  return e;
+}
+
+void IoThread::release_env(std::unique_ptr<Env> env) {
+  if (!env) return;
+  env->clear();
+  if (env_pool_.size() < 64) env_pool_.push_back(std::move(env));
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------------
+
+using namespace detail;
+
+struct Server::Impl {
+  App app;
+  ServerOptions opt;
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool listening = false;
+  bool failed = false;
+  bool stop_requested = false;
+  std::vector<std::string> addresses;
+  std::vector<std::unique_ptr<IoThread>> threads;
+  Shared* shared = nullptr;
+
+  int run();
+  int serve(Shared& sh, bool in_worker);
+  int master(Shared& sh);
+  void announce(const std::vector<ListenSocket>& socks);
+};
+
+Server::Server(App app, ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->app = std::move(app);
+  impl_->opt = std::move(options);
+  if (!impl_->app) throw std::invalid_argument("csgi::standalone::Server: no app");
+  if (impl_->opt.threads == 0) impl_->opt.threads = 1;
+  if (!impl_->opt.script_name.empty() &&
+      (impl_->opt.script_name.front() != '/' || impl_->opt.script_name.back() == '/'))
+    throw std::invalid_argument("script name must start with '/' and not end with '/': " + impl_->opt.script_name);
+}
+
+Server::~Server() = default;
+
+int Server::run() { return impl_->run(); }
+
+void Server::stop() {
+  std::lock_guard lock(impl_->mu);
+  impl_->stop_requested = true;
+  for (auto& t : impl_->threads) t->stop();
+}
+
+std::vector<std::string> Server::addresses() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->addresses;
+}
+
+bool Server::wait_listening(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait_for(lock, timeout, [&] { return impl_->listening || impl_->failed; });
+  return impl_->listening;
+}
+
+void Server::Impl::announce(const std::vector<ListenSocket>& socks) {
+  {
+    std::lock_guard lock(mu);
+    for (const auto& s : socks) addresses.push_back(s.display);
+    listening = true;
+  }
+  cv.notify_all();
+  for (const auto& s : socks) {
+    std::string url = s.tcp ? "http://" + s.display + "/" : s.display;
+    if (opt.on_listening) {
+      opt.on_listening(url);
+    } else {
+      std::printf("csgi: listening on %s\n", url.c_str());
+      std::fflush(stdout);
+    }
+  }
+}
+
+int Server::Impl::run() {
+  ::signal(SIGPIPE, SIG_IGN);
+  Shared sh;
+  sh.app = app;
+  sh.opt = opt;
+  sh.init_status_lines();
+  sh.multithread = opt.threads > 1;
+  sh.multiprocess = opt.workers > 0;
+  try {
+    sh.access_log.open(opt.access_log);
+    sh.error_log.open(opt.error_log);
+    sh.listeners = systemd_sockets();
+    if (sh.listeners.empty()) {
+      std::vector<std::string> specs = opt.listen;
+      if (specs.empty()) specs.push_back("127.0.0.1:5000");
+      for (const auto& spec : specs) sh.listeners.push_back(open_listen(parse_listen(spec), opt.reuseport));
+    }
+  } catch (...) {
+    {
+      std::lock_guard lock(mu);
+      failed = true;
+    }
+    cv.notify_all();
+    for (auto& s : sh.listeners) ::close(s.fd);
+    throw;
+  }
+  shared = &sh;
+  int rc = opt.workers > 0 ? master(sh) : serve(sh, false);
+  for (auto& s : sh.listeners) {
+    ::close(s.fd);
+    if (!s.tcp && !s.systemd && s.display.rfind("unix:", 0) == 0 && opt.workers == 0) ::unlink(s.display.c_str() + 5);
+  }
+  return rc;
+}
+
+// Serves in this process with opt.threads io threads until a stop.
+int Server::Impl::serve(Shared& sh, bool in_worker) {
+  {
+    std::lock_guard lock(mu);
+    for (unsigned i = 0; i < opt.threads; ++i) threads.push_back(std::make_unique<IoThread>(sh, i));
+  }
+  for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
+  asio::signal_set signals(threads[0]->ioc);
+  threads[0]->on_stop = [&signals] {
+    error_code ignore;
+    signals.cancel(ignore);
+  };
+  if (opt.handle_signals || in_worker) {
+    signals.add(SIGTERM);
+    signals.add(SIGINT);
+    signals.add(SIGHUP);
+    signals.add(SIGUSR1);
+  }
+  std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGTERM || sig == SIGINT) {
+      std::lock_guard lock(mu);
+      stop_requested = true;
+      for (auto& t : threads) t->stop();
+      return;
+    }
+    // SIGUSR1 (and SIGHUP in a single process): reopen the log files.
+    try {
+      sh.access_log.reopen();
+      sh.error_log.reopen();
+    } catch (const std::exception& e) {
+      sh.errors.write(std::string("csgi: ") + e.what());
+    }
+    signals.async_wait(on_signal);
+  };
+  if (opt.handle_signals || in_worker) signals.async_wait(on_signal);
+  if (in_worker) {
+    sigset_t all;
+    sigemptyset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  } else {
+    announce(sh.listeners);
+  }
+  {
+    std::lock_guard lock(mu);
+    if (stop_requested)
+      for (auto& t : threads) t->stop();
+  }
+  std::vector<std::thread> extra;
+  for (std::size_t i = 1; i < threads.size(); ++i) extra.emplace_back([t = threads[i].get()] { t->run(); });
+  // Thread 0 runs here; its signal wait ends with the stop.
+  threads[0]->run();
+  for (auto& th : extra) th.join();
+  {
+    std::lock_guard lock(mu);
+    threads.clear();
+  }
+  return 0;
+}
+
+namespace {
+volatile sig_atomic_t g_dummy = 0;
+void noop_handler(int) { g_dummy = 1; }
+}  // namespace
+
+// The prefork master: forks the workers, restarts those that die, forwards signals; never serves.
+int Server::Impl::master(Shared& sh) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD}) sigaddset(&set, s);
+  ::sigprocmask(SIG_BLOCK, &set, &old);
+  // SIGCHLD must not be ignored for sigtimedwait to see it.
+  struct sigaction sa {};
+  sa.sa_handler = noop_handler;
+  ::sigaction(SIGCHLD, &sa, nullptr);
+
+  std::map<pid_t, unsigned> workers;  // pid → generation
+  unsigned generation = 0;
+  auto spawn = [&]() -> pid_t {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      // Worker: serve with the inherited sockets; signals stay blocked until the handlers are set.
+      int rc = 0;
+      try {
+        threads.clear();
+        rc = serve(sh, true);
+      } catch (const std::exception& e) {
+        sh.errors.write(std::string("csgi: worker failed: ") + e.what());
+        rc = 1;
+      }
+      std::fflush(nullptr);
+      ::_exit(rc);
+    }
+    if (pid < 0) sh.errors.write(std::string("csgi: fork failed: ") + std::strerror(errno));
+    return pid;
+  };
+  for (unsigned i = 0; i < opt.workers; ++i)
+    if (pid_t p = spawn(); p > 0) workers[p] = generation;
+  announce(sh.listeners);
+
+  bool stopping = false;
+  Clock::time_point stop_deadline{};
+  std::vector<Clock::time_point> recent_crashes;
+  for (;;) {
+    // Reap.
+    for (;;) {
+      int status = 0;
+      pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      auto it = workers.find(pid);
+      if (it == workers.end()) continue;
+      unsigned gen = it->second;
+      workers.erase(it);
+      bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
+      if (crashed) {
+        sh.errors.write("csgi: worker " + std::to_string(pid) + " died (" +
+                        (WIFSIGNALED(status) ? std::string("signal ") + std::to_string(WTERMSIG(status))
+                                             : "exit " + std::to_string(WEXITSTATUS(status))) +
+                        ")" + (stopping ? "" : "; starting a new one"));
+      }
+      if (!stopping && gen == generation && (crashed || true)) {
+        // Back off when workers die in a loop (a broken app) instead of forking hundreds a second.
+        auto now = Clock::now();
+        std::erase_if(recent_crashes, [&](auto t) { return now - t > std::chrono::seconds(1); });
+        recent_crashes.push_back(now);
+        if (recent_crashes.size() > 10) ::usleep(500000);
+        if (pid_t p = spawn(); p > 0) workers[p] = generation;
+      }
+    }
+    if (stopping && workers.empty()) break;
+    if (stopping && Clock::now() > stop_deadline) {
+      for (auto& [pid, g] : workers) ::kill(pid, SIGKILL);
+    }
+    timespec ts{0, 200 * 1000 * 1000};
+    int sig = ::sigtimedwait(&set, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      if (!stopping) {
+        stopping = true;
+        stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
+        for (auto& [pid, g] : workers) ::kill(pid, SIGTERM);
+      }
+    } else if (sig == SIGHUP && !stopping) {
+      // Graceful restart: new workers first (they accept at once on the same sockets), then the old
+      // ones stop accepting and finish what they have.
+      ++generation;
+      std::vector<pid_t> old_pids;
+      for (auto& [pid, g] : workers) old_pids.push_back(pid);
+      for (unsigned i = 0; i < opt.workers; ++i)
+        if (pid_t p = spawn(); p > 0) workers[p] = generation;
+      for (pid_t p : old_pids) ::kill(p, SIGTERM);
+      try {
+        sh.access_log.reopen();
+        sh.error_log.reopen();
+      } catch (...) {
+      }
+    } else if (sig == SIGUSR1) {
+      try {
+        sh.access_log.reopen();
+        sh.error_log.reopen();
+      } catch (...) {
+      }
+      for (auto& [pid, g] : workers) ::kill(pid, SIGUSR1);
+    }
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  for (const auto& s : sh.listeners)
+    if (!s.tcp && !s.systemd && s.display.rfind("unix:", 0) == 0) ::unlink(s.display.c_str() + 5);
+  return 0;
+}
+
+}  // namespace csgi::standalone

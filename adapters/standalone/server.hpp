@@ -1,0 +1,96 @@
+#pragma once
+/// The standalone HTTP/1.1 server (docs/standalone.md): runs any csgi::App over HTTP/1.0 and 1.1 with
+/// keep-alive, pipelining, chunked bodies, file bodies by sendfile(2), delayed and streaming responses,
+/// and the csgix.io / csgix.cleanup / csgix.informational extensions.
+///
+/// Threads and workers. Each of `threads` io threads runs its own io_context with its own connections;
+/// the app is called on the io thread that owns the connection. An app that blocks (or reads a slow
+/// request body) holds up only the connections of its own thread; the other threads keep serving.
+/// Bodies that fit the connection's buffer are read in full before the app is called; larger or chunked
+/// bodies are read from the socket as the app reads csgi.input, each read bounded by body_timeout.
+/// With `workers` > 0 a master process opens the listening sockets, forks the workers (each with
+/// `threads` io threads), restarts a worker that dies, and keeps the sockets open throughout.
+///
+///   csgi::standalone::ServerOptions opt;
+///   opt.listen = {"127.0.0.1:8080"};
+///   return csgi::standalone::Server(app, opt).run();   // returns when stopped by SIGTERM/SIGINT
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "csgi/core/app.hpp"
+
+namespace csgi::standalone {
+
+struct ServerOptions {
+  /// Where to listen: "host:port", "[v6]:port", ":port" (all IPv4), "unix:/path". Empty with
+  /// LISTEN_FDS set in the environment: the sockets systemd handed over. Empty otherwise: 127.0.0.1:5000.
+  std::vector<std::string> listen;
+  unsigned threads = 1;           // io threads per process
+  unsigned workers = 0;           // 0: serve in this process; N: prefork N workers under a master
+  bool reuseport = false;         // one SO_REUSEPORT socket per thread instead of one shared socket
+  std::string script_name;        // mount prefix ("" or "/prefix"); other paths answer 404
+  std::string access_log;         // file for one combined-format line per request ("" = none, "-" = stdout)
+  std::string error_log;          // file for csgi.errors ("" = stderr)
+  bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs; off for embedding
+
+  // Limits (over the limit: the status in the comment, and the connection is closed).
+  std::size_t max_request_line = 8192;        // 414
+  std::size_t max_header_bytes = 16384;       // 431 (request line + fields)
+  std::size_t max_header_count = 100;         // 431
+  std::uint64_t max_body_bytes = 64ull << 20; // 413, for Content-Length and chunked bodies alike
+  std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
+
+  // Timeouts.
+  std::chrono::milliseconds header_timeout{10000};     // first byte to end of header → 408
+  std::chrono::milliseconds body_timeout{30000};       // between two pieces of a request body → 408
+  std::chrono::milliseconds idle_timeout{15000};       // keep-alive connection with no request → closed
+  std::chrono::milliseconds send_timeout{60000};       // client not reading the response → closed
+  std::chrono::milliseconds graceful_timeout{10000};   // on SIGTERM: in-flight requests get this long
+
+  /// Called once per listening address when the server is ready ("http://127.0.0.1:5000/",
+  /// "unix:/path"). By default the address is printed to stdout as "csgi: listening on <address>".
+  std::function<void(const std::string&)> on_listening;
+};
+
+/// A server running one app. run() blocks until the server is stopped; stop() may be called from any
+/// thread (or SIGTERM/SIGINT sent) to stop gracefully.
+class Server {
+public:
+  Server(App app, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Serves until stopped. Returns the process exit status (0 after a graceful stop). Throws
+  /// std::runtime_error when a listening socket cannot be opened.
+  int run();
+  /// Asks run() to stop gracefully: stop accepting, finish in-flight requests (up to graceful_timeout).
+  void stop();
+  /// The addresses actually listened on ("127.0.0.1:41234", "unix:/path"); valid once listening.
+  std::vector<std::string> addresses() const;
+  /// Blocks until the server listens (or run() failed); true when it listens.
+  bool wait_listening(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Parses the server options from a command line (the same options as `csgi serve`, see
+/// `csgi serve --help`) and serves `app`. For apps that link the server into their own executable:
+///
+///   int main(int argc, char** argv) { return csgi::standalone::run(make_app(), argc, argv); }
+int run(App app, int argc, char** argv);
+
+}  // namespace csgi::standalone
+
+namespace csgi {
+/// Same as csgi::standalone::run.
+int run(App app, int argc, char** argv);
+}  // namespace csgi
