@@ -23,6 +23,7 @@ public:
   SpoolInput(const SpoolInput&) = delete;
   SpoolInput& operator=(const SpoolInput&) = delete;
 
+  using Input::read;
   std::size_t read(char* buf, std::size_t n) override;
   bool seekable() const override { return true; }
   void rewind() override { pos_ = 0; }
