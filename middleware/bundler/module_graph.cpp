@@ -279,6 +279,7 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
     Module& m = *modules_[id];
     stack.push_back({id, 0});
     if (!refresh(m)) {
+      m.checked_gen = ~std::uint64_t{0};  // errors are not kept: the next request looks at the file again
       GraphError e;
       e.status = m.stamp.exists ? 422 : 404;
       e.message = *m.error;
@@ -300,6 +301,7 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
     }
     const Edge& edge = m.edges[f.next_edge++];
     if (edge.status != Resolved::ok) {
+      m.edges_gen = ~std::uint64_t{0};  // resolve again next time: the file may have appeared
       GraphError e;
       e.status = edge.status == Resolved::forbidden ? 403 : 404;
       e.spec = edge.spec;

@@ -1,0 +1,473 @@
+#include "csgi/middleware/bundler/bundler.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "csgi/core/test_client.hpp"
+
+namespace fs = std::filesystem;
+using csgi::mw::Bundler;
+using csgi::mw::BundlerOptions;
+using csgi::testing::call;
+using Freshness = csgi::mw::BundlerOptions::Freshness;
+
+namespace {
+
+/// A temporary directory tree of module files, removed at the end.
+struct Tree {
+  fs::path dir;
+  Tree() {
+    char tmpl[] = "/tmp/csgi-bundler-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  ~Tree() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  void write(const std::string& rel, const std::string& text) {
+    fs::path p = dir / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+  }
+  std::string root() const { return dir.string(); }
+};
+
+struct Bundle {
+  std::string epoch;
+  long entry = -1;
+  std::map<std::string, long> ids;  // path -> id, in this response
+  std::vector<std::string> paths;   // in order
+};
+
+/// Reads a bundle response: one module per line, each line "[id,"path",{deps},"source"]".
+Bundle parse(const std::string& body) {
+  Bundle b;
+  std::smatch m;
+  static const std::regex head(R"re(^csgiRequire\.define\("([0-9a-f]+)",(\d+),\[)re");
+  REQUIRE(std::regex_search(body, m, head));
+  b.epoch = m[1];
+  b.entry = std::stol(m[2]);
+  static const std::regex mod(R"re(^\[(\d+),"([^"]*)",)re");
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    std::size_t nl = body.find('\n', pos);
+    std::string line = body.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    if (std::regex_search(line, m, mod)) {
+      b.ids[m[2]] = std::stol(m[1]);
+      b.paths.push_back(m[2]);
+    }
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return b;
+}
+
+std::set<std::string> set_of(const Bundle& b) { return {b.paths.begin(), b.paths.end()}; }
+
+/// The have= bitset for a set of ids.
+std::string have(const std::vector<long>& ids) {
+  static const char* b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  long max = 0;
+  for (long i : ids) max = std::max(max, i);
+  std::string s((max / 6) + 1, 'A');
+  for (long i : ids) s[i / 6] = b64[(std::string_view(b64).find(s[i / 6])) | (1 << (i % 6))];
+  return s;
+}
+std::vector<long> ids_of(const Bundle& b) {
+  std::vector<long> v;
+  for (auto& [p, i] : b.ids) v.push_back(i);
+  return v;
+}
+
+csgi::App app_of(const std::string& root, BundlerOptions o = {}) {
+  auto b = std::make_shared<Bundler>(root, o);
+  return [b](csgi::Env& env) { return (*b)(env); };
+}
+
+/// Polls `fn` until it holds (bounded: 3 s), for changes noticed by the inotify thread.
+template <class F>
+bool eventually(F fn) {
+  for (int i = 0; i < 300; ++i) {
+    if (fn()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return fn();
+}
+
+}  // namespace
+
+TEST_CASE("bundler: a closure with Node resolution rules", "[bundler]") {
+  Tree t;
+  t.write("main.js", "var a = require('./lib/a'); var d = require('./data'); var p = require('pkg'); var q = require('./dir');");
+  t.write("lib/a.js", "module.exports = require('../shared/b.js') + require('deep/sub');");
+  t.write("shared/b.js", "module.exports = 1;");
+  t.write("data.json", "{\"k\": \"v\"}");
+  t.write("dir/index.js", "module.exports = 'dir';");
+  t.write("node_modules/pkg/package.json", "{\"name\": \"pkg\", \"main\": \"./lib/entry\"}");
+  t.write("node_modules/pkg/lib/entry.js", "module.exports = 'pkg';");
+  t.write("node_modules/deep/sub.js", "module.exports = 'sub';");
+  t.write("unrelated.js", "module.exports = 0;");
+  auto app = app_of(t.root());
+
+  auto res = call(app, "GET /main");
+  REQUIRE(res.status == 200);
+  CHECK(res.header("Content-Type") == "application/javascript; charset=utf-8");
+  CHECK(res.header("X-Bundle-Modules") == "7");
+  auto b = parse(res.body);
+  CHECK(set_of(b) == std::set<std::string>{"main.js", "lib/a.js", "shared/b.js", "data.json", "dir/index.js",
+                                           "node_modules/pkg/lib/entry.js", "node_modules/deep/sub.js"});
+  CHECK(b.paths.front() == "main.js");
+  CHECK(b.ids.at("main.js") == b.entry);
+  // Dependency maps name the ids; sources carry their sourceURL; JSON stays JSON.
+  CHECK_THAT(res.body, Catch::Contains("\"./lib/a\":" + std::to_string(b.ids.at("lib/a.js"))));
+  CHECK_THAT(res.body, Catch::Contains("//# sourceURL=/lib/a.js\""));
+  CHECK_THAT(res.body, Catch::Contains("\"{\\\"k\\\": \\\"v\\\"}\""));
+
+  // By package name, and a package's own file by path.
+  auto pkg = call(app, "GET /~/pkg");
+  REQUIRE(pkg.status == 200);
+  CHECK(parse(pkg.body).paths == std::vector<std::string>{"node_modules/pkg/lib/entry.js"});
+  CHECK(call(app, "GET /~/nope").status == 404);
+}
+
+TEST_CASE("bundler: package.json exports are honoured as in Node", "[bundler]") {
+  Tree t;
+  t.write("node_modules/ex/package.json",
+          R"({"main": "./old.js", "exports": {".": {"import": "./esm.mjs", "require": "./cjs.js"}, "./feature/*": "./lib/*.js"}})");
+  t.write("node_modules/ex/cjs.js", "module.exports = 'cjs';");
+  t.write("node_modules/ex/old.js", "module.exports = 'old';");
+  t.write("node_modules/ex/lib/x.js", "module.exports = 'x';");
+  t.write("main.js", "require('ex'); require('ex/feature/x');");
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /main.js");
+  REQUIRE(res.status == 200);
+  CHECK(set_of(parse(res.body)) ==
+        std::set<std::string>{"main.js", "node_modules/ex/cjs.js", "node_modules/ex/lib/x.js"});
+  t.write("main2.js", "require('ex/old.js');");
+  auto bad = call(app, "GET /main2.js");
+  CHECK(bad.status == 404);
+  CHECK_THAT(bad.body, Catch::Contains("not exported"));
+}
+
+TEST_CASE("bundler: cycles are delivered once each", "[bundler]") {
+  Tree t;
+  t.write("a.js", "exports.a = 1; var b = require('./b'); exports.sum = function () { return b.b + 1; };");
+  t.write("b.js", "var a = require('./a'); exports.b = 2; exports.seen = a.a;");
+  t.write("c.js", "require('./c');");  // requires itself
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /a.js");
+  REQUIRE(res.status == 200);
+  CHECK(parse(res.body).paths == std::vector<std::string>{"a.js", "b.js"});
+  auto self = call(app, "GET /c.js");
+  REQUIRE(self.status == 200);
+  CHECK(parse(self.body).paths == std::vector<std::string>{"c.js"});
+}
+
+TEST_CASE("bundler: a missing module is a 404 the loader reports with the requirer chain", "[bundler]") {
+  Tree t;
+  t.write("main.js", "require('./a');");
+  t.write("a.js", "require('./b');");
+  t.write("b.js", "\n\nrequire('./missing');");
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /main.js");
+  CHECK(res.status == 404);
+  CHECK(res.header("Content-Type") == "application/javascript; charset=utf-8");
+  CHECK(res.header("Cache-Control") == "no-store");
+  CHECK_THAT(res.body, Catch::StartsWith("csgiRequire.fail({\"status\":404,\"module\":\"./missing\""));
+  CHECK_THAT(res.body, Catch::Contains("required from b.js:3"));
+  CHECK_THAT(res.body, Catch::Contains("\"chain\":[\"main.js\",\"a.js\",\"b.js\"]"));
+  // The entry itself missing.
+  auto none = call(app, "GET /nothing/here.js");
+  CHECK(none.status == 404);
+  CHECK_THAT(none.body, Catch::Contains("\"module\":\"nothing/here.js\""));
+}
+
+TEST_CASE("bundler: paths leaving the root are 403", "[bundler]") {
+  Tree outside;
+  outside.write("secret.js", "module.exports = 'secret';");
+  Tree t;
+  t.write("main.js", "module.exports = 1;");
+  t.write("up.js", "require('../../../../../../etc/passwd');");
+  t.write("abs.js", "require('/../secret');");
+  fs::create_symlink(outside.dir / "secret.js", t.dir / "link.js");
+  fs::create_symlink(outside.dir, t.dir / "linkdir");
+  t.write("vialink.js", "require('./link.js');");
+  fs::create_symlink(t.dir / "main.js", t.dir / "inside.js");
+  auto app = app_of(t.root());
+
+  CHECK(call(app, "GET /../etc/passwd").status == 403);
+  CHECK(call(app, "GET /a/../../etc/passwd").status == 403);
+  CHECK(call(app, "GET /%2e%2e/etc/passwd").status == 403);      // decoded once by the adapter
+  CHECK(call(app, "GET /%252e%252e/etc/passwd").status == 403);  // double-encoded
+  CHECK(call(app, "GET /x%252fy").status == 403);
+  CHECK(call(app, "GET /~/../secret").status == 403);
+  CHECK(call(app, "GET /link.js").status == 403);
+  CHECK(call(app, "GET /linkdir/secret.js").status == 403);
+  auto up = call(app, "GET /up.js");
+  CHECK(up.status == 403);
+  CHECK_THAT(up.body, Catch::Contains("\"chain\":[\"up.js\"]"));
+  CHECK(call(app, "GET /abs.js").status == 403);
+  CHECK(call(app, "GET /vialink.js").status == 403);
+  // A symlink inside the root names its target, as in Node.
+  auto in = call(app, "GET /inside.js");
+  REQUIRE(in.status == 200);
+  CHECK(parse(in.body).paths == std::vector<std::string>{"main.js"});
+  // Within the root, '..' is fine.
+  CHECK(call(app, "GET /x/../main.js").status == 200);
+}
+
+TEST_CASE("bundler: unlexable sources and ES modules are clear 422 errors, never cached", "[bundler]") {
+  Tree t;
+  t.write("main.js", "require('./bad');");
+  t.write("bad.js", "var ok = 1;\nvar s = 'never closed;\n");
+  t.write("esm.js", "import x from './y.js';\n");
+  t.write("y.js", "");
+  csgi::StringErrorStream log;
+  csgi::testing::Options opt;
+  opt.setup = [&](csgi::Env& env) { env.set_object(csgi::keys::errors, static_cast<csgi::ErrorStream*>(&log)); };
+  BundlerOptions o;
+  o.freshness = Freshness::stat;  // deterministic: the fix below is seen at once
+  auto b = std::make_shared<Bundler>(t.root(), o);
+  csgi::App app = [b](csgi::Env& env) { return (*b)(env); };
+
+  auto res = call(app, "GET /main.js", {}, {}, opt);
+  CHECK(res.status == 422);
+  CHECK_THAT(res.body, Catch::Contains("bad.js: line 2, column 9: unterminated string literal"));
+  CHECK_THAT(res.body, Catch::Contains("\"chain\":[\"main.js\",\"bad.js\"]"));
+  CHECK_THAT(log.text(), Catch::Contains("unterminated string literal"));
+  auto esm = call(app, "GET /esm.js", {}, {}, opt);
+  CHECK(esm.status == 422);
+  CHECK_THAT(esm.body, Catch::Contains("ES module syntax"));
+
+  t.write("bad.js", "var ok = 1;\nvar s = 'closed';\n");
+  auto fixed = call(app, "GET /main.js", {}, {}, opt);
+  CHECK(fixed.status == 200);
+  CHECK(parse(fixed.body).paths == std::vector<std::string>{"main.js", "bad.js"});
+}
+
+TEST_CASE("bundler: ETag, 304 and Cache-Control", "[bundler]") {
+  Tree t;
+  t.write("main.js", "module.exports = 1;");
+  Bundler b(t.root());
+  csgi::App app = [&b](csgi::Env& env) { return b(env); };
+  auto first = call(app, "GET /main.js");
+  REQUIRE(first.status == 200);
+  std::string etag = first.header("ETag");
+  CHECK(etag.size() > 2);
+  CHECK(first.header("Cache-Control") == "no-cache");
+  auto again = call(app, "GET /main.js", {{"If-None-Match", etag}});
+  CHECK(again.status == 304);
+  CHECK(again.body.empty());
+  CHECK(again.header("ETag") == etag);
+  CHECK(call(app, "GET /main.js", {{"If-None-Match", "\"other\", W/" + etag}}).status == 304);
+  CHECK(call(app, "GET /main.js", {{"If-None-Match", "\"other\""}}).status == 200);
+  CHECK(b.stats().builds == 1);
+  CHECK(b.stats().hits == 3);
+
+  // The loader: revalidated by default, immutable under its versioned URL.
+  auto loader = call(app, "GET /require.js");
+  REQUIRE(loader.status == 200);
+  CHECK(loader.body == Bundler::loader_source());
+  CHECK(loader.header("Cache-Control") == "no-cache");
+  std::string v = loader.header("ETag").substr(1, 16);
+  CHECK(call(app, "GET /require.js?v=" + v).header("Cache-Control") == "public, max-age=31536000, immutable");
+  CHECK(call(app, "GET /require.js", {{"If-None-Match", loader.header("ETag")}}).status == 304);
+}
+
+TEST_CASE("bundler: the loaded set is subtracted; an entry already held answers at once", "[bundler]") {
+  Tree t;
+  t.write("lib.js", "require('./common'); require('./only-lib');");
+  t.write("main.js", "require('./lib'); require('./common'); require('./only-main');");
+  t.write("common.js", "");
+  t.write("only-lib.js", "");
+  t.write("only-main.js", "require('./common');");
+  auto app = app_of(t.root());
+  auto lib = parse(call(app, "GET /lib.js").body);
+  CHECK(set_of(lib) == std::set<std::string>{"lib.js", "common.js", "only-lib.js"});
+
+  auto res = call(app, "GET /main.js?e=" + lib.epoch + "&have=" + have(ids_of(lib)));
+  REQUIRE(res.status == 200);
+  auto main = parse(res.body);
+  CHECK(set_of(main) == std::set<std::string>{"main.js", "only-main.js"});
+
+  // Everything held: an empty bundle naming the entry.
+  std::vector<long> all = ids_of(lib);
+  for (long i : ids_of(main)) all.push_back(i);
+  auto held = call(app, "GET /main.js?e=" + lib.epoch + "&have=" + have(all));
+  REQUIRE(held.status == 200);
+  auto h = parse(held.body);
+  CHECK(h.paths.empty());
+  CHECK(h.entry == main.ids.at("main.js"));
+  CHECK(held.header("X-Bundle-Modules") == "0");
+
+  // Another epoch's ids mean nothing: the whole closure comes back.
+  auto stale = call(app, "GET /main.js?e=000000000000&have=" + have(ids_of(lib)));
+  CHECK(parse(stale.body).paths.size() == 5);
+  // Trailing zero digits do not change the set (same cached answer).
+  CHECK(call(app, "GET /main.js?e=" + lib.epoch + "&have=" + have(ids_of(lib)) + "AAAA").body == res.body);
+  CHECK(call(app, "GET /main.js?have=**").status == 400);
+}
+
+TEST_CASE("bundler: require(expr) and two-argument require are reported in a header", "[bundler]") {
+  Tree t;
+  t.write("main.js", "var n = 'x';\nrequire(n);\nrequire('./later', function () {});\nrequire('./real');");
+  t.write("real.js", "");
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /main.js");
+  REQUIRE(res.status == 200);
+  CHECK(parse(res.body).paths == std::vector<std::string>{"main.js", "real.js"});
+  CHECK(res.header("X-Bundle-Unbundled") == "main.js:2 require(expr); main.js:3 require('./later', …)");
+}
+
+TEST_CASE("bundler: source text of any kind is escaped into one line per module", "[bundler]") {
+  Tree t;
+  std::string nasty = "var s = \"q\\\"\" + '\\\\' + '</script>';\r\n// \xE2\x80\xA8 \xE2\x80\xA9 \x01 \x7f tab\there\n";
+  t.write("main.js", nasty);
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /main.js");
+  REQUIRE(res.status == 200);
+  CHECK(res.body.find("\xE2\x80\xA8") == std::string::npos);
+  CHECK(res.body.find('\r') == std::string::npos);
+  CHECK_THAT(res.body, Catch::Contains("\\u2028 \\u2029 \\u0001 \\u007f tab\\there\\n"));
+  CHECK_THAT(res.body, Catch::Contains("var s = \\\"q\\\\\\\"\\\" + '\\\\\\\\'"));
+  CHECK(std::count(res.body.begin(), res.body.end(), '\n') == 3);
+}
+
+TEST_CASE("bundler: finished bundles are cached; errors are not", "[bundler]") {
+  Tree t;
+  t.write("main.js", "require('./dep');");
+  BundlerOptions o;
+  o.freshness = Freshness::none;
+  Bundler b(t.root(), o);
+  csgi::App app = [&b](csgi::Env& env) { return b(env); };
+  CHECK(call(app, "GET /main.js").status == 404);
+  CHECK(call(app, "GET /main.js").status == 404);
+  CHECK(b.stats().builds == 0);
+  t.write("dep.js", "");
+  // Even in deploy mode (no change detection), the error was not kept as the answer.
+  REQUIRE(call(app, "GET /main.js").status == 200);
+  CHECK(call(app, "GET /main.js").status == 200);
+  CHECK(b.stats().builds == 1);
+  CHECK(b.stats().hits == 1);
+}
+
+TEST_CASE("bundler: edits, additions and removals while serving", "[bundler]") {
+  for (Freshness f : {Freshness::inotify, Freshness::stat}) {
+    DYNAMIC_SECTION((f == Freshness::inotify ? "inotify" : "stat")) {
+      Tree t;
+      t.write("main.js", "require('./a'); // v1");
+      t.write("a.js", "module.exports = 'a1';");
+      BundlerOptions o;
+      o.freshness = f;
+      Bundler b(t.root(), o);
+      csgi::App app = [&b](csgi::Env& env) { return b(env); };
+      auto body = [&] { return call(app, "GET /main.js").body; };
+      REQUIRE_THAT(body(), Catch::Contains("a1"));
+      std::string etag1 = call(app, "GET /main.js").header("ETag");
+
+      t.write("a.js", "module.exports = 'a2';");  // edit (same size)
+      CHECK(eventually([&] { return body().find("a2") != std::string::npos; }));
+      CHECK(call(app, "GET /main.js", {{"If-None-Match", etag1}}).status == 200);
+
+      t.write("main.js", "require('./a'); require('./b'); // v2");  // a new dependency, not there yet
+      CHECK(eventually([&] { return call(app, "GET /main.js").status == 404; }));
+      t.write("b.js", "module.exports = 'b';");  // added
+      CHECK(eventually([&] { return call(app, "GET /main.js").status == 200; }));
+      CHECK(set_of(parse(body())) == std::set<std::string>{"main.js", "a.js", "b.js"});
+
+      t.write("b.json", "{}");
+      fs::remove(t.dir / "b.js");  // removed: ./b now resolves to b.json
+      CHECK(eventually([&] { return body().find("\"b.json\"") != std::string::npos; }));
+      fs::remove(t.dir / "b.json");
+      CHECK(eventually([&] { return call(app, "GET /main.js").status == 404; }));
+      CHECK(b.stats().invalidations > 0);
+    }
+  }
+}
+
+TEST_CASE("bundler: memory cap with LRU eviction", "[bundler]") {
+  Tree t;
+  std::string big(3000, 'x');
+  for (int i = 0; i < 10; ++i) t.write("m" + std::to_string(i) + ".js", "// " + big);
+  BundlerOptions o;
+  o.cache_bytes = 12000;
+  o.freshness = Freshness::none;
+  Bundler b(t.root(), o);
+  csgi::App app = [&b](csgi::Env& env) { return b(env); };
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 10; ++i) {
+      auto res = call(app, "GET /m" + std::to_string(i) + ".js");
+      REQUIRE(res.status == 200);
+      CHECK_THAT(res.body, Catch::Contains("m" + std::to_string(i) + ".js"));
+    }
+  auto s = b.stats();
+  CHECK(s.evictions > 0);
+  CHECK(s.cached_bytes <= 12000);
+  CHECK(s.builds > 10);  // evicted bundles were built again
+}
+
+TEST_CASE("bundler: middleware form passes other paths through", "[bundler]") {
+  Tree t;
+  t.write("app/main.js", "module.exports = 1;");
+  BundlerOptions o;
+  o.mount = "/bundle";
+  auto app = csgi::wrap<Bundler>([](csgi::Env&) { return csgi::Response::text(200, "next"); }, t.root(), o);
+  CHECK(call(app, "GET /other").body == "next");
+  CHECK(call(app, "GET /bundlex/app/main.js").body == "next");
+  auto res = call(app, "GET /bundle/app/main.js");
+  REQUIRE(res.status == 200);
+  CHECK_THAT(res.body, Catch::Contains("//# sourceURL=/bundle/app/main.js"));
+  csgi::testing::Options mounted;
+  mounted.script_name = "/site";
+  CHECK_THAT(call(app, "GET /site/bundle/app/main.js", {}, {}, mounted).body,
+             Catch::Contains("//# sourceURL=/site/bundle/app/main.js"));
+  CHECK(call(app, "GET /bundle/require.js").status == 200);
+  CHECK(call(app, "POST /bundle/app/main.js").status == 405);
+  CHECK(call(app, "HEAD /bundle/app/main.js").status == 200);
+  CHECK_THROWS_AS(Bundler(t.root() + "/nope"), std::invalid_argument);
+}
+
+TEST_CASE("bundler: prebuild gives ids and an epoch that survive a restart", "[bundler]") {
+  Tree t;
+  t.write("b.js", "require('./a');");
+  t.write("a.js", "");
+  t.write("broken.js", "var s = 'x");
+  BundlerOptions o;
+  o.prebuild = true;
+  std::string first = call(app_of(t.root(), o), "GET /b.js").body;
+  std::string second = call(app_of(t.root(), o), "GET /b.js").body;
+  CHECK(first == second);
+  auto b = parse(first);
+  CHECK(b.ids.at("a.js") == 0);
+  CHECK(b.ids.at("b.js") == 1);
+}
+
+TEST_CASE("bundler: concurrent requests while files change", "[bundler]") {
+  Tree t;
+  t.write("main.js", "require('./a');");
+  t.write("a.js", "module.exports = 0;");
+  BundlerOptions o;
+  o.cache_bytes = 4096;
+  Bundler b(t.root(), o);
+  csgi::App app = [&b](csgi::Env& env) { return b(env); };
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int i = 0; i < 200; ++i) {
+        auto res = call(app, k % 2 ? "GET /main.js" : "GET /a.js?have=B");
+        if (res.status != 200) ++bad;
+      }
+    });
+  for (int i = 0; i < 50; ++i) t.write("a.js", "module.exports = " + std::to_string(i) + ";");
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+}
