@@ -65,6 +65,7 @@ void bind_to_wsgi(py::module_& m);
 void bind_from_wsgi(py::module_& m);
 void bind_servers(py::module_& m);
 void bind_app(py::module_& m);
+void bind_middleware(py::module_& m);
 
 }  // namespace csgi::python
 

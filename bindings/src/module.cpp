@@ -40,6 +40,14 @@ Layer to_layer(py::handle obj) {
   throw py::type_error("Builder.use() takes a csgi.Layer or a callable wsgi_app -> wsgi_app");
 }
 
+}  // namespace
+
+py::object make_layer_object(Layer layer) {
+  return py::cast(new LayerHandle{std::move(layer)}, py::return_value_policy::take_ownership);
+}
+
+namespace {
+
 py::object app_object(App app) {
   return py::cast(new AppHandle(std::move(app)), py::return_value_policy::take_ownership);
 }
@@ -118,6 +126,10 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
            py::arg("app"), "The layers around `app` (a csgi.App or WSGI callable), as a csgi.App.")
       .def("wrap", [](const Builder& b, py::handle app) { return app_object(b.wrap(to_app(app))); },
            py::arg("app"), "The layers around `app`, ignoring run()/mount().");
+
+#ifdef CSGI_PY_MIDDLEWARE
+  bind_middleware(m);
+#endif
 
   m.def("load_app",
         [](const std::string& path, std::vector<std::string> args) {

@@ -236,3 +236,15 @@ def test_python_app_called_from_many_cxx_threads(load):
     for t in threads:
         t.join(60)
     assert results == [200] * 200
+
+
+def test_python_app_behind_cxx_middleware_and_static_beside_it(tmp_path):
+    (tmp_path / "a.txt").write_text("static text")
+    app = (csgi.Builder().use(csgi.mw.runtime()).use(csgi.mw.content_length())
+           .mount("/files", csgi.static(str(tmp_path))).mount("/", text_app).build())
+    r = call(app, "GET /files/a.txt")
+    assert r.status == 200 and r.body == b"static text" and r.file
+    assert r.header("X-Runtime") and r.header("ETag")
+    r = call(app, "GET /hi")
+    assert r.status == 200 and r.body == b"path=/hi qs=" and r.header("X-Runtime")
+    assert call(app, "GET /files/../etc/passwd").status in (400, 403, 404)

@@ -13,4 +13,9 @@ from ._csgi import BodyIterator, ErrorsStream, FileWrapper, InputStream, StartRe
 from ._wsgi import import_wsgi_app  # noqa: F401
 from . import testing  # noqa: F401
 
+try:  # present when the module was built with the middleware layer
+    from ._csgi import mw, static  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+
 __version__ = "0.1.0"
