@@ -1,0 +1,24 @@
+
+# Consider dependencies only in project.
+set(CMAKE_DEPENDS_IN_PROJECT_ONLY OFF)
+
+# The set of languages for which implicit dependencies are needed:
+set(CMAKE_DEPENDS_LANGUAGES
+  )
+
+# The set of dependency files which are needed:
+set(CMAKE_DEPENDS_DEPENDENCY_FILES
+  "/work/main/adapters/cli/demo.cpp" "adapters/cli/CMakeFiles/csgi_cli.dir/demo.cpp.o" "gcc" "adapters/cli/CMakeFiles/csgi_cli.dir/demo.cpp.o.d"
+  "/work/main/adapters/cli/main.cpp" "adapters/cli/CMakeFiles/csgi_cli.dir/main.cpp.o" "gcc" "adapters/cli/CMakeFiles/csgi_cli.dir/main.cpp.o.d"
+  "/work/main/adapters/cli/modes.cpp" "adapters/cli/CMakeFiles/csgi_cli.dir/modes.cpp.o" "gcc" "adapters/cli/CMakeFiles/csgi_cli.dir/modes.cpp.o.d"
+  "/work/main/adapters/cli/options.cpp" "adapters/cli/CMakeFiles/csgi_cli.dir/options.cpp.o" "gcc" "adapters/cli/CMakeFiles/csgi_cli.dir/options.cpp.o.d"
+  )
+
+# Targets to which this target links.
+set(CMAKE_TARGET_LINKED_INFO_FILES
+  "/work/main/bindings/build/temp.linux-x86_64-cpython-311/cmake/adapters/standalone/CMakeFiles/csgi_standalone.dir/DependInfo.cmake"
+  "/work/main/bindings/build/temp.linux-x86_64-cpython-311/cmake/core/CMakeFiles/csgi_core.dir/DependInfo.cmake"
+  )
+
+# Fortran module output directory.
+set(CMAKE_Fortran_TARGET_MODULE_DIR "")

@@ -1,0 +1,2 @@
+# Empty dependencies file for csgi_fastcgi.
+# This may be replaced when dependencies are built.

@@ -1,0 +1,2 @@
+# Empty dependencies file for csgi_standalone.
+# This may be replaced when dependencies are built.

@@ -1,0 +1,21 @@
+"""csgi — the C++ Server Gateway Interface, from Python.
+
+C++ → Python: any csgi app (``load_app("libx.so")``, a ``Builder`` stack, the built-ins) is a
+``csgi.App``, a PEP 3333 WSGI callable that any WSGI host (gunicorn, uWSGI, Werkzeug, Django's runserver)
+can serve.
+
+Python → C++: ``csgi.App(wsgi_app)`` makes a WSGI app a csgi app, so it can sit behind C++ middleware
+(``csgi.Builder().use(...).to_app(flask_app)``), be mounted beside C++ apps, and be served by the csgi
+adapters (``csgi.serve(app, listen=...)``, ``csgi serve --wsgi module:app``).
+"""
+from ._csgi import App, Builder, Layer, load_app, spec_version  # noqa: F401
+from ._csgi import BodyIterator, ErrorsStream, FileWrapper, InputStream, StartResponse  # noqa: F401
+from ._wsgi import import_wsgi_app  # noqa: F401
+from . import testing  # noqa: F401
+
+try:  # present when the module was built with the middleware layer
+    from ._csgi import mw, static  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+
+__version__ = "0.1.0"

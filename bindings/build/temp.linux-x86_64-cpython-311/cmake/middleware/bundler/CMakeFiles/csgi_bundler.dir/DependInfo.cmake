@@ -1,0 +1,24 @@
+
+# Consider dependencies only in project.
+set(CMAKE_DEPENDS_IN_PROJECT_ONLY OFF)
+
+# The set of languages for which implicit dependencies are needed:
+set(CMAKE_DEPENDS_LANGUAGES
+  )
+
+# The set of dependency files which are needed:
+set(CMAKE_DEPENDS_DEPENDENCY_FILES
+  "/work/main/middleware/bundler/bundler.cpp" "middleware/bundler/CMakeFiles/csgi_bundler.dir/bundler.cpp.o" "gcc" "middleware/bundler/CMakeFiles/csgi_bundler.dir/bundler.cpp.o.d"
+  "/work/main/middleware/bundler/js_scan.cpp" "middleware/bundler/CMakeFiles/csgi_bundler.dir/js_scan.cpp.o" "gcc" "middleware/bundler/CMakeFiles/csgi_bundler.dir/js_scan.cpp.o.d"
+  "/work/main/bindings/build/temp.linux-x86_64-cpython-311/cmake/middleware/bundler/loader_js.cpp" "middleware/bundler/CMakeFiles/csgi_bundler.dir/loader_js.cpp.o" "gcc" "middleware/bundler/CMakeFiles/csgi_bundler.dir/loader_js.cpp.o.d"
+  "/work/main/middleware/bundler/module_graph.cpp" "middleware/bundler/CMakeFiles/csgi_bundler.dir/module_graph.cpp.o" "gcc" "middleware/bundler/CMakeFiles/csgi_bundler.dir/module_graph.cpp.o.d"
+  "/work/main/middleware/bundler/resolver.cpp" "middleware/bundler/CMakeFiles/csgi_bundler.dir/resolver.cpp.o" "gcc" "middleware/bundler/CMakeFiles/csgi_bundler.dir/resolver.cpp.o.d"
+  )
+
+# Targets to which this target links.
+set(CMAKE_TARGET_LINKED_INFO_FILES
+  "/work/main/bindings/build/temp.linux-x86_64-cpython-311/cmake/core/CMakeFiles/csgi_core.dir/DependInfo.cmake"
+  )
+
+# Fortran module output directory.
+set(CMAKE_Fortran_TARGET_MODULE_DIR "")
