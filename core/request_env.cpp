@@ -21,6 +21,8 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
       target = {};
     } else if (scheme_end == std::string_view::npos) {
       throw BadRequest("request target is neither origin-form nor absolute-form");
+    } else if (!iequals(target.substr(0, scheme_end), "http") && !iequals(target.substr(0, scheme_end), "https")) {
+      throw BadRequest("absolute-form request target with a scheme other than http or https");
     } else {
       std::size_t path_start = target.find('/', scheme_end + 3);
       target = path_start == std::string_view::npos ? std::string_view{} : target.substr(path_start);
@@ -97,6 +99,37 @@ bool add_header(Env& env, std::string_view name, std::string_view value) {
     return true;
   }
   env.set_view(key, value);
+  return true;
+}
+
+bool valid_host(std::string_view host) noexcept {
+  if (host.empty()) return false;
+  std::string_view port;
+  if (host.front() == '[') {
+    auto close = host.find(']');
+    if (close == std::string_view::npos || close < 2) return false;
+    for (char c : host.substr(1, close - 1)) {
+      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+      if (!ok) return false;
+    }
+    std::string_view rest = host.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    port = rest.empty() ? rest : rest.substr(1);
+  } else {
+    auto colon = host.find(':');
+    std::string_view name = host.substr(0, colon);
+    if (colon != std::string_view::npos) port = host.substr(colon + 1);
+    if (name.empty()) return false;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(name[i]);
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                std::string_view("-._~!$&'()*+,;=%").find(static_cast<char>(c)) != std::string_view::npos;
+      if (!ok) return false;
+    }
+  }
+  if (port.size() > 5) return false;
+  for (char c : port)
+    if (c < '0' || c > '9') return false;
   return true;
 }
 

@@ -34,6 +34,10 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn);
 /// '_' and the `Proxy` header (httpoxy) are dropped (ENV-10). Returns false when the field was dropped.
 bool add_header(Env& env, std::string_view name, std::string_view value);
 
+/// True when `host` is a syntactically valid Host field value (RFC 9110 §7.2: uri-host [":" port]): a
+/// reg-name, IPv4 address or bracketed IP literal, and an all-digit port. Empty is invalid for http(s).
+bool valid_host(std::string_view host) noexcept;
+
 /// Sets SERVER_NAME from Host when present (without the port), as CGI servers do.
 void set_server_from_host(Env& env);
 

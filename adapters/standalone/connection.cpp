@@ -612,6 +612,8 @@ void Conn::process() {
       }
       has_body_ = !parser_->is_done();
       if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
+      // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
+      if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
     }
     // Header parsed. A body that fits behind it is read before the app runs (unless 100-continue).
     if (has_body_ && !continue_pending_ && !parser_->chunked() && content_length_ <= cap_ - body_base_ &&
@@ -748,6 +750,7 @@ void RequestParser::on_header_impl(error_code& ec) {
   }
   if (!c.http10_ && c.host_count_ != 1) return fail(400, c.host_count_ ? "repeated Host" : "missing Host");
   if (c.http10_ && c.host_count_ > 1) return fail(400, "repeated Host");
+  if (c.host_count_ == 1 && !valid_host(c.env_->get(keys::HTTP_HOST))) return fail(400, "malformed Host");
   set_server_from_host(*c.env_);
 }
 
@@ -757,7 +760,6 @@ void Conn::request_ready() {
   keep_alive_ = keep_alive_ && parser_->keep_alive() && !t_.stopping;
   if (!expect_.empty()) {
     if (iequals(expect_, "100-continue")) {
-      continue_pending_ = !http10_ && has_body_;
     } else {
       keep_alive_ = false;
       handle(Response::error(417, "unsupported expectation"));

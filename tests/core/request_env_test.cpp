@@ -65,3 +65,20 @@ TEST_CASE("add_header: naming, joining, content keys and dropped fields", "[requ
   set_server_from_host(env);
   CHECK(env.get(keys::SERVER_NAME) == "example.com");
 }
+
+TEST_CASE("valid_host: RFC 9110 uri-host and port", "[request_env]") {
+  for (const char* ok : {"a", "example.com", "a:8080", "127.0.0.1", "[::1]", "[::1]:80", "EXAMPLE.com", "a.", "xn--bcher-kva.ch", "a:"})
+    CHECK(valid_host(ok));
+  for (const char* bad : {"", "a b", "user@a", "a/b", "a:port", "[::1", "a, b", "a\\b", ":80", "a:123456", "[zz]", "a\x01"})
+    CHECK_FALSE(valid_host(bad));
+}
+
+TEST_CASE("populate_env: absolute-form needs an http(s) scheme", "[request_env]") {
+  Env env;
+  CHECK_THROWS_AS(populate_env(env, {"GET", "{}://a/"}, {}), BadRequest);
+  Env ftp;
+  CHECK_THROWS_AS(populate_env(ftp, {"GET", "ftp://a/x"}, {}), BadRequest);
+  Env https;
+  populate_env(https, {"GET", "HTTPS://a/x"}, {});
+  CHECK(https.get(keys::PATH_INFO) == "/x");
+}
