@@ -129,10 +129,6 @@ void parse_query_into(std::string_view s, Params& out, const QueryLimits& limits
   std::size_t n = base;
   std::size_t added = 0;
   auto decode = [&](std::string_view part) -> std::uint32_t {
-    if (part.find_first_of("%+") == std::string_view::npos) {
-      std::memcpy(buf + n, part.data(), part.size());
-      return static_cast<std::uint32_t>(part.size());
-    }
     try {
       return static_cast<std::uint32_t>(percent_decode_to(part, buf + n, true));
     } catch (const BadRequest&) {
