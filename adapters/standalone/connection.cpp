@@ -170,6 +170,7 @@ private:
   void process();
   bool make_room();
   void begin_request();
+  bool header_complete();
   void request_ready();
   void reject(int status, std::string_view why);
   int status_for(const error_code& ec) const;
@@ -230,6 +231,7 @@ private:
   int reject_status_ = 0;
   const char* reject_why_ = "";
   std::size_t field_count_ = 0;
+  std::size_t scan_pos_ = 0;  // header_complete() scanned up to here (relative to begin_)
   int host_count_ = 0;
   bool te_seen_ = false;
   int te_status_ = 0;  // 400: a coding follows chunked
@@ -512,6 +514,26 @@ bool Conn::make_room() {
   return end_ < cap_;
 }
 
+// True when [begin_, end_) holds a complete request head (an empty line ends it). Scans only new bytes.
+bool Conn::header_complete() {
+  const char* b = buf_.get() + begin_;
+  std::size_t n = end_ - begin_;
+  std::size_t i = scan_pos_;
+  while (i < n) {
+    const void* hit = std::memchr(b + i, '\n', n - i);
+    if (!hit) break;
+    std::size_t k = static_cast<const char*>(hit) - b;
+    if (k + 1 >= n || (b[k + 1] == '\r' && k + 2 >= n)) {
+      scan_pos_ = k;
+      return false;
+    }
+    if (b[k + 1] == '\n' || (b[k + 1] == '\r' && b[k + 2] == '\n')) return true;
+    i = k + 1;
+  }
+  scan_pos_ = n;
+  return false;
+}
+
 int Conn::status_for(const error_code& ec) const {
   if (reject_status_) return reject_status_;
   if (ec == http::error::header_limit) return 431;
@@ -526,6 +548,7 @@ void Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
   reject_status_ = 0;
   reject_why_ = "";
+  scan_pos_ = 0;
   field_count_ = 0;
   host_count_ = 0;
   te_seen_ = false;
@@ -565,19 +588,17 @@ void Conn::process() {
       parser_.reset();
     }
     if (!active_) {
-      // RFC 9112 §2.2: ignore empty lines before a request-line.
-      while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
-      if (begin_ == end_) {
-        begin_ = end_ = 0;
-        break;
-      }
       if (!parser_) {
+        // RFC 9112 §2.2: ignore empty lines before a request-line.
+        while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
+        if (begin_ == end_) {
+          begin_ = end_ = 0;
+          break;
+        }
         begin_request();
         set_deadline(sh_.opt.header_timeout);
       }
-      error_code ec;
-      std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
-      if (ec == http::error::need_more) {
+      if (!header_complete()) {
         // Header incomplete: enforce the request-line and header-size limits on what we have.
         std::string_view have(buf_.get() + begin_, end_ - begin_);
         std::size_t eol = have.find('\n');
@@ -591,6 +612,10 @@ void Conn::process() {
         }
         break;
       }
+      // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+      error_code ec;
+      std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
+      if (ec == http::error::need_more) ec = http::error::bad_line_ending;
       if (ec) {
         reject(status_for(ec), reject_why_[0] ? reject_why_ : "malformed request");
         return;
