@@ -241,11 +241,20 @@ void Graph::resolve_edges(Module& m) {
   m.edges.clear();
   std::string dir = dir_of(m.path);
   std::vector<std::string> probed;
+  if (resolutions_gen_ != g) {
+    resolutions_.clear();
+    resolutions_gen_ = g;
+  }
+  std::string key;
   for (auto& d : m.deps) {
     Edge e;
     e.spec = d.spec;
     e.line = d.line;
-    Resolved r = resolver_.resolve(dir, d.spec, &probed);
+    key.assign(dir).push_back('\0');
+    key.append(d.spec);
+    auto cached = resolutions_.find(key);
+    Resolved r = cached != resolutions_.end() ? cached->second : resolver_.resolve(dir, d.spec, &probed);
+    if (cached == resolutions_.end() && r.status == Resolved::ok) resolutions_.emplace(key, r);
     e.status = r.status;
     e.detail = r.detail;
     if (r.status == Resolved::ok) e.target = intern(r.path);

@@ -104,7 +104,7 @@ public:
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
-  Watcher* watcher() noexcept { return watcher_.ok() ? &watcher_ : nullptr; }
+  Watcher* watcher() noexcept { return use_inotify_ && watcher_.ok() ? &watcher_ : nullptr; }
 
   std::uint64_t generation() const noexcept { return gen_.load(std::memory_order_acquire); }
   /// Marks everything for revalidation (each module re-stats once per generation).
@@ -147,6 +147,9 @@ private:
     Resolved r;
   };
   std::unordered_map<std::string, EntryCache> entries_;
+  // Resolutions of (directory, spec) in the current generation: many modules share them.
+  std::unordered_map<std::string, Resolved> resolutions_;
+  std::uint64_t resolutions_gen_ = ~std::uint64_t{0};
 };
 
 }  // namespace csgi::mw::bundler
