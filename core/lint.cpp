@@ -417,6 +417,7 @@ Lint::Lint(App next) : next_(std::move(next)) {
 std::span<const std::string_view> Lint::rules() noexcept { return kRules; }
 
 void Lint::check_env(const Env& env) {
+  check_keys(env, "ENV-15");
   std::string_view method = need_text(env, keys::REQUEST_METHOD, "ENV-1");
   bool token = !method.empty();
   for (char c : method) token = token && is_tchar(c);
@@ -476,8 +477,6 @@ void Lint::check_env(const Env& env) {
     fail("ENV-13", "REMOTE_ADDR, when present, must not be empty");
   if (const Value* v = env.find(keys::REMOTE_PORT); v && !is_digits(v->text()))
     fail("ENV-13", str("REMOTE_PORT must be decimal digits, got ", quote(v->text())));
-
-  check_keys(env, "ENV-15");
 
   if (need_text(env, keys::version, "CORE-1") != keys::spec_version)
     fail("CORE-1", str("csgi.version must be \"", keys::spec_version, "\", got ", quote(env.get(keys::version))));

@@ -45,7 +45,7 @@ public:
   explicit Lint(App next);
   Response operator()(Env& env) const;
 
-  /// The IDs of the spec rules Lint enforces, in spec order.
+  /// The IDs of the spec rules Lint enforces, grouped by area.
   static std::span<const std::string_view> rules() noexcept;
 
   /// The checks Lint makes on an env on the way in (without wrapping anything). Throws LintError.
