@@ -1,0 +1,433 @@
+#include "csgi/middleware/access_log.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "csgi/middleware/static.hpp"
+#include "files_test_util.hpp"
+
+using namespace csgi;
+using namespace csgi::mw;
+using mwtest::Kind;
+using mwtest::TempDir;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+struct Logged {
+  TempDir dir;
+  std::string path = (dir.path / "access.log").string();
+  std::shared_ptr<LogWriter> writer = std::make_shared<LogWriter>(path);
+  App make(App inner, std::string format) {
+    AccessLogOptions o;
+    o.format = std::move(format);
+    o.writer = writer;
+    return mwtest::linted(std::move(inner), [o](App a) { return wrap<AccessLog>(a, o); });
+  }
+  std::vector<std::string> lines() {
+    writer->flush();
+    return lines_of(slurp(path));
+  }
+};
+
+/// Apache's combined format, split into its fields; the quoted ones still escaped.
+struct Combined {
+  std::string host, ident, user, time, request, status, bytes, referer, agent;
+};
+std::optional<Combined> parse_combined(const std::string& line) {
+  static const std::regex re(
+      R"re(^(\S+) (\S+) (\S+) \[([^\]]+)\] "((?:[^"\\]|\\.)*)" (\d{3}) (\S+) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$)re");
+  std::smatch m;
+  if (!std::regex_match(line, m, re)) return std::nullopt;
+  return Combined{m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9]};
+}
+
+const std::regex clf_time(R"(\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})");
+
+}  // namespace
+
+TEST_CASE("access_log: combined and common lines", "[access_log]") {
+  Logged log;
+  App app = [](Env&) { return Response::text(200, "hello"); };
+  auto combined = log.make(app, "combined");
+  auto common = log.make(app, "common");
+  testing::call(combined, "GET /path?q=1 HTTP/1.1", {{"User-Agent", "curl/8 \"x\" \\y"}, {"Referer", "http://r/"}});
+  testing::Options user;
+  user.setup = [](Env& env) { env.set(keys::REMOTE_USER, "alice"); };
+  testing::call(common, "POST /form HTTP/1.0", {}, "a=1", user);
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 2);
+  auto c = parse_combined(lines[0]);
+  REQUIRE(c);
+  CHECK(c->host == "127.0.0.1");
+  CHECK(c->ident == "-");
+  CHECK(c->user == "-");
+  CHECK(std::regex_match(c->time, clf_time));
+  CHECK(c->request == "GET /path?q=1 HTTP/1.1");
+  CHECK(c->status == "200");
+  CHECK(c->bytes == "5");
+  CHECK(c->referer == "http://r/");
+  CHECK(c->agent == R"(curl/8 \"x\" \\y)");
+  std::smatch m;
+  REQUIRE(std::regex_match(lines[1], m, std::regex(R"(^127\.0\.0\.1 - alice \[([^\]]+)\] "POST /form HTTP/1\.0" 200 5$)")));
+}
+
+TEST_CASE("access_log: bytes are exact for every body kind", "[access_log]") {
+  TempDir d;
+  std::string body(10000, 'z');
+  auto file = d.write("f.bin", body);
+  for (Kind k : mwtest::all_kinds()) {
+    INFO(mwtest::kind_name(k));
+    Logged log;
+    auto app = log.make(mwtest::body_app(k, 200, {{"Content-Type", "text/plain"}}, body, file.string(), 7),
+                        "%>s %b %B %D %{ms}T %T");
+    auto r = testing::call(app, "GET /");
+    CHECK(r.body.size() == 10000);
+    auto lines = log.lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(std::regex_match(lines[0], std::regex(R"(^200 10000 10000 \d+ \d+ \d+$)")));
+  }
+}
+
+TEST_CASE("access_log: HEAD and bodiless statuses log no bytes", "[access_log]") {
+  TempDir d;
+  d.write("f.txt", "file body");
+  Logged log;
+  StaticOptions so;
+  so.root = d.str();
+  auto app = log.make(Static(so), "%m %>s %b %B");
+  testing::call(app, "HEAD /f.txt");
+  testing::call(app, "GET /f.txt", {{"If-None-Match", "*"}});
+  testing::call(app, "GET /f.txt");
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == "HEAD 200 - 0");
+  CHECK(lines[1] == "GET 304 - 0");
+  CHECK(lines[2] == "GET 200 9 9");
+}
+
+TEST_CASE("access_log: custom directives", "[access_log]") {
+  Logged log;
+  App app = [](Env& env) {
+    env.set(keys::REMOTE_USER, "set-inside");  // read after the app ran
+    Response r = Response::text(201, "x");
+    r.headers.add("X-Out", "out\tvalue");
+    return r;
+  };
+  testing::Options o;
+  o.setup = [](Env& env) {
+    env.set("request_id.id", "rid-42");
+    env.set("my.key", "envval");
+  };
+  auto logged = log.make(app, "%h|%u|%m|%U|%q|%H|%v|%p|%s|%{X-In}i|%{X-Missing}i|%{X-Out}o|%{my.key}e|%L|%%|%{sec}t|%{%Y}t");
+  testing::call(logged, "PUT /a%20b?c=d HTTP/1.1", {{"X-In", "in-value"}}, "", o);
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 1);
+  std::smatch m;
+  INFO(lines[0]);
+  CHECK(std::regex_match(lines[0], m,
+                         std::regex(R"(^127\.0\.0\.1\|set-inside\|PUT\|/a b\|\?c=d\|HTTP/1\.1\|localhost\|80\|201\|in-value\|-\|out\\tvalue\|envval\|rid-42\|%\|\d{10}\|\d{4}$)")));
+  CHECK_THROWS_AS(AccessLog(app, AccessLogOptions{.format = "%Z"}), std::invalid_argument);
+  CHECK_THROWS_AS(AccessLog(app, AccessLogOptions{.format = "%{Referer"}), std::invalid_argument);
+  CHECK_THROWS_AS(AccessLog(app, AccessLogOptions{.format = "%i"}), std::invalid_argument);
+  CHECK_THROWS_AS(AccessLog(app, AccessLogOptions{.format = "abc %"}), std::invalid_argument);
+}
+
+TEST_CASE("access_log: an exception is logged as 500 and rethrown", "[access_log]") {
+  Logged log;
+  App boom = [](Env&) -> Response { throw std::runtime_error("boom"); };
+  AccessLogOptions o;
+  o.format = "%>s %b";
+  o.writer = log.writer;
+  App app = wrap<AccessLog>(boom, o);
+  CHECK_THROWS_AS(testing::call(app, "GET /"), std::runtime_error);
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "500 -");
+}
+
+TEST_CASE("access_log: an abandoned stream is logged with the bytes sent so far", "[access_log]") {
+  Logged log;
+  App app = [](Env&) {
+    Response r;
+    r.headers.add("Content-Type", "text/plain");
+    r.body = make_stream([]() -> std::optional<std::string> { return std::string(100, 'a'); });
+    return r;
+  };
+  AccessLogOptions o;
+  o.format = "%>s %b";
+  o.writer = log.writer;
+  App logged = wrap<AccessLog>(app, o);
+  {
+    Env env;
+    env.set(keys::REQUEST_METHOD, "GET");
+    Response res = logged(env);
+    auto s = std::get<StreamPtr>(res.body);
+    std::string chunk;
+    for (int i = 0; i < 3; ++i) REQUIRE(s->next(chunk));
+    s->close();  // the client went away
+  }
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "200 300");
+}
+
+TEST_CASE("log_writer: a full queue drops lines instead of blocking", "[access_log][log_writer]") {
+  TempDir d;
+  std::string fifo = (d.path / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(rd >= 0);
+  std::uint64_t accepted = 0, refused = 0;
+  {
+    LogWriter w(fifo, 4);
+    std::string big(32 * 1024, 'x');
+    // The pipe holds 64 KiB: the writer thread blocks in write(2) after a few lines; pushes must not.
+    for (int i = 0; i < 200; ++i) (w.push(big) ? accepted : refused)++;
+    CHECK(refused > 0);
+    CHECK(w.dropped() == refused);
+    // Drain the pipe so the writer can finish, then check everything accepted was written.
+    std::thread reader([rd] {
+      char buf[65536];
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+        ssize_t n = ::read(rd, buf, sizeof buf);
+        if (n == 0) break;  // writer closed
+        if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    w.flush();
+    CHECK(w.written() == accepted);
+    reader.detach();  // ends when the writer closes the fifo (below) or after its bound
+  }
+  ::close(rd);
+}
+
+TEST_CASE("log_writer: reopen() and SIGUSR1 switch to a new file after rotation", "[access_log][log_writer]") {
+  TempDir d;
+  std::string path = (d.path / "app.log").string();
+  LogWriter w(path);
+  w.push("one");
+  w.flush();
+  std::filesystem::rename(path, path + ".1");
+  w.push("two");  // still the old file: not reopened yet
+  w.flush();
+  w.reopen();
+  w.push("three");
+  w.flush();
+  CHECK(slurp(path + ".1") == "one\ntwo\n");
+  CHECK(slurp(path) == "three\n");
+
+  std::filesystem::rename(path, path + ".2");
+  LogWriter::install_sigusr1_handler();
+  auto before = w.reopens();
+  REQUIRE(::raise(SIGUSR1) == 0);
+  for (int i = 0; i < 500 && w.reopens() == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(w.reopens() > before);
+  w.push("four");
+  w.flush();
+  CHECK(slurp(path) == "four\n");
+  ::signal(SIGUSR1, SIG_DFL);
+}
+
+// ---- the same requests through Apache and through csgi, compared field by field --------------------------
+
+namespace {
+
+int free_port() {
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 200; ++i) {
+    int port = 20000 + static_cast<int>(rng() % 12000);
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(s);
+    if (ok) return port;
+  }
+  return -1;
+}
+
+bool port_open(int port) {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(s);
+  return ok;
+}
+
+int run(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct Apache {
+  TempDir dir;
+  int port = free_port();
+  pid_t pid = -1;
+  std::string log = (dir.path / "access.log").string();
+  explicit Apache(const std::string& format) {
+    std::filesystem::permissions(dir.path, std::filesystem::perms::all, std::filesystem::perm_options::add);
+    dir.write("htdocs/hello.txt", "hello from both servers\n");
+    std::filesystem::permissions(dir.path / "htdocs", std::filesystem::perms::all, std::filesystem::perm_options::add);
+    std::filesystem::permissions(dir.path / "htdocs/hello.txt", std::filesystem::perms::others_read, std::filesystem::perm_options::add);
+    std::string escaped;
+    for (char c : format) {
+      if (c == '"' || c == '\\') escaped.push_back('\\');
+      escaped.push_back(c);
+    }
+    std::string d = dir.str();
+    dir.write("httpd.conf",
+              "ServerRoot \"" + d + "\"\n"
+              "Listen 127.0.0.1:" + std::to_string(port) + "\n"
+              "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\n"
+              "LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so\n"
+              "ServerName 127.0.0.1\n"
+              "PidFile " + d + "/httpd.pid\n"
+              "DefaultRuntimeDir " + d + "\n"
+              "Mutex file:" + d + " default\n"
+              "ErrorLog " + d + "/error.log\n"
+              "User nobody\nGroup nogroup\n"
+              "StartServers 1\nMinSpareServers 1\nMaxSpareServers 1\n"
+              "DocumentRoot \"" + d + "/htdocs\"\n"
+              "<Directory \"" + d + "/htdocs\">\n  Require all granted\n</Directory>\n"
+              "LogFormat \"" + escaped + "\" csgitest\n"
+              "CustomLog " + log + " csgitest\n");
+    pid = ::fork();
+    if (pid == 0) {
+      ::setsid();  // Apache signals its whole process group on shutdown: keep the test out of it
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      std::string conf = d + "/httpd.conf";
+      ::execl("/usr/sbin/apache2", "apache2", "-f", conf.c_str(), "-DFOREGROUND", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && !port_open(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~Apache() {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      int st;
+      for (int i = 0; i < 100; ++i) {
+        if (::waitpid(pid, &st, WNOHANG) == pid) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+    }
+  }
+  std::vector<std::string> lines(std::size_t want) {
+    for (int i = 0; i < 100; ++i) {
+      auto l = lines_of(slurp(log));
+      if (l.size() >= want) return l;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return lines_of(slurp(log));
+  }
+};
+
+struct Req {
+  std::string method, target, agent, referer;
+};
+
+}  // namespace
+
+TEST_CASE("access_log: a combined line matches Apache's for the same requests", "[access_log][apache]") {
+  if (::access("/usr/sbin/apache2", X_OK) != 0 || ::access("/usr/bin/curl", X_OK) != 0 ||
+      ::access("/usr/lib/apache2/modules/mod_mpm_prefork.so", R_OK) != 0) {
+    WARN("skipped: apache2 (with mod_mpm_prefork) or curl is not installed");
+    return;
+  }
+  Apache apache(combined_log_format);
+  REQUIRE(apache.port > 0);
+  REQUIRE(port_open(apache.port));
+  const std::vector<Req> reqs = {
+      {"GET", "/hello.txt?x=1&y=%20z", "csgi-test/1.0", "http://example.com/from?a=b"},
+      {"GET", "/missing.txt", "Mozilla/5.0 \"quoted\" back\\slash", ""},
+      {"HEAD", "/hello.txt", "curl-head", "http://r/"},
+  };
+  std::string host = "127.0.0.1:" + std::to_string(apache.port);
+  for (const Req& r : reqs) {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-s", "-o", "/dev/null", "--max-time", "10", "-A", r.agent};
+    if (r.method == "HEAD") argv.push_back("-I");
+    if (!r.referer.empty()) argv.insert(argv.end(), {"-e", r.referer});
+    argv.push_back("http://" + host + r.target);
+    REQUIRE(run(argv) == 0);
+  }
+  auto apache_lines = apache.lines(reqs.size());
+  REQUIRE(apache_lines.size() == reqs.size());
+
+  Logged log;
+  StaticOptions so;
+  so.root = (apache.dir.path / "htdocs").string();
+  auto app = log.make(Static(so), combined_log_format);
+  for (const Req& r : reqs) {
+    std::vector<std::pair<std::string, std::string>> h = {{"Host", host}, {"User-Agent", r.agent}, {"Accept", "*/*"}};
+    if (!r.referer.empty()) h.emplace_back("Referer", r.referer);
+    testing::call(app, r.method + " " + r.target + " HTTP/1.1", h);
+  }
+  auto ours = log.lines();
+  REQUIRE(ours.size() == reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    INFO("apache: " << apache_lines[i]);
+    INFO("csgi:   " << ours[i]);
+    auto a = parse_combined(apache_lines[i]);
+    auto c = parse_combined(ours[i]);
+    REQUIRE(a);
+    REQUIRE(c);
+    CHECK(c->host == a->host);
+    CHECK(c->ident == a->ident);
+    CHECK(c->user == a->user);
+    CHECK(std::regex_match(a->time, clf_time));
+    CHECK(std::regex_match(c->time, clf_time));
+    CHECK(c->request == a->request);
+    CHECK(c->status == a->status);
+    if (a->status != "404") CHECK(c->bytes == a->bytes);  // error pages differ in text, not in format
+    CHECK(c->referer == a->referer);
+    CHECK(c->agent == a->agent);
+  }
+}
