@@ -910,6 +910,7 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   } else if (chunked) {
     out_.append("Transfer-Encoding: chunked\r\n");
   }
+  if (!keep_alive_ || sh_.stopping.load(std::memory_order_relaxed)) keep_alive_ = false;
   if (upgrade) {
   } else if (!keep_alive_) {
     out_.append("Connection: close\r\n");
@@ -1601,6 +1602,7 @@ void IoThread::maybe_finish_stop() {
 }
 
 void IoThread::stop() {
+  shared.stopping = true;
   asio::post(ioc, [this] { begin_stop(); });
 }
 

@@ -64,6 +64,7 @@ struct Shared {
   LogFile error_log;
   LogErrorStream errors{error_log};
   std::atomic<std::size_t> connections{0};
+  std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
   bool multithread = false;
   bool multiprocess = false;
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"

@@ -1,0 +1,319 @@
+#include "csgi/adapters/standalone/server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "csgi/core/response.hpp"
+
+using namespace std::chrono_literals;
+using csgi::Env;
+using csgi::Response;
+
+namespace {
+
+// Runs a Server on a background thread for the scope of a test.
+struct Running {
+  csgi::standalone::Server server;
+  std::thread thread;
+  std::future<int> result;
+  int port = 0;
+  Running(csgi::App app, csgi::standalone::ServerOptions opt)
+      : server(std::move(app), [&] {
+          opt.handle_signals = false;
+          if (opt.listen.empty()) opt.listen = {"127.0.0.1:0"};
+          opt.on_listening = [](const std::string&) {};
+          return opt;
+        }()) {
+    std::packaged_task<int()> task([this] { return server.run(); });
+    result = task.get_future();
+    thread = std::thread(std::move(task));
+    REQUIRE(server.wait_listening());
+    auto a = server.addresses().front();
+    if (a.rfind("unix:", 0) != 0) port = std::stoi(a.substr(a.rfind(':') + 1));
+  }
+  ~Running() {
+    server.stop();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+int connect_tcp(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+void send_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (w <= 0) return;
+    s.remove_prefix(static_cast<std::size_t>(w));
+  }
+}
+
+// Reads until `until` appears, EOF, or the timeout; returns what came.
+std::string recv_until(int fd, std::string_view until, std::chrono::milliseconds timeout = 5000ms) {
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (got.find(until) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[65536];
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) break;
+    got.append(buf, static_cast<std::size_t>(r));
+  }
+  return got;
+}
+
+bool peer_closed(int fd, std::chrono::milliseconds timeout = 5000ms) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buf[4096];
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) return true;
+  }
+}
+
+std::string get(int port, std::string_view path, std::string_view extra = "") {
+  int fd = connect_tcp(port);
+  send_all(fd, "GET " + std::string(path) + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + std::string(extra) + "\r\n");
+  std::string r = recv_until(fd, "\x01");
+  ::close(fd);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("standalone: serves a request and stops gracefully with run() returning 0") {
+  auto run = std::make_unique<Running>([](Env&) { return Response::text(200, "hi"); }, csgi::standalone::ServerOptions{});
+  std::string r = get(run->port, "/");
+  CHECK(r.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  CHECK(r.find("\r\n\r\nhi") != std::string::npos);
+  run->server.stop();
+  run->thread.join();
+  CHECK(run->result.get() == 0);
+}
+
+TEST_CASE("standalone: Writer::write returns false once the client has gone") {
+  std::promise<bool> write_failed;
+  auto fut = write_failed.get_future();
+  auto app = [&](Env&) {
+    return Response::delayed([&](csgi::Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      std::thread([w, &write_failed] {
+        std::string chunk(16384, 'x');
+        bool failed = false;
+        for (int i = 0; i < 2000 && !failed; ++i) {  // at most ~10 s
+          failed = !w->write(chunk);
+          std::this_thread::sleep_for(5ms);
+        }
+        write_failed.set_value(failed);
+        w->close();
+      }).detach();
+    });
+  };
+  Running run(app, {});
+  int fd = connect_tcp(run.port);
+  send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  CHECK(recv_until(fd, "\r\n\r\n").find("200 OK") != std::string::npos);
+  ::close(fd);
+  REQUIRE(fut.wait_for(15s) == std::future_status::ready);
+  CHECK(fut.get());
+}
+
+TEST_CASE("standalone: a responder dropped unanswered gives 500") {
+  Running run([](Env&) { return Response::delayed([](csgi::Responder) {}); }, {});
+  CHECK(get(run.port, "/").rfind("HTTP/1.1 500", 0) == 0);
+}
+
+TEST_CASE("standalone: a pull stream is closed when the client goes away mid-body") {
+  std::promise<void> closed;
+  auto fut = closed.get_future();
+  std::atomic<bool> once{false};
+  auto app = [&](Env&) {
+    Response r = Response::text(200, "");
+    r.body = csgi::make_stream([] { return std::optional<std::string>(std::string(65536, 'y')); },
+                               [&] {
+                                 if (!once.exchange(true)) closed.set_value();
+                               });
+    return r;
+  };
+  csgi::standalone::ServerOptions opt;
+  opt.send_timeout = 2s;
+  Running run(app, opt);
+  int fd = connect_tcp(run.port);
+  send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  recv_until(fd, "yyyy");
+  ::close(fd);
+  CHECK(fut.wait_for(10s) == std::future_status::ready);
+}
+
+TEST_CASE("standalone: an exception from a stream ends the connection and close() still runs") {
+  std::atomic<bool> closed{false};
+  auto app = [&](Env&) {
+    Response r = Response::text(200, "");
+    int n = 0;
+    r.body = csgi::make_stream(
+        [n]() mutable -> std::optional<std::string> {
+          if (n++ == 0) return std::string("first");
+          throw std::runtime_error("stream broke");
+        },
+        [&] { closed = true; });
+    return r;
+  };
+  Running run(app, {});
+  int fd = connect_tcp(run.port);
+  send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  std::string got = recv_until(fd, "\x01");  // until close
+  ::close(fd);
+  CHECK(got.find("first") != std::string::npos);
+  CHECK(got.find("0\r\n\r\n") == std::string::npos);  // no clean end: the client sees a truncated body
+  CHECK(closed);
+}
+
+TEST_CASE("standalone: max_connections pauses accepting and resumes when one closes") {
+  csgi::standalone::ServerOptions opt;
+  opt.max_connections = 2;
+  Running run([](Env&) { return Response::text(200, "ok"); }, opt);
+  int a = connect_tcp(run.port), b = connect_tcp(run.port);
+  for (int fd : {a, b}) {
+    send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    REQUIRE(recv_until(fd, "ok").find("ok") != std::string::npos);
+  }
+  int c = connect_tcp(run.port);  // queued by the kernel, not accepted
+  send_all(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  CHECK(recv_until(c, "ok", 300ms).empty());
+  ::close(a);
+  CHECK(recv_until(c, "ok").find("ok") != std::string::npos);
+  ::close(b);
+  ::close(c);
+}
+
+TEST_CASE("standalone: graceful stop finishes the request in flight, then refuses new ones") {
+  std::promise<void> entered;
+  auto entered_f = entered.get_future();
+  auto app = [&](Env&) {
+    entered.set_value();
+    std::this_thread::sleep_for(300ms);
+    return Response::text(200, "finished");
+  };
+  auto run = std::make_unique<Running>(app, csgi::standalone::ServerOptions{});
+  int fd = connect_tcp(run->port);
+  send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  REQUIRE(entered_f.wait_for(5s) == std::future_status::ready);
+  run->server.stop();
+  std::string got = recv_until(fd, "finished");
+  CHECK(got.find("finished") != std::string::npos);
+  CHECK(got.find("Connection: close") != std::string::npos);
+  CHECK(peer_closed(fd));
+  ::close(fd);
+  run->thread.join();
+  CHECK(run->result.get() == 0);
+}
+
+TEST_CASE("standalone: a slow request body gets 408 after body_timeout") {
+  csgi::standalone::ServerOptions opt;
+  opt.body_timeout = 300ms;
+  Running run([](Env& env) { return Response::text(200, env.input().read_all()); }, opt);
+  int fd = connect_tcp(run.port);
+  send_all(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab");
+  std::string got = recv_until(fd, "\x01");
+  CHECK(got.rfind("HTTP/1.1 408", 0) == 0);
+  ::close(fd);
+}
+
+TEST_CASE("standalone: a large body is streamed to the app in pieces (not buffered first)") {
+  Running run([](Env& env) { return Response::text(200, std::to_string(env.input().read_all().size())); }, {});
+  int fd = connect_tcp(run.port);
+  std::string body(3 * 1024 * 1024, 'z');
+  send_all(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  std::thread sender([&] { send_all(fd, body); });
+  std::string got = recv_until(fd, "3145728");
+  sender.join();
+  CHECK(got.find("\r\n\r\n3145728") != std::string::npos);
+  ::close(fd);
+}
+
+TEST_CASE("standalone: listens on a unix socket") {
+  std::string path = "/tmp/csgi-standalone-test-" + std::to_string(::getpid()) + ".sock";
+  csgi::standalone::ServerOptions opt;
+  opt.listen = {"unix:" + path};
+  Running run([](Env& env) { return Response::text(200, std::string(env.get("SERVER_PORT"))); }, opt);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  std::string got = recv_until(fd, "\x01");
+  ::close(fd);
+  CHECK(got.rfind("HTTP/1.1 200 OK", 0) == 0);
+}
+
+TEST_CASE("standalone: script_name mounts the app; other paths get 404") {
+  csgi::standalone::ServerOptions opt;
+  opt.script_name = "/app";
+  Running run([](Env& env) { return Response::text(200, std::string(env.get("SCRIPT_NAME")) + "|" + std::string(env.get("PATH_INFO"))); },
+              opt);
+  CHECK(get(run.port, "/app/x").find("\r\n\r\n/app|/x") != std::string::npos);
+  CHECK(get(run.port, "/other").rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(get(run.port, "/application").rfind("HTTP/1.1 404", 0) == 0);
+}
+
+TEST_CASE("standalone: the access log gets one combined-format line per request") {
+  std::string log = "/tmp/csgi-standalone-access-" + std::to_string(::getpid()) + ".log";
+  ::unlink(log.c_str());
+  csgi::standalone::ServerOptions opt;
+  opt.access_log = log;
+  {
+    Running run([](Env&) { return Response::text(201, "made"); }, opt);
+    get(run.port, "/thing?x=1", "User-Agent: tester\r\n");
+  }
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str().find("\"GET /thing?x=1 HTTP/1.1\" 201 4 \"-\" \"tester\"") != std::string::npos);
+  ::unlink(log.c_str());
+}
+
+TEST_CASE("standalone: a response header with CR/LF is dropped, not sent (no response splitting)") {
+  Running run([](Env&) {
+    Response r = Response::text(200, "ok");
+    r.headers.add("X-Evil", "a\r\nSet-Cookie: x=1");
+    return r;
+  }, {});
+  std::string got = get(run.port, "/");
+  CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(got.find("Set-Cookie") == std::string::npos);
+}
+
+TEST_CASE("standalone: options are checked") {
+  csgi::standalone::ServerOptions opt;
+  opt.script_name = "/bad/";
+  CHECK_THROWS_AS(csgi::standalone::Server([](Env&) { return Response::text(200, ""); }, opt), std::invalid_argument);
+  CHECK_THROWS_AS(csgi::standalone::Server(csgi::App{}, {}), std::invalid_argument);
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""Whole-process tests of `csgi serve`: prefork workers (a crashing worker is replaced), SIGHUP restarts
+workers with zero failed requests, SIGTERM exits 0, SIGUSR1 reopens the access log, systemd LISTEN_FDS,
+IPv6 and unix listeners, --help. Usage: test_process.py CSGI_EXE APP_SO"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CSGI, APP = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def start(*args, env=None, pass_fds=(), preexec=None):
+    p = subprocess.Popen([CSGI, "serve", "--app", APP] + list(args), stdout=subprocess.PIPE, text=True,
+                         env=env, pass_fds=pass_fds, start_new_session=True)
+    urls = []
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"listening on (\S+)", line)
+        if m:
+            urls.append(m.group(1))
+            break
+    if not urls:
+        p.kill()
+        raise SystemExit("server did not start")
+    return p, urls[0]
+
+
+def get(url, path="/hello", timeout=5):
+    m = re.match(r"http://\[?([^\]]+?)\]?:(\d+)/", url)
+    host, port = m.group(1), int(m.group(2))
+    s = socket.create_connection((host, port), timeout=timeout)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    s.close()
+    return data
+
+
+def stop(p, sig=signal.SIGTERM, wait=20):
+    os.killpg(p.pid, sig)
+    try:
+        return p.wait(wait)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        return None
+
+
+# --help reads like a manual
+out = subprocess.run([CSGI, "--help"], capture_output=True, text=True)
+check(out.returncode == 0 and all(s in out.stdout for s in ("NAME", "SYNOPSIS", "MODES", "OPTIONS", "SIGNALS", "--listen")),
+      "csgi --help prints the manual")
+bad = subprocess.run([CSGI, "serve", "--app", APP, "--threads", "0"], capture_output=True, text=True)
+check(bad.returncode == 2 and "threads" in bad.stderr, "a bad option exits 2 with a reason")
+missing = subprocess.run([CSGI, "serve", "--app", "/nonexistent/lib.so", "--listen", "127.0.0.1:0"], capture_output=True, text=True)
+check(missing.returncode == 1 and "cannot load" in missing.stderr, "an app that cannot load exits 1 with the reason")
+
+# Workers: a crash kills one worker; the master replaces it and the service keeps answering.
+p, url = start("--listen", "127.0.0.1:0", "--workers", "2")
+check(get(url).endswith(b"hello"), "workers answer")
+try:
+    get(url, "/crash")
+except OSError:
+    pass
+ok = 0
+for _ in range(50):
+    try:
+        ok += get(url).endswith(b"hello")
+    except OSError:
+        pass
+check(ok == 50, "after a worker crash every one of 50 requests is answered (%d)" % ok)
+
+# SIGHUP under load: zero failed requests, and new worker pids serve afterwards.
+before = {get(url, "/pid").split(b"\r\n\r\n")[1] for _ in range(20)}
+errors, done = [], threading.Event()
+count = [0]
+
+
+def load():
+    while not done.is_set():
+        try:
+            r = get(url, "/slow" if count[0] % 5 == 0 else "/hello")
+            if not r.startswith(b"HTTP/1.1 200"):
+                errors.append(r[:40])
+        except OSError as e:
+            errors.append(str(e))
+        count[0] += 1
+
+
+threads = [threading.Thread(target=load) for _ in range(4)]
+for t in threads:
+    t.start()
+time.sleep(0.5)
+os.kill(p.pid, signal.SIGHUP)
+time.sleep(1.5)
+done.set()
+for t in threads:
+    t.join()
+after = {get(url, "/pid").split(b"\r\n\r\n")[1] for _ in range(20)}
+check(not errors and count[0] > 20, "SIGHUP restart under load: %d requests, %d failed %s" % (count[0], len(errors), errors[:3]))
+check(not (before & after), "after SIGHUP other worker processes serve")
+rc = stop(p)
+check(rc == 0, "SIGTERM: master and workers exit 0 (got %r)" % rc)
+
+# SIGUSR1 reopens the access log (logrotate).
+with tempfile.TemporaryDirectory() as d:
+    log = os.path.join(d, "access.log")
+    p, url = start("--listen", "127.0.0.1:0", "--access-log", log)
+    get(url)
+    os.rename(log, log + ".1")
+    os.kill(p.pid, signal.SIGUSR1)
+    time.sleep(0.3)
+    get(url, "/after-rotate")
+    time.sleep(0.1)
+    check(os.path.exists(log) and "/after-rotate" in open(log).read(), "SIGUSR1 reopens the access log")
+    check("/hello" in open(log + ".1").read(), "the rotated log kept the earlier line")
+    stop(p)
+
+# systemd socket activation: LISTEN_FDS=1, the socket on fd 3.
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(16)
+port = ls.getsockname()[1]
+env = dict(os.environ, LISTEN_FDS="1")
+r, w = os.pipe()
+child = subprocess.Popen(["/bin/sh", "-c", 'LISTEN_PID=$$ exec "$0" serve --app "$1" 3<&%d' % ls.fileno(), CSGI, APP],
+                         stdout=subprocess.PIPE, text=True, env=env, pass_fds=(ls.fileno(),), start_new_session=True)
+line = child.stdout.readline()
+check(("127.0.0.1:%d" % port) in line, "LISTEN_FDS: listens on the socket systemd passed (%s)" % line.strip())
+try:
+    check(get("http://127.0.0.1:%d/" % port).endswith(b"hello"), "LISTEN_FDS: serves on it")
+except OSError as e:
+    check(False, "LISTEN_FDS: serves on it (%s)" % e)
+stop(child)
+ls.close()
+
+# IPv6 and a second listener in one server.
+try:
+    p, url = start("--listen", "[::1]:0")
+    check(get(url).endswith(b"hello"), "listens on IPv6 [::1]")
+    stop(p)
+except (SystemExit, OSError) as e:
+    print("skip IPv6: %s" % e)
+
+print("%d failed" % len(failures))
+sys.exit(1 if failures else 0)
