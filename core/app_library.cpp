@@ -25,6 +25,8 @@ App load_app(const std::string& path, const AppArgs& args) {
                              std::string(keys::spec_version));
   if (e->cxx_abi != detail::cxx_abi_tag() || e->app_size != sizeof(App))
     throw std::runtime_error(path + ": built against a different C++ standard library ABI; rebuild it");
+  if (e->core_layout != detail::core_layout_tag())
+    throw std::runtime_error(path + ": built against a different version of csgi's core headers; rebuild it");
   App app = e->factory(args);
   if (!app) throw std::runtime_error(path + ": the factory returned an empty app");
   return [keep, app = std::move(app)](Env& env) { return app(env); };

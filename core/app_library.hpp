@@ -35,6 +35,10 @@ inline constexpr unsigned long cxx_abi_tag() {
   return 1;
 #endif
 }
+/// Changes whenever the layout of the types an app shares with the server changes size.
+inline constexpr unsigned long core_layout_tag() {
+  return sizeof(Env) * 1000003UL + sizeof(Response) * 1009UL + sizeof(Value) * 31UL + sizeof(Headers);
+}
 }  // namespace detail
 }  // namespace csgi
 
@@ -45,6 +49,7 @@ struct csgi_app_entry {
   const char* spec_version;     // csgi::keys::spec_version
   unsigned long cxx_abi;        // csgi::detail::cxx_abi_tag()
   unsigned long app_size;       // sizeof(csgi::App)
+  unsigned long core_layout;    // csgi::detail::core_layout_tag()
   csgi::AppFactory factory;
 };
 }
@@ -52,6 +57,6 @@ struct csgi_app_entry {
 #define CSGI_APP(factory_fn)                                                                                 \
   extern "C" __attribute__((visibility("default"))) const csgi_app_entry* csgi_app_v1() {                  \
     static const csgi_app_entry entry{CSGI_APP_ABI_VERSION, "1.0", ::csgi::detail::cxx_abi_tag(),          \
-                                      sizeof(::csgi::App), &factory_fn};                                     \
+                                      sizeof(::csgi::App), ::csgi::detail::core_layout_tag(), &factory_fn}; \
     return &entry;                                                                                           \
   }
