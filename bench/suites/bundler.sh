@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Bundler benchmark (issue 7): usage `bash bundler.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/bundler.md and
+# bench/charts/bundler.png.
+#  1. The cached bundle of ramda's whole closure served by the bundler (csgi-bundle-serve: standalone
+#     adapter, 1 io thread) vs nginx (1 worker, sendfile) serving the same bytes as one static file,
+#     `wrk -t1 -c50`, server pinned to cpu0 and wrk to cpu1 when taskset exists.
+#  2. Cold build of that bundle (new process, empty caches) vs `esbuild --bundle` of the same entry:
+#     wall and CPU time, medians of 5; output bytes of both.
+#  3. The per-request cost of a cache hit under each freshness mode (in-process, csgi-bundle --time).
+# Pinned npm packages go to a cache dir: $CSGI_BENCH_CACHE (default BUILD_DIR/bench-cache)/bundler.
+# BENCH_QUICK=1: 3 s wrk runs and 3 timing repeats.
+set -euo pipefail
+build=$(realpath "$1")
+out=$(realpath "$2")
+here=$(cd "$(dirname "$0")/../.." && pwd)
+charts="$here/bench/charts"
+mkdir -p "$out" "$charts"
+tool="$build/middleware/bundler/csgi-bundle"
+serve="$build/middleware/bundler/csgi-bundle-serve"
+cache="${CSGI_BENCH_CACHE:-$build/bench-cache}/bundler"
+dur=10
+reps=5
+if [ "${BENCH_QUICK:-0}" = 1 ]; then dur=3; reps=3; fi
+RAMDA=ramda@0.31.3
+ESBUILD=esbuild@0.24.2
+PY=/usr/bin/python3
+md="$out/bundler.md"
+
+fail_section() {
+  printf '## bundler\n\n%s\n' "$1" > "$md"
+  echo "bundler bench: $1" >&2
+  exit 0
+}
+[ -x "$tool" ] || cmake --build "$build" --target csgi-bundle -j2 >/dev/null
+[ -x "$serve" ] || cmake --build "$build" --target csgi-bundle-serve -j2 >/dev/null || true
+[ -x "$tool" ] || fail_section "csgi-bundle is not built (cmake --build BUILD --target csgi-bundle)."
+command -v npm >/dev/null || fail_section "npm not found: the corpus (ramda) and esbuild come from the npm registry."
+
+mkdir -p "$cache"
+if [ ! -f "$cache/node_modules/ramda/package.json" ] || [ ! -x "$cache/node_modules/.bin/esbuild" ] ||
+   ! grep -q '"version": "0.31.3"' "$cache/node_modules/ramda/package.json"; then
+  npm install --prefix "$cache" --no-audit --no-fund --no-save --loglevel=error "$RAMDA" "$ESBUILD" >/dev/null
+fi
+root="$cache"
+entry=/~/ramda
+tmp=$(mktemp -d /tmp/csgi-bench-bundler-XXXXXX)
+chmod 755 "$tmp"  # nginx workers run as nobody when started by root
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+pin() { if command -v taskset >/dev/null; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# wrk summary → "req/s latency_avg"
+run_wrk() {
+  pin 1 wrk -t1 -c50 -d"${dur}s" --latency "$1" > "$tmp/wrk.txt" 2>&1 || true
+  local rps lat
+  rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.txt")
+  lat=$(awk '/^ +Latency/ {print $2; exit}' "$tmp/wrk.txt")
+  echo "${rps:-0} ${lat:-?}"
+}
+
+# --- 1. served: bundler (cached) vs nginx (static file of the same bytes) ---
+served_note=""
+csgi_rps=0; csgi_lat="-"; static_rps=0; static_lat="-"; nginx_rps=0; nginx_lat="-"; bytes=0
+if [ -x "$serve" ]; then
+  port=$(free_port)
+  BUNDLER_FRESHNESS=inotify pin 0 "$serve" "$root" "$tmp" --listen "127.0.0.1:$port" --threads 1 > "$tmp/serve.log" 2>&1 &
+  pids+=($!)
+  wait_port "$port" || fail_section "csgi-bundle-serve did not start: $(cat "$tmp/serve.log")"
+  url="http://127.0.0.1:$port/bundle/~/ramda"
+  curl -s -o "$tmp/ramda.bundle.js" "$url"
+  bytes=$(stat -c %s "$tmp/ramda.bundle.js")
+  read -r csgi_rps csgi_lat < <(run_wrk "$url")
+  # The adapter's own ceiling for this size: the same bytes as a static file (FileBody, sendfile).
+  read -r static_rps static_lat < <(run_wrk "http://127.0.0.1:$port/ramda.bundle.js")
+  kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+
+  if command -v nginx >/dev/null; then
+    nport=$(free_port)
+    mkdir -p "$tmp/nginx/www" "$tmp/nginx/logs"
+    cp "$tmp/ramda.bundle.js" "$tmp/nginx/www/ramda.bundle.js"
+    chmod -R a+rX "$tmp/nginx"
+    cat > "$tmp/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/logs/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on; tcp_nopush on;
+  keepalive_requests 1000000;
+  types { application/javascript js; }
+  client_body_temp_path $tmp/nginx; proxy_temp_path $tmp/nginx; fastcgi_temp_path $tmp/nginx;
+  uwsgi_temp_path $tmp/nginx; scgi_temp_path $tmp/nginx;
+  server { listen 127.0.0.1:$nport; root $tmp/nginx/www; }
+}
+EOF
+    pin 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" > "$tmp/nginx.log" 2>&1 &
+    pids+=($!)
+    wait_port "$nport" || true
+    curl -s -o "$tmp/nginx.out" "http://127.0.0.1:$nport/ramda.bundle.js" || true
+    cmp -s "$tmp/nginx.out" "$tmp/ramda.bundle.js" ||
+      served_note="nginx served $(stat -c %s "$tmp/nginx.out" 2>/dev/null || echo 0) bytes, not the bundle's $bytes: check its log."
+    read -r nginx_rps nginx_lat < <(run_wrk "http://127.0.0.1:$nport/ramda.bundle.js")
+    kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+  else
+    served_note="nginx not installed: no peer figure."
+  fi
+else
+  served_note="csgi-bundle-serve (standalone adapter) not built: the served comparison was skipped."
+fi
+ratio=$(awk -v a="$csgi_rps" -v b="$nginx_rps" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+
+# --- 2. cold build vs esbuild ---
+cold_wall=(); cold_cpu=(); es_wall=(); es_cpu=()
+timeit() {  # prints "wall_ms cpu_ms" of a command (CPU from perf's task-clock, else /usr/bin/time at 10 ms)
+  local s e
+  s=$(date +%s%N)
+  if command -v perf >/dev/null && perf stat -x, -e task-clock -o "$tmp/perf.txt" true 2>/dev/null; then
+    perf stat -x, -e task-clock -o "$tmp/perf.txt" "$@" > /dev/null 2>>"$tmp/cmd.err"
+    e=$(date +%s%N)
+    awk -F, -v w=$(( (e - s) / 1000 )) '/task-clock/ { printf "%.1f %.1f\n", w / 1000, $1 }' "$tmp/perf.txt"
+  else
+    /usr/bin/time -f '%U %S' -o "$tmp/time.txt" "$@" > /dev/null 2>>"$tmp/cmd.err"
+    e=$(date +%s%N)
+    awk -v w=$(( (e - s) / 1000 )) '{ printf "%.1f %.1f\n", w / 1000, ($1 + $2) * 1000 }' "$tmp/time.txt"
+  fi
+}
+for _ in $(seq "$reps"); do
+  read -r w c < <(timeit "$tool" --freshness none "$root" "$entry"); cold_wall+=("$w"); cold_cpu+=("$c")
+  read -r w c < <(timeit "$root/node_modules/.bin/esbuild" --bundle "$root/node_modules/ramda/src/index.js" \
+                   --outfile="$tmp/esbuild.js" --log-level=warning); es_wall+=("$w"); es_cpu+=("$c")
+done
+cw=$(printf '%s\n' "${cold_wall[@]}" | median); cc=$(printf '%s\n' "${cold_cpu[@]}" | median)
+ew=$(printf '%s\n' "${es_wall[@]}" | median); ec=$(printf '%s\n' "${es_cpu[@]}" | median)
+es_bytes=$(stat -c %s "$tmp/esbuild.js")
+"$tool" --freshness none "$root" "$entry" > "$tmp/cold.js" 2>/dev/null
+cold_bytes=$(stat -c %s "$tmp/cold.js")
+inproc_cold=$("$tool" --freshness none --time "$root" "$entry" | awk '/cold_us/ {printf "%.1f", $2/1000}')
+cold_ratio=$(awk -v a="$cw" -v b="$ew" 'BEGIN { printf "%.2f", a / b }')
+
+# --- 3. per-request cost of the freshness check (cache hit, in-process) ---
+declare -A hit
+for f in none inotify stat; do
+  hit[$f]=$("$tool" --freshness "$f" --time "$root" "$entry" | awk '/hit_us/ {print $2}')
+done
+modules=$("$tool" --freshness none --time "$root" "$entry" | awk '/modules/ {print $2}')
+
+{
+  echo "## bundler"
+  echo
+  echo "Issue 7: the ramda 0.31.3 closure of \`require('ramda')\` ($modules modules), served and built."
+  echo "Other engineers were compiling on this 2-core machine during the run: figures are noisy."
+  echo
+  echo "| what | csgi bundler | peer | ratio csgi/peer |"
+  echo "|---|---|---|---|"
+  echo "| served, cached bundle vs nginx static file of the same $bytes bytes, \`wrk -t1 -c50 -d${dur}s\` | $csgi_rps req/s, $csgi_lat avg | nginx $nginx_rps req/s, $nginx_lat avg | $ratio |"
+  echo "| same bytes as a static file through the same adapter (csgi Static, sendfile): the adapter's ceiling | $static_rps req/s, $static_lat avg | nginx $nginx_rps req/s | $(awk -v a="$static_rps" -v b="$nginx_rps" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }') |"
+  echo "| cold build (new process, empty caches), wall, median of $reps | $cw ms | \`esbuild --bundle\` $ew ms | $cold_ratio |"
+  echo "| cold build, CPU (user+sys) | $cc ms | esbuild $ec ms | $(awk -v a="$cc" -v b="$ec" 'BEGIN { printf "%.2f", a / b }') |"
+  echo "| cold build inside the process (construct + first request) | $inproc_cold ms | | |"
+  echo "| output bytes | $cold_bytes (sources verbatim, one JS string each) | esbuild $es_bytes (comments dropped) | |"
+  echo
+  echo "Per-request cost of a cache hit (env built, freshness check, lookup, headers; body shared, not copied),"
+  echo "in-process over 20000 requests: freshness none ${hit[none]} µs, inotify ${hit[inotify]} µs (a generation"
+  echo "compare; the watcher thread does the rest), stat ${hit[stat]} µs (re-stats all $modules files and their directories)."
+  [ -n "$served_note" ] && { echo; echo "$served_note"; }
+  echo
+  echo "![bundler](charts/bundler.png)"
+  echo
+  echo "Commands: \`BUNDLER_FRESHNESS=inotify csgi-bundle-serve ROOT DOCROOT --listen 127.0.0.1:PORT --threads 1\`"
+  echo "(pinned to cpu0), \`wrk -t1 -c50 -d${dur}s --latency http://127.0.0.1:PORT/bundle/~/ramda\` (cpu1);"
+  echo "nginx 1 worker, sendfile, the bytes fetched from the bundler saved as a file;"
+  echo "\`csgi-bundle --freshness none ROOT /~/ramda\` vs \`esbuild --bundle node_modules/ramda/src/index.js --outfile=…\`"
+  echo "($ESBUILD), both timed wall-clock, CPU from \`perf stat -e task-clock\`; \`csgi-bundle --freshness MODE --time ROOT /~/ramda\` for hits."
+} > "$md"
+
+"$PY" - "$charts/bundler.png" "$csgi_rps" "$nginx_rps" "$cw" "$ew" <<'EOF' || echo "chart skipped" >&2
+import sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+path, crps, nrps, cw, ew = sys.argv[1], *map(float, sys.argv[2:])
+fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+a.bar(["csgi bundler", "nginx static"], [crps, nrps], color=["#3070b0", "#999999"])
+a.set_title("cached ramda bundle, wrk -c50 (req/s)")
+b.bar(["csgi bundler", "esbuild"], [cw, ew], color=["#3070b0", "#999999"])
+b.set_title("cold build, wall (ms)")
+fig.tight_layout()
+fig.savefig(path, dpi=100)
+EOF
+cat "$md"
