@@ -1,6 +1,12 @@
-// The app behind the bad-request corpus (tests/reliability/replay.py): /canary and /smuggled answer with
-// markers the replayer looks for; every other path reads the whole body and answers 200 with its size.
+// The app behind the reliability tests (tests/reliability/*.py):
+//   /canary, /smuggled   markers the bad-request replayer looks for
+//   /sleep?ms=N          answers after N ms from a timer thread (a delayed response: no server thread held)
+//   /crash               kills the process with SIGSEGV (worker-restart tests)
+//   anything else        reads the whole body and answers 200 with its size
+#include <csignal>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "csgi/core/app_library.hpp"
 
@@ -9,6 +15,17 @@ csgi::Response canary(csgi::Env& env) {
   std::string_view path = env.get(csgi::keys::PATH_INFO);
   if (path == "/canary") return csgi::Response::text(200, "canary-answered\n");
   if (path == "/smuggled") return csgi::Response::text(200, "smuggled-answered\n");
+  if (path == "/crash") std::raise(SIGSEGV);
+  if (path == "/sleep") {
+    std::string_view q = env.get(csgi::keys::QUERY_STRING);
+    long ms = q.substr(0, 3) == "ms=" ? std::strtol(std::string(q.substr(3)).c_str(), nullptr, 10) : 100;
+    return csgi::Response::delayed([ms](csgi::Responder r) {
+      std::thread([r, ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        r.respond(csgi::Response::text(200, "slept " + std::to_string(ms) + " ms\n"));
+      }).detach();
+    });
+  }
   std::string body = env.input().read_all();
   return csgi::Response::text(200, "path=" + std::string(path) + " body=" + std::to_string(body.size()) + "\n");
 }
