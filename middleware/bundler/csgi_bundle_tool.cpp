@@ -8,11 +8,15 @@
 //                                          answered on stdout as
 //                                            "<status> <body bytes> <header count>\n" + "Name: value\n"… + body
 //   csgi-bundle [opts] --time ROOT TARGET  cold build (construct + first request) and hit timings, in µs
+//   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
+//                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -20,6 +24,7 @@
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/test_client.hpp"
 #include "csgi/middleware/bundler/bundler.hpp"
+#include "csgi/middleware/bundler/js_scan.hpp"
 
 namespace {
 
@@ -36,6 +41,37 @@ csgi::testing::TestResponse request(const csgi::App& app, const std::string& tar
   return csgi::testing::call(app, "GET " + target, headers);
 }
 
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(char(c));
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(char(c));
+    }
+  }
+  return out + "\"";
+}
+
+int print_deps(const std::vector<std::string>& files) {
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto r = csgi::mw::bundler::scan(src);
+    std::string line = "{\"file\":" + json_string(f) + ",\"deps\":[";
+    for (std::size_t i = 0; i < r.deps.size(); ++i) line += (i ? "," : "") + json_string(r.deps[i].spec);
+    line += "],\"unbundled\":" + std::to_string(r.unbundled.size()) + ",\"esm\":" + (r.esm_line ? "true" : "false") +
+            ",\"error\":" + (r.error ? json_string(*r.error) : "null") + "}\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  return 0;
+}
+
 double micros_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -44,7 +80,7 @@ double micros_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   csgi::mw::BundlerOptions opt;
-  bool middleware = false, stdio = false, timing = false;
+  bool middleware = false, stdio = false, timing = false, deps = false;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -65,12 +101,15 @@ int main(int argc, char** argv) {
       stdio = true;
     } else if (a == "--time") {
       timing = true;
+    } else if (a == "--deps") {
+      deps = true;
     } else if (a.starts_with("--")) {
       return usage();
     } else {
       args.push_back(a);
     }
   }
+  if (deps) return print_deps(args);
   if (args.empty() || (!stdio && args.size() < 2)) return usage();
 
   try {

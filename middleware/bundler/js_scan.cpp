@@ -508,9 +508,12 @@ private:
   void match_esm(Tok t, std::size_t start, std::string_view punct, std::string_view text, bool after_dot) {
     if (esm_state_ == 1) {  // just saw import/export
       esm_state_ = 0;
-      if (t == Tok::punct && punct == ":") return;  // a property name in an object literal
-      if (esm_word_ == "import" && t == Tok::punct && punct == "(") {
-        res_.unbundled.push_back({line_of(esm_start_), "import()"});
+      // A property or method name (`{import: 1}`, `async export() {}`, `export = 1` in a class body).
+      if (t == Tok::punct && (punct == ":" || punct == "=" || punct == "," || punct == "}" || punct == ";" ||
+                              punct == ")"))
+        return;
+      if (t == Tok::punct && punct == "(") {
+        if (esm_word_ == "import") res_.unbundled.push_back({line_of(esm_start_), "import()"});
         return;
       }
       if (!res_.esm_line) res_.esm_line = line_of(esm_start_);

@@ -94,6 +94,7 @@ TEST_CASE("scan: ES module syntax is detected", "[bundler][lexer]") {
   CHECK(r.esm_imports[1].spec == "./y.js");
   CHECK(r.esm_imports[2].spec == "./side.js");
   CHECK_FALSE(scan("var o = { import: 1, export: 2 }; o.import; o.export;").esm_line);
+  CHECK_FALSE(scan("class H { async export() { return 1; } export = 2; }").esm_line);  // playwright-core
   CHECK(scan("export default 1;").esm_line);
 }
 

@@ -16,9 +16,10 @@ foreach(spec IN LISTS PACKAGES)
 endforeach()
 if(missing)
   file(MAKE_DIRECTORY ${PREFIX})
-  message(STATUS "npm install --prefix ${PREFIX} ${missing}")
+  # All of them: npm would prune packages not named (there is no package.json to keep them).
+  message(STATUS "npm install --prefix ${PREFIX} ${PACKAGES} (missing: ${missing})")
   execute_process(COMMAND ${NPM} install --prefix ${PREFIX} --no-audit --no-fund --ignore-scripts
-                          --no-save --loglevel=error ${missing}
+                          --no-save --loglevel=error ${PACKAGES}
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "npm install failed (${rc})")

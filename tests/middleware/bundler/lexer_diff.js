@@ -1,0 +1,91 @@
+'use strict';
+// Differential test of the dependency scanner against a real parser (ctest bundler_lexer_diff):
+//   node lexer_diff.js <csgi-bundle> <dir with node_modules/acorn, acorn-walk> <dir>...
+// Every .js file under the given directories (npm code no one here wrote: ramda, playwright-core, acorn,
+// …) is parsed by acorn; the reference dependencies are the calls `require('literal')` with one argument
+// whose callee is an unshadowed identifier `require` (parameter or declaration in an enclosing function
+// or block). The scanner must find the same set for every file, report ES module syntax exactly for the
+// files that only parse as modules with import/export declarations, and never fail on a file acorn
+// accepts.
+const assert = require('assert');
+const fs = require('fs');
+const path = require('path');
+const { execFileSync } = require('child_process');
+
+const [tool, refDir, ...dirs] = process.argv.slice(2);
+const acorn = require(path.resolve(refDir, 'node_modules/acorn'));
+const walk = require(path.resolve(refDir, 'node_modules/acorn-walk'));
+
+function files(dir, out = []) {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) files(p, out);
+    else if (e.isFile() && /\.(c?js)$/.test(e.name)) out.push(p);
+  }
+  return out;
+}
+
+function declares(node, name) {
+  const body = node.type === 'Program' || node.type === 'BlockStatement' ? node.body
+    : node.body && node.body.type === 'BlockStatement' ? node.body.body : [];
+  if (/Function/.test(node.type)) {
+    if (node.params.some((p) => p.type === 'Identifier' && p.name === name)) return true;
+    if (node.type === 'FunctionExpression' && node.id && node.id.name === name) return true;
+  }
+  for (const s of body) {
+    if (s.type === 'VariableDeclaration' && s.declarations.some((d) => d.id.type === 'Identifier' && d.id.name === name)) return true;
+    if (s.type === 'FunctionDeclaration' && s.id && s.id.name === name) return true;
+  }
+  return false;
+}
+
+function reference(src) {
+  let ast, module = false;
+  const opts = { ecmaVersion: 'latest', allowHashBang: true, allowReturnOutsideFunction: true };
+  try { ast = acorn.parse(src, { ...opts, sourceType: 'script' }); } catch (e) {
+    try { ast = acorn.parse(src, { ...opts, sourceType: 'module' }); module = true; } catch (e2) { return null; }
+  }
+  const deps = new Set();
+  walk.ancestor(ast, {
+    CallExpression(node, _state, ancestors) {
+      const c = node.callee;
+      if (c.type !== 'Identifier' || c.name !== 'require' || node.arguments.length !== 1) return;
+      const a = node.arguments[0];
+      let spec = null;
+      if (a.type === 'Literal' && typeof a.value === 'string') spec = a.value;
+      else if (a.type === 'TemplateLiteral' && a.expressions.length === 0) spec = a.quasis[0].value.cooked;
+      if (spec === null) return;
+      for (const anc of ancestors.slice(0, -1)) if (anc !== node && declares(anc, 'require')) return;
+      deps.add(spec);
+    },
+  });
+  const esm = module && ast.body.some((s) => /^(Import|Export)/.test(s.type));
+  return { deps, esm };
+}
+
+const all = dirs.filter((d) => fs.existsSync(d)).flatMap((d) => files(d));
+const ours = new Map();
+for (let i = 0; i < all.length; i += 200) {
+  const out = execFileSync(tool, ['--deps', ...all.slice(i, i + 200)], { maxBuffer: 1 << 28 }).toString();
+  for (const line of out.split('\n')) if (line) { const r = JSON.parse(line); ours.set(r.file, r); }
+}
+
+let compared = 0, skipped = 0, edges = 0;
+const problems = [];
+for (const f of all) {
+  const src = fs.readFileSync(f, 'utf8');
+  const ref = reference(src);
+  const got = ours.get(f);
+  if (!ref) { skipped++; continue; }  // not JavaScript acorn accepts (e.g. flow/JSX): no verdict
+  compared++;
+  if (got.error) { problems.push(`${f}: scanner error on valid JS: ${got.error}`); continue; }
+  if (ref.esm !== got.esm) { problems.push(`${f}: esm ${got.esm}, parser says ${ref.esm}`); continue; }
+  const g = new Set(got.deps);
+  const missing = [...ref.deps].filter((d) => !g.has(d)), extra = [...g].filter((d) => !ref.deps.has(d));
+  if (missing.length || extra.length) problems.push(`${f}: missing ${JSON.stringify(missing)} extra ${JSON.stringify(extra)}`);
+  edges += ref.deps.size;
+}
+console.log(`bundler_lexer_diff: ${compared} files (${edges} require edges) compared with acorn, ${skipped} not parsable, ${problems.length} differences`);
+for (const p of problems.slice(0, 30)) console.log('  ' + p);
+assert.ok(compared > 500, 'enough files compared');
+assert.deepStrictEqual(problems, []);
