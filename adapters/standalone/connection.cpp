@@ -155,6 +155,11 @@ public:
 
   // Delayed responses (called on the io thread, posted by the responder / writer).
   void on_delayed(Response r);
+  void on_responder_dropped() {
+    if (phase_ != Phase::delayed) return;
+    log_error("500: the delayed response's Responder was dropped without an answer (ADP-11)");
+    on_delayed(Response::error(500));
+  }
   void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
   void on_writer_flush(const std::shared_ptr<WriterState>& st);
 
@@ -184,6 +189,7 @@ private:
   void pump_stream();
   void finish_response();
   void log_access();
+  void log_error(std::string_view what);
 
   // Writing.
   bool flush();  // true when everything is written; false when waiting for writability (or dead)
@@ -277,6 +283,7 @@ struct WriterState {
   std::string pending;
   std::size_t unsent = 0;  // bytes handed to the connection but not yet written
   bool closed = false;
+  bool aborted = false;  // dropped without close(): the response ends as failed (ADP-4)
   bool dead = false;
   bool flush_posted = false;
   bool chunked = false;
@@ -303,7 +310,13 @@ struct WriterState {
 class StreamWriter final : public Writer {
 public:
   explicit StreamWriter(std::shared_ptr<WriterState> st) : st_(std::move(st)) {}
-  ~StreamWriter() override { close(); }
+  ~StreamWriter() override {
+    std::lock_guard lock(st_->mu);
+    if (st_->closed || st_->dead) return;
+    st_->closed = true;
+    st_->aborted = true;
+    st_->post_flush(st_);
+  }
   bool write(std::string_view chunk) override {
     std::unique_lock lock(st_->mu);
     if (st_->dead || st_->closed) return false;
@@ -350,9 +363,7 @@ public:
     if (!answered_.exchange(true)) {
       // The app dropped the responder without answering: answer 500 rather than leave the client hanging.
       asio::post(ioc_, [c = conn_] {
-        if (auto conn = c.lock()) {
-          conn->on_delayed(Response::error(500, "the delayed response was never answered"));
-        }
+        if (auto conn = c.lock()) conn->on_responder_dropped();
       });
     }
   }
@@ -868,10 +879,10 @@ void Conn::handle(Response res) {
     try {
       fn(Responder(std::move(responder)));
     } catch (const std::exception& e) {
-      sh_.errors.write(std::string("csgi: delayed response failed: ") + e.what());
+      log_error(std::string("the delayed response's callable threw: ") + e.what());
       // The responder's destructor answers 500 when it was not answered.
     } catch (...) {
-      sh_.errors.write("csgi: delayed response failed with a non-standard exception");
+      log_error("the delayed response's callable threw a non-standard exception");
     }
     return;
   }
@@ -974,9 +985,42 @@ void Conn::start_body(Response& res) {
       finish_response();
       return;
     }
+    // Hold the head back until the first non-empty chunk (PEP 3333; ADP-5): an exception before it is a 500.
+    std::string first;
+    bool more = false, threw = false;
+    try {
+      do more = stream_->next(first);
+      while (more && first.empty());
+    } catch (const std::exception& e) {
+      threw = true;
+      log_error(std::string("500: the response stream's first next() threw: ") + e.what());
+    } catch (...) {
+      threw = true;
+      log_error("500: the response stream's first next() threw a non-standard exception");
+    }
+    if (!more || threw) {
+      // Ended (or failed) before any byte: close it, then answer as a complete response.
+      try {
+        stream_->close();
+      } catch (...) {
+      }
+      stream_.reset();
+      Response done = threw ? Response::error(500) : Response{status, std::move(res.headers), std::string()};
+      start_body(done);
+      return;
+    }
     chunked_out_ = !declared && !http10_;
     if (!declared && http10_) keep_alive_ = false;  // body ends at close
     write_head(status, res.headers, declared, chunked_out_);
+    sent_body_ += first.size();
+    if (chunked_out_) {
+      append_hex(out_, first.size());
+      out_.append("\r\n");
+      out_.append(first);
+      out_.append("\r\n");
+    } else {
+      out_.append(first);
+    }
     phase_ = Phase::stream;
     pump_stream();
     return;
@@ -1096,7 +1140,7 @@ void Conn::pump_stream() {
     try {
       more = stream_->next(chunk);
     } catch (const std::exception& e) {
-      sh_.errors.write(std::string("csgi: response stream failed: ") + e.what());
+      log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
       keep_alive_ = false;
       try {
         stream_->close();
@@ -1171,10 +1215,11 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     st->flush_posted = false;
     return;
   }
-  bool fin;
+  bool fin, aborted;
   {
     std::lock_guard lock(st->mu);
     st->flush_posted = false;
+    aborted = st->aborted;
     if (!st->pending.empty()) {
       sent_body_ += st->pending.size();
       out_.append(st->pending);
@@ -1190,8 +1235,15 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
   }
   st->cv.notify_all();
   if (dead_ || phase_ == Phase::closed) return;
-  if (!done) {
+  if (!done && !aborted) {
     wait_write();
+    return;
+  }
+  if (aborted) {
+    log_error("a streaming Writer was dropped without close(); the response ends as failed");
+    keep_alive_ = false;
+    writer_.reset();
+    close_now();
     return;
   }
   if (fin) {
@@ -1233,6 +1285,21 @@ void Conn::finish_response() {
       wait_write();
     }
   }
+}
+
+void Conn::log_error(std::string_view what) {
+  std::string line = "csgi: ";
+  line += what;
+  if (env_) {
+    line += " (\"";
+    line += env_->get(keys::REQUEST_METHOD);
+    line += ' ';
+    line += env_->get(keys::REQUEST_URI);
+    line += ' ';
+    line += env_->get(keys::SERVER_PROTOCOL);
+    line += "\")";
+  }
+  sh_.errors.write(line);
 }
 
 void Conn::log_access() {

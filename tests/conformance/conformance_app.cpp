@@ -20,6 +20,7 @@
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/lint.hpp"
 
 namespace {
 
@@ -265,13 +266,52 @@ Response dispatch(const Files& files, Env& env) {
     ::close(fd);
     return text("ignored after take");
   }
+  // --- adapter rules (spec §7) ---
+  if (test == "delayed_dropped") return Response::delayed([](Responder) {});  // ADP-11
+  if (test == "delayed_throws") {
+    return Response::delayed([](Responder) { throw std::runtime_error("conformance: delayed callable threw"); });
+  }
+  if (test == "stream_throws_first") {  // ADP-5: nothing sent yet, so a 500
+    Response r = text("");
+    r.body = make_stream([]() -> std::optional<std::string> { throw std::runtime_error("conformance: next() threw"); });
+    return r;
+  }
+  if (test == "writer_gone") {  // ADP-4: write() returns false once the client has gone
+    std::string m = files.marker("writer-false", env.get("HTTP_X_TOKEN"));
+    return Response::delayed([m](Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      std::thread([w, m] {
+        std::string chunk(16384, 'w');
+        for (int i = 0; i < 3000; ++i) {  // at most ~15 s
+          if (!w->write(chunk)) {
+            Files::write(m, "false");
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        w->close();
+      }).detach();
+    });
+  }
+  if (test == "writer_gone_check") {
+    std::string m = files.marker("writer-false", env.get("HTTP_X_TOKEN"));
+    return text(::access(m.c_str(), F_OK) == 0 ? "false seen" : "not seen");
+  }
+  if (test == "writer_dropped") {  // ADP-4: dropped without close(): connection closed, no final chunk
+    return Response::delayed([](Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      w->write("partial");
+    });
+  }
+  if (test == "lint_off") return text("lint");
   if (test == "body_limit_key") return text(value_of(env, keys::x::request_body_limit));
   return Response::error(404, "unknown conformance test '" + std::string(test) + "'");
 }
 
 App make_conformance_app(const AppArgs& args) {
   auto files = std::make_shared<Files>(args.empty() ? std::string() : args.front());
-  return [files](Env& env) { return dispatch(*files, env); };
+  // Every request runs under Lint, so the adapter's env and the responses are checked too (ADP-7).
+  return wrap<Lint>([files](Env& env) { return dispatch(*files, env); });
 }
 
 }  // namespace

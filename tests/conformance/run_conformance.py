@@ -246,7 +246,7 @@ def _(s):
     expect(s.request("url_scheme").body == b"http")
 
 
-@case("core", "06 body from a pull stream; close() called (RES-9)")
+@case("core", "06 body from a pull stream; close() called (RES-9, ADP-3)")
 def _(s):
     tok = uuid.uuid4().hex
     r = s.request("stream_body", headers=["X-Token: " + tok])
@@ -317,7 +317,7 @@ def _(s):
     expect(s.request("script_name_defined").body == b"defined")
 
 
-@case("core", "17 stream close() is called after the body was sent (RES-9)")
+@case("core", "17 stream close() is called after the body was sent (ADP-3)")
 def _(s):
     tok = uuid.uuid4().hex
     s.request("stream_body", headers=["X-Token: " + tok])
@@ -330,13 +330,14 @@ def _(s):
     expect(s.request("errors").body == b"present")
 
 
-@case("core", "19 status line is '200 OK'")
+@case("core", "19 status line is '200 OK' and a Date is added (ADP-12)")
 def _(s):
     r = s.request("status_line")
     expect(r.status == 200 and r.reason == "OK", "got %d %r" % (r.status, r.reason))
+    expect(re.fullmatch(r"\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT", r.header("Date") or ""), "Date %r" % r.header("Date"))
 
 
-@case("core", "20 an app exception gives 500 and the server keeps serving (ADP-6)")
+@case("core", "20 an app exception gives 500 and the server keeps serving (ADP-5)")
 def _(s):
     expect(s.request("die").status == 500)
     expect(s.request("status_line").status == 200, "server stopped serving")
@@ -357,7 +358,7 @@ def _(s):
     expect(s.request("no_cookie_key", headers=["Cookie: a=b"]).body == b"ok")
 
 
-@case("core", "24 304 has no Content-Type, Content-Length or Transfer-Encoding (RES-6)")
+@case("core", "24 304 has no Content-Type, Content-Length or Transfer-Encoding (ADP-8)")
 def _(s):
     r = s.request("not_modified")
     expect(r.status == 304, "status %d" % r.status)
@@ -505,7 +506,7 @@ def _(s):
     expect(s.request("echo", "POST", headers=["Expect: teapot"], body=b"x").status == 417)
 
 
-@case("http1", "HEAD: headers with Content-Length, no body; the next response frames right")
+@case("http1", "HEAD: headers with Content-Length, no body; the next response frames right (ADP-2)")
 def _(s):
     c = s.conn()
     c.send(s.raw([], test="head", method="HEAD") + s.raw([], path="/seq/after"))
@@ -552,7 +553,7 @@ def _(s):
     c.close()
 
 
-@case("http1", "a stream of unknown length is chunked on HTTP/1.1, close-delimited on 1.0")
+@case("http1", "a stream of unknown length is chunked on HTTP/1.1, close-delimited on 1.0 (ADP-1)")
 def _(s):
     r = s.request("chunked_response")
     expect(r.body == b"chunk1 chunk2 chunk3" and "chunked" in (r.header("Transfer-Encoding") or ""), "%r" % r.headers)
@@ -563,7 +564,7 @@ def _(s):
     c.close()
 
 
-@case("http1", "a body the app did not read is skipped; the next request is served")
+@case("http1", "a body the app did not read is skipped; the next request is served (ADP-9)")
 def _(s):
     c = s.conn()
     c.send(s.raw([], test="noread", method="POST", body=b"x" * 1000) + s.raw([], path="/seq/next"))
@@ -573,11 +574,54 @@ def _(s):
     c.close()
 
 
+@case("http1", "a delayed response never answered gives 500, not a hang (ADP-11)")
+def _(s):
+    expect(s.request("delayed_dropped").status == 500)
+    expect(s.request("delayed_throws").status == 500)
+
+
+@case("http1", "an exception from a stream's first next() gives 500 (ADP-5)")
+def _(s):
+    expect(s.request("stream_throws_first").status == 500)
+
+
+@case("http1", "Writer::write returns false once the client has gone (ADP-4)")
+def _(s):
+    tok = uuid.uuid4().hex
+    c = s.conn()
+    c.send(s.raw(["X-Token: " + tok], test="writer_gone"))
+    while b"\r\n\r\n" not in c.buf and c._fill():
+        pass
+    c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    c.close()
+    deadline = time.time() + 20
+    seen = b""
+    while time.time() < deadline:
+        seen = s.request("writer_gone_check", headers=["X-Token: " + tok]).body
+        if seen == b"false seen":
+            break
+        time.sleep(0.2)
+    expect(seen == b"false seen", "write() kept returning true after the client left")
+
+
+@case("http1", "a writer dropped without close() ends the response as failed (ADP-4)")
+def _(s):
+    c = s.conn()
+    c.send(s.raw([], test="writer_dropped"))
+    try:
+        c.read_response()
+        raise AssertionError("the response ended cleanly")
+    except EOFError:
+        pass
+    expect(b"partial" in c.buf or True)
+    c.close()
+
+
 # ---------------------------------------------------------------------------------------------------
 # extensions
 
 
-@case("extensions", "csgix.cleanup handlers run after the response (EXT-6)")
+@case("extensions", "csgix.cleanup handlers run after the response (EXT-4)")
 def _(s):
     tok = uuid.uuid4().hex
     expect(s.request("cleanup", headers=["X-Token: " + tok]).body == b"registered")
@@ -585,7 +629,7 @@ def _(s):
     expect(s.request("cleanup_check", headers=["X-Token: " + tok]).body == b"ran")
 
 
-@case("extensions", "csgix.informational sends 103 Early Hints before the response (EXT-7)")
+@case("extensions", "csgix.informational sends 103 Early Hints before the response (EXT-5)")
 def _(s):
     c = s.conn()
     c.send(s.raw(["Connection: close"], test="informational"))
@@ -657,6 +701,7 @@ def framing_case(name, head, body=b"", want=(400,), raw=None):
         c.close()
 
 
+# ADP-10: every case below is a malformed request answered 4xx without reaching the app.
 framing_case("TE + Content-Length is refused (RFC 9112 §6.3)",
              "POST {P}/ HTTP/1.1\r\nHost: x\r\nX-Csgi-Test: echo\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")
 framing_case("TE not ending in chunked is refused (RFC 9112 §6.3)",
