@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps build run test test-asan bench fuzz install clean format
+.PHONY: all deps build run test test-asan test-reliability bench fuzz install clean format
 
 all: build
 
@@ -33,6 +33,10 @@ test-asan: deps
 
 bench: deps build
 	scripts/bench.sh $(BUILD)
+
+# The long reliability runs (fuzzing, bad-request corpus vs nginx, faults, hostile clients, scale-out).
+test-reliability: deps build
+	scripts/reliability.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan+UBSan) for FUZZ_SECONDS each (default 60).
 fuzz: deps

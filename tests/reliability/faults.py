@@ -171,7 +171,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--csgi", required=True)
     ap.add_argument("--app", required=True)
-    ap.add_argument("--only")
+    ap.add_argument("--only", help="comma-separated names")
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--markdown")
     args = ap.parse_args()
@@ -179,7 +179,7 @@ def main():
     work = netlab.tempdir()
     rows, failed = [], 0
     for name, fn in TESTS.items():
-        if args.only and name != args.only:
+        if args.only and name not in args.only.split(","):
             continue
         try:
             row = fn(args, work)
