@@ -566,7 +566,8 @@ Response run(const std::shared_ptr<CgiBin::State>& st, Env& env) {
   }
   auto proc = std::make_shared<CgiProcess>(st, loc.script_name, &env.errors());
   proc->mark_acquired();
-  int rc = proc->spawn(argv, cgi_environment(*st, env, loc, body.size()), dir, std::move(body));
+  std::vector<std::string> cgi_env = cgi_environment(*st, env, loc, body.size());
+  int rc = proc->spawn(argv, cgi_env, dir, std::move(body));
   if (rc != 0) {
     proc->log(std::string("cannot run: ") + std::strerror(rc));
     proc->close();

@@ -189,7 +189,9 @@ void ReverseProxy::apply(Env& env) const {
         hops = std::move(*parsed);
         from_forwarded = true;
       } else {
+        // A proxy we trust sent something we cannot read: believe none of its headers.
         env.errors().write("reverse_proxy: malformed Forwarded header ignored");
+        return;
       }
     }
   }

@@ -9,7 +9,8 @@
 /// ("unknown", an obfuscated identifier, garbage) stops the walk at the last trusted hop. Scheme and
 /// host come from the hop that reported the client (Forwarded: the same element; X-Forwarded-*: the
 /// same position when the lists have the same length, else their right-most value). `Forwarded` wins
-/// over X-Forwarded-* when present and enabled.
+/// over X-Forwarded-* when present and enabled; a malformed one makes the request's proxy headers all
+/// ignored (logged to csgi.errors).
 /// Reads:  REMOTE_ADDR, HTTP_FORWARDED, HTTP_X_FORWARDED_FOR/_PROTO/_HOST/_PORT, HTTP_HOST.
 /// Writes: REMOTE_ADDR (and REMOTE_PORT when Forwarded gives one), csgi.url_scheme ("http"/"https"
 ///         only), HTTP_HOST, SERVER_NAME, SERVER_PORT; the originals under `reverse_proxy.REMOTE_ADDR`,

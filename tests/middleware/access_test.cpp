@@ -1,0 +1,82 @@
+#include "csgi/middleware/access.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "csgi/middleware/cidr.hpp"
+#include "misc_helpers.hpp"
+
+using namespace csgi;
+using namespace csgi::mwtest;
+using mw::AccessRule;
+
+namespace {
+testing::Options from(std::string addr) {
+  testing::Options o;
+  o.remote_addr = std::move(addr);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("cidr: IPv4, IPv6, mapped addresses, prefixes, malformed blocks") {
+  mw::CidrSet s({"10.0.0.0/8", "192.168.1.7", "2001:db8::/32", "fe80::/10"});
+  CHECK(s.contains("10.255.3.4"));
+  CHECK(s.contains("::ffff:10.1.2.3"));
+  CHECK_FALSE(s.contains("11.0.0.1"));
+  CHECK(s.contains("192.168.1.7"));
+  CHECK_FALSE(s.contains("192.168.1.8"));
+  CHECK(s.contains("2001:db8:1::5"));
+  CHECK(s.contains("[2001:db8::1]"));
+  CHECK(s.contains("fe80::1%eth0"));
+  CHECK_FALSE(s.contains("2001:db9::1"));
+  CHECK_FALSE(s.contains("not-an-ip"));
+  CHECK_FALSE(s.contains(""));
+  CHECK(mw::CidrSet({"0.0.0.0/0"}).contains("1.2.3.4"));
+  CHECK_FALSE(mw::CidrSet({"0.0.0.0/0"}).contains("2001:db8::1"));
+  CHECK(mw::CidrSet({"::/0"}).contains("1.2.3.4"));
+  CHECK(mw::CidrSet({"10.1.2.3/31"}).contains("10.1.2.2"));
+  CHECK_FALSE(mw::CidrSet({"10.1.2.3/31"}).contains("10.1.2.4"));
+  for (std::string bad : {"10.0.0.0/33", "::/129", "10.0.0/8", "1.2.3.4/", "x/8", "1.2.3.4/8x", "[::1]/128"})
+    CHECK_THROWS_AS(mw::Cidr(bad), std::invalid_argument);
+}
+
+TEST_CASE("access: first match wins; default; 403") {
+  mw::AccessOptions o;
+  o.rules = {AccessRule::allow_from({"127.0.0.1", "::1"}), AccessRule::deny_from({"10.0.0.0/8"}),
+             AccessRule::allow_from({"10.0.0.0/8"})};  // never reached for 10/8
+  o.default_allow = false;
+  App app = lint(wrap<mw::Access>(answer(Kind::complete, 200, "in"), o));
+  CHECK(testing::call(app, "GET /", {}, {}, from("127.0.0.1")).status == 200);
+  CHECK(testing::call(app, "GET /", {}, {}, from("::1")).status == 200);
+  auto res = testing::call(app, "GET /", {}, {}, from("10.1.1.1"));
+  CHECK(res.status == 403);
+  CHECK(res.body == "Forbidden\n");
+  CHECK(testing::call(app, "GET /", {}, {}, from("8.8.8.8")).status == 403);
+  CHECK(testing::call(app, "GET /", {}, {}, from("")).status == 403);
+}
+
+TEST_CASE("access: method and path-prefix conditions, path normalised") {
+  mw::AccessOptions o;
+  o.rules = {AccessRule::allow_from({"192.168.0.0/16"}, {}, "/admin"), AccessRule::deny_from({}, {}, "/admin"),
+             AccessRule::deny_from({}, {"DELETE", "PUT"})};
+  App app = lint(wrap<mw::Access>(answer(Kind::stream, 200, "ok"), o));
+  auto st = [&](std::string req, std::string addr) { return testing::call(app, req, {}, {}, from(addr)).status; };
+  CHECK(st("GET /admin", "192.168.3.4") == 200);
+  CHECK(st("GET /admin/users", "1.2.3.4") == 403);
+  CHECK(st("GET /admin", "1.2.3.4") == 403);
+  CHECK(st("GET //admin", "1.2.3.4") == 403);
+  CHECK(st("GET /x/../admin/", "1.2.3.4") == 403);
+  CHECK(st("GET /./admin", "1.2.3.4") == 403);
+  CHECK(st("GET /administrator", "1.2.3.4") == 200);
+  CHECK(st("DELETE /thing", "192.168.3.4") == 403);
+  CHECK(st("GET /thing", "1.2.3.4") == 200);
+  testing::Options mounted = from("1.2.3.4");
+  mounted.script_name = "/admin";
+  CHECK(testing::call(app, "GET /admin/page", {}, {}, mounted).status == 403);
+}
+
+TEST_CASE("access: bad configuration throws") {
+  App a = answer(Kind::complete, 200, "x");
+  CHECK_THROWS_AS(mw::Access(a, {{AccessRule::allow_from({"300.1.1.1"})}}), std::invalid_argument);
+  CHECK_THROWS_AS(mw::Access(a, {{AccessRule::allow_from({}, {"get"})}}), std::invalid_argument);
+  CHECK_THROWS_AS(mw::Access(a, {{AccessRule::allow_from({}, {}, "admin")}}), std::invalid_argument);
+}

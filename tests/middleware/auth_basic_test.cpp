@@ -1,0 +1,160 @@
+#include "csgi/middleware/auth_basic.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "misc_helpers.hpp"
+
+using namespace csgi;
+using namespace csgi::mwtest;
+namespace fs = std::filesystem;
+
+namespace {
+std::string basic(std::string_view user_pass) {
+  static constexpr char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < user_pass.size(); i += 3) {
+    unsigned v = (unsigned char)user_pass[i] << 16 | (unsigned char)user_pass[i + 1] << 8 | (unsigned char)user_pass[i + 2];
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+  }
+  if (user_pass.size() - i == 1) {
+    unsigned v = (unsigned char)user_pass[i] << 16;
+    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
+  } else if (user_pass.size() - i == 2) {
+    unsigned v = (unsigned char)user_pass[i] << 16 | (unsigned char)user_pass[i + 1] << 8;
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+  }
+  return "Basic " + out;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "csgi-auth-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+bool have_htpasswd() { return std::system("htpasswd -nb u p >/dev/null 2>&1") == 0; }
+
+void htpasswd(const fs::path& file, const std::string& flags, const std::string& user, const std::string& pass) {
+  std::string cmd = "htpasswd -b" + flags + " '" + file.string() + "' '" + user + "' '" + pass + "' 2>/dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+}
+
+App whoami() {
+  return lint([](Env& env) {
+    return Response::text(200, std::string(env.get("REMOTE_USER")) + "/" + std::string(env.get("AUTH_TYPE")));
+  });
+}
+}  // namespace
+
+TEST_CASE("auth_basic: credential parsing") {
+  std::string u, p;
+  CHECK(mw::AuthBasic::parse_credentials(basic("alice:s3cr:et"), u, p));
+  CHECK(u == "alice");
+  CHECK(p == "s3cr:et");
+  CHECK(mw::AuthBasic::parse_credentials("basic   " + basic("a:").substr(6), u, p));
+  CHECK(p.empty());
+  for (std::string bad : {std::string(""), std::string("Bearer abc"), std::string("Basic"), std::string("Basic !!!!"),
+                          basic("nocolon"), basic(":nouser"), std::string("Basic YWJj="), basic("a:b\x01")})
+    CHECK_FALSE(mw::AuthBasic::parse_credentials(bad, u, p));
+}
+
+TEST_CASE("auth_basic: htpasswd file from Debian's htpasswd — bcrypt, SHA-1, SHA-256/512-crypt, DES") {
+  if (!have_htpasswd()) {
+    WARN("skipped: htpasswd (apache2-utils) is not installed");
+    return;
+  }
+  TempDir dir;
+  fs::path file = dir.path / "users";
+  htpasswd(file, "cB", "bcrypt", "pw-b");
+  htpasswd(file, "s", "sha", "pw-s");
+  htpasswd(file, "2", "sha256", "pw-2");
+  htpasswd(file, "5", "sha512", "pw-5");
+  htpasswd(file, "d", "des", "pw-d");
+  mw::AuthBasicOptions o;
+  o.realm = "Staff only";
+  o.htpasswd_file = file.string();
+  App app = lint(wrap<mw::AuthBasic>(whoami(), o));
+  for (auto [user, pass] : std::vector<std::pair<std::string, std::string>>{
+           {"bcrypt", "pw-b"}, {"sha", "pw-s"}, {"sha256", "pw-2"}, {"sha512", "pw-5"}, {"des", "pw-d"}}) {
+    INFO(user);
+    auto ok = testing::call(app, "GET /", {{"Authorization", basic(user + ":" + pass)}});
+    CHECK(ok.status == 200);
+    CHECK(ok.body == user + "/Basic");
+    auto bad = testing::call(app, "GET /", {{"Authorization", basic(user + ":" + pass + "x")}});
+    CHECK(bad.status == 401);
+    CHECK(bad.header("WWW-Authenticate") == "Basic realm=\"Staff only\", charset=\"UTF-8\"");
+  }
+  CHECK(testing::call(app, "GET /").status == 401);
+  CHECK(testing::call(app, "GET /", {{"Authorization", basic("nobody:pw-b")}}).status == 401);
+  // Swapped passwords between users fail.
+  CHECK(testing::call(app, "GET /", {{"Authorization", basic("sha:pw-b")}}).status == 401);
+}
+
+TEST_CASE("auth_basic: $apr1$ and plain text refused when the file is read; reload on change") {
+  if (!have_htpasswd()) {
+    WARN("skipped: htpasswd (apache2-utils) is not installed");
+    return;
+  }
+  TempDir dir;
+  fs::path file = dir.path / "users";
+  htpasswd(file, "cm", "md5", "pw");
+  mw::AuthBasicOptions o;
+  o.htpasswd_file = file.string();
+  CHECK_THROWS_WITH(mw::AuthBasic(whoami(), o), Catch::Contains("apr1"));
+  std::ofstream(file) << "plain:password\n";
+  CHECK_THROWS_AS(mw::AuthBasic(whoami(), o), std::invalid_argument);
+  fs::remove(file);
+  htpasswd(file, "cB", "alice", "one");
+  o.reload_interval = std::chrono::milliseconds(1);
+  App app = wrap<mw::AuthBasic>(whoami(), o);
+  CHECK(testing::call(app, "GET /", {{"Authorization", basic("alice:one")}}).status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  htpasswd(file, "B", "bob", "two");
+  fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(testing::call(app, "GET /", {{"Authorization", basic("bob:two")}}).status == 200);
+  // A broken file keeps the previous one.
+  std::ofstream(file, std::ios::app) << "broken line\n";
+  fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto res = testing::call(app, "GET /", {{"Authorization", basic("alice:one")}});
+  CHECK(res.status == 200);
+  CHECK(res.errors.find("keeping the previous htpasswd") != std::string::npos);
+}
+
+TEST_CASE("auth_basic: callback; configuration errors") {
+  mw::AuthBasicOptions o;
+  o.authenticator = [](std::string_view u, std::string_view p, Env&) { return u == "admin" && p == "pw"; };
+  App app = lint(wrap<mw::AuthBasic>(whoami(), o));
+  CHECK(testing::call(app, "GET /", {{"Authorization", basic("admin:pw")}}).body == "admin/Basic");
+  CHECK(testing::call(app, "GET /", {{"Authorization", basic("admin:px")}}).status == 401);
+  mw::AuthBasicOptions none;
+  CHECK_THROWS_AS(mw::AuthBasic(whoami(), none), std::invalid_argument);
+  mw::AuthBasicOptions quote = o;
+  quote.realm = "a\"b";
+  CHECK_THROWS_AS(mw::AuthBasic(whoami(), quote), std::invalid_argument);
+  mw::AuthBasicOptions missing;
+  missing.htpasswd_file = "/nonexistent/htpasswd";
+  CHECK_THROWS_AS(mw::AuthBasic(whoami(), missing), std::runtime_error);
+}
+
+TEST_CASE("htpasswd: hashes checked directly") {
+  // {SHA} of "password" (known vector), and a libcrypt SHA-512 hash made here.
+  CHECK(mw::Htpasswd::verify_hash("{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", "password"));
+  CHECK_FALSE(mw::Htpasswd::verify_hash("{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", "passwort"));
+  CHECK_FALSE(mw::Htpasswd::supported("$apr1$abc$def"));
+  CHECK_FALSE(mw::Htpasswd::supported("plaintext"));
+  auto h = mw::Htpasswd::parse("# comment\n\nu1:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\r\n");
+  CHECK(h.size() == 1);
+  CHECK(h.verify("u1", "password"));
+  CHECK_FALSE(h.verify("u2", "password"));
+  CHECK_THROWS_AS(mw::Htpasswd::parse("u:{SHA}x\nu:{SHA}x\n"), std::invalid_argument);
+}
