@@ -1,6 +1,7 @@
 #include "csgi/middleware/auth_basic.hpp"
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,4 +158,38 @@ TEST_CASE("htpasswd: hashes checked directly") {
   CHECK(h.verify("u1", "password"));
   CHECK_FALSE(h.verify("u2", "password"));
   CHECK_THROWS_AS(mw::Htpasswd::parse("u:{SHA}x\nu:{SHA}x\n"), std::invalid_argument);
+}
+
+TEST_CASE("auth_basic: one instance serves threads concurrently while the file is re-read") {
+  if (!have_htpasswd()) {
+    WARN("skipped: htpasswd (apache2-utils) is not installed");
+    return;
+  }
+  TempDir dir;
+  fs::path file = dir.path / "users";
+  htpasswd(file, "cs", "u", "p");
+  mw::AuthBasicOptions o;
+  o.htpasswd_file = file.string();
+  o.reload_interval = std::chrono::milliseconds(1);
+  App app = wrap<mw::AuthBasic>(whoami(), o);
+  std::atomic<int> wrong{0};
+  std::atomic<bool> stop{false};
+  std::thread touch([&] {
+    for (int i = 0; i < 20 && !stop; ++i) {
+      fs::last_write_time(file, fs::file_time_type::clock::now() + std::chrono::seconds(i + 1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        if (testing::call(app, "GET /", {{"Authorization", basic("u:p")}}).status != 200) ++wrong;
+        if (testing::call(app, "GET /", {{"Authorization", basic("u:x")}}).status != 401) ++wrong;
+      }
+    });
+  for (auto& t : ts) t.join();
+  stop = true;
+  touch.join();
+  CHECK(wrong == 0);
 }

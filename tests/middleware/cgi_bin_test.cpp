@@ -1,6 +1,7 @@
 #include "csgi/middleware/cgi_bin.hpp"
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -213,4 +214,31 @@ TEST_CASE("cgi_bin: configuration errors") {
   o.root = s.dir.string();
   o.extra_env = {{"BAD NAME", "x"}};
   CHECK_THROWS_AS(mw::CgiBin(o), std::invalid_argument);
+}
+
+TEST_CASE("cgi_bin: concurrent requests from several threads share one app and its process limit") {
+  Scripts s;
+  mw::CgiBin cgi(rooted(s.dir.string(), 3));
+  App app = cgi;
+  std::size_t fds_before = open_fds();
+  std::atomic<int> ok{0}, busy{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 8; ++i) {
+        auto res = testing::call(app, "POST /cgi/echo.pl", {}, std::string(1000 + t * 100 + i, 'a'), mounted());
+        if (res.status == 201 && res.body == "got " + std::to_string(1000 + t * 100 + i) + " bytes: aaaaaaaaaa\n")
+          ++ok;
+        else if (res.status == 503)
+          ++busy;
+        else
+          ++other;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(other == 0);
+  CHECK(ok + busy == 48);
+  CHECK(ok >= 3);
+  CHECK(cgi.running() == 0);
+  CHECK(open_fds() == fds_before);
 }
