@@ -1,0 +1,1 @@
+target_link_libraries(mw_misc_bench PRIVATE csgi::middleware)
