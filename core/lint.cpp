@@ -355,7 +355,9 @@ private:
 
 class LintInput final : public Input {
 public:
-  LintInput(Input& inner, std::optional<std::uint64_t> length) : in_(inner), length_(length) {}
+  /// `held` is the env value that held `inner`: keeping it keeps an env-owned input alive.
+  LintInput(Input& inner, Value held, std::optional<std::uint64_t> length)
+      : in_(inner), held_(std::move(held)), length_(length) {}
   std::size_t read(char* buf, std::size_t n) override {
     if (n == 0) fail("INPUT-1", "csgi.input read() asked for 0 bytes (0 is the end-of-input answer)");
     std::size_t r = in_.read(buf, n);
@@ -381,6 +383,7 @@ public:
 
 private:
   Input& in_;
+  Value held_;
   std::optional<std::uint64_t> length_;
   std::uint64_t total_ = 0;
   bool eof_ = false;
@@ -388,7 +391,8 @@ private:
 
 class LintInformational final : public Informational {
 public:
-  LintInformational(Informational& inner, std::shared_ptr<Exchange> ex) : inner_(inner), ex_(std::move(ex)) {}
+  LintInformational(Informational& inner, Value held, std::shared_ptr<Exchange> ex)
+      : inner_(inner), held_(std::move(held)), ex_(std::move(ex)) {}
   bool send(int status, const Headers& headers) override {
     if (status < 100 || status > 199 || status == 101)
       fail("EXT-5", str("csgix.informational sends 1xx statuses other than 101, got ", std::to_string(status)));
@@ -402,6 +406,7 @@ public:
 
 private:
   Informational& inner_;
+  Value held_;
   std::shared_ptr<Exchange> ex_;
 };
 
@@ -506,10 +511,13 @@ Response Lint::operator()(Env& env) const {
   std::optional<std::uint64_t> length;
   if (std::string_view cl = env.get(keys::CONTENT_LENGTH); !cl.empty() && cl.size() <= 19)
     length = std::stoull(std::string(cl));
-  std::shared_ptr<Input> input = std::make_shared<LintInput>(*env.object<Input>(keys::input), length);
+  // The wrappers keep the values they replace, so an input or hint object owned by the env stays alive.
+  std::shared_ptr<Input> input =
+      std::make_shared<LintInput>(*env.object<Input>(keys::input), *env.find(keys::input), length);
   env.set_object<Input>(keys::input, std::move(input));
   if (auto* info = env.object<Informational>(keys::x::informational)) {
-    std::shared_ptr<Informational> wrapped = std::make_shared<LintInformational>(*info, ex);
+    std::shared_ptr<Informational> wrapped =
+        std::make_shared<LintInformational>(*info, *env.find(keys::x::informational), ex);
     env.set_object<Informational>(keys::x::informational, std::move(wrapped));
   }
 

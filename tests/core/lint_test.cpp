@@ -190,6 +190,34 @@ TEST_CASE("Lint: accepts no-body statuses, HEAD lengths, extensions and nested L
   CHECK(info.sent == std::vector<int>{103});
 }
 
+TEST_CASE("Lint: its wrappers keep an input owned by the env alive", "[lint]") {
+  struct Tracked final : Input {
+    explicit Tracked(bool& gone) : gone_(gone) {}
+    ~Tracked() override { gone_ = true; }
+    std::size_t read(char* buf, std::size_t n) override {
+      if (done_ || n == 0) return 0;
+      done_ = true;
+      buf[0] = 'z';
+      return 1;
+    }
+    bool seekable() const override { return true; }
+    void rewind() override { done_ = false; }
+    bool& gone_;
+    bool done_ = false;
+  };
+  bool gone = false;
+  testing::Options o;
+  o.setup = [&](Env& env) {
+    env.set_object<Input>(keys::input, std::shared_ptr<Input>(std::make_shared<Tracked>(gone)));
+    env.set(keys::CONTENT_LENGTH, "1");
+  };
+  App app = [&](Env& env) {
+    CHECK_FALSE(gone);
+    return Response::text(200, env.input().read_all());
+  };
+  CHECK(testing::call(wrap<Lint>(wrap<Lint>(app)), "POST /", {}, "", o).body == "z");
+}
+
 // ---- env on the way in ---------------------------------------------------------------------------------
 
 TEST_CASE("Lint rejects: REQUEST_METHOD", "[lint][ENV-1]") {
