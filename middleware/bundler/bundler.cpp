@@ -178,6 +178,7 @@ public:
       if (amp == std::string_view::npos) break;
       qs.remove_prefix(amp + 1);
     }
+    if (have.size() > (std::size_t{1} << 20)) return Response::error(400, "have: longer than any module table");
     for (char c : have)
       if (b64url_value(c) < 0) return Response::error(400, "have: not a base64url bitset");
     bool epoch_ok = e == epoch;
@@ -424,9 +425,9 @@ public:
           env.errors().write("bundler: not bundled: " + m.path + ":" + std::to_string(u.line) + " " + u.what);
     }
     body += "\n]);\n";
-    // Header values must stay one line of visible ASCII-compatible text.
+    // A header value: one line of visible ASCII (module names may hold anything).
     for (char& ch : unbundled)
-      if (ch == '\r' || ch == '\n') ch = ' ';
+      if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
 
     en->etag = "\"" + hex(fnv1a(body)) + hex(body.size(), 8) + "\"";
     en->gen = gen0;

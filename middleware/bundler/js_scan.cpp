@@ -495,7 +495,7 @@ private:
         if (t == Tok::punct && punct == ")") {
           res_.deps.push_back({std::move(rq_spec_), line_of(rq_start_)});
         } else if (t == Tok::punct && punct == ",") {
-          res_.unbundled.push_back({line_of(rq_start_), "require('" + rq_spec_ + "', …)"});
+          res_.unbundled.push_back({line_of(rq_start_), "require('" + rq_spec_ + "', ...)"});
         } else {
           res_.unbundled.push_back({line_of(rq_start_), "require(expr)"});
         }

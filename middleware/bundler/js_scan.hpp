@@ -29,7 +29,7 @@ struct Dependency {
 
 struct Unbundled {
   std::uint32_t line = 0;
-  std::string what;  // "require(expr)", "require('x', …)", "import()", …
+  std::string what;  // "require(expr)", "require('x', ...)", "import()", …
 };
 
 struct ScanResult {

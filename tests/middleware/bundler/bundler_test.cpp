@@ -324,7 +324,7 @@ TEST_CASE("bundler: require(expr) and two-argument require are reported in a hea
   auto res = call(app, "GET /main.js");
   REQUIRE(res.status == 200);
   CHECK(parse(res.body).paths == std::vector<std::string>{"main.js", "real.js"});
-  CHECK(res.header("X-Bundle-Unbundled") == "main.js:2 require(expr); main.js:3 require('./later', …)");
+  CHECK(res.header("X-Bundle-Unbundled") == "main.js:2 require(expr); main.js:3 require('./later', ...)");
 }
 
 TEST_CASE("bundler: source text of any kind is escaped into one line per module", "[bundler]") {

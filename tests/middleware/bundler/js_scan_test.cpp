@@ -77,7 +77,7 @@ TEST_CASE("scan: dynamic and two-argument requires are reported, not bundled", "
   REQUIRE(r.unbundled.size() == 6);
   CHECK(r.unbundled[0].what == "require(expr)");
   CHECK(r.unbundled[1].line == 2);
-  CHECK(r.unbundled[2].what == "require('./b', …)");
+  CHECK(r.unbundled[2].what == "require('./b', ...)");
   CHECK(r.unbundled[3].what == "require()");
   CHECK(r.unbundled[4].what == "require(expr)");
   CHECK(r.unbundled[5].what == "import()");
@@ -125,4 +125,21 @@ TEST_CASE("scan: hashbang, numbers, private names, optional chaining", "[bundler
   CHECK(specs("var n = 1e-5 / 2 + 0x1F / 3 + .5 / 1 + 10n; require('./b');") == V{"./b"});
   CHECK(specs("class A { #p = 1; m() { return this.#p / 2; } } require('./c');") == V{"./c"});
   CHECK(specs("var v = a?.b / 2 + (c ?.5 : 1); require('./d');") == V{"./d"});
+}
+
+TEST_CASE("scan: every prefix of a tricky source scans without crashing", "[bundler][lexer]") {
+  const std::string src =
+      "#!/usr/bin/env node\n'use strict';\nvar a = /*#__PURE__*/require(\"./a\"), r = /[/'\\]]+/g, d = a / 2 / 3;\n"
+      "var t = `x ${ `y ${ {k: '}'}.k } z` } \\` ${ require('./t') }`;\n// require('c')\n"
+      "function f(require) { return require('./local'); }\nif (d) /re/.test('s'); else { x = {}.y / 1; }\n"
+      "class C { #p = 1; async export() { return this.#p?.q ?? 0; } }\nconst s = '\\u2028\\x41', u = \"\\\"\";\n"
+      "module.exports = () => require(`./tpl`);\n";
+  auto full = scan(src);
+  INFO(full.error.value_or(""));
+  REQUIRE_FALSE(full.error);
+  CHECK(full.deps.size() == 3);
+  for (std::size_t n = 0; n <= src.size(); ++n) {
+    auto r = scan(std::string_view(src).substr(0, n));
+    CHECK(r.deps.size() <= 3);
+  }
 }
