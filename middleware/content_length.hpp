@@ -5,7 +5,7 @@
 ///
 /// Reads:  response status, Content-Length, Transfer-Encoding, body kind/size
 /// Writes: response header Content-Length
-/// Order:  outside anything that rewrites the body (deflate, head): it measures what it is given.
+/// Order:  outside deflate (it measures what it is given), inside head (so HEAD gets the GET length).
 #include "csgi/core/app.hpp"
 
 namespace csgi::mw {

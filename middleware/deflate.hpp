@@ -16,7 +16,7 @@
 /// Reads:  REQUEST_METHOD, HTTP_ACCEPT_ENCODING, deflate.skip; response Content-Type, Content-Encoding,
 ///         Content-Range, Cache-Control, ETag, Vary
 /// Writes: response body and Content-Encoding, Content-Length, Accept-Ranges, ETag, Vary
-/// Order:  inside content_length (which then measures the compressed string body) and conditional_get
+/// Order:  inside content_length (which then measures the compressed string body); conditional_get
 ///         may sit on either side (weak ETags still match If-None-Match).
 #include <functional>
 #include <string_view>
