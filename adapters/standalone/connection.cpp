@@ -405,6 +405,7 @@ private:
 Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
     : t_(t), sh_(t.shared), socket_(std::move(s)), fd_(socket_.native_handle()), listener_(l) {
   sh_.connections.fetch_add(1, std::memory_order_relaxed);
+  t_.open.fetch_add(1, std::memory_order_relaxed);
   buf_.reset(new char[initial_buffer]);
   cap_ = initial_buffer;
   error_code ec;
@@ -446,6 +447,7 @@ Conn::~Conn() {
     t_.release_env(std::move(env_));
   }
   sh_.connections.fetch_sub(1, std::memory_order_relaxed);
+  t_.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Conn::start() {
@@ -931,11 +933,26 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append("\r\n");
 }
 
+// The Content-Length the app declared, when it is one well-formed number.
+static std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  auto cl = headers.get("content-length");
+  if (!cl) return std::nullopt;
+  std::uint64_t v = 0;
+  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
+  return v;
+}
+
 void Conn::start_body(Response& res) {
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
   bool no_body = status_has_no_body(status);
   if (auto* s = std::get_if<std::string>(&res.body)) {
-    write_head(status, res.headers, no_body ? std::nullopt : std::optional<std::uint64_t>(s->size()), false);
+    std::optional<std::uint64_t> len = s->size();
+    // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
+    if (head_ && s->empty()) {
+      if (auto d = declared_length(res.headers)) len = d;
+    }
+    write_head(status, res.headers, no_body ? std::nullopt : len, false);
     if (!head_ && !no_body && !s->empty()) {
       sent_body_ = s->size();
       if (s->size() <= inline_body_max) {
@@ -1263,7 +1280,8 @@ void Conn::finish_response() {
     flush();
     cleanup_.run(*env_);
   }
-  env_->clear();
+  // Back to the thread's pool: an idle keep-alive connection holds no env.
+  t_.release_env(std::move(env_));
   active_ = false;
   phase_ = Phase::reading;
   if (keep_alive_ && parser_ && !parser_->is_done()) {

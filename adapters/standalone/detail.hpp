@@ -67,6 +67,7 @@ struct Shared {
   std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
   bool multithread = false;
   bool multiprocess = false;
+  std::vector<class IoThread*> threads;  // every io thread of this process (for accept balancing)
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
@@ -97,6 +98,8 @@ public:
   asio::io_context ioc{1};
   Clock::time_point now = Clock::now();  // refreshed by the sweeper and on each readable event
   bool stopping = false;
+  bool balance = true;                     // hand accepted connections to the least busy thread
+  std::atomic<std::size_t> open{0};        // connections owned by this thread
   std::function<void()> on_stop;  // run on this thread when a graceful stop begins
 
   std::unique_ptr<Env> acquire_env();

@@ -99,6 +99,9 @@ IoThread::~IoThread() {
 }
 
 void IoThread::listen(const std::vector<ListenSocket>& sockets, bool own_reuseport_sockets) {
+  // With one shared socket, whichever thread wakes first would accept a burst of connections alone;
+  // balancing hands each to the thread with the fewest. SO_REUSEPORT sockets are balanced by the kernel.
+  balance = !own_reuseport_sockets;
   for (const ListenSocket& s : sockets) {
     int fd;
     if (own_reuseport_sockets && s.tcp && !s.systemd && index > 0) {
@@ -132,7 +135,12 @@ void IoThread::accept(Listener& l) {
     });
     return;
   }
-  l.acceptor->async_accept([this, &l](error_code ec, Socket s) {
+  IoThread* target = this;
+  if (balance && shared.threads.size() > 1) {
+    for (IoThread* t : shared.threads)
+      if (t->open.load(std::memory_order_relaxed) < target->open.load(std::memory_order_relaxed)) target = t;
+  }
+  l.acceptor->async_accept(target->ioc, [this, &l, target](error_code ec, Socket s) {
     if (ec == asio::error::operation_aborted || stopping) return;
     if (ec) {
       // EMFILE, ENFILE, ENOBUFS…: back off instead of spinning; never fatal.
@@ -146,12 +154,20 @@ void IoThread::accept(Listener& l) {
       });
       return;
     }
-    now = Clock::now();
-    try {
-      start_connection(*this, std::move(s), *l.info);
-    } catch (const std::exception& e) {
-      shared.errors.write(std::string("csgi: connection setup failed: ") + e.what());
-    }
+    target->open.fetch_add(1, std::memory_order_relaxed);  // counted now, so the next choice sees it
+    auto start = [target, info = l.info, s = std::move(s)]() mutable {
+      target->now = Clock::now();
+      try {
+        start_connection(*target, std::move(s), *info);
+      } catch (const std::exception& e) {
+        target->shared.errors.write(std::string("csgi: connection setup failed: ") + e.what());
+      }
+      target->open.fetch_sub(1, std::memory_order_relaxed);
+    };
+    if (target == this)
+      start();
+    else
+      asio::post(target->ioc, std::move(start));
     accept(l);
   });
 }
@@ -297,6 +313,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     std::lock_guard lock(mu);
     for (unsigned i = 0; i < opt.threads; ++i) threads.push_back(std::make_unique<IoThread>(sh, i));
   }
+  for (auto& t : threads) sh.threads.push_back(t.get());
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
   asio::signal_set signals(threads[0]->ioc);
   threads[0]->on_stop = [&signals] {
@@ -346,6 +363,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   for (auto& th : extra) th.join();
   {
     std::lock_guard lock(mu);
+    sh.threads.clear();
     threads.clear();
   }
   return 0;
