@@ -5,6 +5,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/percent.hpp"
+#include "csgi/core/request_env.hpp"
 
 namespace csgi::cgi {
 
@@ -119,6 +120,10 @@ void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
       throw BadRequest("CONTENT_LENGTH is not a number");
   }
   if (!env.contains(keys::QUERY_STRING)) env.set_view(keys::QUERY_STRING, "");
+  if (env.get(keys::SERVER_NAME).empty()) {  // nginx sends $server_name, empty without server_name
+    set_server_from_host(env);
+    if (env.get(keys::SERVER_NAME).empty()) env.set_view(keys::SERVER_NAME, env.get("SERVER_ADDR", "localhost"));
+  }
   if (!env.contains(keys::SERVER_PROTOCOL)) env.set_view(keys::SERVER_PROTOCOL, "HTTP/1.0");
 
   PathSplit paths = split_paths(env, env.get(keys::REQUEST_URI), env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO),
@@ -128,6 +133,7 @@ void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
 
   std::string_view https = env.get("HTTPS");
   bool secure = https == "on" || https == "ON" || https == "1" || env.get("REQUEST_SCHEME") == "https";
+  if (env.get(keys::SERVER_PORT).empty()) env.set_view(keys::SERVER_PORT, secure ? "443" : "80");
   env.set_view(keys::version, keys::spec_version);
   env.set_view(keys::url_scheme, secure ? "https" : "http");
   env.set_bool(keys::multithread, options.multithread);

@@ -50,7 +50,8 @@ struct EnvOptions {
 /// Fills `env` from "NAME=VALUE" strings (a null-terminated array, as environ and libfcgi's envp are):
 /// the last copy of a name wins; HTTP_CONTENT_TYPE, HTTP_CONTENT_LENGTH and HTTP_PROXY (httpoxy) are
 /// dropped; an empty CONTENT_LENGTH or CONTENT_TYPE counts as absent; QUERY_STRING is always present;
-/// SCRIPT_NAME/PATH_INFO go through split_paths. Also sets csgi.version, csgi.url_scheme ("https" when
+/// SCRIPT_NAME/PATH_INFO go through split_paths; an empty SERVER_NAME (nginx without server_name) comes
+/// from HTTP_HOST, else SERVER_ADDR; an empty SERVER_PORT is 80 or 443. Also sets csgi.version, csgi.url_scheme ("https" when
 /// HTTPS is on or REQUEST_SCHEME says so), csgi.multithread/multiprocess/run_once, csgi.nonblocking=false
 /// and csgi.streaming=true. The strings must outlive the request (values are not copied).
 /// Throws csgi::HttpError: 400 for a missing REQUEST_METHOD or a CONTENT_LENGTH that is not digits, 431

@@ -1,0 +1,159 @@
+// csgi-fcgi spoken to directly over its socket: the param map, bad input (huge params, NUL bytes, Proxy),
+// a body read to EOF, fd 0 spawning (systemd StandardInput=socket, as docs/deploy/systemd describes) and
+// the graceful stop on SIGTERM.
+#include "csgi/adapters/fastcgi/fastcgi.hpp"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "harness.hpp"
+
+using namespace csgi::test;
+using namespace std::chrono_literals;
+using Params = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+Params base(const std::string& uri) {
+  return {{"REQUEST_METHOD", "GET"}, {"REQUEST_URI", uri}, {"QUERY_STRING", ""}, {"SCRIPT_NAME", uri},
+          {"SERVER_NAME", "localhost"}, {"SERVER_PORT", "80"}, {"SERVER_PROTOCOL", "HTTP/1.1"}};
+}
+
+int listen_unix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(fd, 64);
+  return fd;
+}
+}  // namespace
+
+TEST_CASE("is_fastcgi_socket tells a listening socket from anything else") {
+  TempDir dir;
+  int fd = listen_unix(dir / "s.sock");
+  CHECK(csgi::fastcgi::is_fastcgi_socket(fd));
+  ::close(fd);
+  int pair[2];
+  ::socketpair(AF_UNIX, SOCK_STREAM, 0, pair);
+  CHECK_FALSE(csgi::fastcgi::is_fastcgi_socket(pair[0]));
+  ::close(pair[0]);
+  ::close(pair[1]);
+  CHECK_FALSE(csgi::fastcgi::is_fastcgi_socket(-1));
+}
+
+TEST_CASE("csgi-fcgi over a unix socket: params, bad input, body, graceful stop") {
+  TempDir dir;
+  std::string sock = dir / "app.sock";
+  Process app({CSGI_FCGI_BIN, "--app", CSGI_GATEWAY_APP, "--app-arg", dir / "file.bin", "--listen", "unix:" + sock,
+               "--threads", "4"},
+              log_path(dir, "app"));
+  REQUIRE(wait_for_unix(sock));
+
+  SECTION("last value wins; HTTP_PROXY, HTTP_CONTENT_* dropped; empty CONTENT_LENGTH is absent") {
+    Params p = base("/app/env/x");
+    p.push_back({"SCRIPT_NAME", "/app"});
+    p.push_back({"HTTP_PROXY", "http://evil:3128"});
+    p.push_back({"HTTP_CONTENT_TYPE", "text/evil"});
+    p.push_back({"CONTENT_LENGTH", ""});
+    auto r = fastcgi_request(sock, p);
+    REQUIRE(r.ended);
+    auto env = parse_env(parse_cgi_response(r.stdout_data).body);
+    CHECK(env["SCRIPT_NAME"] == "/app");
+    CHECK(env["PATH_INFO"] == "/env/x");
+    CHECK_FALSE(env.count("HTTP_PROXY"));
+    CHECK_FALSE(env.count("HTTP_CONTENT_TYPE"));
+    CHECK_FALSE(env.count("CONTENT_LENGTH"));
+    CHECK(env["csgi.multithread"] == "true");
+  }
+  SECTION("NUL bytes inside a param value are cut there, nothing breaks") {
+    Params p = base("/env");
+    p.push_back({"HTTP_X_NUL", std::string("ab\0cd", 5)});
+    p.push_back({std::string("HTTP_X\0Y", 8), "v"});
+    auto r = fastcgi_request(sock, p);
+    REQUIRE(r.ended);
+    auto res = parse_cgi_response(r.stdout_data);
+    CHECK(res.status == 200);
+    CHECK(parse_env(res.body)["HTTP_X_NUL"] == "ab");
+  }
+  SECTION("2 MB of params → 431; a REQUEST_URI with %00 → 400; no REQUEST_METHOD → 400") {
+    Params p = base("/env");
+    p.push_back({"HTTP_X_HUGE", std::string(2 << 20, 'h')});
+    auto r = fastcgi_request(sock, p);
+    REQUIRE(r.ended);
+    CHECK(parse_cgi_response(r.stdout_data).status == 431);
+    r = fastcgi_request(sock, base("/a%00b"));
+    CHECK(parse_cgi_response(r.stdout_data).status == 400);
+    Params none = base("/env");
+    none.erase(none.begin());
+    r = fastcgi_request(sock, none);
+    CHECK(parse_cgi_response(r.stdout_data).status == 400);
+    // Still serving.
+    r = fastcgi_request(sock, base("/pid"));
+    CHECK(parse_cgi_response(r.stdout_data).status == 200);
+  }
+  SECTION("the body is read to the end of FastCGI stdin, whatever CONTENT_LENGTH says") {
+    Params p = base("/echo");
+    p[0].second = "POST";
+    p.push_back({"CONTENT_LENGTH", "3"});
+    std::string body(200000, 'b');
+    auto r = fastcgi_request(sock, p, body);
+    auto res = parse_cgi_response(r.stdout_data);
+    CHECK(res.header("X-Body-Length") == "200000");
+  }
+  SECTION("SIGTERM: idle threads wake, the request in flight finishes, exit status 0") {
+    auto slow = std::async(std::launch::async, [&] { return fastcgi_request(sock, base("/hang?ms=1500"), {}, 10s); });
+    std::this_thread::sleep_for(300ms);
+    auto t0 = std::chrono::steady_clock::now();
+    auto status = app.stop(SIGTERM, 8s);
+    REQUIRE(status.has_value());
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 0);
+    CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+    auto r = slow.get();
+    CHECK(r.ended);
+    CHECK(parse_cgi_response(r.stdout_data).body == "woke\n");
+  }
+}
+
+TEST_CASE("systemd StandardInput=socket (docs/deploy/systemd): the socket as fd 0, SIGTERM stops it") {
+  TempDir dir;
+  std::string sock = dir / "app.sock";
+  std::map<std::string, std::string> vars = {{"FCGI", CSGI_FCGI_BIN}, {"APP", CSGI_GATEWAY_APP},
+                                             {"APP_ARG", dir / "file.bin"}, {"SOCKET", sock}};
+  std::string unit = render(source_dir() + "/docs/deploy/systemd/csgi-app.service", vars);
+  std::string socket_unit = render(source_dir() + "/docs/deploy/systemd/csgi-app.socket", vars);
+  REQUIRE(unit.find("StandardInput=socket") != std::string::npos);
+  REQUIRE(socket_unit.find("ListenStream=" + sock) != std::string::npos);
+  auto start = unit.find("\nExecStart=") + 1;
+  std::string exec = unit.substr(start + 10, unit.find('\n', start) - start - 10);
+  std::vector<std::string> argv;
+  for (std::size_t p = 0; p < exec.size();) {
+    auto q = exec.find(' ', p);
+    if (q == std::string::npos) q = exec.size();
+    if (q > p) argv.push_back(exec.substr(p, q - p));
+    p = q + 1;
+  }
+  int fd = listen_unix(sock);  // what systemd does for csgi-app.socket
+  Process app(argv, log_path(dir, "app"), fd);
+  ::close(fd);
+  auto r = fastcgi_request(sock, base("/pid"));
+  INFO("argv: " << exec << "\nlog: " << read_file(log_path(dir, "app")));
+  REQUIRE(r.ended);
+  CHECK(parse_cgi_response(r.stdout_data).status == 200);
+  auto env = parse_env(parse_cgi_response(fastcgi_request(sock, base("/env")).stdout_data).body);
+  CHECK(env["csgi.multiprocess"] == "true");
+  auto status = app.stop(SIGTERM, 10s);
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+}
