@@ -99,6 +99,7 @@ int serve_request(const App& app, const char* const* vars, int in_fd, int out_fd
   Env env;
   FdOutput out(out_fd);
   bool ok = handle_request(app, env, vars, env_options, input, stderr_stream(), out);
+  ok = out.flush() && ok;
   return ok ? 0 : 1;
 }
 

@@ -103,7 +103,7 @@ bool send_complete(Response& res, Env& env, Output& out) {
   if (!out.write(head)) return false;
   if (skip) {
     if (auto* sp = std::get_if<StreamPtr>(&res.body); sp && *sp) (*sp)->close();
-    return out.flush();
+    return true;
   }
   return write_body(res.body, env, out);
 }
@@ -295,7 +295,7 @@ bool send_response(Response res, Env& env, Output& out, const SendOptions& optio
       if (!fn) return send_error(env, out, 500);
       return send_delayed(fn, env, out, options) && out.flush();
     }
-    return send_complete(res, env, out) && out.flush();
+    return send_complete(res, env, out);  // the adapter flushes at the end (FastCGI: in FCGX_Finish_r)
   } catch (const std::exception& e) {
     log_error(env, std::string("response body failed: ") + e.what());
     return false;

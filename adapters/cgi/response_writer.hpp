@@ -43,8 +43,9 @@ struct SendOptions {
 
 /// Sends `res`. No body is written for HEAD requests nor for 1xx/204/304. Returns true when the whole
 /// response went out; false when the client went away or an error cut the body short (the caller should
-/// drop the connection so the front server sees an incomplete response). Never throws; errors are written
-/// to csgi.errors.
+/// drop the connection so the front server sees an incomplete response). Streamed chunks are flushed as
+/// they go; the end of a complete response is left in `out` for the adapter to flush (FastCGI sends it
+/// with FCGI_END_REQUEST in one write). Never throws; errors are written to csgi.errors.
 bool send_response(Response res, Env& env, Output& out, const SendOptions& options = {}) noexcept;
 
 /// One request: build the env from `vars` (400/431 on bad meta-variables), attach `input` and `errors`,
