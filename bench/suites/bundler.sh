@@ -47,12 +47,17 @@ tmp=$(mktemp -d /tmp/csgi-bench-bundler-XXXXXX)
 chmod 755 "$tmp"  # nginx workers run as nobody when started by root
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 pin() { if command -v taskset >/dev/null; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
+# Starts a server in the background on cpu $1 and records its pid (taskset execs it: same pid).
+start_bg() {
+  if command -v taskset >/dev/null; then taskset -c "$1" "${@:2}" & else "${@:2}" & fi
+  pids+=($!)
+}
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 100); do
@@ -76,8 +81,8 @@ served_note=""
 csgi_rps=0; csgi_lat="-"; static_rps=0; static_lat="-"; nginx_rps=0; nginx_lat="-"; bytes=0
 if [ -x "$serve" ]; then
   port=$(free_port)
-  BUNDLER_FRESHNESS=inotify pin 0 "$serve" "$root" "$tmp" --listen "127.0.0.1:$port" --threads 1 > "$tmp/serve.log" 2>&1 &
-  pids+=($!)
+  export BUNDLER_FRESHNESS=inotify
+  start_bg 0 "$serve" "$root" "$tmp" --listen "127.0.0.1:$port" --threads 1 > "$tmp/serve.log" 2>&1
   wait_port "$port" || fail_section "csgi-bundle-serve did not start: $(cat "$tmp/serve.log")"
   url="http://127.0.0.1:$port/bundle/~/ramda"
   curl -s -o "$tmp/ramda.bundle.js" "$url"
@@ -108,8 +113,7 @@ http {
   server { listen 127.0.0.1:$nport; root $tmp/nginx/www; }
 }
 EOF
-    pin 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" > "$tmp/nginx.log" 2>&1 &
-    pids+=($!)
+    start_bg 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" > "$tmp/nginx.log" 2>&1
     wait_port "$nport" || true
     curl -s -o "$tmp/nginx.out" "http://127.0.0.1:$nport/ramda.bundle.js" || true
     cmp -s "$tmp/nginx.out" "$tmp/ramda.bundle.js" ||

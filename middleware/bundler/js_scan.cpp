@@ -314,7 +314,7 @@ private:
         std::string_view text = s_.substr(text_start, p_ - text_start);
         ++p_;
         // A whole template without substitutions is a literal; the tail of one is an expression's end.
-        feed(head ? Tok::tmpl : Tok::tmpl, tok_start, {}, head ? text : std::string_view{}, head);
+        feed(Tok::tmpl, tok_start, {}, head ? text : std::string_view{}, head);
         return;
       }
       if (c == '$' && p_ + 1 < s_.size() && s_[p_ + 1] == '{') {
