@@ -205,6 +205,7 @@ TEST_CASE("log_writer: a full queue drops lines instead of blocking", "[access_l
   int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
   REQUIRE(rd >= 0);
   std::uint64_t accepted = 0, refused = 0;
+  std::thread reader;
   {
     LogWriter w(fifo, 4);
     std::string big(32 * 1024, 'x');
@@ -213,7 +214,7 @@ TEST_CASE("log_writer: a full queue drops lines instead of blocking", "[access_l
     CHECK(refused > 0);
     CHECK(w.dropped() == refused);
     // Drain the pipe so the writer can finish, then check everything accepted was written.
-    std::thread reader([rd] {
+    reader = std::thread([rd] {
       char buf[65536];
       auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       while (std::chrono::steady_clock::now() < until) {
@@ -224,8 +225,8 @@ TEST_CASE("log_writer: a full queue drops lines instead of blocking", "[access_l
     });
     w.flush();
     CHECK(w.written() == accepted);
-    reader.detach();  // ends when the writer closes the fifo (below) or after its bound
-  }
+  }  // the writer closes the fifo: the reader sees its end
+  reader.join();
   ::close(rd);
 }
 
