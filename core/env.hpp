@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "csgi/core/arena.hpp"
@@ -21,66 +22,72 @@
 
 namespace csgi {
 
+/// One env value: text (a view), an integer, a boolean, or a typed object pointer. Trivially copyable
+/// (24 bytes); objects the env owns are kept alive by the env, not by the value.
 class Value {
 public:
   enum class Type : std::uint8_t { text, integer, boolean, object };
 
-  Value() = default;
-  static Value of_text(std::string_view t) {
+  Value() noexcept : type_(Type::text), len_(0), text_("") {}
+  static Value of_text(std::string_view t) noexcept {
     Value v;
-    v.type_ = Type::text;
-    v.text_ = t;
+    v.len_ = t.size();
+    v.text_ = t.data();
     return v;
   }
-  static Value of_int(std::int64_t i) {
+  static Value of_int(std::int64_t i) noexcept {
     Value v;
     v.type_ = Type::integer;
     v.int_ = i;
     return v;
   }
-  static Value of_bool(bool b) {
-    Value v;
+  static Value of_bool(bool b) noexcept {
+    Value v = of_int(b);
     v.type_ = Type::boolean;
-    v.int_ = b;
     return v;
   }
   template <class T>
-  static Value of_object(T* p, std::shared_ptr<void> keep = {}) {
+  static Value of_object(T* p) noexcept {
     Value v;
     v.type_ = Type::object;
-    v.ptr_ = const_cast<void*>(static_cast<const void*>(p));
-    v.ti_ = &typeid(T);
-    v.keep_ = std::move(keep);
+    v.obj_.ptr = const_cast<void*>(static_cast<const void*>(p));
+    v.obj_.ti = &typeid(T);
     return v;
   }
 
   Type type() const noexcept { return type_; }
   bool is_text() const noexcept { return type_ == Type::text; }
   /// The text of a text value; "" for other types.
-  std::string_view text() const noexcept { return type_ == Type::text ? text_ : std::string_view{}; }
-  std::int64_t integer() const noexcept { return type_ == Type::text ? 0 : int_; }
+  std::string_view text() const noexcept { return type_ == Type::text ? std::string_view(text_, len_) : std::string_view{}; }
+  std::int64_t integer() const noexcept {
+    return type_ == Type::integer || type_ == Type::boolean ? int_ : 0;
+  }
   /// Booleans and integers by value; text is true unless empty or "0"; objects are true.
   bool truthy() const noexcept {
     switch (type_) {
-      case Type::text: return !text_.empty() && text_ != "0";
-      case Type::object: return ptr_ != nullptr;
+      case Type::text: return len_ != 0 && !(len_ == 1 && text_[0] == '0');
+      case Type::object: return obj_.ptr != nullptr;
       default: return int_ != 0;
     }
   }
   /// The object if this value holds exactly a T; nullptr otherwise.
   template <class T>
   T* object() const noexcept {
-    return type_ == Type::object && *ti_ == typeid(T) ? static_cast<T*>(ptr_) : nullptr;
+    return type_ == Type::object && *obj_.ti == typeid(T) ? static_cast<T*>(obj_.ptr) : nullptr;
   }
-  const std::type_info* object_type() const noexcept { return type_ == Type::object ? ti_ : nullptr; }
+  const std::type_info* object_type() const noexcept { return type_ == Type::object ? obj_.ti : nullptr; }
 
 private:
-  Type type_ = Type::text;
-  std::string_view text_;
-  std::int64_t int_ = 0;
-  void* ptr_ = nullptr;
-  const std::type_info* ti_ = nullptr;
-  std::shared_ptr<void> keep_;
+  Type type_;
+  std::uint32_t len_;  // text length (text is capped at 4 GiB)
+  union {
+    const char* text_;
+    std::int64_t int_;
+    struct {
+      void* ptr;
+      const std::type_info* ti;
+    } obj_;
+  };
 };
 
 class Env {
@@ -126,13 +133,18 @@ public:
   void set_object(std::string_view key, T* object) {
     put(key, Value::of_object(object));
   }
-  /// Stores an object the env keeps alive until clear().
+  /// Stores an object the env keeps alive until clear() (also when the key is later overwritten).
   template <class T>
   void set_object(std::string_view key, std::shared_ptr<T> object) {
     T* p = object.get();
-    put(key, Value::of_object(p, std::move(object)));
+    keep_.push_back(std::move(object));
+    put(key, Value::of_object(p));
   }
   void set_value(std::string_view key, Value value) { put(key, std::move(value)); }
+  /// The value under `key`, inserting `value` first when the key is absent (one lookup). With
+  /// copy_key the key is copied into the env on insertion, else it must outlive the request.
+  /// Returns the value and whether it was inserted.
+  std::pair<Value*, bool> emplace(std::string_view key, Value value, bool copy_key = true);
   /// Removes `key`; returns whether it was there.
   bool erase(std::string_view key) noexcept;
 
@@ -172,9 +184,20 @@ public:
   ErrorStream& errors() const noexcept;
 
 private:
+  // Lookups go through a small open-addressing index of entry positions (0 = empty slot), hashed from the
+  // key's length and a few of its bytes: constant cost per lookup whatever the key's length. Past
+  // kMaxIndexed entries lookups fall back to a linear scan.
+  static constexpr std::size_t kSlots = 256;
+  static constexpr std::size_t kMaxIndexed = kSlots / 2;
+  static std::size_t slot_of(std::string_view key) noexcept;
+  std::uint16_t* probe(std::string_view key) const noexcept;
+  void reindex() noexcept;
   void put(std::string_view key, Value v);
+
   Arena arena_;
   std::vector<Entry> entries_;
+  std::vector<std::shared_ptr<void>> keep_;
+  mutable std::uint16_t index_[kSlots];
 };
 
 }  // namespace csgi

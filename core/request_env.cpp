@@ -60,45 +60,45 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
   env.set_view(keys::url_scheme, conn.url_scheme);
 }
 
+namespace {
+// Header name → env key body: ASCII letters upper-cased, '-' → '_'. Branch-free, so it vectorises.
+inline void key_bytes(const char* in, std::size_t n, char* out) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(in[i]);
+    c = static_cast<unsigned char>(c ^ ((static_cast<unsigned char>(c - 'a') < 26u) << 5));
+    c = static_cast<unsigned char>(c + (c == '-') * ('_' - '-'));
+    out[i] = static_cast<char>(c);
+  }
+}
+}  // namespace
+
 bool add_header(Env& env, std::string_view name, std::string_view value) {
   if (name.empty() || name.size() > 256) return false;
   std::string_view key;
-  if (iequals(name, "content-type")) {
+  if (name.size() == 12 && iequals(name, "content-type")) {
     key = keys::CONTENT_TYPE;
-  } else if (iequals(name, "content-length")) {
+  } else if (name.size() == 14 && iequals(name, "content-length")) {
     key = keys::CONTENT_LENGTH;
-  } else if (iequals(name, "proxy")) {
+  } else if (name.size() == 5 && iequals(name, "proxy")) {
     return false;
   } else {
+    if (std::memchr(name.data(), '_', name.size()) != nullptr) return false;
     char buf[5 + 256];
     std::memcpy(buf, "HTTP_", 5);
-    for (std::size_t i = 0; i < name.size(); ++i) {
-      char c = name[i];
-      if (c == '_') return false;
-      if (c == '-')
-        c = '_';
-      else if (c >= 'a' && c <= 'z')
-        c = static_cast<char>(c - 'a' + 'A');
-      buf[5 + i] = c;
-    }
-    std::string_view tmp(buf, 5 + name.size());
-    if (Value* existing = env.find(tmp); existing && existing->is_text()) {
+    key_bytes(name.data(), name.size(), buf + 5);
+    auto [existing, inserted] = env.emplace(std::string_view(buf, 5 + name.size()), Value::of_text(value), true);
+    if (!inserted && existing->is_text()) {
       std::string_view old = existing->text();
       char* joined = env.allocate(old.size() + 2 + value.size());
       std::memcpy(joined, old.data(), old.size());
       std::memcpy(joined + old.size(), ", ", 2);
       std::memcpy(joined + old.size() + 2, value.data(), value.size());
       *existing = Value::of_text({joined, old.size() + 2 + value.size()});
-      return true;
     }
-    env.set_view(env.intern(tmp), value);
     return true;
   }
-  if (Value* existing = env.find(key); existing && existing->is_text()) {
-    // Repeated Content-Type/Content-Length: adapters reject differing values before this point.
-    return true;
-  }
-  env.set_view(key, value);
+  // Repeated Content-Type/Content-Length: adapters reject differing values before this point.
+  env.emplace(key, Value::of_text(value), false);
   return true;
 }
 
