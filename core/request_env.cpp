@@ -42,7 +42,8 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
     std::size_t n = percent_decode_to(path, buf, false);
     decoded = {buf, n};
   }
-  if (std::memchr(decoded.data(), '\0', decoded.size()) != nullptr) throw BadRequest("NUL in request path");
+  if (!decoded.empty() && std::memchr(decoded.data(), '\0', decoded.size()) != nullptr)
+    throw BadRequest("NUL in request path");
   std::string_view script = conn.script_name;
   if (!script.empty() && decoded.substr(0, script.size()) == script &&
       (decoded.size() == script.size() || decoded[script.size()] == '/')) {
