@@ -55,8 +55,8 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
       // No request URI: rebuild the path from what the server split.
       std::string_view s = trim_trailing_slashes(script_name);
       char* buf = env.allocate(s.size() + path_info.size());
-      std::memcpy(buf, s.data(), s.size());
-      std::memcpy(buf + s.size(), path_info.data(), path_info.size());
+      if (!s.empty()) std::memcpy(buf, s.data(), s.size());
+      if (!path_info.empty()) std::memcpy(buf + s.size(), path_info.data(), path_info.size());
       std::string_view whole(buf, s.size() + path_info.size());
       std::string_view o = trim_trailing_slashes(*override_script_name);
       if (is_mount_prefix(whole, o)) return finish(o, whole.substr(o.size()));
@@ -73,7 +73,8 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
   }
   std::string_view s = trim_trailing_slashes(script_name);
   if (!s.empty() && is_mount_prefix(p, s)) {
-    if (s.size() == p.size() && path_info.empty() && !script_name_repeated) return finish({}, p);
+    // nginx's stock $fastcgi_script_name is the whole path (a trailing '/' kept).
+    if (path_info.empty() && !script_name_repeated && s == trim_trailing_slashes(p)) return finish({}, p);
     return finish(s, p.substr(s.size()));
   }
   if (s.empty()) return finish({}, p);
@@ -100,6 +101,17 @@ void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
     if (name.starts_with("HTTP_")) {
       // Already CONTENT_*; Proxy: is the httpoxy attack vector.
       if (name == "HTTP_CONTENT_TYPE" || name == "HTTP_CONTENT_LENGTH" || name == "HTTP_PROXY") continue;
+      // A repeated header field arrives as the same param twice (nginx): join the values (ENV-9).
+      if (Value* old = env.find(name); old && old->is_text()) {
+        std::string_view sep = name == keys::HTTP_COOKIE ? "; " : ", ";
+        std::string_view a = old->text();
+        char* joined = env.allocate(a.size() + sep.size() + value.size());
+        std::memcpy(joined, a.data(), a.size());
+        std::memcpy(joined + a.size(), sep.data(), sep.size());
+        std::memcpy(joined + a.size() + sep.size(), value.data(), value.size());
+        *old = Value::of_text({joined, a.size() + sep.size() + value.size()});
+        continue;
+      }
     } else if (name == keys::CONTENT_LENGTH || name == keys::CONTENT_TYPE) {
       if (value.empty()) {
         env.erase(name);

@@ -48,7 +48,8 @@ struct EnvOptions {
 };
 
 /// Fills `env` from "NAME=VALUE" strings (a null-terminated array, as environ and libfcgi's envp are):
-/// the last copy of a name wins; HTTP_CONTENT_TYPE, HTTP_CONTENT_LENGTH and HTTP_PROXY (httpoxy) are
+/// the last copy of a name wins, except HTTP_* names, whose copies are joined with ", " ("; " for
+/// HTTP_COOKIE) as repeated header fields are (nginx sends one param per field); HTTP_CONTENT_TYPE, HTTP_CONTENT_LENGTH and HTTP_PROXY (httpoxy) are
 /// dropped; an empty CONTENT_LENGTH or CONTENT_TYPE counts as absent; QUERY_STRING is always present;
 /// SCRIPT_NAME/PATH_INFO go through split_paths; an empty SERVER_NAME (nginx without server_name) comes
 /// from HTTP_HOST, else SERVER_ADDR; an empty SERVER_PORT is 80 or 443. Also sets csgi.version, csgi.url_scheme ("https" when

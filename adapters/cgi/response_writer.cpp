@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "csgi/core/extensions.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
 
@@ -320,7 +321,15 @@ bool handle_request(const App& app, Env& env, const char* const* vars, const Env
   } catch (...) {
     return send_error(env, out, 500);
   }
-  return send_response(call_app(app, env), env, out, options);
+  CleanupHandlers cleanup;
+  env.set_bool(keys::x::cleanup, true);
+  env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup);
+  bool ok = send_response(call_app(app, env), env, out, options);
+  if (cleanup.size() > 0) {
+    if (ok) ok = out.flush();  // the response goes out before the handlers run (EXT-4)
+    cleanup.run(env);
+  }
+  return ok;
 }
 
 }  // namespace csgi::cgi

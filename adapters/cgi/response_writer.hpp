@@ -49,7 +49,8 @@ struct SendOptions {
 bool send_response(Response res, Env& env, Output& out, const SendOptions& options = {}) noexcept;
 
 /// One request: build the env from `vars` (400/431 on bad meta-variables), attach `input` and `errors`,
-/// call the app through call_app, send the response. Returns what send_response returns.
+/// call the app through call_app, send the response, then run csgix.cleanup.handlers (after flushing the
+/// response). Returns what send_response returns.
 bool handle_request(const App& app, Env& env, const char* const* vars, const EnvOptions& env_options, Input& input,
                     ErrorStream& errors, Output& out, const SendOptions& options = {}) noexcept;
 

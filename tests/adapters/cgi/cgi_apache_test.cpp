@@ -23,7 +23,7 @@ TEST_CASE("CGI adapter behind Apache mod_cgid (.htaccess), at / and /app") {
     write_file(d + "/app.cgi", render(deploy + "app.cgi", vars), 0755);
   }
   if (running_as_root()) ::chmod(dir.path().c_str(), 0777);
-  std::string server_conf = "<Directory \"" + docroot + "\">\n  AllowOverride FileInfo Options\n  Require all granted\n</Directory>\n"
+  std::string server_conf = "<Directory \"" + docroot + "\">\n  AllowOverride AuthConfig FileInfo Options\n  Require all granted\n</Directory>\n"
                             "ScriptSock " + dir.path() + "/cgid.sock\n";
   std::string modules = "LoadModule cgid_module /usr/lib/apache2/modules/mod_cgid.so\n"
                         "LoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so\n";

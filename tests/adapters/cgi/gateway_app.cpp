@@ -2,7 +2,7 @@
 // Routes by PATH_INFO, so it answers the same at "/" and under a prefix:
 //   /env...          text "KEY=VALUE\n" for every text key, "key=true|false" for flags
 //   /echo            the request body; X-Body-Length header
-//   /file            a 300000-byte file body (written at start-up to the path in --app-arg 1)
+//   /file            a 300000-byte file body (written at start-up to --app-arg FILE, or DIR/file.bin)
 //   /pull            a pull stream of three chunks
 //   /stream          delayed + Writer from another thread: "first\n", then waits (≤5 s) until /release
 //                    is called, then "second\n" — proves each write is flushed to the client
@@ -15,6 +15,7 @@
 //   /status?code=N   empty response with that status;   /headers   repeated Set-Cookie
 //   /pid             the process id
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,6 +50,7 @@ int query_int(std::string_view q, std::string_view name, int fallback) {
 csgi::App make_app(const csgi::AppArgs& args) {
   auto s = std::make_shared<Shared>();
   s->file_path = args.empty() ? "/tmp/csgi-gateway-app-file" : args[0];
+  if (struct stat st {}; ::stat(s->file_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) s->file_path += "/file.bin";
   if (FILE* f = std::fopen(s->file_path.c_str(), "wb")) {
     for (int i = 0; i < 300000; ++i) std::fputc('a' + (i * 7 + i / 1000) % 26, f);
     std::fclose(f);

@@ -50,6 +50,7 @@ std::vector<const char*> vars(const std::vector<std::string>& v) {
 TEST_CASE("split_paths: every front server's way of saying where the app is mounted") {
   // nginx stock fastcgi_params: SCRIPT_NAME is the whole URI, no PATH_INFO → app at the root.
   CHECK(split("/app/foo/bar%20baz?x=1", "/app/foo/bar baz", "") == std::pair<std::string, std::string>{"", "/app/foo/bar baz"});
+  CHECK(split("/foo/?x=1", "/foo/", "") == std::pair<std::string, std::string>{"", "/foo/"});
   // nginx fastcgi_split_path_info ^(/app)(/.*)$
   CHECK(split("/app/foo/bar%20baz", "/app", "/foo/bar baz") == std::pair<std::string, std::string>{"/app", "/foo/bar baz"});
   // nginx: explicit fastcgi_param SCRIPT_NAME /app after the stock one (sent twice), no PATH_INFO.
@@ -83,7 +84,7 @@ TEST_CASE("split_paths: every front server's way of saying where the app is moun
   CHECK_THROWS_AS(split("/a%zzb", "", ""), csgi::BadRequest);
 }
 
-TEST_CASE("build_env: last value wins, HTTP_CONTENT_* and HTTP_PROXY dropped, empty CONTENT_LENGTH absent") {
+TEST_CASE("build_env: last value wins (HTTP_* joined), HTTP_CONTENT_* and HTTP_PROXY dropped, empty CONTENT_LENGTH absent") {
   std::vector<std::string> v = {"REQUEST_METHOD=POST",    "REQUEST_URI=/app/x?a=1", "QUERY_STRING=a=1",
                                 "SCRIPT_NAME=/app/x",     "SCRIPT_NAME=/app",        "CONTENT_LENGTH=",
                                 "HTTP_CONTENT_TYPE=text/x", "HTTP_CONTENT_LENGTH=5", "HTTP_PROXY=http://evil",
@@ -98,7 +99,7 @@ TEST_CASE("build_env: last value wins, HTTP_CONTENT_* and HTTP_PROXY dropped, em
   CHECK_FALSE(env.contains("HTTP_CONTENT_TYPE"));
   CHECK_FALSE(env.contains("HTTP_CONTENT_LENGTH"));
   CHECK_FALSE(env.contains("HTTP_PROXY"));
-  CHECK(env.get("HTTP_FOO") == "2");
+  CHECK(env.get("HTTP_FOO") == "1, 2");  // repeated header fields are joined
   CHECK(env.get("CONTENT_TYPE") == "text/plain");
   CHECK(env.get("csgi.url_scheme") == "https");
   CHECK(env.get("csgi.input").empty());

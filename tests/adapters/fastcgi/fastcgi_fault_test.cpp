@@ -32,7 +32,7 @@ struct NginxSetup {
     root = free_port();
     nokeep = free_port();
     std::map<std::string, std::string> vars = {
-        {"SOCKET", sock}, {"READ_TIMEOUT", "1s"}, {"PORT_ROOT", std::to_string(root)},
+        {"SOCKET", sock}, {"READ_TIMEOUT", "3s"}, {"PORT_ROOT", std::to_string(root)},
         {"PORT_PREFIX", std::to_string(free_port())}, {"PORT_PREFIX_NOSPLIT", std::to_string(free_port())},
         {"PORT_ROOT_NOKEEP", std::to_string(nokeep)}};
     nginx = start_nginx(dir, render(deploy + "nginx-csgi.conf", vars), root, why);
@@ -73,7 +73,7 @@ TEST_CASE("nginx: an app that hangs → 504 from fastcgi_read_timeout; the app i
   NginxSetup s(4, {});
   INFO(s.why);
   REQUIRE(s.nginx != nullptr);
-  auto r = http(s.root, "GET", "/hang?ms=2500");
+  auto r = http(s.root, "GET", "/hang?ms=6000");
   CHECK(r.status == 504);
   CHECK(http(s.root, "GET", "/pid").status == 200);
 }
