@@ -1522,7 +1522,11 @@ void Conn::on_timeout() {
 
 void Conn::on_shutdown() {
   keep_alive_ = false;
-  if (phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_) close_now();
+  // An idle keep-alive connection is not closed at once: its client may be sending the next request right
+  // now, and closing would race it into a failed request (RFC 9112 §9.6). It gets a short grace period;
+  // a request that arrives in it is answered with Connection: close.
+  if (phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_)
+    set_deadline(std::min<std::chrono::milliseconds>(sh_.opt.idle_timeout, std::chrono::milliseconds(1000)));
 }
 
 // csgi.input: the request body, read from the buffer, then from the socket (poll bounded by body_timeout).

@@ -95,11 +95,12 @@ public:
 
   Shared& shared;
   unsigned index;
+  std::atomic<std::size_t> open{0};        // connections owned by this thread
+  bool destroying = false;                 // set first in ~IoThread: handlers destroyed with ioc must not use the pool
   asio::io_context ioc{1};
   Clock::time_point now = Clock::now();  // refreshed by the sweeper and on each readable event
   bool stopping = false;
   bool balance = true;                     // hand accepted connections to the least busy thread
-  std::atomic<std::size_t> open{0};        // connections owned by this thread
   std::function<void()> on_stop;  // run on this thread when a graceful stop begins
 
   std::unique_ptr<Env> acquire_env();

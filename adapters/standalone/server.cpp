@@ -94,6 +94,9 @@ void Shared::init_status_lines() {
 IoThread::IoThread(Shared& s, unsigned i) : shared(s), index(i) {}
 
 IoThread::~IoThread() {
+  // Connections still pending after a graceful-timeout cut are destroyed with ioc, after the members
+  // declared below it (the env pool among them).
+  destroying = true;
   listeners_.clear();
   for (int fd : owned_fds_) ::close(fd);
 }
@@ -194,7 +197,7 @@ std::unique_ptr<Env> IoThread::acquire_env() {
 }
 
 void IoThread::release_env(std::unique_ptr<Env> env) {
-  if (!env) return;
+  if (!env || destroying) return;
   env->clear();
   if (env_pool_.size() < 64) env_pool_.push_back(std::move(env));
 }

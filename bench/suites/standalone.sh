@@ -30,8 +30,8 @@ fail_section() {
   echo "standalone bench: $1" >&2
   exit 0
 }
-[ -x "$csgi" ] || cmake --build "$build" --target csgi_cli -j2 >/dev/null
-[ -f "$site_app" ] || cmake --build "$build" --target static_site -j2 >/dev/null
+# Always bring both up to date: an app library must match the core headers of the server that loads it.
+cmake --build "$build" --target csgi_cli static_site -j2 >/dev/null 2>&1 || true
 [ -x "$csgi" ] || fail_section "csgi is not built (cmake --build BUILD --target csgi_cli)."
 [ -f "$site_app" ] || fail_section "examples/libstatic_site.so is not built (target static_site)."
 command -v wrk >/dev/null || fail_section "wrk not found (scripts/install-deps.sh bench)."
@@ -166,12 +166,10 @@ EOF
       ;;
   esac
   wait_port "$port" || echo "standalone bench: $name did not start" >&2
-  [ "$fport" != "$port" ] && wait_port "$fport"
+  if [ "$fport" != "$port" ]; then
+    for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$fport/index.html" && break; sleep 0.1; done
+  fi
   sleep 0.3
-}
-stop_server() {
-  kill "$spid" ${fpid:+"$fpid"} 2>/dev/null
-  wait "$spid" ${fpid:+"$fpid"} 2>/dev/null
 }
 
 # run_wrk LABEL THREADS SERVER URL WRKARGS...
@@ -214,35 +212,47 @@ print(sum(rss(p) for p in [pid] + kids))
 EOF
 }
 
+# All servers of one thread count run at once (idle ones cost nothing); each test then runs against
+# them one after another, so slow drifts in the machine's load hit every server alike.
+declare -A P_PORT P_FPORT P_PID P_FPID P_IDLE P_IDLEW
 for n in 1 2; do
   variants="csgi nginx h2o"
   [ "$n" = 2 ] && variants="csgi csgi-reuseport nginx h2o"
   for v in $variants; do
-    server=${v%%-*}
     extra=""
     [ "$v" = csgi-reuseport ] && extra=reuseport
-    echo "== $v, $n thread(s)"
-    start_server "$server" "$n" $extra
-    hello_path=/hello
-    idle_kb=$(tree_rss_kb "$spid")
-    idle_worker_kb=$(worker_rss_kb "$spid")
-    run_wrk "hello -t1 -c50" "$n" "$v" "http://127.0.0.1:$port$hello_path" -t1 -c50
-    run_wrk "hello -t2 -c256" "$n" "$v" "http://127.0.0.1:$port$hello_path" -t2 -c256
-    run_wrk "pipelined x16 -t1 -c50" "$n" "$v" "http://127.0.0.1:$port$hello_path" -t1 -c50 -s "$tmp/pipeline16.lua"
-    if [ "$v" != csgi-reuseport ]; then
-      run_wrk "static 1 KB -t1 -c50" "$n" "$v" "http://127.0.0.1:$fport/index.html" -t1 -c50
-      run_wrk "file 1.3 MB -t1 -c50" "$n" "$v" "http://127.0.0.1:$fport/big.bin" -t1 -c50
-      abo=$(ab -n "$ab_n" -c 5000 -r -q "http://127.0.0.1:$port$hello_path" 2>&1)
-      failed=$(awk '/Failed requests/ {print $3}' <<<"$abo")
-      complete=$(awk '/Complete requests/ {print $3}' <<<"$abo")
-      abrps=$(awk '/Requests per second/ {print $4}' <<<"$abo")
-      printf 'ab\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "${complete:-0}" "${failed:-?}" "${abrps:-0}" "ab -n $ab_n -c 5000 -r -q" >> "$results"
-      echo "  ab -c5000: complete ${complete:-0} failed ${failed:-?} (${abrps:-0} req/s)"
-      ka_kb=$(keepalive_rss "$port" "$hello_path")
-      printf 'rss\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "$idle_kb" "$idle_worker_kb" "$ka_kb" >> "$results"
-      echo "  RSS idle ${idle_kb} kB (largest process ${idle_worker_kb} kB), 1000 keep-alive ${ka_kb} kB"
-    fi
-    stop_server
+    start_server "${v%%-*}" "$n" $extra
+    P_PORT[$v]=$port; P_FPORT[$v]=$fport; P_PID[$v]=$spid; P_FPID[$v]=${fpid:-}
+    P_IDLE[$v]=$(tree_rss_kb "$spid"); P_IDLEW[$v]=$(worker_rss_kb "$spid")
+  done
+  echo "== $n thread(s): $variants"
+  for v in $variants; do run_wrk "hello -t1 -c50" "$n" "$v" "http://127.0.0.1:${P_PORT[$v]}/hello" -t1 -c50; done
+  for v in $variants; do run_wrk "hello -t2 -c256" "$n" "$v" "http://127.0.0.1:${P_PORT[$v]}/hello" -t2 -c256; done
+  for v in $variants; do run_wrk "pipelined x16 -t1 -c50" "$n" "$v" "http://127.0.0.1:${P_PORT[$v]}/hello" -t1 -c50 -s "$tmp/pipeline16.lua"; done
+  for v in $variants; do
+    [ "$v" = csgi-reuseport ] && continue
+    run_wrk "static 1 KB -t1 -c50" "$n" "$v" "http://127.0.0.1:${P_FPORT[$v]}/index.html" -t1 -c50
+  done
+  for v in $variants; do
+    [ "$v" = csgi-reuseport ] && continue
+    run_wrk "file 1.3 MB -t1 -c50" "$n" "$v" "http://127.0.0.1:${P_FPORT[$v]}/big.bin" -t1 -c50
+  done
+  for v in $variants; do
+    [ "$v" = csgi-reuseport ] && continue
+    abo=$(ab -n "$ab_n" -c 5000 -r -q "http://127.0.0.1:${P_PORT[$v]}/hello" 2>&1)
+    failed=$(awk '/Failed requests/ {print $3}' <<<"$abo")
+    complete=$(awk '/Complete requests/ {print $3}' <<<"$abo")
+    abrps=$(awk '/Requests per second/ {print $4}' <<<"$abo")
+    printf 'ab\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "${complete:-0}" "${failed:-?}" "${abrps:-0}" "ab -n $ab_n -c 5000 -r -q" >> "$results"
+    echo "  $v ab -c5000: complete ${complete:-0} failed ${failed:-?} (${abrps:-0} req/s)"
+    spid=${P_PID[$v]}
+    ka_kb=$(keepalive_rss "${P_PORT[$v]}" /hello)
+    printf 'rss\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "${P_IDLE[$v]}" "${P_IDLEW[$v]}" "$ka_kb" >> "$results"
+    echo "  $v RSS idle ${P_IDLE[$v]} kB (largest process ${P_IDLEW[$v]} kB), 1000 keep-alive ${ka_kb} kB"
+  done
+  for v in $variants; do
+    kill "${P_PID[$v]}" ${P_FPID[$v]:+"${P_FPID[$v]}"} 2>/dev/null
+    wait "${P_PID[$v]}" ${P_FPID[$v]:+"${P_FPID[$v]}"} 2>/dev/null
   done
 done
 
@@ -267,8 +277,8 @@ def ratio(a, b):
     return "%.2f×" % (a / b) if a and b else "—"
 o = ["## standalone", "",
      "The standalone adapter (`csgi serve`) against nginx and h2o, same thread/worker count, wrk on the same",
-     "machine over loopback, %s s per run, one run each (other engineers were compiling on this 2-core box during" % dur,
-     "the run: figures are noisy, ratios within one run are the meaningful part). 1 thread: server pinned to",
+     "machine over loopback, %s s per run, one run each; for each test the servers run one after another (other" % dur,
+     "engineers were compiling on this 2-core box during the run: figures are noisy). 1 thread: server pinned to",
      "cpu0, wrk to cpu1. csgi: hello from `--demo` (`/hello`, 13 bytes), files from `examples/libstatic_site.so`",
      "(the Static app: FileBody → sendfile). nginx: `return 200` for hello, `root` for files. h2o: `file.dir`",
      "for both (a 13-byte file for hello).", "",
