@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "csgi/adapters/cli/gateway_modes.hpp"
 #include "csgi/adapters/cli/options.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
         args.value = it->value;
         app = it->mode->make(args, std::move(app));
       }
+    if (!cl.gateway.empty()) return serve_gateway(cl.gateway, std::move(app), cl.server);  // issue 4
     csgi::standalone::Server server(std::move(app), cl.server);
     return server.run();
   } catch (const std::exception& e) {

@@ -39,6 +39,9 @@ CommandLine parse_command_line(int argc, char** argv) {
 
   po::options_description all;
   all.add(mode_options()).add(standalone::server_options());
+  // Issue 4: serve through the FastCGI or CGI adapter instead of HTTP (gateway_modes.hpp).
+  all.add_options()("fastcgi", po::bool_switch(), "serve over FastCGI (socket on fd 0, or one --listen)")(
+      "cgi", po::bool_switch(), "serve one CGI/1.1 request (environment, stdin, stdout)");
   all.add_options()("help,h", "show the manual");
   po::variables_map vm;
   po::parsed_options parsed(nullptr);
@@ -67,6 +70,9 @@ CommandLine parse_command_line(int argc, char** argv) {
   for (const auto& c : cl.modes) sources += c.mode->kind == Mode::Kind::source;
   if (sources > 1) throw UsageError("give only one of the app sources (--app, --demo, …)");
   if (cl.modes.empty()) throw UsageError("nothing to serve: give --app LIB.so or --demo (see csgi --help)");
+  if (vm["fastcgi"].as<bool>() && vm["cgi"].as<bool>()) throw UsageError("give only one of --fastcgi and --cgi");
+  if (vm["fastcgi"].as<bool>()) cl.gateway = "fastcgi";
+  if (vm["cgi"].as<bool>()) cl.gateway = "cgi";
   if (vm.count("app-arg")) cl.app_args = vm["app-arg"].as<std::vector<std::string>>();
   try {
     standalone::apply_server_options(vm, cl.server);

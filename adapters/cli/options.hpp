@@ -25,6 +25,7 @@ struct CommandLine {
   std::vector<ChosenMode> modes;     // command-line order
   std::vector<std::string> app_args;
   standalone::ServerOptions server;
+  std::string gateway;               // "fastcgi" or "cgi" (--fastcgi / --cgi, gateway_modes.hpp); "" = HTTP
 };
 
 /// Parses argv; throws UsageError with a one-line reason.

@@ -157,3 +157,25 @@ TEST_CASE("systemd StandardInput=socket (docs/deploy/systemd): the socket as fd 
   CHECK(WIFEXITED(*status));
   CHECK(WEXITSTATUS(*status) == 0);
 }
+
+#ifdef CSGI_CLI_BIN
+TEST_CASE("csgi serve --fastcgi takes the socket on fd 0 (as mod_fcgid and spawn-fcgi hand it over)") {
+  TempDir dir;
+  std::string sock = dir / "cli.sock";
+  int fd = listen_unix(sock);
+  Process app({CSGI_CLI_BIN, "serve", "--fastcgi", "--app", CSGI_GATEWAY_APP, "--app-arg", dir / "file.bin",
+               "--script-name", "/mnt"},
+              log_path(dir, "app"), fd);
+  ::close(fd);
+  auto r = fastcgi_request(sock, base("/mnt/env/x"));
+  INFO(read_file(log_path(dir, "app")));
+  REQUIRE(r.ended);
+  auto env = parse_env(parse_cgi_response(r.stdout_data).body);
+  CHECK(env["SCRIPT_NAME"] == "/mnt");
+  CHECK(env["PATH_INFO"] == "/env/x");
+  auto status = app.stop(SIGTERM, 10s);
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+}
+#endif
