@@ -2,6 +2,9 @@
 
 #include "csgi/adapters/cli/demo.hpp"
 #include "csgi/core/app_library.hpp"
+#ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt when libpython can be embedded
+#include "csgi/bindings/src/embed.hpp"
+#endif
 
 namespace csgi::cli {
 
@@ -16,9 +19,17 @@ const std::vector<Mode>& modes() {
        "A small app to try the server: a greeting at /, the request env at /env, a streamed response "
        "written by a delayed writer at /stream.",
        [](const ModeArgs& a, App) { return demo_app(a.app_args); }},
+#ifdef CSGI_EMBED_PYTHON
+      {"wsgi", "MODULE:APP", Mode::Kind::source, "serve a Python WSGI app (embedded Python)",
+       "Imports MODULE (from the current directory first) and serves its WSGI callable APP (default: "
+       "application, then app; APP may be a.b or make_app()) in embedded Python. The GIL is taken per "
+       "request, so threads serialise on Python: use --workers N for CPU-bound apps. A Python exception "
+       "answers 500 with its traceback in the error log. sys.argv is [\"csgi\", --app-arg values...]. "
+       "See docs/python.md.",
+       [](const ModeArgs& a, App) { return python::embed::load_wsgi_app(a.value, a.app_args); }},
+#endif
       // Later modes plug in here, e.g.
       //   {"static", "DIR", Mode::Kind::layer, ...}   files from DIR in front of the app (middleware)
-      //   {"wsgi", "MODULE:APP", Mode::Kind::source, ...}   a Python WSGI app (bindings)
       //   {"bundle", "DIR", Mode::Kind::layer, ...}   JavaScript module bundles (bundler middleware)
   };
   return table;

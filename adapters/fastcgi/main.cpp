@@ -10,11 +10,15 @@
 
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
 #include "csgi/core/app_library.hpp"
+#ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt: --wsgi MODULE:APP serves a Python WSGI app
+#include "csgi/bindings/src/embed.hpp"
+#endif
 
 int main(int argc, char** argv) {
   csgi::fastcgi::Options options;
   std::string app_path;
   csgi::AppArgs app_args;
+  std::string wsgi_spec;  // --wsgi MODULE:APP (embedded Python), when built with it
   if (const char* env_app = std::getenv("CSGI_APP")) app_path = env_app;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -30,6 +34,12 @@ int main(int argc, char** argv) {
       (a == "--app" ? app_path = argv[++i] : app_args.emplace_back(argv[++i]));
       continue;
     }
+#ifdef CSGI_EMBED_PYTHON
+    if (a == "--wsgi" && i + 1 < argc) {
+      wsgi_spec = argv[++i];
+      continue;
+    }
+#endif
     if (a.starts_with("--app=")) {
       app_path = a.substr(6);
       continue;
@@ -44,13 +54,18 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (app_path.empty()) {
+  if (app_path.empty() && wsgi_spec.empty()) {
     std::fprintf(stderr, "csgi-fcgi: no app: give --app LIB.so (or set CSGI_APP)\n");
     return 2;
   }
   csgi::App app;
   try {
-    app = csgi::load_app(app_path, app_args);
+#ifdef CSGI_EMBED_PYTHON
+    if (!wsgi_spec.empty())
+      app = csgi::python::embed::load_wsgi_app(wsgi_spec, app_args);
+    else
+#endif
+      app = csgi::load_app(app_path, app_args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "csgi-fcgi: %s\n", e.what());
     return 1;

@@ -267,14 +267,21 @@ Response PyApp::call(Env& env) {
 }
 
 Response python_failure(Env& env, PyObject* result, py::object& input, py::object& errors) {
-  {
-    std::string tb = take_python_error_text();
-    close_result(result, env.errors());
-    Py_XDECREF(result);
+  // A request body the adapter refused (bad chunk, over the limit, too slow) keeps its status: the app only
+  // saw a Python RuntimeError from wsgi.input.read().
+  int input_status = input ? input.cast<InputStream&>().http_error() : 0;
+  std::string tb = take_python_error_text();
+  close_result(result, env.errors());
+  Py_XDECREF(result);
+  if (input_status) {
+    std::string reason = input.cast<InputStream&>().http_error_reason();
     detach(input, errors);
-    env.errors().write("csgi: the WSGI app raised:\n" + tb);
-    return Response::error(500);
+    env.errors().write("csgi: " + std::to_string(input_status) + " for the request body: " + reason);
+    return Response::error(input_status, input_status < 500 ? std::string_view(reason) : std::string_view());
   }
+  detach(input, errors);
+  env.errors().write("csgi: the WSGI app raised:\n" + tb);
+  return Response::error(500);
 }
 
 Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& input, py::object& errors) {

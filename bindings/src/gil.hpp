@@ -17,6 +17,8 @@ public:
   ~ReleaseGil();
   ReleaseGil(const ReleaseGil&) = delete;
   ReleaseGil& operator=(const ReleaseGil&) = delete;
+  /// The thread state saved by the release (serve.cpp swaps it back in around a fork()).
+  PyThreadState*& saved_state() noexcept { return saved_; }
 
 private:
   friend class AcquireGil;

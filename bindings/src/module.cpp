@@ -94,6 +94,7 @@ PYBIND11_MODULE(_csgi, m) {
   bind_streams(m);
   bind_to_wsgi(m);
   bind_from_wsgi(m);
+  bind_servers(m);
 
   py::class_<LayerHandle>(m, "Layer", py::module_local(),
                           "A middleware layer for Builder.use(): wraps the next app.")

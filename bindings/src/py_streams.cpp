@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "csgi/core/http_error.hpp"
 #include "gil.hpp"
 
 namespace csgi::python {
@@ -25,7 +26,14 @@ bool InputStream::fill(std::size_t want) {
     Input& in = input();
     {
       ReleaseGil nogil;
-      got = in.read(buf_.data() + old, chunk);
+      try {
+        got = in.read(buf_.data() + old, chunk);
+      } catch (const HttpError& e) {  // malformed or oversized body: the request's answer is e.status()
+        buf_.resize(old);
+        http_error_ = e.status();
+        http_error_reason_ = e.what();
+        throw;
+      }
     }
     buf_.resize(old + got);
     if (got == 0) eof_ = true;

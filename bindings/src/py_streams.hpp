@@ -18,6 +18,10 @@ public:
   py::list readlines(Py_ssize_t hint);
   py::bytes next();
   void detach() noexcept { in_ = nullptr; }
+  /// The status of a csgi::HttpError the adapter's input raised (400 bad chunk, 413 over the limit, 408),
+  /// 0 when none: the request is answered with it even though the app saw a Python RuntimeError.
+  int http_error() const noexcept { return http_error_; }
+  const std::string& http_error_reason() const noexcept { return http_error_reason_; }
 
 private:
   Input& input();
@@ -27,6 +31,8 @@ private:
   std::string buf_;
   std::size_t pos_ = 0;
   bool eof_ = false;
+  int http_error_ = 0;
+  std::string http_error_reason_;
 };
 
 /// wsgi.errors: write(str), writelines(iterable), flush(). Lines are passed to csgi.errors whole.

@@ -108,3 +108,27 @@ def server_factory(tmp_path):
 
 def have(tool):
     return shutil.which(tool) is not None
+
+
+def multipart(fields, files, boundary="csgiboundary1234"):
+    out = b""
+    for name, value in fields:
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n" % (boundary, name)).encode()
+        out += value.encode() + b"\r\n"
+    for name, filename, data in files:
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n" % (boundary, name, filename)).encode("utf-8")
+        out += data + b"\r\n"
+    out += ("--%s--\r\n" % boundary).encode()
+    return out, "multipart/form-data; boundary=" + boundary
+
+
+@pytest.fixture(scope="session")
+def csgi_bin():
+    build = os.environ.get("CSGI_BUILD_DIR")
+    path = os.path.join(build or "", "adapters", "cli", "csgi")
+    if not build or not os.path.exists(path):
+        pytest.skip("the csgi command is not built (target csgi_cli)")
+    out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30).stdout
+    assert "--wsgi" in out, "csgi was built without --wsgi (Python's embedding library not found by CMake)"
+    return path

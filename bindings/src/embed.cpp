@@ -1,0 +1,95 @@
+// The embedding side of `csgi serve --wsgi` / `csgi-fcgi --wsgi` (embed.hpp): starts libpython, imports
+// the csgi package and goes through its capsule (embed_api.hpp) for everything else, so the GIL
+// bookkeeping and the WSGI bridge exist once, in the extension module.
+#include "embed.hpp"
+
+#include <Python.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "csgi/core/app_library.hpp"
+#include "embed_api.hpp"
+
+#ifndef CSGI_PYTHON_PACKAGE_DIR
+#define CSGI_PYTHON_PACKAGE_DIR ""
+#endif
+#ifndef CSGI_PYTHON_PROGRAM
+#define CSGI_PYTHON_PROGRAM "/usr/bin/python3"
+#endif
+
+namespace csgi::python::embed {
+namespace {
+
+const csgi_python_embed_api* g_api = nullptr;
+
+[[noreturn]] void fail(const std::string& what) {
+  if (PyErr_Occurred()) PyErr_Print();
+  throw std::runtime_error(what);
+}
+
+void finalize() {
+  if (!g_api || !Py_IsInitialized()) return;
+  g_api->reacquire();
+  Py_FinalizeEx();
+}
+
+void start_interpreter(const std::vector<std::string>& args) {
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0;  // the server owns SIGINT/SIGTERM
+  config.parse_argv = 0;
+  std::vector<std::string> argv_s{"csgi"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, CSGI_PYTHON_PROGRAM);
+  if (!PyStatus_Exception(st)) st = PyConfig_SetBytesArgv(&config, static_cast<Py_ssize_t>(argv.size()), argv.data());
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st))
+    throw std::runtime_error(std::string("cannot start Python: ") + (st.err_msg ? st.err_msg : "unknown error"));
+}
+
+void put_package_dir_first() {
+  std::string dir;
+  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) dir = e;
+  else dir = CSGI_PYTHON_PACKAGE_DIR;
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(std::filesystem::path(dir) / "csgi", ec)) return;
+  PyObject* path = PySys_GetObject("path");  // borrowed
+  PyObject* d = PyUnicode_DecodeFSDefault(dir.c_str());
+  if (!path || !d || PyList_Insert(path, 0, d) < 0) {
+    Py_XDECREF(d);
+    fail("cannot put " + dir + " on sys.path");
+  }
+  Py_DECREF(d);
+}
+
+}  // namespace
+
+App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
+  if (Py_IsInitialized()) throw std::runtime_error("--wsgi: Python is already running in this process");
+  start_interpreter(args);
+  put_package_dir_first();
+  PyObject* mod = PyImport_ImportModule("csgi._csgi");
+  if (!mod) fail("--wsgi: cannot import the csgi Python package (set CSGI_PYTHON_DIR to its directory)");
+  PyObject* cap = PyObject_GetAttrString(mod, "_embed_api");
+  Py_DECREF(mod);
+  const void* p = cap ? PyCapsule_GetPointer(cap, CSGI_PY_EMBED_CAPSULE) : nullptr;
+  Py_XDECREF(cap);
+  if (!p) fail("--wsgi: the csgi Python package has no embedding entry (csgi._csgi._embed_api)");
+  const auto* api = static_cast<const csgi_python_embed_api*>(p);
+  if (api->version != CSGI_PY_EMBED_API_VERSION || api->core_layout != detail::core_layout_tag() ||
+      api->app_size != sizeof(App))
+    fail("--wsgi: the csgi Python package was built from other csgi sources than this program");
+  g_api = api;
+  App app;
+  if (!api->load(spec.c_str(), &app)) fail("--wsgi: cannot load the WSGI app " + spec);
+  api->release_for_serving();
+  std::atexit(finalize);
+  return app;
+}
+
+}  // namespace csgi::python::embed

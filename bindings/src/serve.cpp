@@ -1,0 +1,206 @@
+// Serving Python apps on the csgi adapters from inside the extension:
+//   - csgi.serve(app, listen=…, threads=…, workers=…): the standalone server in this process, the GIL
+//     released while it runs (re-taken per request by the WSGI bridge), SIGINT/SIGTERM stop it gracefully
+//     and Python's own signal handlers are put back afterwards;
+//   - the capsule csgi._csgi._embed_api (embed_api.hpp) used by `csgi serve --wsgi` and `csgi-fcgi --wsgi`;
+//   - fork safety: a prefork master forks from the thread that released the GIL for serving; around that
+//     fork() the thread takes the GIL back and runs PyOS_BeforeFork / PyOS_AfterFork_Parent / _Child, as
+//     os.fork() does, so the worker's interpreter (GIL, import lock, threading module) is consistent.
+#include <pthread.h>
+#include <signal.h>
+
+#include <csignal>
+#include <mutex>
+
+#include "common.hpp"
+#include "csgi/core/app_library.hpp"
+#include "embed_api.hpp"
+#include "gil.hpp"
+
+#ifdef CSGI_PY_STANDALONE
+#include "csgi/adapters/standalone/server.hpp"
+#endif
+
+namespace csgi::python {
+namespace {
+
+// ------------------------------------------------------------------------------------------ fork hooks
+
+thread_local ReleaseGil* t_serving = nullptr;  // this thread's GIL release for serving, if any
+thread_local bool t_forking = false;           // prepare() took the GIL for a fork
+
+void before_fork() noexcept {
+  if (!t_serving || this_thread_holds_gil() || !Py_IsInitialized()) return;
+  PyEval_RestoreThread(t_serving->saved_state());
+  PyOS_BeforeFork();
+  t_forking = true;
+}
+
+void after_fork_parent() noexcept {
+  if (!t_forking) return;
+  t_forking = false;
+  PyOS_AfterFork_Parent();
+  t_serving->saved_state() = PyEval_SaveThread();
+}
+
+void after_fork_child() noexcept {
+  if (!t_forking) return;
+  t_forking = false;
+  PyOS_AfterFork_Child();
+  t_serving->saved_state() = PyEval_SaveThread();
+}
+
+void install_fork_hooks() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::pthread_atfork(before_fork, after_fork_parent, after_fork_child); });
+}
+
+/// Releases the GIL on this thread while it serves; forks from this thread keep Python consistent.
+class ServingRelease {
+public:
+  ServingRelease() : prev_(t_serving) {
+    install_fork_hooks();
+    t_serving = &release_;
+  }
+  ~ServingRelease() { t_serving = prev_; }
+
+private:
+  ReleaseGil* prev_;
+  ReleaseGil release_;
+};
+
+// ----------------------------------------------------------------------------------------- embed API
+
+ServingRelease* g_embedded_release = nullptr;  // the embedding program's main thread, while it serves
+
+App load_spec(const char* spec) {
+  py::object mod = py::module_::import("csgi._wsgi");
+  py::object obj = mod.attr("import_wsgi_app")(spec);
+  return to_app(obj);
+}
+
+bool api_load(const char* spec, App* out) {
+  try {
+    *out = load_spec(spec);
+    return true;
+  } catch (PythonErrorSet&) {
+    return false;
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return false;
+  } catch (const std::exception& e) {
+    // pybind11 exceptions (type_error, …) and C++ ones: as a Python RuntimeError for the embedder to print
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return false;
+  }
+}
+
+void api_release_for_serving() {
+  if (!g_embedded_release) g_embedded_release = new ServingRelease();
+}
+
+void api_reacquire() {
+  delete std::exchange(g_embedded_release, nullptr);
+}
+
+const csgi_python_embed_api g_api{CSGI_PY_EMBED_API_VERSION, detail::core_layout_tag(), sizeof(App),
+                                  &api_load, &api_release_for_serving, &api_reacquire};
+
+// -------------------------------------------------------------------------------------- csgi.serve()
+
+#ifdef CSGI_PY_STANDALONE
+/// Saves the dispositions of the signals the server takes over and puts them back.
+class SavedSignals {
+public:
+  SavedSignals() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], nullptr, &saved_[i]);
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask_);
+  }
+  ~SavedSignals() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &saved_[i], nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+  }
+
+private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD, SIGPIPE};
+  struct sigaction saved_[std::size(kSignals)] {};
+  sigset_t mask_{};
+};
+
+std::vector<std::string> listen_list(py::handle listen) {
+  if (listen.is_none()) return {};
+  if (PyUnicode_Check(listen.ptr())) return {listen.cast<std::string>()};
+  return listen.cast<std::vector<std::string>>();
+}
+
+int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned workers, std::string script_name,
+          std::string access_log, std::string error_log, py::object on_listening) {
+  if (threads < 1) throw py::value_error("threads must be at least 1");
+  if (!script_name.empty() && (script_name.front() != '/' || script_name.back() == '/'))
+    throw py::value_error("script_name must be empty or like /prefix");
+  App app = to_app(app_obj);
+  standalone::ServerOptions opt;
+  opt.listen = listen_list(listen);
+  opt.threads = threads;
+  opt.workers = workers;
+  opt.script_name = std::move(script_name);
+  opt.access_log = std::move(access_log);
+  opt.error_log = std::move(error_log);
+  std::shared_ptr<PyRef> callback;
+  if (!on_listening.is_none()) {
+    if (!PyCallable_Check(on_listening.ptr())) throw py::type_error("on_listening must be callable");
+    callback = std::make_shared<PyRef>(std::move(on_listening));
+    opt.on_listening = [callback](const std::string& url) {
+      AcquireGil gil(callback->interp());
+      if (!gil) return;
+      PyObject* s = PyUnicode_FromStringAndSize(url.data(), static_cast<Py_ssize_t>(url.size()));
+      PyObject* r = s ? PyObject_CallOneArg(callback->get(), s) : nullptr;
+      Py_XDECREF(s);
+      if (!r) PyErr_WriteUnraisable(callback->get());
+      Py_XDECREF(r);
+    };
+  }
+  int rc = 0;
+  std::string failure;
+  {
+    SavedSignals saved;
+    ServingRelease nogil;
+    try {
+      standalone::Server server(std::move(app), std::move(opt));
+      rc = server.run();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    app = nullptr;  // drop the app (and its Python references) while the GIL is free to be taken
+  }
+  callback.reset();
+  if (!failure.empty()) throw std::runtime_error("csgi.serve: " + failure);
+  return rc;
+}
+#endif
+
+}  // namespace
+
+void bind_servers(py::module_& m) {
+  m.attr("_embed_api") = py::capsule(static_cast<const void*>(&g_api), CSGI_PY_EMBED_CAPSULE);
+#ifdef CSGI_PY_STANDALONE
+  m.def("serve", &serve, py::arg("app"), py::kw_only(), py::arg("listen") = py::none(), py::arg("threads") = 1u,
+        py::arg("workers") = 0u, py::arg("script_name") = std::string(), py::arg("access_log") = std::string(),
+        py::arg("error_log") = std::string(), py::arg("on_listening") = py::none(),
+        R"doc(
+Serves `app` (a csgi.App or any WSGI callable) with the csgi standalone HTTP/1.1 server until SIGINT
+(Ctrl-C) or SIGTERM stops it gracefully; returns the exit status (0).
+
+listen: "host:port", "[v6]:port", ":port", "unix:/path", or a list of them (default 127.0.0.1:5000).
+threads: io threads (they share the GIL for Python apps). workers: N > 0 forks N worker processes under
+a master that restarts any that dies — use processes for CPU-bound Python. script_name: a mount prefix.
+access_log / error_log: files ("-" = stdout for the access log; csgi.errors goes to stderr by default).
+on_listening(url): called once per address when listening (default: "csgi: listening on URL" printed).
+
+The GIL is released while the server runs and re-taken per request. Python's signal handlers are put
+back when it returns.
+)doc");
+#endif
+}
+
+}  // namespace csgi::python
