@@ -1,5 +1,13 @@
 #include "csgi/adapters/standalone/options.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
+#if CSGI_HAVE_GATEWAYS
+#include "csgi/adapters/cgi/cgi.hpp"
+#include "csgi/adapters/fastcgi/fastcgi.hpp"
+#endif
+
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <stdexcept>
@@ -77,6 +85,14 @@ void apply_server_options(const po::variables_map& vm, ServerOptions& opt) {
 }
 
 int run(App app, int argc, char** argv) {
+#if CSGI_HAVE_GATEWAYS
+  // Issue 4: started by a front server — FastCGI when fd 0 is a listening socket (mod_fcgid, spawn-fcgi,
+  // lighttpd, systemd StandardInput=socket), CGI when GATEWAY_INTERFACE is set — so an executable named
+  // app.fcgi or app.cgi just works. Command-line arguments are ignored then (CGI passes query words).
+  if (fastcgi::is_fastcgi_socket(0)) return fastcgi::serve(std::move(app));
+  if (const char* gi = std::getenv("GATEWAY_INTERFACE"); gi && std::string_view(gi).starts_with("CGI/"))
+    return cgi::serve(app);
+#endif
   po::options_description all = server_options();
   all.add_options()("help,h", "show this help");
   po::variables_map vm;

@@ -179,3 +179,22 @@ TEST_CASE("csgi serve --fastcgi takes the socket on fd 0 (as mod_fcgid and spawn
   CHECK(WEXITSTATUS(*status) == 0);
 }
 #endif
+
+#ifdef CSGI_HELLO_SERVER_BIN
+TEST_CASE("csgi::run() picks FastCGI when fd 0 is a listening socket (an app.fcgi just works)") {
+  TempDir dir;
+  std::string sock = dir / "run.sock";
+  int fd = listen_unix(sock);
+  Process app({CSGI_HELLO_SERVER_BIN}, log_path(dir, "app"), fd);
+  ::close(fd);
+  auto r = fastcgi_request(sock, base("/"));
+  INFO(read_file(log_path(dir, "app")));
+  REQUIRE(r.ended);
+  auto res = parse_cgi_response(r.stdout_data);
+  CHECK(res.status == 200);
+  CHECK(res.body == "Hello, world!");
+  auto status = app.stop(SIGTERM, 10s);
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+}
+#endif
