@@ -14,26 +14,27 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
   env.set_view(keys::SERVER_PROTOCOL, head.protocol);
   env.set_view(keys::REQUEST_URI, target);
 
-  // absolute-form (RFC 9112 §3.2.2): keep only path and query.
-  if (!target.empty() && target.front() != '/') {
-    std::size_t scheme_end = target.find("://");
-    if (target == "*" && head.method == "OPTIONS") {
-      target = {};
-    } else if (scheme_end == std::string_view::npos) {
-      throw BadRequest("request target is neither origin-form nor absolute-form");
-    } else if (!iequals(target.substr(0, scheme_end), "http") && !iequals(target.substr(0, scheme_end), "https")) {
-      throw BadRequest("absolute-form request target with a scheme other than http or https");
-    } else {
-      std::size_t path_start = target.find('/', scheme_end + 3);
-      target = path_start == std::string_view::npos ? std::string_view{} : target.substr(path_start);
-    }
-  }
+  // A fragment is never part of a request target (RFC 9112 §3.2).
+  if (target.find('#') != std::string_view::npos) throw BadRequest("'#' in the request target");
   std::string_view path = target, query;
   if (auto q = target.find('?'); q != std::string_view::npos) {
     path = target.substr(0, q);
     query = target.substr(q + 1);
   }
-  if (auto h = path.find('#'); h != std::string_view::npos) path = path.substr(0, h);
+  // absolute-form (RFC 9112 §3.2.2): keep only path and query; an empty path is "/".
+  if (!path.empty() && path.front() != '/') {
+    std::size_t scheme_end = path.find("://");
+    if (target == "*" && head.method == "OPTIONS") {
+      path = {};
+    } else if (scheme_end == std::string_view::npos) {
+      throw BadRequest("request target is neither origin-form nor absolute-form");
+    } else if (!iequals(path.substr(0, scheme_end), "http") && !iequals(path.substr(0, scheme_end), "https")) {
+      throw BadRequest("absolute-form request target with a scheme other than http or https");
+    } else {
+      std::size_t path_start = path.find('/', scheme_end + 3);
+      path = path_start == std::string_view::npos ? std::string_view("/") : path.substr(path_start);
+    }
+  }
   env.set_view(keys::QUERY_STRING, query);
 
   std::string_view decoded = path;

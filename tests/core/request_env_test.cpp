@@ -82,3 +82,18 @@ TEST_CASE("populate_env: absolute-form needs an http(s) scheme", "[request_env]"
   populate_env(https, {"GET", "HTTPS://a/x"}, {});
   CHECK(https.get(keys::PATH_INFO) == "/x");
 }
+
+TEST_CASE("populate_env: absolute-form without a path, and fragments", "[request_env]") {
+  Env env;
+  populate_env(env, {"GET", "http://example.com"}, {});
+  CHECK(env.get(keys::PATH_INFO) == "/");
+  Env q;
+  populate_env(q, {"GET", "http://example.com?x=1"}, {});
+  CHECK(q.get(keys::PATH_INFO) == "/");
+  CHECK(q.get(keys::QUERY_STRING) == "x=1");
+  Env frag;
+  CHECK_THROWS_AS(populate_env(frag, {"GET", "/a?b#frag"}, {}), BadRequest);
+  Env star;
+  populate_env(star, {"OPTIONS", "*"}, {});
+  CHECK(star.get(keys::PATH_INFO) == "");
+}
