@@ -7,14 +7,11 @@
 using namespace csgi;
 using namespace csgi::mwtest;
 
-// The cascaded apps are not wrapped in Lint themselves: a Lint nested inside another one on the same env
-// replaces csgi.input with a wrapper of the outer Lint's wrapper, which it frees (core/lint.cpp), and the
-// cascade rewinds the input between apps. The Lint around the cascade checks everything it answers.
 TEST_CASE("cascade: first non-404/405 answer wins, for every body kind of the skipped apps") {
   for (Kind k : all_kinds) {
     INFO(name(k));
-    App app = lint(mw::Cascade{answer_raw(k, 404, "nf"), answer_raw(k, 405, "nm"), answer_raw(k, 200, "third"),
-                               answer_raw(Kind::complete, 200, "fourth")});
+    App app = lint(mw::Cascade{answer(k, 404, "nf"), answer(k, 405, "nm"), answer(k, 200, "third"),
+                               answer(Kind::complete, 200, "fourth")});
     auto res = testing::call(app, "GET /");
     CHECK(res.status == 200);
     CHECK(res.body == "third");
@@ -22,14 +19,14 @@ TEST_CASE("cascade: first non-404/405 answer wins, for every body kind of the sk
 }
 
 TEST_CASE("cascade: last answer returned as is; configurable statuses; input rewound") {
-  App app = lint(mw::Cascade{answer_raw(Kind::complete, 404, "a"), answer_raw(Kind::delayed_writer, 404, "last")});
+  App app = lint(mw::Cascade{answer(Kind::complete, 404, "a"), answer(Kind::delayed_writer, 404, "last")});
   auto res = testing::call(app, "GET /");
   CHECK(res.status == 404);
   CHECK(res.body == "last");
   mw::CascadeOptions o;
   o.catch_statuses = {403};
-  App c = lint(mw::Cascade({answer_raw(Kind::complete, 403, "no"), answer_raw(Kind::complete, 404, "nf"),
-                            answer_raw(Kind::complete, 200, "never")}, o));
+  App c = lint(mw::Cascade({answer(Kind::complete, 403, "no"), answer(Kind::complete, 404, "nf"),
+                            answer(Kind::complete, 200, "never")}, o));
   CHECK(testing::call(c, "GET /").body == "nf");
   App reader = [](Env& env) {
     std::string body = env.input().read_all();
@@ -46,6 +43,6 @@ TEST_CASE("cascade: a skipped stream is closed") {
     return Response{404, {{"Content-Type", "text/plain"}},
                     make_stream([]() -> std::optional<std::string> { return std::nullopt; }, [closed] { *closed = true; })};
   };
-  testing::call(mw::Cascade{streamy, answer_raw(Kind::complete, 200, "ok")}, "GET /");
+  testing::call(mw::Cascade{streamy, answer(Kind::complete, 200, "ok")}, "GET /");
   CHECK(*closed);
 }

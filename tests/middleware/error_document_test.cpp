@@ -21,19 +21,17 @@ struct PageFile {
   ~PageFile() { fs::remove_all(path.parent_path()); }
 };
 
-/// (The inner answers are not Lint-wrapped: a Lint nested in another on the same env frees the outer
-/// one's input wrapper — see core/lint.cpp; the Lint around the middleware checks every answer.)
 /// 404 for /missing, a page at /errors/404, 500 with a header for /fail; every body kind.
 App site(Kind k) {
   return [k](Env& env) -> Response {
     std::string_view p = env.get("PATH_INFO");
-    if (p == "/errors/404") return answer_raw(Kind::complete, 200, "<p>custom " + std::string(env.get("error_document.status")) +
+    if (p == "/errors/404") return answer(Kind::complete, 200, "<p>custom " + std::string(env.get("error_document.status")) +
                                                                    " for " + std::string(env.get("error_document.PATH_INFO")) + "</p>",
                                           {{"Content-Type", "text/html"}})(env);
     if (p == "/errors/broken") return Response::error(500);
-    if (p == "/missing") return answer_raw(k, 404, "plain not found", {{"X-Keep", "1"}, {"ETag", "\"e\""}})(env);
-    if (p == "/unauth") return answer_raw(k, 401, "who?", {{"WWW-Authenticate", "Basic realm=\"x\""}})(env);
-    return answer_raw(k, 200, "fine")(env);
+    if (p == "/missing") return answer(k, 404, "plain not found", {{"X-Keep", "1"}, {"ETag", "\"e\""}})(env);
+    if (p == "/unauth") return answer(k, 401, "who?", {{"WWW-Authenticate", "Basic realm=\"x\""}})(env);
+    return answer(k, 200, "fine")(env);
   };
 }
 }  // namespace
