@@ -13,6 +13,8 @@
 namespace csgi::mw {
 
 namespace {
+constexpr std::size_t batch_lines = 64;
+constexpr auto flush_interval = std::chrono::milliseconds(100);
 std::atomic<unsigned> g_generation{0};
 static_assert(std::atomic<unsigned>::is_always_lock_free, "reopen_all must be async-signal-safe");
 
@@ -52,18 +54,20 @@ LogWriter::~LogWriter() {
 
 bool LogWriter::push(std::string line) {
   if (line.empty() || line.back() != '\n') line.push_back('\n');
-  bool was_empty;
+  bool wake;
   {
     std::lock_guard lock(mu_);
     if (queue_.size() >= capacity_) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    was_empty = queue_.empty();
     queue_.push_back(std::move(line));
     ++pushed_;
+    // Wake the thread only for a batch (or when the queue fills up): a wake-up and a write(2) per line
+    // would cost more than the request. Lines otherwise wait at most one tick (flush_interval).
+    wake = queue_.size() == batch_lines || queue_.size() == capacity_;
   }
-  if (was_empty) wake_.notify_one();
+  if (wake) wake_.notify_one();
   return true;
 }
 
@@ -78,8 +82,10 @@ void LogWriter::reopen() {
 void LogWriter::flush() {
   std::unique_lock lock(mu_);
   std::uint64_t target = pushed_;
+  ++flushing_;
   wake_.notify_one();
   done_.wait(lock, [&] { return completed_ >= target || stop_; });
+  --flushing_;
 }
 
 void LogWriter::open_file() {
@@ -111,8 +117,9 @@ void LogWriter::run() {
   std::string buf;
   std::unique_lock lock(mu_);
   while (true) {
-    wake_.wait_for(lock, std::chrono::milliseconds(200), [&] {
-      return stop_ || reopen_ || !queue_.empty() || g_generation.load(std::memory_order_relaxed) != generation_;
+    wake_.wait_for(lock, flush_interval, [&] {
+      return stop_ || reopen_ || flushing_ > 0 || queue_.size() >= batch_lines ||
+             g_generation.load(std::memory_order_relaxed) != generation_;
     });
     bool reopen = std::exchange(reopen_, false);
     unsigned gen = g_generation.load(std::memory_order_relaxed);

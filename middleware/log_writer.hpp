@@ -3,9 +3,12 @@
 /// worker for the same reason): requests only push a line into a bounded in-memory queue and never wait
 /// for the disk. When the queue is full the line is dropped and counted (`dropped()`), never blocking.
 ///
+/// The thread writes when 64 lines are queued, every 100 ms otherwise (one write(2) per batch, no wake-up
+/// per request), on flush() and at the end.
+///
 /// Reopening (logrotate): `reopen()` asks the writer thread to reopen the file by name before its next
 /// write. `LogWriter::install_sigusr1_handler()` installs a SIGUSR1 handler (sigaction, SA_RESTART) that
-/// bumps a process-wide counter; every writer thread notices within ~200 ms and reopens. An adapter that
+/// bumps a process-wide counter; every writer thread notices within ~100 ms and reopens. An adapter that
 /// owns signal handling itself (an Asio signal_set, say) should not install it and instead call
 /// `LogWriter::reopen_all()` (or `reopen()` on its writers) from its own SIGUSR1 handler. Typical
 /// logrotate stanza: `postrotate kill -USR1 $(cat /run/app.pid) endscript` (no copytruncate needed).
@@ -61,6 +64,7 @@ private:
   std::deque<std::string> queue_;
   std::uint64_t pushed_ = 0, completed_ = 0;  // under mu_
   bool stop_ = false, reopen_ = false;
+  int flushing_ = 0;  // threads waiting in flush()
   unsigned generation_ = 0;
   std::atomic<std::uint64_t> dropped_{0}, written_{0}, errors_{0}, reopens_{0};
   std::thread thread_;

@@ -169,7 +169,15 @@ print(f"{rps:.0f} {ms(*lat.groups()):.3f} {ms(*p99.groups()):.3f} {total}")
 PY
 }
 
-declare -A results  # name -> "rps lat p99" lines, one per rep
+cpu_ticks() {  # utime+stime of a process and its children, in clock ticks
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do
+    [ -r "/proc/$p/stat" ] || continue
+    total=$(( total + $(awk '{print $14 + $15}' "/proc/$p/stat") ))
+  done
+  echo "$total"
+}
+declare -A results  # name -> "rps lat p99 requests cpu_us" lines, one per rep
 run_case() {  # NAME START_FN ARGS... -- URL [headers]
   local name=$1; shift
   local starter=$1; shift
@@ -177,13 +185,18 @@ run_case() {  # NAME START_FN ARGS... -- URL [headers]
   while [ "$1" != "--" ]; do sargs+=("$1"); shift; done
   shift
   "$starter" "${sargs[@]}"
-  local r
+  local r c0 c1
+  c0=$(cpu_ticks "$pid")
   r=$(measure "http://127.0.0.1:$port$1" "${@:2}")
+  c1=$(cpu_ticks "$pid")
+  # server CPU per request (user+system of the server and its children, e.g. nginx's worker), in µs:
+  # robust against the machine's load, unlike req/s.
+  r="$r $(awk -v d=$((c1 - c0)) -v t="$(getconf CLK_TCK)" -v n="${r##* }" 'BEGIN { printf "%.2f", d * 1e6 / t / n }')"
   results[$name]+="$r"$'\n'
   stop "$pid"
   if [ "$name" = hello_stack ]; then  # every request logged? (the writer flushes when the app goes)
     log_lines=$(wc -l < "$work/access.log")
-    log_requests=${r##* }
+    log_requests=$(echo "$r" | cut -d' ' -f4)
   fi
 }
 
@@ -225,7 +238,8 @@ vals = [list(map(float, v.split())) for v in sys.argv[7:]]
 hb, hs, kb, ks, kd, s1c, s1n, s13c, s13n = vals
 def row(label, v, base=None, target=""):
     ratio = f"{v[0] / base[0]:.2f}" if base else ""
-    return f"| {label} | {v[0]:,.0f} | {v[1]:.2f} | {v[2]:.2f} | {ratio} | {target} |"
+    cpu_ratio = f"{base[4] / v[4]:.2f}" if base and v[4] > 0 else ""
+    return f"| {label} | {v[0]:,.0f} | {v[1]:.2f} | {v[2]:.2f} | {v[4]:.1f} | {ratio} | {cpu_ratio} | {target} |"
 L = ["## middleware: stack cost on the standalone adapter, static files vs nginx", ""]
 L.append(f"`csgi serve` with 1 io thread pinned to cpu0, `wrk -t1 -c50 -d{dur}s --latency` pinned to cpu1, "
          f"loopback, keep-alive; medians of {reps} run(s) per row, servers alternating. "
@@ -237,8 +251,8 @@ L.append("Stack = access_log (combined, to a file, background writer) + "
          + "conditional_get + content_length + static_prefix (`/static/`, falls through), around the app; "
          "+ deflate (gzip, level 6) where named.")
 L.append("")
-L.append("| case | req/s | avg latency ms | p99 ms | ratio | target |")
-L.append("|---|---|---|---|---|---|")
+L.append("| case | req/s | avg latency ms | p99 ms | server CPU µs/req | ratio req/s | ratio by CPU/req | target |")
+L.append("|---|---|---|---|---|---|---|---|")
 L.append(row("hello 14 B, bare app", hb))
 L.append(row("hello 14 B, through the stack", hs, hb, "≥ 0.90 × bare"))
 L.append(row("4 KiB text, bare app", kb))
@@ -249,8 +263,13 @@ L.append(row("static 1 KiB file, csgi Static", s1c, s1n, "≥ 0.9 × nginx"))
 L.append(row("static 1.3 MB file, nginx 1 worker", s13n))
 L.append(row("static 1.3 MB file, csgi Static", s13c, s13n, "≥ 0.9 × nginx"))
 L.append("")
-L.append(f"Deflate alone costs {100 * (1 - kd[0] / ks[0]):.0f}% of the stack's req/s on a 4 KiB body "
-         f"({1e6 / kd[0] - 1e6 / ks[0]:.1f} µs per request more, one core). Access log of the last hello-stack run: "
+L.append("*ratio by CPU/req* = the base's server CPU time per request / this row's (user+system time of "
+         "the server process and its children over the run, divided by the requests wrk completed): the "
+         "throughput ratio the server would reach on an otherwise idle core. On this loaded machine it is the "
+         "figure to read; req/s swings with whatever else runs.")
+L.append("")
+L.append(f"Deflate (gzip level 6) on the 4 KiB body costs {kd[4] - ks[4]:.1f} µs of server CPU per request over "
+         f"the same stack without it ({ks[4]:.1f} → {kd[4]:.1f} µs). Access log of the last hello-stack run: "
          f"{log_lines.split('/')[0]} lines for {log_lines.split('/')[1]} requests wrk completed (wrk stops "
          "with requests in flight, so a few more lines than completed requests is normal; fewer would mean "
          "dropped lines).")
