@@ -31,9 +31,18 @@ dir=$(mktemp -d /tmp/csgi-bench-fcgi-XXXXXX)
 chmod 755 "$dir"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.5
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  # TERM, then give each server up to 5 s to stop its own children (lighttpd's bin-path apps, Apache's
+  # workers) before anything still there is killed.
+  # Each server runs in its own process group (setsid): the group goes, children included (libfcgi's C
+  # peer ignores SIGTERM while blocked in accept, so lighttpd alone cannot stop it).
+  for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -47,8 +56,8 @@ wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done;
 user_line=""; [ "$(id -u)" = 0 ] && user_line="user root root;"
 
 # --- the two FastCGI apps on unix sockets, started the way docs/deploy/spawn-fcgi.sh does
-spawn-fcgi -n -s "$dir/csgi.sock" -M 0660 -- "$fcgi" --app "$app" --threads 16 >"$dir/csgi.log" 2>&1 & pids+=($!)
-spawn-fcgi -n -s "$dir/c.sock" -M 0660 -- "$peer" 16 >"$dir/c.log" 2>&1 & pids+=($!)
+setsid spawn-fcgi -n -s "$dir/csgi.sock" -M 0660 -- "$fcgi" --app "$app" --threads 16 >"$dir/csgi.log" 2>&1 & pids+=($!)
+setsid spawn-fcgi -n -s "$dir/c.sock" -M 0660 -- "$peer" 16 >"$dir/c.log" 2>&1 & pids+=($!)
 wait_sock "$dir/csgi.sock" && wait_sock "$dir/c.sock" || fail "the FastCGI apps did not start"
 
 p_csgi=$(port); p_c=$(port)
@@ -65,7 +74,7 @@ http {
   server { listen 127.0.0.1:$p_c; location / { include /etc/nginx/fastcgi_params; fastcgi_keep_conn on; fastcgi_pass cpeer; } }
 }
 NGX
-nginx -p "$dir" -c "$dir/nginx.conf" >"$dir/nginx.out" 2>&1 & pids+=($!)
+setsid nginx -p "$dir" -c "$dir/nginx.conf" >"$dir/nginx.out" 2>&1 & pids+=($!)
 wait_port "$p_csgi" || fail "nginx did not start: $(cat "$dir/nginx.out" "$dir/nginx-error.log" 2>/dev/null)"
 
 # --- lighttpd, one config per app (bin-path spawns it, socket on fd 0)
@@ -79,7 +88,7 @@ server.modules += ( "mod_fastcgi" )
 fastcgi.server = ( "/" => (( "socket" => "$dir/$1.sock", "bin-path" => "$3", "check-local" => "disable",
                              "fix-root-scriptname" => "enable", "max-procs" => 1 )) )
 LTD
-  lighttpd -D -f "$dir/$1.conf" >"$dir/$1.out" 2>&1 & pids+=($!)
+  setsid lighttpd -D -f "$dir/$1.conf" >"$dir/$1.out" 2>&1 & pids+=($!)
   wait_port "$2" || fail "lighttpd ($1) did not start: $(cat "$dir/$1.out" "$dir/$1-error.log" 2>/dev/null)"
 }
 l_csgi=$(port); lighty lighttpd-csgi "$l_csgi" "$fcgi --app $app --threads 4"
@@ -101,7 +110,7 @@ mods=/usr/lib/apache2/modules
   [ "$(id -u)" = 0 ] && printf 'User nobody\nGroup nogroup\n'
   render "$root/docs/deploy/apache/httpd-fcgid.conf"
 } > "$dir/httpd.conf"
-apache2 -f "$dir/httpd.conf" -DFOREGROUND >"$dir/apache.out" 2>&1 & pids+=($!)
+setsid apache2 -f "$dir/httpd.conf" -DFOREGROUND >"$dir/apache.out" 2>&1 & pids+=($!)
 wait_port "$a_port" || fail "apache2 did not start: $(cat "$dir/apache.out" "$dir/apache-error.log" 2>/dev/null)"
 
 # --- load
