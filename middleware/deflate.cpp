@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "csgi/core/on_response.hpp"
 #include "csgi/middleware/accept_encoding.hpp"
@@ -15,14 +16,46 @@ namespace {
 
 enum class Coding { identity, gzip, deflate };
 
-class Compressor {
-public:
-  Compressor(Coding c, int level, bool sync_each_chunk) : sync_(sync_each_chunk) {
-    int window = c == Coding::gzip ? 15 + 16 : 15;
-    if (deflateInit2(&z_, level, Z_DEFLATED, window, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+/// A zlib deflate state. Setting one up (deflateInit2: ~270 KiB of tables and window) costs more than
+/// compressing a small body, so each thread keeps a few finished ones and deflateReset()s them.
+struct ZState {
+  z_stream z{};
+  int window = 0, level = 0;
+  ZState(int w, int l) : window(w), level(l) {
+    if (deflateInit2(&z, level, Z_DEFLATED, window, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       throw std::runtime_error("deflateInit2 failed");
   }
-  ~Compressor() { deflateEnd(&z_); }
+  ~ZState() { deflateEnd(&z); }
+  ZState(const ZState&) = delete;
+  ZState& operator=(const ZState&) = delete;
+};
+
+constexpr std::size_t pool_max = 4;
+thread_local std::vector<std::unique_ptr<ZState>> pool;
+
+std::unique_ptr<ZState> acquire(int window, int level) {
+  for (auto it = pool.begin(); it != pool.end(); ++it) {
+    if ((*it)->window == window && (*it)->level == level) {
+      std::unique_ptr<ZState> s = std::move(*it);
+      pool.erase(it);
+      return s;
+    }
+  }
+  return std::make_unique<ZState>(window, level);
+}
+
+void release(std::unique_ptr<ZState> s) {
+  if (pool.size() >= pool_max || deflateReset(&s->z) != Z_OK) return;  // freed here
+  pool.push_back(std::move(s));
+}
+
+class Compressor {
+public:
+  Compressor(Coding c, int level, bool sync_each_chunk)
+      : state_(acquire(c == Coding::gzip ? 15 + 16 : 15, level)), z_(state_->z), sync_(sync_each_chunk) {}
+  ~Compressor() {
+    if (done_) release(std::move(state_));  // an unfinished stream is freed, not reused
+  }
   Compressor(const Compressor&) = delete;
   Compressor& operator=(const Compressor&) = delete;
 
@@ -52,7 +85,8 @@ public:
   }
 
 private:
-  z_stream z_{};
+  std::unique_ptr<ZState> state_;
+  z_stream& z_;
   bool sync_;
   bool done_ = false;
 };
