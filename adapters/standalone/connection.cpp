@@ -7,6 +7,7 @@
 // are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -1651,6 +1652,16 @@ void IoThread::add(Conn& c) { conns_.push_back(c.node()); }
 
 void IoThread::sweep() {
   now = Clock::now();
+  if (index == 0) {
+    // After a burst of connections (thousands at once) most of the heap they used is free but still
+    // resident; hand it back to the kernel once the burst is over.
+    std::size_t open_now = shared.connections.load(std::memory_order_relaxed);
+    peak_ = std::max(peak_, open_now);
+    if (peak_ > open_now + 500 && open_now < peak_ / 2) {
+      ::malloc_trim(0);
+      peak_ = open_now;
+    }
+  }
   std::vector<std::shared_ptr<Conn>> expired;
   for (ConnNode& n : conns_)
     if (n.conn->expired(now)) expired.push_back(n.conn->shared_from_this());

@@ -124,6 +124,7 @@ private:
   boost::intrusive::list<ConnNode, boost::intrusive::constant_time_size<false>> conns_;
   std::vector<std::unique_ptr<Env>> env_pool_;
   std::vector<int> owned_fds_;
+  std::size_t peak_ = 0;  // most connections seen since the last malloc_trim (thread 0)
   friend class Conn;
 };
 

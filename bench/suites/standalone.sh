@@ -239,16 +239,16 @@ for n in 1 2; do
   done
   for v in $variants; do
     [ "$v" = csgi-reuseport ] && continue
+    spid=${P_PID[$v]}
+    ka_kb=$(keepalive_rss "${P_PORT[$v]}" /hello)
+    printf 'rss\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "${P_IDLE[$v]}" "${P_IDLEW[$v]}" "$ka_kb" >> "$results"
+    echo "  $v RSS idle ${P_IDLE[$v]} kB (largest process ${P_IDLEW[$v]} kB), 1000 keep-alive ${ka_kb} kB"
     abo=$(ab -n "$ab_n" -c 5000 -r -q "http://127.0.0.1:${P_PORT[$v]}/hello" 2>&1)
     failed=$(awk '/Failed requests/ {print $3}' <<<"$abo")
     complete=$(awk '/Complete requests/ {print $3}' <<<"$abo")
     abrps=$(awk '/Requests per second/ {print $4}' <<<"$abo")
     printf 'ab\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "${complete:-0}" "${failed:-?}" "${abrps:-0}" "ab -n $ab_n -c 5000 -r -q" >> "$results"
     echo "  $v ab -c5000: complete ${complete:-0} failed ${failed:-?} (${abrps:-0} req/s)"
-    spid=${P_PID[$v]}
-    ka_kb=$(keepalive_rss "${P_PORT[$v]}" /hello)
-    printf 'rss\t%s\t%s\t%s\t%s\t%s\n' "$n" "$v" "${P_IDLE[$v]}" "${P_IDLEW[$v]}" "$ka_kb" >> "$results"
-    echo "  $v RSS idle ${P_IDLE[$v]} kB (largest process ${P_IDLEW[$v]} kB), 1000 keep-alive ${ka_kb} kB"
   done
   for v in $variants; do
     kill "${P_PID[$v]}" ${P_FPID[$v]:+"${P_FPID[$v]}"} 2>/dev/null

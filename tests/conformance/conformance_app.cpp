@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
@@ -53,11 +54,13 @@ std::string hex(std::uint64_t v) {
 struct Files {
   std::string dir;
   std::string small, big;
+  bool owned = false;  // a directory we created: removed when the app goes
   explicit Files(std::string d) : dir(std::move(d)) {
     if (dir.empty()) {
       char tmpl[] = "/tmp/csgi-conformance-XXXXXX";
       if (!::mkdtemp(tmpl)) throw std::runtime_error("conformance app: mkdtemp failed");
       dir = tmpl;
+      owned = true;
     } else {
       ::mkdir(dir.c_str(), 0755);
     }
@@ -66,6 +69,13 @@ struct Files {
     write(small, pattern(small_file_size));
     write(big, pattern(big_file_size));
   }
+  ~Files() {
+    if (!owned) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  Files(const Files&) = delete;
+  Files& operator=(const Files&) = delete;
   static void write(const std::string& path, const std::string& data) {
     std::string tmp = path + ".tmp" + std::to_string(::getpid());
     std::ofstream(tmp, std::ios::binary) << data;
