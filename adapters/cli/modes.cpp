@@ -1,6 +1,7 @@
 #include "csgi/adapters/cli/modes.hpp"
 
 #include "csgi/adapters/cli/demo.hpp"
+#include "csgi/adapters/cli/layer_modes.hpp"
 #include "csgi/core/app_library.hpp"
 #ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt when libpython can be embedded
 #include "csgi/bindings/src/embed.hpp"
@@ -28,9 +29,17 @@ const std::vector<Mode>& modes() {
        "See docs/python.md.",
        [](const ModeArgs& a, App) { return python::embed::load_wsgi_app(a.value, a.app_args); }},
 #endif
-      // Later modes plug in here, e.g.
-      //   {"static", "DIR", Mode::Kind::layer, ...}   files from DIR in front of the app (middleware)
-      //   {"bundle", "DIR", Mode::Kind::layer, ...}   JavaScript module bundles (bundler middleware)
+      {"static", "DIR", Mode::Kind::layer, "serve the files under DIR (in front of the app, if any)",
+       "Files under DIR are served as by the static middleware (sendfile, ETag/Last-Modified/304, Range, "
+       "MIME types from /etc/mime.types; nothing outside DIR is ever served). With an app, a path that is "
+       "no file under DIR goes to the app; alone, directories without index.html are listed. "
+       "See docs/middleware/static.md.",
+       make_static_layer},
+      {"bundle", "DIR", Mode::Kind::layer, "serve JavaScript module bundles of DIR at /bundle",
+       "CommonJS modules under DIR are delivered in dependency bundles at /bundle/<module>, with the client "
+       "loader at /bundle/require.js; other paths go to the app (or --static). Edits are picked up through "
+       "inotify. See docs/bundler.md.",
+       make_bundle_layer},
   };
   return table;
 }
