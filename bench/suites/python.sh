@@ -12,6 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out" "$root/bench/charts"
 PY=/usr/bin/python3
 dur=10; [ "${BENCH_QUICK:-0}" = 1 ] && dur=3
+reps=${BENCH_REPS:-3}  # wrk runs per case; the median req/s (and its latency) is reported
 lib="$build/tests/bindings/libcsgi_pytest_apps.so"
 export PYTHONPATH="$build/bindings/python" CSGI_TEST_APPS="$lib"
 work=$(mktemp -d)
@@ -64,15 +65,20 @@ run_wrk() {
     END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
 }
 declare -A RPS LAT CMD
-measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT)
+measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps wrk runs on one server
   local key=$1 conns=$2 path=$3; shift 3
   local port; port=$(free_port)
   local argv=("${@//PORT/$port}")
   if ! start "$port" "$path" "${argv[@]}"; then kill_server; RPS[$key]="failed"; LAT[$key]="-"; CMD[$key]="${argv[*]}"; return; fi
-  read -r r l <<<"$(run_wrk "$conns" "http://127.0.0.1:$port$path")"
+  local runs=() r l all=""
+  for _ in $(seq "$reps"); do
+    read -r r l <<<"$(run_wrk "$conns" "http://127.0.0.1:$port$path")"
+    runs+=("$r $l"); all="$all $r"
+  done
   kill_server
-  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${argv[*]} ; wrk -t1 -c$conns -d${dur}s"
-  echo "  $key: $r req/s, $l"
+  read -r r l <<<"$(printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
+  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${argv[*]} ; wrk -t1 -c$conns -d${dur}s (x$reps, median)"
+  echo "  $key: $r req/s, $l (runs:$all)"
 }
 
 G=("$PY" -m gunicorn --bind 127.0.0.1:PORT --workers 1 --log-level warning)
@@ -100,8 +106,9 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
 {
   echo "## python"
   echo
-  echo "Python bindings (bindings/, docs/python.md). wrk -t1 on loopback, one server process each, ${dur} s runs;"
-  echo "gunicorn's sync worker closes each connection, uWSGI and csgi keep them alive."
+  echo "Python bindings (bindings/, docs/python.md). wrk -t1 on loopback, one server process (one thread) each;"
+  echo "median req/s of ${reps} runs of ${dur} s per case. gunicorn's sync worker closes each connection, uWSGI"
+  echo "(http-socket) and csgi keep them alive. The machine is shared (other builds running): compare ratios."
   echo
   echo "| case | server | req/s | avg latency | ratio | target |"
   echo "|---|---|---|---|---|---|"
@@ -132,7 +139,9 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
 $PY - "$root/bench/charts/python.png" \
   "C++ hello\ngunicorn" "${RPS[gun_cxx]}" "Py hello\ngunicorn" "${RPS[gun_py]}" \
   "C++ hello\nuWSGI" "${RPS[uwsgi_cxx]}" "Py hello\nuWSGI" "${RPS[uwsgi_py]}" \
-  "Flask\nuWSGI" "${RPS[uwsgi_flask]}" "Flask\ngunicorn" "${RPS[gun_flask]}" <<'PYEOF' || echo "chart skipped" >&2
+  "Py hello\ncsgi --wsgi" "${RPS[csgi_py]:-x}" \
+  "Flask\nuWSGI" "${RPS[uwsgi_flask]}" "Flask\ngunicorn" "${RPS[gun_flask]}" \
+  "Flask\ncsgi --wsgi" "${RPS[csgi_flask]:-x}" <<'PYEOF' || echo "chart skipped" >&2
 import sys
 import matplotlib
 matplotlib.use("Agg")
@@ -145,10 +154,10 @@ for name, v in zip(rest[::2], rest[1::2]):
         labels.append(name.replace("\\n", "\n"))
     except ValueError:
         pass
-fig, ax = plt.subplots(figsize=(8, 3.5))
-ax.bar(labels, values, color=["#2a6" if "C++" in l else "#68a" for l in labels])
+fig, ax = plt.subplots(figsize=(9, 3.6))
+ax.bar(labels, values, color=["#c63" if "csgi" in l else "#2a6" if "C++" in l else "#68a" for l in labels])
 ax.set_ylabel("req/s (wrk -t1 -c50)")
-ax.set_title("csgi Python bindings: hello and Flask on WSGI hosts")
+ax.set_title("csgi Python bindings: hello and Flask on WSGI hosts and on csgi serve --wsgi")
 fig.tight_layout()
 fig.savefig(path, dpi=90)
 PYEOF

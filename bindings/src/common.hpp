@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <array>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,10 +49,20 @@ public:
   py::object call(py::handle environ, py::handle start_response);
   /// "NNN Reason" for a status, created once per app handle.
   PyObject* status_line(int status);
+  /// A new reference to the (name, value) tuple of a response header. The last kHeaderCache distinct
+  /// headers are kept (responses repeat most of theirs); needs the GIL.
+  PyObject* header_tuple(std::string_view name, std::string_view value);
 
 private:
+  static constexpr std::size_t kHeaderCache = 32;
+  struct CachedHeader {
+    std::string name, value;
+    PyObject* tuple = nullptr;
+  };
   App app_;
   std::array<PyObject*, 600> status_lines_{};
+  std::array<CachedHeader, kHeaderCache> headers_{};
+  std::size_t headers_next_ = 0;
 };
 
 /// A Python WSGI callable as a csgi::App (from_wsgi.cpp). Thread-safe; takes the GIL per call.

@@ -134,6 +134,7 @@ public:
     if (!gil) return;  // the interpreter is gone: leave the references
     Py_CLEAR(app_);
     Py_CLEAR(version_);
+    Py_CLEAR(file_wrapper_);
     for (auto& [k, v] : keys_) Py_DECREF(v);
   }
   PyInterpreterState* interp() const noexcept { return interp_; }
@@ -156,6 +157,7 @@ private:
   PyObject* app_;
   PyInterpreterState* interp_;
   PyObject* version_;
+  PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   std::unordered_map<std::string, PyObject*, StringHash, std::equal_to<>> keys_;  // under the GIL
 };
 
@@ -204,8 +206,9 @@ PyObject* PyApp::build_environ(Env& env, py::object& input, py::object& errors) 
   set_item(d, key("wsgi.input"), input.inc_ref().ptr());
   set_item(d, key("wsgi.errors"), errors.inc_ref().ptr());
   set_item(d, key("wsgi.input_terminated"), PyBool_FromLong(1));
-  py::object fw = py::module_::import("csgi._csgi").attr("FileWrapper");
-  set_item(d, key("wsgi.file_wrapper"), fw.inc_ref().ptr());
+  if (!file_wrapper_) file_wrapper_ = py::object(py::module_::import("csgi._csgi").attr("FileWrapper")).release().ptr();
+  Py_INCREF(file_wrapper_);
+  set_item(d, key("wsgi.file_wrapper"), file_wrapper_);
   return guard.release().ptr();
 }
 
@@ -483,14 +486,53 @@ App to_app(py::handle obj) {
   return from_wsgi(py::reinterpret_borrow<py::object>(obj));
 }
 
+namespace {
+
+/// tp_call of StartResponse: start_response(status, headers, exc_info=None) without pybind11's dispatch.
+PyObject* start_response_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  PyObject* exc_info = n == 3 ? PyTuple_GET_ITEM(args, 2) : Py_None;
+  if (kwargs && PyDict_GET_SIZE(kwargs) != 0) {
+    PyObject* kw = PyDict_GetItemString(kwargs, "exc_info");  // borrowed
+    if (!kw || PyDict_GET_SIZE(kwargs) != 1 || n != 2) {
+      PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
+      return nullptr;
+    }
+    exc_info = kw;
+  } else if (n != 2 && n != 3) {
+    PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
+    return nullptr;
+  }
+  try {
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    auto* sr = inst->get_value_and_holder().value_ptr<StartResponse>();
+    if (!sr) {
+      PyErr_SetString(PyExc_TypeError, "StartResponse was not initialised");
+      return nullptr;
+    }
+    return sr->call(self, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), exc_info).release().ptr();
+  } catch (PythonErrorSet&) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "csgi: Python error lost");
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::translate_exception(std::current_exception());
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "csgi: unknown C++ exception");
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void bind_from_wsgi(py::module_& m) {
-  py::class_<StartResponse>(m, "StartResponse", py::module_local(), "start_response of a request served by csgi.")
-      .def("__call__",
+  py::class_<StartResponse> cls(m, "StartResponse", py::module_local(), "start_response of a request served by csgi.");
+  cls.def("__call__",
            [](py::handle self, py::handle status, py::handle headers, py::handle exc_info) {
              return self.cast<StartResponse&>().call(self, status, headers, exc_info);
            },
            py::arg("status"), py::arg("headers"), py::arg("exc_info") = py::none())
       .def("write", &StartResponse::write);
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_call = &start_response_tp_call;
 }
 
 }  // namespace csgi::python

@@ -60,23 +60,59 @@ py::list header_list(const Headers& h) {
   return out;
 }
 
+/// Sets the current Python error from a C++ exception thrown by a call (what pybind11's dispatcher does).
+void set_python_error() noexcept {
+  try {
+    throw;
+  } catch (PythonErrorSet&) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "csgi: Python error lost");
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::translate_exception(std::current_exception());
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "csgi: unknown C++ exception");
+  }
+}
+
+/// tp_call of csgi.App: app(environ, start_response) straight to AppHandle::call, without pybind11's
+/// argument dispatch (the per-request path of every WSGI host).
+PyObject* app_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if ((kwargs && PyDict_GET_SIZE(kwargs) != 0) || PyTuple_GET_SIZE(args) != 2) {
+    PyErr_SetString(PyExc_TypeError, "csgi.App takes two positional arguments: (environ, start_response)");
+    return nullptr;
+  }
+  try {
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    auto* h = inst->get_value_and_holder().value_ptr<AppHandle>();
+    if (!h) {
+      PyErr_SetString(PyExc_TypeError, "csgi.App was not initialised");
+      return nullptr;
+    }
+    return h->call(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 void bind_app(py::module_& m) {
-  py::class_<AppHandle>(m, "App", py::module_local(), R"doc(
+  py::class_<AppHandle> cls(m, "App", py::module_local(), R"doc(
 A csgi app seen from Python, callable as a PEP 3333 WSGI application.
 
 App(wsgi_app) wraps a Python WSGI callable as a csgi app (so it can sit behind C++ middleware, be mounted
 beside C++ apps, or be served by the csgi adapters). Apps from load_app(), Builder.build() and the
 built-ins are App objects already. Calling an App releases the GIL while C++ code runs.
-)doc")
-      .def(py::init([](py::object wsgi_app) {
+)doc");
+  cls.def(py::init([](py::object wsgi_app) {
              if (py::isinstance<AppHandle>(wsgi_app)) return new AppHandle(wsgi_app.cast<AppHandle&>().app());
              return new AppHandle(from_wsgi(std::move(wsgi_app)));
            }),
            py::arg("wsgi_app"))
       .def("__call__", &AppHandle::call, py::arg("environ"), py::arg("start_response"),
            "WSGI: app(environ, start_response) -> iterable of bytes");
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_call = &app_tp_call;
 }
 
 PYBIND11_MODULE(_csgi, m) {

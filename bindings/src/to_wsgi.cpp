@@ -211,6 +211,8 @@ void fill_env(Exchange& ex, PyObject* environ) {
   bool terminated = false;
   std::string_view scheme = "http";
   bool multithread = false, multiprocess = false, run_once = false;
+  unsigned seen = 0;  // 1 PATH_INFO, 2 SCRIPT_NAME, 4 QUERY_STRING, 8 REQUEST_URI, 16 CONTENT_LENGTH
+  std::string_view raw_uri, content_length;
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (PyDict_Next(environ, &pos, &key, &value)) {
@@ -234,13 +236,26 @@ void fill_env(Exchange& ex, PyObject* environ) {
       throw py::value_error("environ['" + std::string(k) + "'] holds characters above U+00FF (PEP 3333: latin-1 only)");
     if (k[0] == 'H' && (k == "HTTP_CONTENT_TYPE" || k == "HTTP_CONTENT_LENGTH")) continue;
     if (v.empty() && (k == "CONTENT_LENGTH" || k == "CONTENT_TYPE")) continue;
+    // Remember the keys looked at below while they pass (saves a lookup each).
+    switch (k.size()) {
+      case 7: if (k == "RAW_URI") raw_uri = v; break;                      // gunicorn
+      case 9: if (k == keys::PATH_INFO) seen |= 1; break;
+      case 11:
+        if (k == keys::SCRIPT_NAME) seen |= 2;
+        else if (k == keys::REQUEST_URI) seen |= 8;
+        break;
+      case 12: if (k == keys::QUERY_STRING) seen |= 4; break;
+      case 14: if (k == keys::CONTENT_LENGTH) content_length = v, seen |= 16; break;
+      default: break;
+    }
     env.set_view(k, v);
   }
   // The keys csgi promises that a WSGI host may leave out.
-  for (std::string_view k : {keys::SCRIPT_NAME, keys::PATH_INFO, keys::QUERY_STRING})
-    if (!env.contains(k)) env.set_view(k, "");
-  if (!env.contains(keys::REQUEST_URI)) {
-    std::string_view raw = env.get("RAW_URI");  // gunicorn
+  if (!(seen & 1)) env.set_view(keys::PATH_INFO, "");
+  if (!(seen & 2)) env.set_view(keys::SCRIPT_NAME, "");
+  if (!(seen & 4)) env.set_view(keys::QUERY_STRING, "");
+  if (!(seen & 8)) {
+    std::string_view raw = raw_uri;
     if (!raw.empty()) {
       env.set_view(keys::REQUEST_URI, raw);
     } else {
@@ -262,7 +277,7 @@ void fill_env(Exchange& ex, PyObject* environ) {
   env.set_bool(keys::streaming, true);
   if (input) {
     std::int64_t length = 0;
-    std::string_view cl = env.get(keys::CONTENT_LENGTH);
+    std::string_view cl = content_length;
     bool has_length = !cl.empty();
     if (has_length) {
       auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), length);
@@ -441,31 +456,27 @@ int open_body_file(const FileBody& f) {
   return ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-PyObject* make_headers(const Headers& headers, std::optional<std::uint64_t> add_length) {
+PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std::uint64_t> add_length) {
   Py_ssize_t n = static_cast<Py_ssize_t>(headers.size()) + (add_length ? 1 : 0);
   PyObject* list = PyList_New(n);
   if (!list) throw_python_error();
   Py_ssize_t i = 0;
   for (const Header& h : headers) {
-    PyObject* t = PyTuple_New(2);
+    PyObject* t = app.header_tuple(h.name, h.value);
     if (!t) {
       Py_DECREF(list);
       throw_python_error();
     }
-    PyTuple_SET_ITEM(t, 0, latin1_str(h.name));
-    PyTuple_SET_ITEM(t, 1, latin1_str(h.value));
     PyList_SET_ITEM(list, i++, t);
   }
   if (add_length) {
     char buf[24];
     auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *add_length);
-    PyObject* t = PyTuple_New(2);
+    PyObject* t = app.header_tuple("Content-Length", std::string_view(buf, static_cast<std::size_t>(p - buf)));
     if (!t) {
       Py_DECREF(list);
       throw_python_error();
     }
-    PyTuple_SET_ITEM(t, 0, PyUnicode_FromStringAndSize("Content-Length", 14));
-    PyTuple_SET_ITEM(t, 1, PyUnicode_FromStringAndSize(buf, p - buf));
     PyList_SET_ITEM(list, i, t);
   }
   return list;
@@ -475,20 +486,60 @@ void call_start_response(PyObject* start_response, PyObject* status, PyObject* h
   PyObject* r;
   if (exc && exc->set()) {
     PyObject* info = PyTuple_Pack(3, exc->type, exc->value ? exc->value : Py_None, exc->tb ? exc->tb : Py_None);
-    r = PyObject_CallFunctionObjArgs(start_response, status, headers, info, nullptr);
+    PyObject* args[3] = {status, headers, info};
+    r = info ? PyObject_Vectorcall(start_response, args, 3, nullptr) : nullptr;
     Py_XDECREF(info);
   } else {
-    r = PyObject_CallFunctionObjArgs(start_response, status, headers, nullptr);
+    PyObject* args[2] = {status, headers};
+    r = PyObject_Vectorcall(start_response, args, 2, nullptr);
   }
   Py_DECREF(headers);
   if (!r) throw_python_error();
   Py_DECREF(r);
 }
 
+/// A one-item tuple holding `bytes` (the complete body).
+py::object body_tuple(std::string_view bytes) {
+  PyObject* b = PyBytes_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
+  if (!b) throw_python_error();
+  PyObject* t = PyTuple_New(1);
+  if (!t) {
+    Py_DECREF(b);
+    throw_python_error();
+  }
+  PyTuple_SET_ITEM(t, 0, b);
+  return py::reinterpret_steal<py::object>(t);
+}
+
 }  // namespace
 
 AppHandle::~AppHandle() {
   for (PyObject*& s : status_lines_) Py_CLEAR(s);
+  for (CachedHeader& h : headers_) Py_CLEAR(h.tuple);
+}
+
+PyObject* AppHandle::header_tuple(std::string_view name, std::string_view value) {
+  for (CachedHeader& h : headers_) {
+    if (h.tuple && h.name.size() == name.size() && h.value.size() == value.size() &&
+        std::memcmp(h.name.data(), name.data(), name.size()) == 0 &&
+        std::memcmp(h.value.data(), value.data(), value.size()) == 0) {
+      Py_INCREF(h.tuple);
+      return h.tuple;
+    }
+  }
+  PyObject* t = PyTuple_New(2);
+  if (!t) return nullptr;
+  PyTuple_SET_ITEM(t, 0, latin1_str(name));
+  PyTuple_SET_ITEM(t, 1, latin1_str(value));
+  if (name.size() + value.size() <= 256) {  // keep small ones; a long value (a cookie, a token) rarely repeats
+    CachedHeader& slot = headers_[headers_next_++ % kHeaderCache];
+    Py_XDECREF(slot.tuple);
+    slot.name.assign(name);
+    slot.value.assign(value);
+    Py_INCREF(t);
+    slot.tuple = t;
+  }
+  return t;
 }
 
 PyObject* AppHandle::status_line(int status) {
@@ -560,23 +611,23 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   PendingError* exc = failure.empty() ? nullptr : &ex->pending;
 
   if (chan) {  // started through a Writer: stream what it writes
-    call_start_response(start_response.ptr(), status, make_headers(res.headers, std::nullopt), nullptr);
+    call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, std::nullopt), nullptr);
     return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan)), py::return_value_policy::take_ownership);
   }
   if (no_body) res.body = std::string();
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
     if (!no_body && !res.headers.has("Content-Length") && !res.headers.has("Transfer-Encoding")) cl = s->size();
-    call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), exc);
+    call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     if (s->empty()) return py::reinterpret_steal<py::object>(PyList_New(0));
-    return py::make_tuple(py::bytes(*s));
+    return body_tuple(*s);
   }
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
     if (!res.headers.has("Content-Length") && !res.headers.has("Transfer-Encoding")) cl = bytes.size();
-    call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), exc);
-    return py::make_tuple(py::bytes(bytes.data(), bytes.size()));
+    call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
+    return body_tuple(bytes);
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
     std::uint64_t size = f->size();
@@ -603,15 +654,15 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
       }
       py::object fileobj = py::reinterpret_steal<py::object>(file);
       py::object wrapped = py::reinterpret_borrow<py::object>(ex->file_wrapper)(fileobj, 65536);
-      call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), nullptr);
+      call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
       return wrapped;
     }
-    call_start_response(start_response.ptr(), status, make_headers(res.headers, cl), nullptr);
+    call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
     StreamPtr st = file_stream(std::move(*f));
     return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr), py::return_value_policy::take_ownership);
   }
   StreamPtr st = std::get<StreamPtr>(std::move(res.body));
-  call_start_response(start_response.ptr(), status, make_headers(res.headers, std::nullopt), nullptr);
+  call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, std::nullopt), nullptr);
   if (!st) return py::reinterpret_steal<py::object>(PyList_New(0));
   return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr), py::return_value_policy::take_ownership);
 }
