@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps build run test test-asan test-reliability bench fuzz install clean format
+.PHONY: all deps build run test test-asan test-tsan test-reliability bench fuzz install clean format
 
 all: build
 
@@ -27,12 +27,16 @@ run: deps build
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_FLAGS)
 
-# The same suites built with AddressSanitizer + UndefinedBehaviorSanitizer in their own build tree.
+# The unit suites, the standalone adapter's socket tests and the fuzz replays under ASan + UBSan, and the
+# multi-threaded suites under TSan, each in its own build tree.
+ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standalone_test \
+             $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+TSAN_TESTS = core_tests standalone_test bundler_tests
 test-asan: deps
-	$(MAKE) test BUILD=build-asan BUILD_TYPE=Debug CMAKE_FLAGS="-DCSGI_SANITIZE=address,undefined -DCSGI_BUILD_BENCH=OFF"
+	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)
 
-bench: deps build
-	scripts/bench.sh $(BUILD)
+test-tsan: deps
+	scripts/test-sanitized.sh thread build-tsan $(TSAN_TESTS)
 
 # The long reliability runs (fuzzing, bad-request corpus vs nginx, faults, hostile clients, scale-out).
 test-reliability: deps build
@@ -49,4 +53,4 @@ format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

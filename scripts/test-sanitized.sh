@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds some test suites with a sanitizer in their own build tree and runs them.
+#   scripts/test-sanitized.sh SANITIZERS BUILD_DIR TEST...
+# e.g. scripts/test-sanitized.sh address,undefined build-asan core_tests middleware_tests
+# Each TEST is both a CMake target and a CTest name; fuzz replay tests (fuzz_<x>_replay) are run for
+# every fuzz_<x> target named.
+set -euo pipefail
+san=$1 build=$2
+shift 2
+root=$(cd "$(dirname "$0")/.." && pwd)
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCSGI_SANITIZE="$san" -DCSGI_BUILD_BENCH=OFF \
+  -DCSGI_PYTHON=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target "$@"
+names=()
+for t in "$@"; do
+  case "$t" in fuzz_*) names+=("${t}_replay") ;; *) names+=("$t") ;; esac
+done
+regex="^($(IFS='|'; echo "${names[*]}"))\$"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+ctest --test-dir "$build" --output-on-failure -R "$regex"
