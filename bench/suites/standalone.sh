@@ -323,7 +323,7 @@ try:
             ax.bar([x + (i - 1) * width for x in range(len(tests))], vals, width, label=s)
         ax.set_yscale("log")
         ax.set_xticks(range(len(tests)))
-        ax.set_xticklabels([t.split(" -t")[0] for t in tests], rotation=20, ha="right", fontsize=8)
+        ax.set_xticklabels([t if t.startswith("hello") else t.split(" -t")[0] for t in tests], rotation=20, ha="right", fontsize=8)
         ax.set_title("%s thread%s / worker%s" % (n, "" if n == "1" else "s", "" if n == "1" else "s"))
         ax.set_ylabel("requests/s (log)")
         ax.legend(fontsize=8)
