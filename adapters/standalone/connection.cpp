@@ -32,6 +32,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/range.hpp"
 #include "csgi/core/request_env.hpp"
+#include "csgi/core/server_stats.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -453,6 +454,7 @@ Conn::~Conn() {
 
 void Conn::start() {
   t_.add(*this);
+  ServerStats::global().connection_opened();
   set_deadline(sh_.opt.header_timeout);
   wait_read();
 }
@@ -850,6 +852,7 @@ void Conn::request_ready() {
     error_code ec;
     socket_.close(ec);
     phase_ = Phase::closed;
+    ServerStats::global().connection_closed();  // the app owns it now: no longer one of ours
     t_.release_env(std::move(env_));
     return;
   }
@@ -1275,6 +1278,7 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
 // The response is complete in the output buffer (maybe not yet written).
 void Conn::finish_response() {
   self_hold_.reset();
+  ServerStats::global().record_response(status_, sent_body_);
   log_access();
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
@@ -1485,6 +1489,7 @@ void Conn::linger() {
 void Conn::close_now() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
+  ServerStats::global().connection_closed();
   self_hold_.reset();
   clear_deadline();
   error_code ec;

@@ -2,6 +2,8 @@
 // signals, and the prefork master that restarts workers.
 #include "csgi/adapters/standalone/server.hpp"
 
+#include "csgi/core/server_stats.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -283,6 +285,8 @@ int Server::Impl::run() {
   sh.init_status_lines();
   sh.multithread = opt.threads > 1;
   sh.multiprocess = opt.workers > 0;
+  ServerStats::global().attach_adapter("standalone");
+  ServerStats::global().set_workers(opt.workers > 0 ? opt.workers : 1);
   try {
     sh.access_log.open(opt.access_log);
     sh.error_log.open(opt.error_log);
