@@ -59,8 +59,9 @@ start() {  # start PORT PATH cmd...
   wait_port "$port" "$path"
 }
 # run_wrk CONNS URL → "req/s latency_avg"
+wrk_extra=()  # extra wrk arguments for the next measure (e.g. -H "Connection: close")
 run_wrk() {
-  wrk -t1 -c"$1" -d"${dur}s" --latency "$2" 2>&1 | awk '
+  wrk -t1 -c"$1" -d"${dur}s" --latency "${wrk_extra[@]}" "$2" 2>&1 | awk '
     /Requests\/sec/ {rps=$2} /^    Latency/ {lat=$2} /Non-2xx/ {bad=$NF}
     END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
 }
@@ -77,7 +78,7 @@ measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps
   done
   kill_server
   read -r r l <<<"$(printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
-  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${argv[*]} ; wrk -t1 -c$conns -d${dur}s (x$reps, median)"
+  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${argv[*]} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
   echo "  $key: $r req/s, $l (runs:$all)"
 }
 
@@ -92,9 +93,14 @@ measure uwsgi_cxx 50 / "${U[@]}" --wsgi-file cxxhello.py
 measure uwsgi_flask 50 / "${U[@]}" --wsgi-file flasksite.py
 measure gun_flask 50 / "${G[@]}" --worker-class sync flasksite:application
 csgi_bin="$build/adapters/cli/csgi"
-if [ -x "$csgi_bin" ] && "$csgi_bin" --help 2>&1 | grep -q -- --wsgi; then
+csgi_help=$([ -x "$csgi_bin" ] && "$csgi_bin" --help 2>&1)  # not piped into grep -q: pipefail + SIGPIPE
+if [[ "$csgi_help" == *--wsgi* ]]; then
   measure csgi_py 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
   measure csgi_flask 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
+  # uWSGI's http-socket answers one request per connection: csgi the same way, for a like-for-like figure.
+  wrk_extra=(-H "Connection: close")
+  measure csgi_py_close 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
+  wrk_extra=()
 fi
 measure gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
 measure gil_4 8 / "${G[@]}" --worker-class gthread --threads 4 cxxwork:application
@@ -107,8 +113,9 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "## python"
   echo
   echo "Python bindings (bindings/, docs/python.md). wrk -t1 on loopback, one server process (one thread) each;"
-  echo "median req/s of ${reps} runs of ${dur} s per case. gunicorn's sync worker closes each connection, uWSGI"
-  echo "(http-socket) and csgi keep them alive. The machine is shared (other builds running): compare ratios."
+  echo "median req/s of ${reps} runs of ${dur} s per case. gunicorn's sync worker and uWSGI's http-socket close each"
+  echo "connection after one response, csgi keeps it alive (the 'Connection: close' row closes it per request too)."
+  echo "The machine is shared (other builds running): the figures move ±20% between runs; compare ratios."
   echo
   echo "| case | server | req/s | avg latency | ratio | target |"
   echo "|---|---|---|---|---|---|"
@@ -118,6 +125,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "| Python hello | uWSGI http-socket | ${RPS[uwsgi_py]} | ${LAT[uwsgi_py]} | 1.00 | |"
   if [ -n "${RPS[csgi_py]:-}" ]; then
     echo "| Python hello | csgi serve --wsgi | ${RPS[csgi_py]} | ${LAT[csgi_py]} | $(ratio csgi_py uwsgi_py) vs uWSGI | ≥ 1.5 |"
+    echo "| Python hello, Connection: close | csgi serve --wsgi | ${RPS[csgi_py_close]} | ${LAT[csgi_py_close]} | $(ratio csgi_py_close uwsgi_py) vs uWSGI | |"
     echo "| Flask app | csgi serve --wsgi | ${RPS[csgi_flask]} | ${LAT[csgi_flask]} | $(ratio csgi_flask uwsgi_flask) vs uWSGI | ≥ 1.2 |"
   else
     echo "| Python hello / Flask | csgi serve --wsgi | not measured: the csgi command has no --wsgi mode in this build | | | ≥ 1.5 / ≥ 1.2 |"
@@ -131,7 +139,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo
   echo "Commands (PORT chosen free per run; modules written by bench/suites/python.sh):"
   echo
-  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py uwsgi_flask gun_flask csgi_flask gil_1 gil_4; do
+  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close uwsgi_flask gun_flask csgi_flask gil_1 gil_4; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
   done
 } > "$out/python.md"
@@ -139,7 +147,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
 $PY - "$root/bench/charts/python.png" \
   "C++ hello\ngunicorn" "${RPS[gun_cxx]}" "Py hello\ngunicorn" "${RPS[gun_py]}" \
   "C++ hello\nuWSGI" "${RPS[uwsgi_cxx]}" "Py hello\nuWSGI" "${RPS[uwsgi_py]}" \
-  "Py hello\ncsgi --wsgi" "${RPS[csgi_py]:-x}" \
+  "Py hello\ncsgi --wsgi" "${RPS[csgi_py]:-x}" "Py hello, close\ncsgi --wsgi" "${RPS[csgi_py_close]:-x}" \
   "Flask\nuWSGI" "${RPS[uwsgi_flask]}" "Flask\ngunicorn" "${RPS[gun_flask]}" \
   "Flask\ncsgi --wsgi" "${RPS[csgi_flask]:-x}" <<'PYEOF' || echo "chart skipped" >&2
 import sys
