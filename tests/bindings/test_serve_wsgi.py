@@ -210,3 +210,24 @@ def test_csgi_serve_from_python(tmp_path, threads, workers, sig):
     assert proc.returncode == 0, out
     assert "serve returned 0 ['http://127.0.0.1:%d/']" % port in out, out
     assert "KeyboardInterrupt after serve" in out, out
+
+
+def test_csgi_serve_refuses_bad_arguments_and_a_busy_address():
+    import socket
+    import csgi
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return []
+
+    with pytest.raises(ValueError, match="threads"):
+        csgi.serve(app, listen="127.0.0.1:0", threads=0)
+    with pytest.raises(ValueError, match="script_name"):
+        csgi.serve(app, listen="127.0.0.1:0", script_name="nope/")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(RuntimeError, match="csgi.serve: .*%d" % s.getsockname()[1]):
+            csgi.serve(app, listen="127.0.0.1:%d" % s.getsockname()[1])
+    # The server put Python's SIGINT handler back.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
