@@ -60,9 +60,13 @@ static App make(const AppArgs& a) {
     text.resize(4096);
   }
   auto body = std::make_shared<const std::string>(text);
-  App app = [body](Env&) {
+  // The app sets Content-Length itself, so bare and stacked responses leave the adapter the same way
+  // (without it the adapter's own path for unknown-length bodies would be measured too).
+  std::string length = std::to_string(body->size());
+  App app = [body, length](Env&) {
     Response r;
     r.headers.add("Content-Type", "text/plain; charset=utf-8");
+    r.headers.add("Content-Length", length);
     r.body = body;
     return r;
   };
