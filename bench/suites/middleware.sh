@@ -292,8 +292,8 @@ try:
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
     names = ["hello\nbare", "hello\nstack", "4K\nbare", "4K\nstack", "4K stack\n+deflate"]
-    ax[0].bar(names, [hb[0], hs[0], kb[0], ks[0], kd[0]], color=["#888", "#37c", "#888", "#37c", "#c73"])
-    ax[0].set_ylabel("req/s"); ax[0].set_title("middleware stack (csgi serve, 1 thread)")
+    ax[0].bar(names, [hb[4], hs[4], kb[4], ks[4], kd[4]], color=["#888", "#37c", "#888", "#37c", "#c73"])
+    ax[0].set_ylabel("server CPU µs / request"); ax[0].set_title("middleware stack cost (csgi serve, 1 thread)")
     x = [0, 1]
     ax[1].bar([i - 0.2 for i in x], [s1n[0], s13n[0]], 0.4, label="nginx", color="#888")
     ax[1].bar([i + 0.2 for i in x], [s1c[0], s13c[0]], 0.4, label="csgi Static", color="#37c")
