@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <mutex>
@@ -143,12 +144,28 @@ public:
   Response call(Env& env);
 
 private:
+  /// The interned str for an environ key (borrowed; keys_ owns it). A direct-mapped front cache indexed
+  /// by a few bytes of the key answers the usual keys without hashing them whole.
   PyObject* key(std::string_view k) {
+    std::size_t n = k.size();
+    std::uint32_t h = static_cast<std::uint32_t>(n) * 0x9E3779B1u;
+    if (n) {
+      auto at = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(k[i])); };
+      h ^= at(n - 1) * 0x85EBCA77u ^ at(n / 2) * 0xC2B2AE3Du ^ at(n > 5 ? 5 : 0) * 0x27D4EB2Fu;
+    }
+    KeySlot& slot = key_slots_[(h ^ (h >> 15)) % key_slots_.size()];
+    if (slot.str && slot.key.size() == n && std::memcmp(slot.key.data(), k.data(), n) == 0) return slot.str;
+    PyObject* s;
     auto it = keys_.find(k);
-    if (it != keys_.end()) return it->second;
-    PyObject* s = latin1_str(k);
-    PyUnicode_InternInPlace(&s);
-    keys_.emplace(std::string(k), s);
+    if (it != keys_.end()) {
+      s = it->second;
+    } else {
+      s = latin1_str(k);
+      PyUnicode_InternInPlace(&s);
+      keys_.emplace(std::string(k), s);
+    }
+    slot.key.assign(k);
+    slot.str = s;
     return s;
   }
   PyObject* build_environ(Env& env, py::object& input, py::object& errors);
@@ -159,6 +176,11 @@ private:
   PyObject* version_;
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   std::unordered_map<std::string, PyObject*, StringHash, std::equal_to<>> keys_;  // under the GIL
+  struct KeySlot {
+    std::string key;
+    PyObject* str = nullptr;  // borrowed from keys_
+  };
+  std::array<KeySlot, 128> key_slots_{};
 };
 
 Response python_failure(Env& env, PyObject* result, py::object& input, py::object& errors);
@@ -312,7 +334,8 @@ Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& in
     return complete(std::move(body));
   }
   // wsgi.file_wrapper over a real file: sendfile from an independent descriptor at the file's position.
-  if (py::isinstance<FileWrapper>(result) && st.started && st.written.empty()) {
+  if (file_wrapper_ && Py_TYPE(result) == reinterpret_cast<PyTypeObject*>(file_wrapper_) && st.started &&
+      st.written.empty()) {
     FileWrapper& w = py::handle(result).cast<FileWrapper&>();
     int src = -1;
     off_t at = 0;
