@@ -41,6 +41,7 @@ public:
 private:
   std::string path_;
   std::atomic<int> fd_{-1};
+  mutable std::atomic<bool> failing_{false};  // a write failed; reported once until one succeeds again
   std::mutex mu_;
   std::vector<int> retired_;  // fds replaced by reopen(); closed at the end (a writer may still hold one)
 };

@@ -67,10 +67,17 @@ void LogFile::write(std::string_view line) const noexcept {
     ssize_t w = ::write(fd, line.data(), line.size());
     if (w < 0) {
       if (errno == EINTR) continue;
+      // A full disk or a lost file must not stop the server: the line is dropped, the error reported
+      // once (to stderr, which the error log may be the same file as), and again only after a recovery.
+      if (!failing_.exchange(true, std::memory_order_relaxed))
+        stderr_stream().write("csgi: cannot write the log " + path_ + ": " + std::strerror(errno) +
+                              " (lines are dropped until writing works again)");
       return;
     }
     line.remove_prefix(static_cast<std::size_t>(w));
   }
+  if (failing_.load(std::memory_order_relaxed) && failing_.exchange(false, std::memory_order_relaxed))
+    stderr_stream().write("csgi: writing the log " + path_ + " works again");
 }
 
 void LogErrorStream::write(std::string_view message) {
