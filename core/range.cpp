@@ -1,15 +1,11 @@
 #include "csgi/core/range.hpp"
+#include "csgi/core/text.hpp"
 
 #include <algorithm>
 
 namespace csgi {
 
 namespace {
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 bool parse_u64(std::string_view s, std::uint64_t& out) {
   if (s.empty() || s.size() > 19) return false;
   std::uint64_t v = 0;
@@ -24,12 +20,12 @@ bool parse_u64(std::string_view s, std::uint64_t& out) {
 
 RangeResult parse_range(std::string_view header, std::uint64_t size, std::size_t max_ranges) {
   RangeResult ignore;
-  header = trim(header);
+  header = csgi::trim_ows(header);
   if (header.size() < 6) return ignore;
   for (std::size_t i = 0; i < 5; ++i)
     if ((header[i] | 0x20) != "bytes"[i]) return ignore;
   header.remove_prefix(5);
-  header = trim(header);
+  header = csgi::trim_ows(header);
   if (header.empty() || header.front() != '=') return ignore;
   header.remove_prefix(1);
 
@@ -37,13 +33,13 @@ RangeResult parse_range(std::string_view header, std::uint64_t size, std::size_t
   std::size_t specs = 0;
   while (!header.empty()) {
     std::size_t comma = header.find(',');
-    std::string_view spec = trim(header.substr(0, comma));
+    std::string_view spec = csgi::trim_ows(header.substr(0, comma));
     header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
     if (spec.empty()) continue;  // empty list elements are allowed
     if (++specs > max_ranges) return ignore;
     std::size_t dash = spec.find('-');
     if (dash == std::string_view::npos) return ignore;
-    std::string_view a = trim(spec.substr(0, dash)), b = trim(spec.substr(dash + 1));
+    std::string_view a = csgi::trim_ows(spec.substr(0, dash)), b = csgi::trim_ows(spec.substr(dash + 1));
     std::uint64_t first = 0, last = 0;
     if (a.empty()) {  // suffix: last N bytes
       if (!parse_u64(b, last)) return ignore;

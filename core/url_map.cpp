@@ -1,4 +1,5 @@
 #include "csgi/core/url_map.hpp"
+#include "csgi/core/text.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,12 +7,6 @@
 namespace csgi {
 
 namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 /// The request's host without a port, lower-cased.
 std::string request_host(const Env& env) {
@@ -23,7 +18,7 @@ std::string request_host(const Env& env) {
   } else if (auto colon = h.rfind(':'); colon != std::string_view::npos) {
     h = h.substr(0, colon);
   }
-  return lower(h);
+  return csgi::to_lower(h);
 }
 
 class Restore {
@@ -53,7 +48,7 @@ void UrlMap::map(std::string location, App app) {
     if (loc.substr(0, scheme.size()) == scheme) {
       loc.remove_prefix(scheme.size());
       auto slash = loc.find('/');
-      host = lower(loc.substr(0, slash));
+      host = csgi::to_lower(loc.substr(0, slash));
       loc = slash == std::string_view::npos ? std::string_view("/") : loc.substr(slash);
       break;
     }

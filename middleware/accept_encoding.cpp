@@ -1,4 +1,5 @@
 #include "csgi/middleware/accept_encoding.hpp"
+#include "csgi/core/text.hpp"
 
 #include <algorithm>
 
@@ -8,11 +9,6 @@ namespace csgi::mw {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ); anything else → -1 (invalid).
 double parse_q(std::string_view v) {
@@ -37,18 +33,18 @@ double accepted_q(std::string_view header, std::string_view coding) noexcept {
   bool want_gzip = iequals(coding, "gzip");
   while (!header.empty()) {
     std::size_t comma = header.find(',');
-    std::string_view item = trim(header.substr(0, comma));
+    std::string_view item = csgi::trim_ows(header.substr(0, comma));
     header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
     if (item.empty()) continue;
     std::size_t semi = item.find(';');
-    std::string_view name = trim(item.substr(0, semi));
+    std::string_view name = csgi::trim_ows(item.substr(0, semi));
     double q = 1;
     while (semi != std::string_view::npos) {
       item = item.substr(semi + 1);
       semi = item.find(';');
-      std::string_view param = trim(item.substr(0, semi));
+      std::string_view param = csgi::trim_ows(item.substr(0, semi));
       if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
-        q = parse_q(trim(param.substr(2)));
+        q = parse_q(csgi::trim_ows(param.substr(2)));
         if (q < 0) q = 0;
       }
     }

@@ -1,4 +1,5 @@
 #include "csgi/middleware/conditional_get.hpp"
+#include "csgi/core/text.hpp"
 
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/on_response.hpp"
@@ -8,11 +9,6 @@ namespace csgi::mw {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool is_weak(std::string_view tag) { return tag.size() >= 2 && tag[0] == 'W' && tag[1] == '/'; }
 std::string_view opaque(std::string_view tag) { return is_weak(tag) ? tag.substr(2) : tag; }
@@ -20,9 +16,9 @@ std::string_view opaque(std::string_view tag) { return is_weak(tag) ? tag.substr
 }  // namespace
 
 bool etag_matches(std::string_view list, std::string_view etag, bool weak) noexcept {
-  etag = trim(etag);
+  etag = csgi::trim_ows(etag);
   if (etag.empty()) return false;
-  list = trim(list);
+  list = csgi::trim_ows(list);
   if (list == "*") return true;
   while (!list.empty()) {
     // Entity tags are quoted and may contain commas: split on commas outside quotes.
@@ -32,7 +28,7 @@ bool etag_matches(std::string_view list, std::string_view etag, bool weak) noexc
       if (list[i] == '"') quoted = !quoted;
       else if (list[i] == ',' && !quoted) break;
     }
-    std::string_view tag = trim(list.substr(0, i));
+    std::string_view tag = csgi::trim_ows(list.substr(0, i));
     list = i < list.size() ? list.substr(i + 1) : std::string_view{};
     if (tag.empty()) continue;
     if (weak) {

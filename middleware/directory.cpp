@@ -55,21 +55,6 @@ std::string iso_time(std::time_t t) {
 
 }  // namespace
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
 
 Response directory_listing(const Opened& dir, std::string_view display_path, bool show_parent, const StaticOptions& o) {
   int fd = ::dup(dir.file->fd());

@@ -12,6 +12,7 @@
 /// Reads:  as Static
 /// Writes: nothing in the env
 /// Order:  an app (the innermost layer).
+#include "csgi/core/text.hpp"
 #include "csgi/middleware/static.hpp"
 
 namespace csgi::mw {
@@ -29,8 +30,8 @@ private:
   Static files_;
 };
 
-/// Escapes & < > " ' for HTML text and attribute values.
-std::string html_escape(std::string_view s);
+/// Escapes & < > " ' for HTML text and attribute values (core/text.hpp).
+using csgi::html_escape;
 
 /// The listing page for an open directory; `display_path` is the URL path shown in the title.
 Response directory_listing(const Opened& dir, std::string_view display_path, bool show_parent, const StaticOptions& o);

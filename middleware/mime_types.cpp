@@ -1,4 +1,5 @@
 #include "csgi/middleware/mime_types.hpp"
+#include "csgi/core/text.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -10,12 +11,6 @@ namespace csgi::mw {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 // Common web types; /etc/mime.types overrides and extends these.
 constexpr std::pair<const char*, const char*> builtin[] = {
@@ -89,7 +84,7 @@ std::shared_ptr<const MimeTypes> MimeTypes::system() {
   return instance;
 }
 
-void MimeTypes::add(std::string_view extension, std::string type) { map_[lower(extension)] = std::move(type); }
+void MimeTypes::add(std::string_view extension, std::string type) { map_[csgi::to_lower(extension)] = std::move(type); }
 
 std::size_t MimeTypes::load(std::string_view text) {
   std::size_t mapped = 0;
@@ -112,7 +107,7 @@ std::size_t MimeTypes::load(std::string_view text) {
         type = word;
         first = false;
       } else {
-        map_[lower(word)] = lower(type);
+        map_[csgi::to_lower(word)] = csgi::to_lower(type);
         ++mapped;
       }
     }

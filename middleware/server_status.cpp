@@ -1,4 +1,5 @@
 #include "csgi/middleware/server_status.hpp"
+#include "csgi/core/text.hpp"
 
 #include <cstdio>
 #include <stdexcept>
@@ -10,11 +11,6 @@ namespace csgi::mw {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 /// The q-value Accept gives `type` (exact match, then type/*, then */*); 0 when absent.
 double accept_q(std::string_view accept, std::string_view type) {
@@ -23,12 +19,12 @@ double accept_q(std::string_view accept, std::string_view type) {
   std::string_view major = type.substr(0, type.find('/'));
   while (!accept.empty()) {
     auto comma = accept.find(',');
-    std::string_view item = trim(accept.substr(0, comma));
+    std::string_view item = csgi::trim_ows(accept.substr(0, comma));
     accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
-    std::string_view range = trim(item.substr(0, item.find(';')));
+    std::string_view range = csgi::trim_ows(item.substr(0, item.find(';')));
     double q = 1;
     for (auto semi = item.find(';'); semi != std::string_view::npos; semi = item.find(';', semi + 1)) {
-      std::string_view param = trim(item.substr(semi + 1, item.find(';', semi + 1) - semi - 1));
+      std::string_view param = csgi::trim_ows(item.substr(semi + 1, item.find(';', semi + 1) - semi - 1));
       if (param.size() > 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
         std::string v(param.substr(2));
         char* end = nullptr;
@@ -60,20 +56,6 @@ bool query_has(std::string_view query, std::string_view name, std::string_view v
   return false;
 }
 
-std::string escape_html(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string duration(double seconds) {
   auto t = static_cast<unsigned long long>(seconds);
@@ -178,13 +160,13 @@ std::string ServerStatusApp::render_text(const ServerStats::Snapshot& s) {
 }
 
 std::string ServerStatusApp::render_html(const ServerStats::Snapshot& s, const std::string& title) {
-  std::string t = escape_html(title);
+  std::string t = csgi::html_escape(title);
   std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + t +
                   "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
                   "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:.25em .75em;text-align:right}"
                   "th{text-align:left;background:#f4f4f4}</style></head>\n<body><h1>" + t + "</h1>\n<table>\n";
   auto row = [&h](std::string_view k, const std::string& v) {
-    h.append("<tr><th>").append(k).append("</th><td>").append(escape_html(v)).append("</td></tr>\n");
+    h.append("<tr><th>").append(k).append("</th><td>").append(csgi::html_escape(v)).append("</td></tr>\n");
   };
   row("Started", start_date(s));
   row("Uptime", duration(s.uptime_seconds));

@@ -1,4 +1,5 @@
 #include "csgi/adapters/cli/demo.hpp"
+#include "csgi/core/text.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -10,20 +11,6 @@ namespace csgi::cli {
 
 namespace {
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string value_text(const Value& v) {
   switch (v.type()) {
@@ -41,7 +28,7 @@ Response env_page(Env& env) {
       "<style>body{font:14px sans-serif;margin:2em}td{padding:2px 8px;border-bottom:1px solid #ddd;"
       "font-family:monospace}</style><h1>The request env</h1><table>";
   for (const auto& e : env) {
-    body += "<tr><td>" + html_escape(e.key) + "</td><td>" + html_escape(value_text(e.value)) + "</td></tr>";
+    body += "<tr><td>" + csgi::html_escape(e.key) + "</td><td>" + csgi::html_escape(value_text(e.value)) + "</td></tr>";
   }
   body += "</table><p><a href=\"./\">back</a></p>";
   return Response::html(200, std::move(body));
@@ -72,8 +59,8 @@ App demo_app(const std::vector<std::string>& args) {
     std::string_view path = env.get(keys::PATH_INFO);
     if (path == "/" || path.empty()) {
       return Response::html(200,
-                            "<!doctype html><meta charset=utf-8><title>" + html_escape(name) +
-                                " demo</title><h1>Hello from " + html_escape(name) +
+                            "<!doctype html><meta charset=utf-8><title>" + csgi::html_escape(name) +
+                                " demo</title><h1>Hello from " + csgi::html_escape(name) +
                                 "!</h1><ul><li><a href=\"env\">env</a>: the request env"
                                 "<li><a href=\"stream\">stream</a>: a streamed response</ul>");
     }
