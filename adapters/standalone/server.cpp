@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -329,16 +330,17 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   }
   for (auto& t : threads) sh.threads.push_back(t.get());
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
-  asio::signal_set signals(threads[0]->ioc);
+  // The signal set belongs to thread 0's io_context and must go before it does (below).
+  std::optional<asio::signal_set> signals(std::in_place, threads[0]->ioc);
   threads[0]->on_stop = [&signals] {
     error_code ignore;
-    signals.cancel(ignore);
+    if (signals) signals->cancel(ignore);
   };
   if (opt.handle_signals || in_worker) {
-    signals.add(SIGTERM);
-    signals.add(SIGINT);
-    signals.add(SIGHUP);
-    signals.add(SIGUSR1);
+    signals->add(SIGTERM);
+    signals->add(SIGINT);
+    signals->add(SIGHUP);
+    signals->add(SIGUSR1);
   }
   std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
@@ -355,9 +357,9 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     } catch (const std::exception& e) {
       sh.errors.write(std::string("csgi: ") + e.what());
     }
-    signals.async_wait(on_signal);
+    signals->async_wait(on_signal);
   };
-  if (opt.handle_signals || in_worker) signals.async_wait(on_signal);
+  if (opt.handle_signals || in_worker) signals->async_wait(on_signal);
   if (in_worker) {
     sigset_t all;
     sigemptyset(&all);
@@ -375,6 +377,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   // Thread 0 runs here; its signal wait ends with the stop.
   threads[0]->run();
   for (auto& th : extra) th.join();
+  signals.reset();
   {
     std::lock_guard lock(mu);
     sh.threads.clear();

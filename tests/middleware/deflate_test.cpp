@@ -244,7 +244,7 @@ TEST_CASE("deflate flushes each streamed chunk so it can be decoded at once", "[
 
 TEST_CASE("deflate handles large bodies in many chunks", "[deflate][streaming]") {
   std::string big;
-  for (int i = 0; big.size() < 3'000'000; ++i) big += std::to_string(i * 7919) + ",";
+  for (unsigned long i = 0; big.size() < 3'000'000; ++i) big += std::to_string(i * 7919) + ",";
   mwtest::TempDir dir;
   auto file = dir.write("big.txt", big);
   for (Kind k : {Kind::string, Kind::file, Kind::stream, Kind::writer}) {
