@@ -142,6 +142,7 @@ public:
   void start();
   void on_timeout();
   void on_shutdown();
+  void force_close() { close_now(); }
   ConnNode& node() noexcept {
     node_.conn = this;
     return node_;
@@ -1698,6 +1699,17 @@ void IoThread::begin_stop() {
     if (!ec) ioc.stop();
   });
   maybe_finish_stop();
+}
+
+void IoThread::close_all_connections() noexcept {
+  std::vector<std::shared_ptr<Conn>> left;
+  for (ConnNode& n : conns_) left.push_back(n.conn->shared_from_this());
+  for (auto& c : left) {
+    try {
+      c->force_close();
+    } catch (...) {
+    }
+  }
 }
 
 void IoThread::maybe_finish_stop() {

@@ -117,6 +117,9 @@ private:
   void accept(Listener& l);
   void sweep();
   void begin_stop();
+  /// Closes every connection still open (at destruction: breaks the self-references of connections
+  /// waiting on a delayed response, which would otherwise outlive the server).
+  void close_all_connections() noexcept;
   void maybe_finish_stop();
 
   std::vector<std::unique_ptr<Listener>> listeners_;

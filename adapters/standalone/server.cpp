@@ -107,6 +107,7 @@ IoThread::~IoThread() {
   // Connections still pending after a graceful-timeout cut are destroyed with ioc, after the members
   // declared below it (the env pool among them).
   destroying = true;
+  close_all_connections();
   listeners_.clear();
   for (int fd : owned_fds_) ::close(fd);
 }
