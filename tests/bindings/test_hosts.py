@@ -59,6 +59,14 @@ def test_gunicorn_sendfile_through_file_wrapper(server_factory, tmp_path):
     assert status == 200 and body == data
 
 
+def uwsgi_two_mounts(port, directory):
+    """uWSGI with a.py mounted on /a and b.py on /b: two sub-interpreters, two threads."""
+    return ["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--master", "--processes", "1",
+            "--threads", "2", "--enable-threads", "--chdir", str(directory), "--mount", "/a=a.py",
+            "--mount", "/b=b.py", "--manage-script-name", "--die-on-term", "--need-app",
+            "--pythonpath", os.environ.get("PYTHONPATH", "")]
+
+
 @pytest.mark.skipif(not have("uwsgi"), reason="uwsgi not installed")
 def test_uwsgi_two_mounts_two_subinterpreters(server_factory, tmp_path):
     (tmp_path / "a.py").write_text(
@@ -80,10 +88,7 @@ def test_uwsgi_two_mounts_two_subinterpreters(server_factory, tmp_path):
         "    .mount('/err', csgi.load_app(lib, ['error']))\n"
         "    .mount('/py', py).build())\n")
     port = free_port()
-    argv = ["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--master", "--processes", "1",
-            "--threads", "2", "--enable-threads", "--chdir", str(tmp_path), "--mount", "/a=a.py",
-            "--mount", "/b=b.py", "--manage-script-name", "--die-on-term", "--need-app",
-            "--pythonpath", os.environ.get("PYTHONPATH", "")]
+    argv = uwsgi_two_mounts(port, tmp_path)
     server = server_factory(argv, port)
     status, headers, body = server.request("GET", "/a/hello")
     assert status == 200 and body == b"Hello, World!", server.output()
@@ -120,10 +125,7 @@ def test_uwsgi_subinterpreter_python_exception_under_cxx(server_factory, tmp_pat
         "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
         "    return [b'a']\n")
     port = free_port()
-    argv = ["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--master", "--processes", "1",
-            "--threads", "2", "--enable-threads", "--chdir", str(tmp_path), "--mount", "/a=a.py",
-            "--mount", "/b=b.py", "--manage-script-name", "--die-on-term", "--need-app",
-            "--pythonpath", os.environ.get("PYTHONPATH", "")]
+    argv = uwsgi_two_mounts(port, tmp_path)
     server = server_factory(argv, port)
     for _ in range(10):
         assert server.request("GET", "/b/py/raise")[0] == 500
