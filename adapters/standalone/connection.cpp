@@ -1,5 +1,5 @@
-// One HTTP/1.x connection of the standalone server: request parsing (Beast's basic_parser plus the framing
-// checks Beast 1.74 does not make, RFC 9112), the env, the app call, and writing every kind of response.
+// One HTTP/1.x connection of the standalone server: reading requests (parsed by request_parser.hpp), the
+// env, the app call, and writing every kind of response.
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
 // bytes of an active request's header never move; body bytes are read behind the header. Responses are
@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
-#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <charconv>
 #include <condition_variable>
@@ -27,6 +26,7 @@
 #include <optional>
 
 #include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/adapters/standalone/request_parser.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -48,8 +48,6 @@ constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off
 constexpr std::size_t writer_low_water = 256 * 1024;
 constexpr std::size_t drain_limit = 64 * 1024;         // unread request body drained to keep the connection
 
-std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
-
 bool has_ctl(std::string_view s) {
   for (unsigned char c : s)
     if ((c < 0x20 && c != '\t') || c == 0x7f) return true;
@@ -68,12 +66,6 @@ bool valid_name(std::string_view s) {
   return true;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -86,49 +78,9 @@ void append_hex(std::string& out, std::uint64_t v) {
   out.append(buf, r.ptr);
 }
 
-std::int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
 }  // namespace
 
 class Conn;
-
-/// Beast's request parser with callbacks that build the env directly and check framing.
-class RequestParser final : public http::basic_parser<true> {
-public:
-  explicit RequestParser(Conn& c) : c_(c) {}
-  // Body sink for the current read: bytes go to sink (or are dropped when discarding).
-  char* sink = nullptr;
-  std::size_t sink_cap = 0;
-  std::size_t sink_len = 0;
-  bool discard = false;
-
-private:
-  void on_request_impl(http::verb, boost::beast::string_view method, boost::beast::string_view target, int version,
-                       error_code& ec) override;
-  void on_response_impl(int, boost::beast::string_view, int, error_code&) override {}
-  void on_field_impl(http::field f, boost::beast::string_view name, boost::beast::string_view value,
-                     error_code& ec) override;
-  void on_header_impl(error_code& ec) override;
-  void on_body_init_impl(boost::optional<std::uint64_t> const&, error_code&) override {}
-  std::size_t on_body_impl(boost::beast::string_view body, error_code&) override { return take(body); }
-  void on_chunk_header_impl(std::uint64_t, boost::beast::string_view ext, error_code& ec) override {
-    if (ext.size() > 4096) ec = http::error::bad_chunk_extension;
-  }
-  std::size_t on_chunk_body_impl(std::uint64_t, boost::beast::string_view body, error_code&) override {
-    return take(body);
-  }
-  void on_finish_impl(error_code&) override {}
-  std::size_t take(boost::beast::string_view body) {
-    if (discard) return body.size();
-    std::size_t n = std::min(body.size(), sink_cap - sink_len);
-    std::memcpy(sink + sink_len, body.data(), n);
-    sink_len += n;
-    return n;
-  }
-  Conn& c_;
-};
 
 struct WriterState;
 
@@ -169,7 +121,6 @@ public:
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  friend class RequestParser;
   enum class Phase { reading, app, delayed, writer, stream, file, lingering, closed };
 
   // Reading and parsing.
@@ -178,10 +129,8 @@ private:
   void process();
   bool make_room();
   void begin_request();
-  bool header_complete();
   void request_ready();
   void reject(int status, std::string_view why);
-  int status_for(const error_code& ec) const;
 
   // Responding.
   void handle(Response res);
@@ -237,16 +186,8 @@ private:
   bool counted_ = true;
   std::uint64_t content_length_ = 0;
   bool has_body_ = false;
-  int reject_status_ = 0;
-  const char* reject_why_ = "";
-  std::size_t field_count_ = 0;
-  std::size_t scan_pos_ = 0;  // header_complete() scanned up to here (relative to begin_)
-  int host_count_ = 0;
-  bool te_seen_ = false;
-  int te_status_ = 0;  // 400: a coding follows chunked
-  bool te_chunked_last_ = false;
-  bool te_unknown_ = false;
-  std::string_view cl_value_;
+  std::size_t scan_pos_ = 0;  // head_complete() scanned up to here (relative to begin_)
+  // Copied from the parser once the head is parsed (the parser goes before the response may end).
   std::string_view expect_;
   std::string_view range_, if_range_;
   Clock::time_point deadline_{};
@@ -531,48 +472,16 @@ bool Conn::make_room() {
   return end_ < cap_;
 }
 
-// True when [begin_, end_) holds a complete request head (an empty line ends it). Scans only new bytes.
-bool Conn::header_complete() {
-  const char* b = buf_.get() + begin_;
-  std::size_t n = end_ - begin_;
-  std::size_t i = scan_pos_;
-  while (i < n) {
-    const void* hit = std::memchr(b + i, '\n', n - i);
-    if (!hit) break;
-    std::size_t k = static_cast<const char*>(hit) - b;
-    if (k + 1 >= n || (b[k + 1] == '\r' && k + 2 >= n)) {
-      scan_pos_ = k;
-      return false;
-    }
-    if (b[k + 1] == '\n' || (b[k + 1] == '\r' && b[k + 2] == '\n')) return true;
-    i = k + 1;
-  }
-  scan_pos_ = n;
-  return false;
-}
-
-int Conn::status_for(const error_code& ec) const {
-  if (reject_status_) return reject_status_;
-  if (ec == http::error::header_limit) return 431;
-  if (ec == http::error::body_limit) return 413;
-  return 400;
-}
-
 void Conn::begin_request() {
-  parser_.emplace(*this);
-  parser_->header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(sh_.opt.max_header_bytes, UINT32_MAX)));
-  parser_->body_limit(sh_.opt.max_body_bytes);
   if (!env_) env_ = t_.acquire_env();
-  reject_status_ = 0;
-  reject_why_ = "";
+  csgi::Connection conn;
+  conn.server_name = listener_.server_name;
+  conn.server_port = listener_.server_port;
+  conn.remote_addr = remote_addr_;
+  conn.remote_port = remote_port_;
+  conn.script_name = sh_.opt.script_name;
+  parser_.emplace(*env_, sh_.opt, conn);
   scan_pos_ = 0;
-  field_count_ = 0;
-  host_count_ = 0;
-  te_seen_ = false;
-  te_status_ = 0;
-  te_chunked_last_ = false;
-  te_unknown_ = false;
-  cl_value_ = {};
   expect_ = {};
   range_ = {};
   if_range_ = {};
@@ -615,7 +524,7 @@ void Conn::process() {
         begin_request();
         set_deadline(sh_.opt.header_timeout);
       }
-      if (!header_complete()) {
+      if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
         // Header incomplete: enforce the request-line and header-size limits on what we have.
         std::string_view have(buf_.get() + begin_, end_ - begin_);
         std::size_t eol = have.find('\n');
@@ -633,25 +542,26 @@ void Conn::process() {
       error_code ec;
       std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
       if (ec == http::error::need_more) ec = http::error::bad_line_ending;
+      http10_ = parser_->http10;
+      head_ = parser_->head;
       if (ec) {
-        reject(status_for(ec), reject_why_[0] ? reject_why_ : "malformed request");
+        reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
         return;
       }
-      std::string_view head(buf_.get() + begin_, used);
-      // obs-fold (RFC 9112 §5.2): a field line starting with SP/HTAB. Beast unfolds it; we refuse it.
-      for (std::size_t p = head.find('\n'); p != std::string_view::npos && p + 1 < head.size(); p = head.find('\n', p + 1)) {
-        if (head[p + 1] == ' ' || head[p + 1] == '\t') {
-          reject(400, "obs-fold in header");
-          return;
-        }
+      if (has_obs_fold({buf_.get() + begin_, used})) {
+        reject(400, "obs-fold in header");
+        return;
       }
       begin_ += used;
       body_base_ = begin_;
       active_ = true;
-      if (reject_status_) {
-        reject(reject_status_, reject_why_);
+      if (parser_->reject_status) {
+        reject(parser_->reject_status, parser_->reject_why);
         return;
       }
+      expect_ = parser_->expect;
+      range_ = parser_->range;
+      if_range_ = parser_->if_range;
       has_body_ = !parser_->is_done();
       if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
       // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
@@ -696,104 +606,6 @@ void Conn::process() {
     set_deadline(sh_.opt.idle_timeout);
   }
   wait_read();
-}
-
-void RequestParser::on_request_impl(http::verb, boost::beast::string_view method, boost::beast::string_view target,
-                                    int version, error_code& ec) {
-  Conn& c = c_;
-  if (method.size() + target.size() + 10 > c.sh_.opt.max_request_line) {
-    c.reject_status_ = 414;
-    c.reject_why_ = "request line too long";
-    ec = http::error::bad_target;
-    return;
-  }
-  c.http10_ = version < 11;
-  c.head_ = method == "HEAD";
-  RequestHead head{sv(method), sv(target), version >= 11 ? "HTTP/1.1" : "HTTP/1.0"};
-  csgi::Connection conn;
-  conn.server_name = c.listener_.server_name;
-  conn.server_port = c.listener_.server_port;
-  conn.remote_addr = c.remote_addr_;
-  conn.remote_port = c.remote_port_;
-  conn.script_name = c.sh_.opt.script_name;
-  try {
-    populate_env(*c.env_, head, conn);
-  } catch (const HttpError& e) {
-    c.reject_status_ = e.status();
-    c.reject_why_ = "bad request target";
-    ec = http::error::bad_target;
-  }
-}
-
-void RequestParser::on_field_impl(http::field f, boost::beast::string_view name, boost::beast::string_view value,
-                                  error_code& ec) {
-  if (is_header_done()) return;  // trailer fields of a chunked body are not part of the env
-  Conn& c = c_;
-  if (++c.field_count_ > c.sh_.opt.max_header_count) {
-    c.reject_status_ = 431;
-    c.reject_why_ = "too many header fields";
-    ec = http::error::header_limit;
-    return;
-  }
-  std::string_view v = sv(value);
-  if (v.find('\0') != std::string_view::npos || v.find('\r') != std::string_view::npos) {
-    c.reject_status_ = 400;
-    c.reject_why_ = "NUL or CR in a field value";
-    ec = http::error::bad_value;
-    return;
-  }
-  switch (f) {
-    case http::field::host: ++c.host_count_; break;
-    case http::field::content_length:
-      // Differing repeated Content-Length (RFC 9112 §6.3): refuse.
-      if (!c.cl_value_.empty() && trim(v) != c.cl_value_) {
-        c.reject_status_ = 400;
-        c.reject_why_ = "conflicting Content-Length fields";
-        ec = http::error::bad_content_length;
-        return;
-      }
-      c.cl_value_ = trim(v);
-      break;
-    case http::field::transfer_encoding: {
-      // RFC 9112 §6.1: chunked must be the final coding, once; any other coding is not implemented.
-      c.te_seen_ = true;
-      std::string_view rest = v;
-      while (!rest.empty()) {
-        auto comma = rest.find(',');
-        std::string_view tok = trim(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        if (tok.empty()) continue;
-        if (c.te_chunked_last_) c.te_status_ = 400;  // a coding after chunked, or chunked twice
-        c.te_chunked_last_ = iequals(tok, "chunked");
-        if (!c.te_chunked_last_) c.te_unknown_ = true;
-      }
-      break;
-    }
-    case http::field::expect: c.expect_ = trim(v); break;
-    case http::field::range: c.range_ = v; break;
-    case http::field::if_range: c.if_range_ = v; break;
-    default: break;
-  }
-  add_header(*c.env_, sv(name), v);
-}
-
-void RequestParser::on_header_impl(error_code& ec) {
-  Conn& c = c_;
-  auto fail = [&](int status, const char* why) {
-    c.reject_status_ = status;
-    c.reject_why_ = why;
-    ec = http::error::bad_value;
-  };
-  if (c.te_seen_) {
-    if (!c.cl_value_.empty()) return fail(400, "Transfer-Encoding with Content-Length");
-    if (c.http10_) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
-    if (c.te_status_ == 400 || !c.te_chunked_last_) return fail(400, "Transfer-Encoding does not end in chunked");
-    if (c.te_unknown_) return fail(501, "unsupported transfer coding");
-  }
-  if (!c.http10_ && c.host_count_ != 1) return fail(400, c.host_count_ ? "repeated Host" : "missing Host");
-  if (c.http10_ && c.host_count_ > 1) return fail(400, "repeated Host");
-  if (c.host_count_ == 1 && !valid_host(c.env_->get(keys::HTTP_HOST))) return fail(400, "malformed Host");
-  set_server_from_host(*c.env_);
 }
 
 // The request's header is parsed (and a small body buffered): build the rest of the env and call the app.
