@@ -2,11 +2,13 @@
 # Builds the libFuzzer targets with clang + ASan + UBSan (build-fuzz/) and runs each for FUZZ_SECONDS
 # (default 60) from its seed corpus with the HTTP dictionary. A crash is copied to
 # tests/fuzz/regressions/<target>/ (replayed by ctest in every build) and fails the run.
-# FUZZ_ONLY=name runs one target. Prints execs and coverage per target.
+# FUZZ_ONLY="name …" runs only those targets; FUZZ_RUNS=N stops each target after N execs instead (with
+# FUZZ_SECONDS as a time cap). Prints execs and coverage per target.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-fuzz"
 seconds=${FUZZ_SECONDS:-60}
+runs=${FUZZ_RUNS:+-runs=$FUZZ_RUNS}
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCSGI_FUZZ=ON -DCSGI_BUILD_BENCH=OFF -DCSGI_PYTHON=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null || exit 1
@@ -14,12 +16,12 @@ targets=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 [ -n "${FUZZ_ONLY:-}" ] && targets=$FUZZ_ONLY
 cmake --build "$build" -j"$(nproc)" --target $targets >/dev/null || { echo "fuzz build failed" >&2; exit 1; }
 status=0
-printf '| target | seconds | execs | exec/s | coverage (edges) | result |\n|---|---|---|---|---|---|\n'
+printf '| target | seconds (limit) | execs | exec/s | coverage (edges) | result |\n|---|---|---|---|---|---|\n'
 for t in $targets; do
   work=$(mktemp -d)
   cp -r "$root/tests/fuzz/corpus/$t/." "$work/" 2>/dev/null
   log="$build/$t.log"
-  (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "$build/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "$build/tests/fuzz/$t" -max_total_time="$seconds" $runs -timeout=10 -rss_limit_mb=2048 \
      -dict="$root/tests/fuzz/http.dict" -print_final_stats=1 "$work" >"$log" 2>&1)
   rc=$?
   execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')
