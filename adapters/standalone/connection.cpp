@@ -93,7 +93,7 @@ public:
   ~Conn();
   void start();
   void on_timeout();
-  void on_shutdown();
+  void on_shutdown(bool hurry);
   void force_close() { close_now(); }
   ConnNode& node() noexcept {
     node_.conn = this;
@@ -598,13 +598,9 @@ void Conn::process() {
     close_now();
     return;
   }
-  if (!active_ && begin_ == end_) {
-    if (t_.stopping) {
-      close_now();
-      return;
-    }
-    set_deadline(sh_.opt.idle_timeout);
-  }
+  // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
+  // (see on_shutdown); a request that still comes is answered with Connection: close.
+  if (!active_ && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
   wait_read();
 }
 
@@ -1339,13 +1335,15 @@ void Conn::on_timeout() {
   close_now();
 }
 
-void Conn::on_shutdown() {
+void Conn::on_shutdown(bool hurry) {
   keep_alive_ = false;
-  // An idle keep-alive connection is not closed at once: its client may be sending the next request right
-  // now, and closing would race it into a failed request (RFC 9112 §9.6). It gets a short grace period;
-  // a request that arrives in it is answered with Connection: close.
-  if (phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_)
-    set_deadline(std::min<std::chrono::milliseconds>(sh_.opt.idle_timeout, std::chrono::milliseconds(1000)));
+  // A graceful stop does not close an idle keep-alive connection (nor one accepted whose request has not
+  // arrived): its client may be sending a request right now, and closing would race it into a failed
+  // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the
+  // graceful timeout, and a request that arrives is answered with Connection: close. A second stop
+  // request (hurry) closes idle connections at once.
+  if (hurry && phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
+    close_now();
 }
 
 // csgi.input: the request body, read from the buffer, then from the socket (poll bounded by body_timeout).
@@ -1466,7 +1464,30 @@ void start_connection(IoThread& t, Socket socket, const ListenSocket& listener) 
   c->start();
 }
 
-void IoThread::add(Conn& c) { conns_.push_back(c.node()); }
+void IoThread::add(Conn& c) {
+  conns_.push_back(c.node());
+  if (stopping && !sweeping_) {
+    // A connection accepted late in a stop (an accept that had completed, one posted by another thread):
+    // served like the others, so the timers that maybe_finish_stop cancelled run again.
+    arm_sweep();
+    arm_stop_timer();
+  }
+}
+
+void IoThread::arm_sweep() {
+  sweeping_ = true;
+  sweeper_.expires_after(std::chrono::milliseconds(stopping ? 100 : 500));
+  sweeper_.async_wait([this](error_code ec) {
+    if (!ec) sweep();
+  });
+}
+
+void IoThread::arm_stop_timer() {
+  stop_timer_.expires_at(stop_deadline_);
+  stop_timer_.async_wait([this](error_code ec) {
+    if (!ec) ioc.stop();  // graceful timeout: what is still open is closed with the io thread
+  });
+}
 
 void IoThread::sweep() {
   now = Clock::now();
@@ -1484,33 +1505,60 @@ void IoThread::sweep() {
   for (ConnNode& n : conns_)
     if (n.conn->expired(now)) expired.push_back(n.conn->shared_from_this());
   for (auto& c : expired) c->on_timeout();
+  sweeping_ = false;
   if (stopping) {
     maybe_finish_stop();
     if (conns_.empty()) return;
   }
-  sweeper_.expires_after(std::chrono::milliseconds(stopping ? 100 : 500));
-  sweeper_.async_wait([this](error_code ec) {
-    if (!ec) sweep();
-  });
+  arm_sweep();
 }
 
 void IoThread::begin_stop() {
-  if (stopping) return;
+  if (stopping) {
+    // A second stop request: idle connections are closed now instead of at their timeout.
+    std::vector<std::shared_ptr<Conn>> all;
+    for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
+    for (auto& c : all) c->on_shutdown(true);
+    maybe_finish_stop();
+    return;
+  }
   stopping = true;
+  stop_deadline_ = Clock::now() + shared.opt.graceful_timeout;
   if (on_stop) on_stop();
   for (auto& l : listeners_) {
+    if (l->pause) l->pause->cancel();
+    if (l->own) drain_accept_queue(*l);
     error_code ec;
     l->acceptor->close(ec);
-    if (l->pause) l->pause->cancel();
   }
+  // Once no thread accepts any more, no thread can be handed a connection: the threads may finish.
+  if (shared.accepting.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    for (IoThread* t : shared.threads) asio::post(t->ioc, [t] { t->hold_.reset(); });
   std::vector<std::shared_ptr<Conn>> all;
   for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
-  for (auto& c : all) c->on_shutdown();
-  stop_timer_.expires_after(shared.opt.graceful_timeout);
-  stop_timer_.async_wait([this](error_code ec) {
-    if (!ec) ioc.stop();
-  });
+  for (auto& c : all) c->on_shutdown(false);
+  arm_stop_timer();
   maybe_finish_stop();
+}
+
+void IoThread::drain_accept_queue(Listener& l) {
+  // An SO_REUSEPORT socket of this process's own: closing it resets the connections in its accept queue
+  // (the other sockets of the group do not inherit them unless net.ipv4.tcp_migrate_req=1). Accept
+  // what is queued and serve it first; a handshake completing between this and the close below is
+  // still reset (docs/reliability.md §4).
+  for (int n = 0; n < 4096; ++n) {
+    error_code ec;
+    Socket s(ioc);
+    l.acceptor->accept(s, ec);
+    if (ec) break;
+    open.fetch_add(1, std::memory_order_relaxed);
+    try {
+      start_connection(*this, std::move(s), *l.info);
+    } catch (const std::exception& e) {
+      shared.errors.write(std::string("csgi: connection setup failed: ") + e.what());
+    }
+    open.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void IoThread::close_all_connections() noexcept {

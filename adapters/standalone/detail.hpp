@@ -6,10 +6,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -66,6 +68,7 @@ struct Shared {
   LogErrorStream errors{error_log};
   std::atomic<std::size_t> connections{0};
   std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
+  std::atomic<unsigned> accepting{0};  // io threads that have not closed their acceptors yet
   bool multithread = false;
   bool multiprocess = false;
   std::vector<class IoThread*> threads;  // every io thread of this process (for accept balancing)
@@ -113,10 +116,14 @@ private:
     std::unique_ptr<Acceptor> acceptor;
     const ListenSocket* info;
     std::unique_ptr<asio::steady_timer> pause;
+    bool own = false;  // an SO_REUSEPORT socket of this thread's own (its accept queue dies with it)
   };
   void accept(Listener& l);
   void sweep();
+  void arm_sweep();
+  void arm_stop_timer();
   void begin_stop();
+  void drain_accept_queue(Listener& l);
   /// Closes every connection still open (at destruction: breaks the self-references of connections
   /// waiting on a delayed response, which would otherwise outlive the server).
   void close_all_connections() noexcept;
@@ -125,6 +132,11 @@ private:
   std::vector<std::unique_ptr<Listener>> listeners_;
   asio::steady_timer sweeper_{ioc};
   asio::steady_timer stop_timer_{ioc};
+  Clock::time_point stop_deadline_{};  // graceful timeout of a stop in progress
+  bool sweeping_ = false;              // the sweeper timer is armed
+  // Keeps run() going, even with nothing to do, until every thread has stopped accepting: until then
+  // another thread may still hand this one a connection.
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> hold_{ioc.get_executor()};
   boost::intrusive::list<ConnNode, boost::intrusive::constant_time_size<false>> conns_;
   std::vector<std::unique_ptr<Env>> env_pool_;
   std::vector<int> owned_fds_;

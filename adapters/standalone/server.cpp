@@ -118,11 +118,13 @@ void IoThread::listen(const std::vector<ListenSocket>& sockets, bool own_reusepo
   balance = !own_reuseport_sockets;
   for (const ListenSocket& s : sockets) {
     int fd;
+    bool own = false;
     if (own_reuseport_sockets && s.tcp && !s.systemd && index > 0) {
       // Thread 0 uses the socket opened by the server; the others bind their own with SO_REUSEPORT.
       ListenAddress a = parse_listen(s.display);
       ListenSocket mine = open_listen(a, true);
       fd = mine.fd;
+      own = true;
     } else {
       fd = ::fcntl(s.fd, F_DUPFD_CLOEXEC, 3);
       if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup listening socket");
@@ -134,6 +136,7 @@ void IoThread::listen(const std::vector<ListenSocket>& sockets, bool own_reusepo
     l->acceptor = std::make_unique<Acceptor>(ioc, Protocol(ss.ss_family, 0), fd);
     l->acceptor->non_blocking(true);
     l->info = &s;
+    l->own = own;
     listeners_.push_back(std::move(l));
   }
 }
@@ -150,13 +153,14 @@ void IoThread::accept(Listener& l) {
     return;
   }
   IoThread* target = this;
-  if (balance && shared.threads.size() > 1) {
+  if (balance && shared.threads.size() > 1 && !shared.stopping.load(std::memory_order_relaxed)) {
     for (IoThread* t : shared.threads)
       if (t->open.load(std::memory_order_relaxed) < target->open.load(std::memory_order_relaxed)) target = t;
   }
-  l.acceptor->async_accept(target->ioc, [this, &l, target](error_code ec, Socket s) {
-    if (ec == asio::error::operation_aborted || stopping) return;
+  l.acceptor->async_accept(target->ioc, [this, &l, target](error_code ec, Socket s) mutable {
+    if (ec == asio::error::operation_aborted) return;
     if (ec) {
+      if (stopping) return;
       // EMFILE, ENFILE, ENOBUFS…: back off instead of spinning; never fatal.
       static std::atomic<long> last_log{0};
       long now_s = static_cast<long>(std::time(nullptr));
@@ -168,6 +172,24 @@ void IoThread::accept(Listener& l) {
       });
       return;
     }
+    // A connection accepted is always served, even when a stop began after the accept completed (its
+    // client has sent or is sending a request; dropping it lost requests under SIGHUP restarts). A
+    // stopping thread serves it itself: the chosen thread may have finished already.
+    bool here = target == this || stopping;
+    if (target != this && stopping) {
+      error_code e;
+      Protocol proto = s.local_endpoint(e).protocol();
+      int fd = e ? -1 : s.release(e);
+      if (fd < 0) return;
+      Socket mine(ioc);
+      mine.assign(proto, fd, e);
+      if (e) {
+        ::close(fd);
+        return;
+      }
+      s = std::move(mine);
+      target = this;
+    }
     target->open.fetch_add(1, std::memory_order_relaxed);  // counted now, so the next choice sees it
     auto start = [target, info = l.info, s = std::move(s)]() mutable {
       target->now = Clock::now();
@@ -178,7 +200,7 @@ void IoThread::accept(Listener& l) {
       }
       target->open.fetch_sub(1, std::memory_order_relaxed);
     };
-    if (target == this)
+    if (here)
       start();
     else
       asio::post(target->ioc, std::move(start));
@@ -330,6 +352,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     for (unsigned i = 0; i < opt.threads; ++i) threads.push_back(std::make_unique<IoThread>(sh, i));
   }
   for (auto& t : threads) sh.threads.push_back(t.get());
+  sh.accepting = static_cast<unsigned>(threads.size());
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
   // The signal set belongs to thread 0's io_context and must go before it does (below).
   std::optional<asio::signal_set> signals(std::in_place, threads[0]->ioc);
@@ -378,6 +401,14 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   // Thread 0 runs here; its signal wait ends with the stop.
   threads[0]->run();
   for (auto& th : extra) th.join();
+  if (in_worker) {
+    // Done serving: a SIGTERM that comes now (the master repeating a stop) must not find the default
+    // action once the signal set is gone; the worker is about to exit anyway.
+    sigset_t block;
+    sigemptyset(&block);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&block, sig);
+    ::sigprocmask(SIG_BLOCK, &block, nullptr);
+  }
   signals.reset();
   {
     std::lock_guard lock(mu);
@@ -441,13 +472,14 @@ int Server::Impl::master(Shared& sh) {
       unsigned gen = it->second;
       workers.erase(it);
       bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
+      bool replace = !stopping && gen == generation;
       if (crashed) {
         sh.errors.write("csgi: worker " + std::to_string(pid) + " died (" +
                         (WIFSIGNALED(status) ? std::string("signal ") + std::to_string(WTERMSIG(status))
                                              : "exit " + std::to_string(WEXITSTATUS(status))) +
-                        ")" + (stopping ? "" : "; starting a new one"));
+                        ")" + (replace ? "; starting a new one" : ""));
       }
-      if (!stopping && gen == generation && (crashed || true)) {
+      if (replace) {
         // Back off when workers die in a loop (a broken app) instead of forking hundreds a second.
         auto now = Clock::now();
         std::erase_if(recent_crashes, [&](auto t) { return now - t > std::chrono::seconds(1); });
@@ -466,14 +498,17 @@ int Server::Impl::master(Shared& sh) {
       if (!stopping) {
         stopping = true;
         stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
-        for (auto& [pid, g] : workers) ::kill(pid, SIGTERM);
       }
+      // A second TERM/INT is passed on too: the workers then close their idle connections at once.
+      for (auto& [pid, g] : workers) ::kill(pid, SIGTERM);
     } else if (sig == SIGHUP && !stopping) {
       // Graceful restart: new workers first (they accept at once on the same sockets), then the old
-      // ones stop accepting and finish what they have.
-      ++generation;
+      // ones stop accepting and finish what they have. Workers of earlier generations were told
+      // already (a second SIGTERM would close their idle connections at once).
       std::vector<pid_t> old_pids;
-      for (auto& [pid, g] : workers) old_pids.push_back(pid);
+      for (auto& [pid, g] : workers)
+        if (g == generation) old_pids.push_back(pid);
+      ++generation;
       for (unsigned i = 0; i < opt.workers; ++i)
         if (pid_t p = spawn(); p > 0) workers[p] = generation;
       for (pid_t p : old_pids) ::kill(p, SIGTERM);
