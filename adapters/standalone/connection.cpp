@@ -94,6 +94,7 @@ public:
   void start();
   void on_timeout();
   void on_shutdown(bool hurry);
+  std::string abandon() noexcept;
   void force_close() { close_now(); }
   ConnNode& node() noexcept {
     node_.conn = this;
@@ -636,6 +637,7 @@ void Conn::request_ready() {
     res = Response::error(404);
   } else {
     try {
+      AppScope scope(t_.fault_slot, this);
       res = sh_.app(env);
     } catch (const HttpError& e) {
       res = Response::error(e.status(), e.what());
@@ -692,6 +694,7 @@ void Conn::handle(Response res) {
     auto responder = std::make_shared<ConnResponder>(weak_from_this(), t_.ioc, sh_.opt.send_timeout);
     Delayed fn = std::move(*d);
     try {
+      AppScope scope(t_.fault_slot, this);
       fn(Responder(std::move(responder)));
     } catch (const std::exception& e) {
       log_error(std::string("the delayed response's callable threw: ") + e.what());
@@ -968,6 +971,7 @@ void Conn::pump_stream() {
     }
     bool more = false;
     try {
+      AppScope scope(t_.fault_slot, this);
       more = stream_->next(chunk);
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
@@ -1334,6 +1338,32 @@ void Conn::on_timeout() {
   }
   close_now();
 }
+
+std::string Conn::abandon() noexcept {
+  std::string what;
+  try {
+    if (env_) what = std::string(env_->get(keys::REQUEST_METHOD)) + " " + std::string(env_->get(keys::REQUEST_URI));
+  } catch (...) {
+  }
+  if (phase_ == Phase::closed || hijacked_) return what;
+  // Nothing of this response nor of an earlier pipelined one is pending: a 500 is in order. One
+  // non-blocking send; if it does not fit, the client gets the half-close alone.
+  if (!response_started_ && !dead_ && out_pos_ == out_.size() && ext_.empty()) {
+    static constexpr std::string_view r =
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
+        "Connection: close\r\n\r\nInternal Server Error\n";
+    (void)::send(fd_, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  ::shutdown(fd_, SHUT_WR);
+  // The descriptor stays open until the worker exits (closing it here could reuse the number while the
+  // frozen thread still holds it); nothing reads or writes this connection again.
+  phase_ = Phase::closed;
+  clear_deadline();
+  node_.unlink();
+  return what;
+}
+
+std::string abandon_faulted(Conn& c) noexcept { return c.abandon(); }
 
 void Conn::on_shutdown(bool hurry) {
   keep_alive_ = false;

@@ -80,6 +80,43 @@ struct Shared {
 };
 
 class Conn;
+
+/// Crash containment in prefork workers (server.cpp, docs/reliability.md §4): each io thread of a worker
+/// has a slot that says which connection's app code it is running, read by the SIGSEGV/SIGBUS/SIGFPE/
+/// SIGILL handler on that thread. Lock-free atomics only: the handler may read them at any instant.
+struct FaultSlot {
+  std::atomic<long> tid{0};            // the io thread's kernel thread id
+  std::atomic<Conn*> conn{nullptr};  // the connection whose app code runs now, or null
+};
+
+/// Sets the slot around a call into the app (nests); nothing when the thread has no slot.
+class AppScope {
+public:
+  AppScope(FaultSlot* slot, Conn* c) noexcept : slot_(slot) {
+    if (!slot_) return;
+    prev_ = slot_->conn.load(std::memory_order_relaxed);
+    slot_->conn.store(c, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~AppScope() {
+    if (!slot_) return;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    slot_->conn.store(prev_, std::memory_order_relaxed);
+  }
+  AppScope(const AppScope&) = delete;
+  AppScope& operator=(const AppScope&) = delete;
+
+private:
+  FaultSlot* slot_;
+  Conn* prev_ = nullptr;
+};
+
+/// After a fault in `c`'s app code, with the faulting io thread frozen (never to run again): answers
+/// 500 when nothing of the response went out yet, half-closes the socket, and detaches the connection
+/// from its thread so that nothing touches it again. Returns "METHOD URI" of its request for the log.
+std::string abandon_faulted(Conn& c) noexcept;
+
+class Conn;
 using ConnHook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 /// A connection's link in its thread's list (for timeouts and graceful stop); unlinks itself.
 struct ConnNode : ConnHook {
@@ -106,6 +143,7 @@ public:
   bool stopping = false;
   bool balance = true;                     // hand accepted connections to the least busy thread
   std::function<void()> on_stop;  // run on this thread when a graceful stop begins
+  FaultSlot* fault_slot = nullptr;   // in a prefork worker: this thread's crash-containment slot
 
   std::unique_ptr<Env> acquire_env();
   void release_env(std::unique_ptr<Env> env);

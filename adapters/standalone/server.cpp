@@ -6,6 +6,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <semaphore.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -209,6 +211,15 @@ void IoThread::accept(Listener& l) {
 }
 
 void IoThread::run() {
+  if (fault_slot) {
+    // The fault handler runs on an alternate stack, so that a stack overflow in the app is contained too.
+    static constexpr std::size_t alt_size = 64 * 1024;
+    stack_t ss{};
+    ss.ss_sp = ::malloc(alt_size);  // kept until the process exits (the thread may be frozen on it)
+    ss.ss_size = alt_size;
+    if (ss.ss_sp) ::sigaltstack(&ss, nullptr);
+    fault_slot->tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+  }
   for (auto& l : listeners_) accept(*l);
   sweep();
   for (;;) {
@@ -241,6 +252,76 @@ void IoThread::release_env(std::unique_ptr<Env> env) {
 
 using namespace detail;
 
+// ---------------------------------------------------------------------------------------------------
+// Crash containment in prefork workers (docs/reliability.md §4).
+//
+// A SIGSEGV, SIGBUS, SIGFPE or SIGILL raised while an io thread runs the app's code for a connection
+// (AppScope) does not end the worker at once. The handler (async-signal-safe calls only) records the
+// fault, arms alarm(2) as the last-resort deadline, wakes the rescue thread (sem_post) and parks the
+// faulting thread for good: its stack, and whatever it held, stay frozen. The rescue thread tells the
+// master (which starts a replacement at once), abandons the faulting connection (500 or a half-close:
+// only that client sees the failure), writes one line to the error log, stops every io thread (no more
+// accepting, Connection: close on the next responses) and runs the frozen thread's io_context itself,
+// so that its other connections complete. When every other connection is closed, or at the graceful
+// timeout, the worker _exits without destructors. Memory after a fault is not trusted: the worker only
+// finishes what it has and leaves. A fault anywhere else (outside the app, on another thread of the app,
+// a second fault while draining) ends the worker with the signal's default action, as before.
+namespace {
+struct FaultState {
+  FaultSlot* slots = nullptr;
+  unsigned nslots = 0;
+  std::atomic<bool> armed{false};
+  std::atomic<int> sig{0};        // the first contained fault's signal
+  std::atomic<int> slot{-1};      // its io thread
+  unsigned alarm_s = 12;
+  sem_t wake;
+};
+FaultState g_fault;
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV (invalid memory access)";
+    case SIGBUS: return "SIGBUS (bus error)";
+    case SIGFPE: return "SIGFPE (arithmetic fault)";
+    case SIGILL: return "SIGILL (illegal instruction)";
+    default: return "a fault signal";
+  }
+}
+
+// The signal's default action, now: the process ends the way it would have without containment.
+void die_by(int sig) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+  ::raise(sig);
+  ::_exit(128 + sig);  // not reached for these signals
+}
+
+void on_fault(int sig, siginfo_t*, void*) {
+  if (!g_fault.armed.load(std::memory_order_relaxed)) die_by(sig);
+  long tid = static_cast<long>(::syscall(SYS_gettid));
+  int mine = -1;
+  for (unsigned i = 0; i < g_fault.nslots; ++i)
+    if (g_fault.slots[i].tid.load(std::memory_order_relaxed) == tid) mine = static_cast<int>(i);
+  // Not an io thread, or an io thread outside the app's code: nothing known to contain.
+  if (mine < 0 || g_fault.slots[mine].conn.load(std::memory_order_relaxed) == nullptr) die_by(sig);
+  int none = 0;
+  if (!g_fault.sig.compare_exchange_strong(none, sig)) die_by(sig);  // a second fault: end at once
+  g_fault.slot.store(mine);
+  // The last resort: if the rescue cannot finish (a lock the frozen thread holds), SIGALRM ends it.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGALRM, &dfl, nullptr);
+  ::alarm(g_fault.alarm_s);
+  ::sem_post(&g_fault.wake);
+  for (;;) ::pause();  // every signal is blocked here (sa_mask): this thread never runs again
+}
+}  // namespace
+
 struct Server::Impl {
   App app;
   ServerOptions opt;
@@ -253,8 +334,13 @@ struct Server::Impl {
   std::vector<std::unique_ptr<IoThread>> threads;
   Shared* shared = nullptr;
 
+  int notify_fd = -1;   // worker → master: "I contained a fault and am leaving" (the worker's pid)
+  pid_t master_pid = 0;
+
   int run();
   int serve(Shared& sh, bool in_worker);
+  void arm_fault_containment(Shared& sh);
+  [[noreturn]] void rescue(Shared& sh);
   int master(Shared& sh);
   void announce(const std::vector<ListenSocket>& socks);
 };
@@ -308,6 +394,65 @@ void Server::Impl::announce(const std::vector<ListenSocket>& socks) {
   }
 }
 
+// In a worker, before its io threads start: slots, the rescue thread, the handlers.
+void Server::Impl::arm_fault_containment(Shared& sh) {
+  g_fault.nslots = static_cast<unsigned>(threads.size());
+  g_fault.slots = new FaultSlot[g_fault.nslots];  // lives as long as the process
+  for (unsigned i = 0; i < g_fault.nslots; ++i) threads[i]->fault_slot = &g_fault.slots[i];
+  auto secs = std::chrono::ceil<std::chrono::seconds>(opt.graceful_timeout).count();
+  g_fault.alarm_s = static_cast<unsigned>(std::max<long long>(1, secs) + 2);
+  ::sem_init(&g_fault.wake, 0, 0);
+  std::thread([this, &sh] { rescue(sh); }).detach();
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigfillset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::sigaction(sig, &sa, nullptr);
+  g_fault.armed = true;
+}
+
+void Server::Impl::rescue(Shared& sh) {
+  // Blocks every signal but SIGALRM (the handler's deadline must find a thread to end the process on).
+  sigset_t mask;
+  sigfillset(&mask);
+  sigdelset(&mask, SIGALRM);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&mask, sig);
+  ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+  while (::sem_wait(&g_fault.wake) != 0) {
+  }
+  int sig = g_fault.sig.load();
+  int slot = g_fault.slot.load();
+  pid_t me = ::getpid();
+  // 1. The master starts a replacement now (the pid through the pipe; SIGCHLD wakes it up).
+  if (notify_fd >= 0) {
+    ssize_t w = ::write(notify_fd, &me, sizeof me);
+    (void)w;
+    ::kill(master_pid, SIGCHLD);
+  }
+  IoThread& t = *threads[static_cast<std::size_t>(slot)];
+  // 2. Only the faulting request's client sees the failure.
+  Conn* c = g_fault.slots[slot].conn.load();
+  std::string request = c ? abandon_faulted(*c) : std::string();
+  // 3. One line in the error log.
+  sh.errors.write("csgi: worker " + std::to_string(me) + ": " + signal_name(sig) + " in the app on io thread " +
+                  std::to_string(slot) + " while serving \"" + request +
+                  "\"; that request failed; the worker stops accepting, finishes its other requests and exits "
+                  "(a new worker replaces it)");
+  // 4. Every io thread stops gracefully; the frozen one's io_context is run here.
+  for (auto& th : threads) th->stop();
+  auto deadline = Clock::now() + opt.graceful_timeout;
+  while (sh.connections.load() > (c ? 1u : 0u) && Clock::now() < deadline) {
+    try {
+      t.ioc.run_for(std::chrono::milliseconds(50));
+    } catch (const std::exception& e) {
+      sh.errors.write(std::string("csgi: internal error in io thread: ") + e.what());
+    }
+    if (t.ioc.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // 5. No destructors: the frozen thread's stack still refers to much of what they would free.
+  ::_exit(70);
+}
+
 int Server::Impl::run() {
   ::signal(SIGPIPE, SIG_IGN);
   Shared sh;
@@ -353,6 +498,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   }
   for (auto& t : threads) sh.threads.push_back(t.get());
   sh.accepting = static_cast<unsigned>(threads.size());
+  if (in_worker) arm_fault_containment(sh);
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
   // The signal set belongs to thread 0's io_context and must go before it does (below).
   std::optional<asio::signal_set> signals(std::in_place, threads[0]->ioc);
@@ -401,6 +547,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   // Thread 0 runs here; its signal wait ends with the stop.
   threads[0]->run();
   for (auto& th : extra) th.join();
+  g_fault.armed = false;  // a fault from here on (teardown) is not contained
   if (in_worker) {
     // Done serving: a SIGTERM that comes now (the master repeating a stop) must not find the default
     // action once the signal set is gone; the worker is about to exit anyway.
@@ -435,11 +582,19 @@ int Server::Impl::master(Shared& sh) {
   ::sigaction(SIGCHLD, &sa, nullptr);
 
   std::map<pid_t, unsigned> workers;  // pid → generation
+  constexpr unsigned retiring = ~0u;  // the generation of a worker leaving after a contained fault
   unsigned generation = 0;
+  // Workers that contained a fault say so through this pipe (their pid), so that a replacement starts
+  // while they finish their other requests.
+  int notify[2] = {-1, -1};
+  if (::pipe2(notify, O_CLOEXEC | O_NONBLOCK) != 0) notify[0] = notify[1] = -1;
+  master_pid = ::getpid();
   auto spawn = [&]() -> pid_t {
     pid_t pid = ::fork();
     if (pid == 0) {
       // Worker: serve with the inherited sockets; signals stay blocked until the handlers are set.
+      if (notify[0] >= 0) ::close(notify[0]);
+      notify_fd = notify[1];
       int rc = 0;
       try {
         threads.clear();
@@ -462,6 +617,15 @@ int Server::Impl::master(Shared& sh) {
   Clock::time_point stop_deadline{};
   std::vector<Clock::time_point> recent_crashes;
   for (;;) {
+    // Workers leaving after a contained fault: replaced now, not when they exit.
+    for (pid_t leaving = 0; notify[0] >= 0 && ::read(notify[0], &leaving, sizeof leaving) == sizeof leaving;) {
+      auto it = workers.find(leaving);
+      if (it == workers.end() || it->second == retiring) continue;
+      bool replace = !stopping && it->second == generation;
+      it->second = retiring;
+      if (replace)
+        if (pid_t p = spawn(); p > 0) workers[p] = generation;
+    }
     // Reap.
     for (;;) {
       int status = 0;
@@ -473,7 +637,9 @@ int Server::Impl::master(Shared& sh) {
       workers.erase(it);
       bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
       bool replace = !stopping && gen == generation;
-      if (crashed) {
+      if (gen == retiring && WIFEXITED(status) && WEXITSTATUS(status) == 70) {
+        sh.errors.write("csgi: worker " + std::to_string(pid) + " exited after containing a fault");
+      } else if (crashed) {
         sh.errors.write("csgi: worker " + std::to_string(pid) + " died (" +
                         (WIFSIGNALED(status) ? std::string("signal ") + std::to_string(WTERMSIG(status))
                                              : "exit " + std::to_string(WEXITSTATUS(status))) +
@@ -527,6 +693,8 @@ int Server::Impl::master(Shared& sh) {
     }
   }
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  for (int fd : notify)
+    if (fd >= 0) ::close(fd);
   for (const auto& s : sh.listeners)
     if (!s.tcp && !s.systemd && s.display.rfind("unix:", 0) == 0) ::unlink(s.display.c_str() + 5);
   return 0;
