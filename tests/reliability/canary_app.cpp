@@ -1,21 +1,46 @@
 // The app behind the reliability tests (tests/reliability/*.py):
 //   /canary, /smuggled   markers the bad-request replayer looks for
 //   /sleep?ms=N          answers after N ms from a timer thread (a delayed response: no server thread held)
-//   /crash               kills the process with SIGSEGV (worker-restart tests)
+//   /crash?KIND          a fault in the app (fault tests): raise (default) raises SIGSEGV, null writes
+//                        through a null pointer, stack overflows the stack, fpe divides by zero
 //   anything else        reads the whole body and answers 200 with its size
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
 #include "csgi/core/app_library.hpp"
 
 namespace {
+// Deep enough to overflow any thread stack; volatile keeps the frames.
+int overflow(int depth) {
+  if (depth > (1 << 30)) return 0;  // never: 4 TiB of stack
+  volatile char frame[4096];
+  std::memset(const_cast<char*>(frame), depth & 0xff, sizeof frame);
+  return frame[depth % sizeof frame] + overflow(depth + 1);
+}
+
+[[noreturn]] void crash(std::string_view kind) {
+  if (kind == "null") {
+    volatile int* volatile p = nullptr;
+    *p = 1;
+  } else if (kind == "stack") {
+    overflow(0);
+  } else if (kind == "fpe") {
+    volatile int zero = 0;
+    volatile int x = 1 / zero;
+    (void)x;
+  }
+  std::raise(SIGSEGV);
+  std::abort();  // not reached: the signal ends the call
+}
+
 csgi::Response canary(csgi::Env& env) {
   std::string_view path = env.get(csgi::keys::PATH_INFO);
   if (path == "/canary") return csgi::Response::text(200, "canary-answered\n");
   if (path == "/smuggled") return csgi::Response::text(200, "smuggled-answered\n");
-  if (path == "/crash") std::raise(SIGSEGV);
+  if (path == "/crash") crash(env.get(csgi::keys::QUERY_STRING));
   if (path == "/sleep") {
     std::string_view q = env.get(csgi::keys::QUERY_STRING);
     long ms = q.substr(0, 3) == "ms=" ? std::strtol(std::string(q.substr(3)).c_str(), nullptr, 10) : 100;

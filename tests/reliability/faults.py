@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Fault tests for `csgi serve` (issue: reliability §4). Each prints one table row and must lose nothing:
-  crash     an app segfault on one request under --workers 2: the worker is replaced; every other
-            request succeeds
+  crash     app faults (SIGSEGV, SIGFPE, stack overflow) on some requests under --workers 2: each is
+            contained to its own request (500), logged, the worker replaced; every other request succeeds
   sigterm   SIGTERM while wrk -c200 runs and 50 slow requests are in flight: all 50 complete (200)
   sighup    SIGHUP (graceful worker restart) under load: 0 failed requests
   diskfull  the access log's disk fills up: requests are still served, the error is reported once
   fds       out of file descriptors: accept pauses, then recovers once connections close
 
   faults.py --csgi build/adapters/cli/csgi --app build/tests/reliability/libcanary_app.so [--only NAME]
-            [--seconds 4] [--markdown FILE]
+            [--seconds 4] [--threads N] [--crashes N] [--markdown FILE]
 """
 import argparse
 import concurrent.futures as cf
@@ -69,19 +69,34 @@ class Server:
 
 
 def t_crash(args, work):
-    s = Server(args, work, ["--workers", "2"])
+    threads = args.threads
+    s = Server(args, work, ["--workers", "2", "--threads", str(threads)])
     try:
         result = {}
         t = threading.Thread(target=lambda: result.update(netlab.wrk(s.url(), args.seconds, connections=10)))
         t.start()
-        time.sleep(args.seconds / 4)
-        crashes = [get(s.port, "/crash") for _ in range(3)]
+        time.sleep(args.seconds / 8)
+        # Faults of every kind, spread over the run: a raised SIGSEGV, a null write, a stack overflow
+        # (the handler's alternate stack), a division by zero (SIGFPE).
+        kinds = ["raise", "null", "stack", "fpe"] * (args.crashes // 4 + 1)
+        crashes = []
+        for k in kinds[:args.crashes]:
+            crashes.append(get(s.port, "/crash?" + k))
+            time.sleep(args.seconds * 0.6 / args.crashes)
         t.join()
         after = [get(s.port, "/canary") for _ in range(20)]
         lost = result["errors"] + result["non2xx"] + sum(1 for x in after if x != 200)
         alive = s.p.poll() is None
-        note = f"3 crashing requests answered {crashes}; master alive: {alive}"
-        return ("app segfault on 3 requests, --workers 2, wrk -c10", result["requests"], lost, alive and lost == 0, note)
+        log = s.text()
+        contained = log.count("in the app on io thread")
+        named = sum(1 for line in log.splitlines() if "in the app on io thread" in line and "GET /crash?" in line)
+        # Each crash is one failed request: 500 when nothing had been sent, else a closed connection.
+        crash_ok = all(x in (500, None) for x in crashes)
+        note = (f"{len(crashes)} crashing requests answered {sorted(set(map(str, crashes)))}; {contained} faults contained "
+                f"and logged with the request ({named}); master alive: {alive}")
+        ok = alive and lost == 0 and crash_ok and contained == len(crashes) and named == len(crashes)
+        return (f"app faults on {len(crashes)} requests (SIGSEGV, SIGFPE, stack overflow), --workers 2 --threads {threads}, "
+                f"wrk -c10", result["requests"], lost, ok, note)
     finally:
         s.stop()
 
@@ -173,6 +188,8 @@ def main():
     ap.add_argument("--app", required=True)
     ap.add_argument("--only", help="comma-separated names")
     ap.add_argument("--seconds", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=1, help="io threads per worker in the crash check")
+    ap.add_argument("--crashes", type=int, default=8, help="crashing requests in the crash check")
     ap.add_argument("--markdown")
     args = ap.parse_args()
     args.csgi, args.app = os.path.abspath(args.csgi), os.path.abspath(args.app)

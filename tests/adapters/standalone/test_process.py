@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Whole-process tests of `csgi serve`: prefork workers (a crashing worker is replaced), SIGHUP restarts
+"""Whole-process tests of `csgi serve`: prefork workers (a crash in the app is contained to its request, the
+worker replaced; without workers it still ends the process), SIGHUP restarts
 workers with zero failed requests, SIGTERM exits 0, SIGUSR1 reopens the access log, systemd LISTEN_FDS,
 IPv6 and unix listeners, --help. Usage: test_process.py CSGI_EXE APP_SO"""
 import os
@@ -88,6 +89,73 @@ for _ in range(50):
     except OSError:
         pass
 check(ok == 50, "after a worker crash every one of 50 requests is answered (%d)" % ok)
+
+# Crash containment: a fault in one request's app code fails that request only. With one worker of one
+# io thread, six slow requests wait on connections the worker has accepted while /crash faults; all six
+# are answered 200 (the rescue thread runs the frozen thread's connections), the crash gets a 500 (or a
+# closed connection), the master starts a new worker, and the error log names the signal and request.
+def http_on(sock, path):
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+    data = b""
+    try:
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                break
+            data += d
+    except OSError:
+        pass
+    sock.close()
+    return data
+
+
+with tempfile.TemporaryDirectory() as d:
+    errlog = os.path.join(d, "errors.log")
+    p2, url2 = start("--listen", "127.0.0.1:0", "--workers", "1", "--threads", "1", "--error-log", errlog)
+    port2 = int(url2.rsplit(":", 1)[1].strip("/"))
+    first_pid = get(url2, "/pid").split(b"\r\n\r\n")[1]
+    conns = [socket.create_connection(("127.0.0.1", port2), timeout=10) for _ in range(7)]
+    time.sleep(0.3)  # the worker accepts them all while idle
+    results = {}
+    slow = [threading.Thread(target=lambda i=i: results.__setitem__(i, http_on(conns[i], "/slow"))) for i in range(6)]
+    for t in slow:
+        t.start()
+    time.sleep(0.05)
+    crash_answer = http_on(conns[6], "/crash")
+    for t in slow:
+        t.join()
+    answered = sum(1 for r in results.values() if r.startswith(b"HTTP/1.1 200") and r.endswith(b"hello"))
+    check(answered == 6, "a crash in one request: the 6 slow requests in flight on the same worker thread are answered (%d)" % answered)
+    check(crash_answer.startswith(b"HTTP/1.1 500") or crash_answer == b"",
+          "the crashing request gets a 500 or a closed connection (%r)" % crash_answer[:30])
+    new_pid = None
+    for _ in range(50):
+        try:
+            new_pid = get(url2, "/pid").split(b"\r\n\r\n")[1]
+            if new_pid != first_pid:
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    check(new_pid is not None and new_pid != first_pid, "the master replaced the worker (%r -> %r)" % (first_pid, new_pid))
+    time.sleep(0.5)
+    text = open(errlog).read()
+    check("SIGSEGV" in text and "GET /crash" in text, "the error log names the signal and the request")
+    check("exited after containing a fault" in text, "the faulted worker exited after its drain")
+    check(stop(p2) == 0, "the master exits 0 after a contained fault")
+
+# Without --workers there is no master: a fault still ends the process (nothing continues silently).
+p3, url3 = start("--listen", "127.0.0.1:0")
+try:
+    get(url3, "/crash")
+except OSError:
+    pass
+try:
+    rc3 = p3.wait(10)
+except subprocess.TimeoutExpired:
+    rc3 = None
+    stop(p3, signal.SIGKILL)
+check(rc3 == -signal.SIGSEGV, "single process: a fault in the app ends the process with SIGSEGV (%r)" % rc3)
 
 # SIGHUP under load: zero failed requests, and new worker pids serve afterwards.
 before = {get(url, "/pid").split(b"\r\n\r\n")[1] for _ in range(20)}
