@@ -92,9 +92,10 @@ bool add_header(Env& env, std::string_view name, std::string_view value) {
     if (!inserted && existing->is_text()) {
       std::string_view old = existing->text();
       char* joined = env.allocate(old.size() + 2 + value.size());
-      std::memcpy(joined, old.data(), old.size());
+      // An empty view may have a null data(): memcpy must not see it, even for 0 bytes.
+      if (!old.empty()) std::memcpy(joined, old.data(), old.size());
       std::memcpy(joined + old.size(), ", ", 2);
-      std::memcpy(joined + old.size() + 2, value.data(), value.size());
+      if (!value.empty()) std::memcpy(joined + old.size() + 2, value.data(), value.size());
       *existing = Value::of_text({joined, old.size() + 2 + value.size()});
     }
     return true;

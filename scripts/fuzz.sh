@@ -3,12 +3,13 @@
 # (default 60) from its seed corpus with the HTTP dictionary. A crash is copied to
 # tests/fuzz/regressions/<target>/ (replayed by ctest in every build) and fails the run.
 # FUZZ_ONLY="name …" runs only those targets; FUZZ_RUNS=N stops each target after N execs instead (with
-# FUZZ_SECONDS as a time cap). Prints execs and coverage per target.
+# FUZZ_SECONDS as a time cap); FUZZ_MAX_LEN caps the input size. Prints execs and coverage per target.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-fuzz"
 seconds=${FUZZ_SECONDS:-60}
 runs=${FUZZ_RUNS:+-runs=$FUZZ_RUNS}
+max_len=${FUZZ_MAX_LEN:+-max_len=$FUZZ_MAX_LEN}
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCSGI_FUZZ=ON -DCSGI_BUILD_BENCH=OFF -DCSGI_PYTHON=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null || exit 1
@@ -21,7 +22,7 @@ for t in $targets; do
   work=$(mktemp -d)
   cp -r "$root/tests/fuzz/corpus/$t/." "$work/" 2>/dev/null
   log="$build/$t.log"
-  (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "$build/tests/fuzz/$t" -max_total_time="$seconds" $runs -timeout=10 -rss_limit_mb=2048 \
+  (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "$build/tests/fuzz/$t" -max_total_time="$seconds" $runs $max_len -timeout=10 -rss_limit_mb=2048 \
      -dict="$root/tests/fuzz/http.dict" -print_final_stats=1 "$work" >"$log" 2>&1)
   rc=$?
   execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')

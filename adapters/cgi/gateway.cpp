@@ -41,6 +41,10 @@ std::string_view decoded_path(Env& env, std::string_view uri) {
 }
 
 PathSplit finish(std::string_view script, std::string_view path) {
+  // RFC 3875 §4.1.5/§4.1.13: both are "" or start with '/'; a front server that says otherwise is refused
+  // rather than handing the app a path it cannot route.
+  if ((!script.empty() && script.front() != '/') || (!path.empty() && path.front() != '/'))
+    throw BadRequest("SCRIPT_NAME or PATH_INFO from the front server does not start with /");
   if (script == "/") script = {};
   if (script.empty() && path.empty()) path = "/";
   return {script, path};
@@ -106,9 +110,9 @@ void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
         std::string_view sep = name == keys::HTTP_COOKIE ? "; " : ", ";
         std::string_view a = old->text();
         char* joined = env.allocate(a.size() + sep.size() + value.size());
-        std::memcpy(joined, a.data(), a.size());
+        if (!a.empty()) std::memcpy(joined, a.data(), a.size());
         std::memcpy(joined + a.size(), sep.data(), sep.size());
-        std::memcpy(joined + a.size() + sep.size(), value.data(), value.size());
+        if (!value.empty()) std::memcpy(joined + a.size() + sep.size(), value.data(), value.size());
         *old = Value::of_text({joined, a.size() + sep.size() + value.size()});
         continue;
       }
