@@ -616,6 +616,14 @@ int Server::Impl::master(Shared& sh) {
   bool stopping = false;
   Clock::time_point stop_deadline{};
   std::vector<Clock::time_point> recent_crashes;
+  auto replace_worker = [&] {
+    // Back off when workers die in a loop (a broken app) instead of forking hundreds a second.
+    auto now = Clock::now();
+    std::erase_if(recent_crashes, [&](auto t) { return now - t > std::chrono::seconds(1); });
+    recent_crashes.push_back(now);
+    if (recent_crashes.size() > 10) ::usleep(500000);
+    if (pid_t p = spawn(); p > 0) workers[p] = generation;
+  };
   for (;;) {
     // Workers leaving after a contained fault: replaced now, not when they exit.
     for (pid_t leaving = 0; notify[0] >= 0 && ::read(notify[0], &leaving, sizeof leaving) == sizeof leaving;) {
@@ -623,8 +631,7 @@ int Server::Impl::master(Shared& sh) {
       if (it == workers.end() || it->second == retiring) continue;
       bool replace = !stopping && it->second == generation;
       it->second = retiring;
-      if (replace)
-        if (pid_t p = spawn(); p > 0) workers[p] = generation;
+      if (replace) replace_worker();
     }
     // Reap.
     for (;;) {
@@ -645,14 +652,7 @@ int Server::Impl::master(Shared& sh) {
                                              : "exit " + std::to_string(WEXITSTATUS(status))) +
                         ")" + (replace ? "; starting a new one" : ""));
       }
-      if (replace) {
-        // Back off when workers die in a loop (a broken app) instead of forking hundreds a second.
-        auto now = Clock::now();
-        std::erase_if(recent_crashes, [&](auto t) { return now - t > std::chrono::seconds(1); });
-        recent_crashes.push_back(now);
-        if (recent_crashes.size() > 10) ::usleep(500000);
-        if (pid_t p = spawn(); p > 0) workers[p] = generation;
-      }
+      if (replace) replace_worker();
     }
     if (stopping && workers.empty()) break;
     if (stopping && Clock::now() > stop_deadline) {
