@@ -9,7 +9,14 @@
 /// Bodies that fit the connection's buffer are read in full before the app is called; larger or chunked
 /// bodies are read from the socket as the app reads csgi.input, each read bounded by body_timeout.
 /// With `workers` > 0 a master process opens the listening sockets, forks the workers (each with
-/// `threads` io threads), restarts a worker that dies, and keeps the sockets open throughout.
+/// `threads` io threads), restarts a worker that dies, and keeps the sockets open throughout. In a worker,
+/// a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in the app's code fails only the request that raised it: the
+/// worker finishes its other requests and exits, and the master replaces it (docs/reliability.md §4).
+///
+/// A graceful stop (stop(), SIGTERM/SIGINT, an old worker on SIGHUP) stops accepting and finishes the
+/// requests in flight; idle keep-alive connections stay open until their idle timeout (at most
+/// graceful_timeout) and a request on them is answered with Connection: close. A second stop request
+/// closes idle connections at once.
 ///
 ///   csgi::standalone::ServerOptions opt;
 ///   opt.listen = {"127.0.0.1:8080"};
@@ -50,7 +57,7 @@ struct ServerOptions {
   std::chrono::milliseconds body_timeout{30000};       // between two pieces of a request body → 408
   std::chrono::milliseconds idle_timeout{15000};       // keep-alive connection with no request → closed
   std::chrono::milliseconds send_timeout{60000};       // client not reading the response → closed
-  std::chrono::milliseconds graceful_timeout{10000};   // on SIGTERM: in-flight requests get this long
+  std::chrono::milliseconds graceful_timeout{10000};   // on SIGTERM: in-flight requests (and idle connections) get this long
 
   /// Called once per listening address when the server is ready ("http://127.0.0.1:5000/",
   /// "unix:/path"). By default the address is printed to stdout as "csgi: listening on <address>".
