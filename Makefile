@@ -29,13 +29,18 @@ run: deps build
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure --repeat until-pass:2 $(CTEST_FLAGS)
 
-# The unit suites, the standalone adapter's socket tests and the fuzz replays under ASan + UBSan, and the
-# multi-threaded suites under TSan, each in its own build tree.
+# The unit suites, the standalone adapter's socket tests and the fuzz replays under ASan + UBSan, then
+# `csgi serve` itself under ASan/LSan for SOAK_SECONDS at half load (tests/reliability/soak.py; the
+# 10-minute soak is part of test-reliability); and the multi-threaded suites under TSan. Each sanitizer
+# has its own build tree.
 ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standalone_test \
              $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 TSAN_TESTS = core_tests standalone_test bundler_tests
+SOAK_SECONDS ?= 60
 test-asan: deps
-	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)
+	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS) csgi_cli canary_app
+	/usr/bin/python3 tests/reliability/soak.py --csgi build-asan/adapters/cli/csgi \
+	  --app build-asan/tests/reliability/libcanary_app.so --seconds $(SOAK_SECONDS)
 
 test-tsan: deps
 	scripts/test-sanitized.sh thread build-tsan $(TSAN_TESTS)
@@ -44,7 +49,7 @@ test-tsan: deps
 test-reliability: deps build
 	scripts/reliability.sh $(BUILD)
 
-# libFuzzer targets (clang, ASan+UBSan) for FUZZ_SECONDS each (default 60).
+# libFuzzer targets (clang, ASan+UBSan) for FUZZ_SECONDS each (default 60; FUZZ_RUNS=N for N execs).
 fuzz: deps
 	scripts/fuzz.sh
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test-reliability`: the long reliability runs, each reproducible on its own:
 #   fuzzing (FUZZ_SECONDS per target), the bad-request corpus with the nginx differential, faults,
-#   hostile clients, and scale-out behind HAProxy and nginx in network namespaces (root).
+#   hostile clients, a 10-minute soak under ASan/LSan (SOAK_SECONDS), and scale-out behind HAProxy and
+#   nginx in network namespaces (root).
 # Writes the tables to docs/reliability-results.md; exits non-zero if any part failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +38,12 @@ part "faults"
 part "hostile clients"
 /usr/bin/python3 "$root/tests/reliability/hostile.py" --csgi "$csgi" --app "$app" --markdown "$tmp/hostile.md" || status=1
 { printf '\n## Hostile clients (slowhttptest)\n\n'; cat "$tmp/hostile.md"; } >> "$out"
+
+part "ASan/LSan soak (${SOAK_SECONDS:=600} s at half load)"
+"$root/scripts/test-sanitized.sh" address,undefined "$root/build-asan" csgi_cli canary_app >/dev/null || status=1
+/usr/bin/python3 "$root/tests/reliability/soak.py" --csgi "$root/build-asan/adapters/cli/csgi" \
+  --app "$root/build-asan/tests/reliability/libcanary_app.so" --seconds "$SOAK_SECONDS" --markdown "$tmp/soak.md" || status=1
+{ printf '\n## Soak under AddressSanitizer/LeakSanitizer\n\n'; cat "$tmp/soak.md" 2>/dev/null; } >> "$out"
 
 part "scale-out"
 /usr/bin/python3 "$root/tests/reliability/scaleout.py" --csgi "$csgi" --app "$app" --markdown "$tmp/scaleout.md" || status=1
