@@ -29,16 +29,20 @@ run: deps build
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure --repeat until-pass:2 $(CTEST_FLAGS)
 
-# The unit suites, the standalone adapter's socket tests and the fuzz replays under ASan + UBSan, then
+# The unit suites, the standalone adapter's socket tests, the fuzz replays, the conformance suite against
+# the standalone server, the bad-request corpus and the short fault checks under ASan + UBSan, then
 # `csgi serve` itself under ASan/LSan for SOAK_SECONDS at half load (tests/reliability/soak.py; the
 # 10-minute soak is part of test-reliability); and the multi-threaded suites under TSan. Each sanitizer
 # has its own build tree.
 ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standalone_test \
-             $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+             $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp)) \
+             csgi_cli canary_app conformance_app ctest:conformance_standalone_root \
+             ctest:conformance_standalone_prefix ctest:conformance_standalone_threads \
+             ctest:reliability_corpus ctest:reliability_faults_short
 TSAN_TESTS = core_tests standalone_test bundler_tests
 SOAK_SECONDS ?= 60
 test-asan: deps
-	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS) csgi_cli canary_app
+	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)
 	/usr/bin/python3 tests/reliability/soak.py --csgi build-asan/adapters/cli/csgi \
 	  --app build-asan/tests/reliability/libcanary_app.so --seconds $(SOAK_SECONDS)
 

@@ -2,19 +2,25 @@
 # Builds some test suites with a sanitizer in their own build tree and runs them.
 #   scripts/test-sanitized.sh SANITIZERS BUILD_DIR TEST...
 # e.g. scripts/test-sanitized.sh address,undefined build-asan core_tests middleware_tests
-# Each TEST is both a CMake target and a CTest name; fuzz replay tests (fuzz_<x>_replay) are run for
-# every fuzz_<x> target named.
+# Each TEST is both a CMake target and a CTest name (a target without a test of that name is only built);
+# fuzz replay tests (fuzz_<x>_replay) are run for every fuzz_<x> target named; ctest:NAME is a CTest name
+# only (a test whose programs are built by other targets named).
 set -euo pipefail
 san=$1 build=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCSGI_SANITIZE="$san" -DCSGI_BUILD_BENCH=OFF \
   -DCSGI_PYTHON=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "$@"
+targets=()
 names=()
 for t in "$@"; do
-  case "$t" in fuzz_*) names+=("${t}_replay") ;; *) names+=("$t") ;; esac
+  case "$t" in
+    ctest:*) names+=("${t#ctest:}") ;;
+    fuzz_*) targets+=("$t"); names+=("${t}_replay") ;;
+    *) targets+=("$t"); names+=("$t") ;;
+  esac
 done
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 regex="^($(IFS='|'; echo "${names[*]}"))\$"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
