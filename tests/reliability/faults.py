@@ -8,7 +8,7 @@
   fds       out of file descriptors: accept pauses, then recovers once connections close
 
   faults.py --csgi build/adapters/cli/csgi --app build/tests/reliability/libcanary_app.so [--only NAME]
-            [--seconds 4] [--threads N] [--crashes N] [--markdown FILE]
+            [--seconds 4] [--threads N] [--crashes N] [--hup-every S] [--markdown FILE]
 """
 import argparse
 import concurrent.futures as cf
@@ -123,14 +123,27 @@ def t_sighup(args, work):
     s = Server(args, work, ["--workers", "2"])
     try:
         result = {}
-        t = threading.Thread(target=lambda: result.update(netlab.wrk(s.url(), args.seconds + 2, connections=50)))
+        t = threading.Thread(target=lambda: result.update(
+            netlab.wrk(s.url(), args.seconds + 2, connections=50, threads=2 if args.hup_every else 1)))
         t.start()
-        for _ in range(3):
-            time.sleep(args.seconds / 4)
-            s.signal(signal.SIGHUP)
+        hups = 0
+        if args.hup_every:
+            # A storm of restarts: one every HUP_EVERY seconds for the whole run.
+            time.sleep(0.5)
+            end = time.time() + args.seconds
+            while time.time() < end:
+                s.signal(signal.SIGHUP)
+                hups += 1
+                time.sleep(args.hup_every)
+        else:
+            for _ in range(3):
+                time.sleep(args.seconds / 4)
+                s.signal(signal.SIGHUP)
+                hups += 1
         t.join()
         lost = result["errors"] + result["non2xx"]
-        return ("3 x SIGHUP (graceful worker restart) under wrk -c50", result["requests"], lost, lost == 0, "")
+        return (f"{hups} x SIGHUP (graceful worker restart) under wrk -c50", result["requests"], lost, lost == 0,
+                result["raw"].split("Socket errors:")[1].split("\n")[0].strip() if "Socket errors:" in result["raw"] else "")
     finally:
         s.stop()
 
@@ -189,6 +202,7 @@ def main():
     ap.add_argument("--only", help="comma-separated names")
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1, help="io threads per worker in the crash check")
+    ap.add_argument("--hup-every", type=float, default=0, help="sighup check: one SIGHUP every N seconds instead of 3")
     ap.add_argument("--crashes", type=int, default=8, help="crashing requests in the crash check")
     ap.add_argument("--markdown")
     args = ap.parse_args()
