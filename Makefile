@@ -39,7 +39,7 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              csgi_cli canary_app conformance_app ctest:conformance_standalone_root \
              ctest:conformance_standalone_prefix ctest:conformance_standalone_threads \
              ctest:reliability_corpus ctest:reliability_faults_short
-TSAN_TESTS = core_tests standalone_test bundler_tests
+TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads
 SOAK_SECONDS ?= 60
 test-asan: deps
 	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)

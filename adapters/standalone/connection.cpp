@@ -231,6 +231,9 @@ struct WriterState {
   bool aborted = false;  // dropped without close(): the response ends as failed (ADP-4)
   bool dead = false;
   bool flush_posted = false;
+  // The framing is decided on the io thread (on_writer_start), which the app's thread may outrun: bytes
+  // written before that are kept raw and framed as one chunk once it is known.
+  bool framed = false;
   bool chunked = false;
   bool head_only = false;
   std::weak_ptr<Conn> conn;
@@ -266,7 +269,7 @@ public:
     std::unique_lock lock(st_->mu);
     if (st_->dead || st_->closed) return false;
     if (chunk.empty() || st_->head_only) return true;
-    if (st_->chunked) {
+    if (st_->chunked && st_->framed) {
       append_hex(st_->pending, chunk.size());
       st_->pending.append("\r\n");
       st_->pending.append(chunk);
@@ -292,7 +295,7 @@ public:
     if (st_->closed) return;
     st_->closed = true;
     if (st_->dead) return;
-    if (st_->chunked && !st_->head_only) st_->pending.append("0\r\n\r\n");
+    if (st_->framed && st_->chunked && !st_->head_only) st_->pending.append("0\r\n\r\n");
     st_->post_flush(st_);
   }
 
@@ -1037,6 +1040,19 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
     std::lock_guard lock(st->mu);
     st->chunked = chunked;
     st->head_only = head_ || no_body;
+    st->framed = true;
+    // Frame what the app wrote before this ran (see WriterState::framed).
+    if (st->head_only) {
+      st->pending.clear();
+    } else if (chunked) {
+      std::string early = std::move(st->pending);
+      st->pending.clear();
+      if (!early.empty()) {
+        append_hex(st->pending, early.size());
+        st->pending.append("\r\n").append(early).append("\r\n");
+      }
+      if (st->closed && !st->aborted) st->pending.append("0\r\n\r\n");
+    }
   }
   writer_ = std::move(st);
   phase_ = Phase::writer;

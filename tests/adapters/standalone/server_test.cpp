@@ -150,6 +150,33 @@ TEST_CASE("standalone: a responder dropped unanswered gives 500") {
   CHECK(get(run.port, "/").rfind("HTTP/1.1 500", 0) == 0);
 }
 
+TEST_CASE("standalone: writes that outrun the writer's start are framed (chunked) like the rest") {
+  // The delayed callable runs on the io thread, so these writes and the close all happen before the
+  // posted start: the bytes must still go out as chunks, and the terminating chunk must follow.
+  Running run(
+      [](Env&) {
+        return Response::delayed([](csgi::Responder r) {
+          auto w = r.start(200, {{"Content-Type", "text/plain"}});
+          w->write("one ");
+          w->write("two");
+          w->close();
+        });
+      },
+      {});
+  int fd = connect_tcp(run.port);
+  send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  std::string r = recv_until(fd, "\x01");
+  ::close(fd);
+  auto first = r.find("Transfer-Encoding: chunked\r\n");
+  REQUIRE(first != std::string::npos);
+  std::string framed = "\r\n\r\n7\r\none two\r\n0\r\n\r\n";
+  auto body = r.find(framed);
+  REQUIRE(body != std::string::npos);
+  // The second (pipelined) response follows the first's terminating chunk, framed the same way.
+  CHECK(r.compare(body + framed.size(), 15, "HTTP/1.1 200 OK") == 0);
+  CHECK(r.find(framed, body + framed.size()) != std::string::npos);
+}
+
 TEST_CASE("standalone: a pull stream is closed when the client goes away mid-body") {
   std::promise<void> closed;
   auto fut = closed.get_future();
