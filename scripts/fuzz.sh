@@ -3,7 +3,8 @@
 # (default 60) from its seed corpus with the HTTP dictionary. A crash is copied to
 # tests/fuzz/regressions/<target>/ (replayed by ctest in every build) and fails the run.
 # FUZZ_ONLY="name …" runs only those targets; FUZZ_RUNS=N stops each target after N execs instead (with
-# FUZZ_SECONDS as a time cap); FUZZ_MAX_LEN caps the input size. Prints execs and coverage per target.
+# FUZZ_SECONDS as a time cap); FUZZ_MAX_LEN caps the input size; FUZZ_JOBS=N runs N targets at once
+# (default: one per core). Prints execs and coverage per target.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-fuzz"
@@ -16,9 +17,10 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCSGI_FUZZ=ON -DCSGI_BUILD_BE
 targets=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 [ -n "${FUZZ_ONLY:-}" ] && targets=$FUZZ_ONLY
 cmake --build "$build" -j"$(nproc)" --target $targets >/dev/null || { echo "fuzz build failed" >&2; exit 1; }
-status=0
-printf '| target | seconds (limit) | execs | exec/s | coverage (edges) | result |\n|---|---|---|---|---|---|\n'
-for t in $targets; do
+jobs=${FUZZ_JOBS:-$(nproc)}
+# One target: its row of the table goes to $build/<target>.row; a crash is kept as a regression input.
+run_one() {
+  local t=$1 work log rc execs rate cov result
   work=$(mktemp -d)
   cp -r "$root/tests/fuzz/corpus/$t/." "$work/" 2>/dev/null
   log="$build/$t.log"
@@ -31,11 +33,22 @@ for t in $targets; do
   result=ok
   if [ $rc -ne 0 ]; then
     result="CRASH (see $log)"
-    status=1
     mkdir -p "$root/tests/fuzz/regressions/$t"
     for c in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do [ -e "$c" ] && cp "$c" "$root/tests/fuzz/regressions/$t/"; done
   fi
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result" >"$build/$t.row"
   rm -rf "$work"
+}
+for t in $targets; do
+  rm -f "$build/$t.row"
+  run_one "$t" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+done
+wait
+status=0
+printf '| target | seconds (limit) | execs | exec/s | coverage (edges) | result |\n|---|---|---|---|---|---|\n'
+for t in $targets; do
+  if [ -f "$build/$t.row" ]; then cat "$build/$t.row"; else printf '| %s | | | | | no result |\n' "$t"; fi
+  grep -q '| ok |$' "$build/$t.row" 2>/dev/null || status=1
 done
 exit $status
