@@ -1084,7 +1084,14 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     if (dead_) st->dead = true;
   }
   st->cv.notify_all();
-  if (dead_ || phase_ == Phase::closed) return;
+  if (phase_ == Phase::closed) return;
+  if (dead_) {
+    // The client is gone: the writer's next write() says so, and nothing more will be sent.
+    writer_.reset();
+    keep_alive_ = false;
+    close_now();
+    return;
+  }
   if (!done && !aborted) {
     wait_write();
     return;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "csgi/core/response.hpp"
+#include "csgi/core/server_stats.hpp"
 
 using namespace std::chrono_literals;
 using csgi::Env;
@@ -143,6 +144,10 @@ TEST_CASE("standalone: Writer::write returns false once the client has gone") {
   ::close(fd);
   REQUIRE(fut.wait_for(15s) == std::future_status::ready);
   CHECK(fut.get());
+  // And the connection is closed then, not kept until a timeout (send or graceful, 10 s and more).
+  auto& stats = csgi::ServerStats::global();
+  for (int i = 0; i < 250 && stats.snapshot().connections_open > 0; ++i) std::this_thread::sleep_for(20ms);
+  CHECK(stats.snapshot().connections_open == 0);
 }
 
 TEST_CASE("standalone: a responder dropped unanswered gives 500") {
