@@ -1,0 +1,227 @@
+#pragma once
+// One HTTP/1.x connection of the standalone server (internal, not installed). The class is declared here
+// and its members are defined by concern:
+//   connection.cpp  reading requests (parsed by request_parser.hpp), the env, the app call, closing, and
+//                   the io thread's list of connections;
+//   respond.cpp     turning the app's response into bytes: heads, bodies, files, pull streams, writing;
+//   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread.
+//
+// The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
+// bytes of an active request's header never move; body bytes are read behind the header. Responses are
+// serialised into one output buffer and written with one sendmsg(2) for as many pipelined responses as
+// are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/error.hpp>
+#include <charconv>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/adapters/standalone/request_parser.hpp"
+#include "csgi/core/extensions.hpp"
+#include "csgi/core/http_date.hpp"
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/range.hpp"
+#include "csgi/core/request_env.hpp"
+#include "csgi/core/server_stats.hpp"
+
+namespace csgi::standalone::detail {
+
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+inline constexpr std::size_t initial_buffer = 4096;
+inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
+inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
+inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
+inline constexpr std::size_t writer_low_water = 256 * 1024;
+inline constexpr std::size_t drain_limit = 64 * 1024;         // unread request body drained to keep the connection
+
+inline bool has_ctl(std::string_view s) {
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return true;
+  return false;
+}
+
+inline bool token_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+inline bool valid_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (unsigned char c : s)
+    if (!token_char(c) || c == 0) return false;
+  return true;
+}
+
+inline void append_uint(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+inline void append_hex(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  out.append(buf, r.ptr);
+}
+
+struct WriterState;
+
+class Conn final : public std::enable_shared_from_this<Conn>,
+                   public Input,
+                   public Hijack,
+                   public Informational {
+public:
+  Conn(IoThread& t, Socket s, const ListenSocket& l);
+  ~Conn();
+  void start();
+  void on_timeout();
+  void on_shutdown(bool hurry);
+  std::string abandon() noexcept;
+  void force_close() { close_now(); }
+  ConnNode& node() noexcept {
+    node_.conn = this;
+    return node_;
+  }
+  bool expired(Clock::time_point now) const noexcept { return deadline_ != Clock::time_point{} && now >= deadline_; }
+
+  // csgi.input
+  std::size_t read(char* buf, std::size_t n) override;
+  // csgix.io
+  int take(std::string& pending) override;
+  // csgix.informational
+  bool send(int status, const Headers& headers) override;
+
+  // Delayed responses (called on the io thread, posted by the responder / writer).
+  void on_delayed(Response r);
+  void on_responder_dropped() {
+    if (phase_ != Phase::delayed) return;
+    log_error("500: the delayed response's Responder was dropped without an answer (ADP-11)");
+    on_delayed(Response::error(500));
+  }
+  void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
+  void on_writer_flush(const std::shared_ptr<WriterState>& st);
+
+  bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
+
+private:
+  enum class Phase { reading, app, delayed, writer, stream, file, lingering, closed };
+
+  // Reading and parsing.
+  void wait_read();
+  void on_read(error_code ec, std::size_t n);
+  void process();
+  bool make_room();
+  void begin_request();
+  void request_ready();
+  void reject(int status, std::string_view why);
+
+  // Responding.
+  void handle(Response res);
+  void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
+  void start_body(Response& res);
+  void send_file(FileBody& f, int status, Headers& headers);
+  void pump_file();
+  void pump_stream();
+  void finish_response();
+  void log_access();
+  void log_error(std::string_view what);
+
+  // Writing.
+  bool flush();  // true when everything is written; false when waiting for writability (or dead)
+  void wait_write();
+  void on_writable(error_code ec);
+  void after_flush();
+  void close_now();
+  void linger();
+  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
+  void clear_deadline() { deadline_ = {}; }
+  bool blocking_send(std::string_view data);
+
+  ConnNode node_;
+  IoThread& t_;
+  Shared& sh_;
+  Socket socket_;
+  int fd_;
+  const ListenSocket& listener_;
+  char remote_addr_[48] = {0};
+  char remote_port_[8] = {0};
+
+  // Input buffer: [begin_, end_) unparsed; a request's header occupies [req_start_, body_base_).
+  std::unique_ptr<char[]> buf_;
+  std::size_t cap_ = 0, begin_ = 0, end_ = 0, body_base_ = 0;
+  bool peer_eof_ = false;
+  bool dead_ = false;  // write failed: the client is gone
+
+  std::optional<RequestParser> parser_;
+  std::unique_ptr<Env> env_;
+  CleanupHandlers cleanup_;
+  Phase phase_ = Phase::reading;
+  bool waiting_ = false;         // a read is pending
+  bool write_waiting_ = false;   // a wait for writability is pending
+  bool active_ = false;          // a request's header is parsed and its response not finished
+  bool draining_ = false;        // discarding the rest of a finished request's body
+  bool keep_alive_ = true;
+  bool http10_ = false;
+  bool head_ = false;
+  bool continue_pending_ = false;
+  bool hijacked_ = false;
+  bool response_started_ = false;
+  bool counted_ = true;
+  std::uint64_t content_length_ = 0;
+  bool has_body_ = false;
+  std::size_t scan_pos_ = 0;  // head_complete() scanned up to here (relative to begin_)
+  // Copied from the parser once the head is parsed (the parser goes before the response may end).
+  std::string_view expect_;
+  std::string_view range_, if_range_;
+  Clock::time_point deadline_{};
+
+  // Response state.
+  int status_ = 0;
+  std::uint64_t sent_body_ = 0;
+  bool chunked_out_ = false;
+  std::string out_;
+  std::size_t out_pos_ = 0;
+  struct Ext {
+    std::size_t at;  // position in out_ before which this segment goes
+    std::string_view data;
+    std::shared_ptr<const void> keep;
+  };
+  std::vector<Ext> ext_;
+  std::size_t ext_done_ = 0;     // segments already fully written
+  std::size_t ext_off_ = 0;      // bytes written of segment ext_done_
+  // File body in progress.
+  std::shared_ptr<FileHandle> file_;
+  std::uint64_t file_off_ = 0, file_left_ = 0;
+  // Pull stream in progress.
+  StreamPtr stream_;
+  // Streaming writer in progress.
+  std::shared_ptr<WriterState> writer_;
+  // Keeps the connection alive while only the app's responder or writer refers to it (every entry
+  // point into the connection holds its own reference, so dropping this one never frees it mid-call).
+  std::shared_ptr<Conn> self_hold_;
+};
+
+/// The Responder handed to the app for a delayed response (delayed.cpp).
+std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, asio::io_context& ioc,
+                                              std::chrono::milliseconds send_timeout);
+/// Tells a streaming Writer that its connection is gone: its writes return false from now on (delayed.cpp).
+void writer_gone(WriterState& st) noexcept;
+
+}  // namespace csgi::standalone::detail

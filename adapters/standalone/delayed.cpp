@@ -1,0 +1,243 @@
+// Delayed responses of the standalone server: the Responder and the streaming Writer may be used from any
+// thread; they post to the connection's io thread (see conn.hpp).
+#include "csgi/adapters/standalone/conn.hpp"
+
+namespace csgi::standalone::detail {
+
+struct WriterState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string pending;
+  std::size_t unsent = 0;  // bytes handed to the connection but not yet written
+  bool closed = false;
+  bool aborted = false;  // dropped without close(): the response ends as failed (ADP-4)
+  bool dead = false;
+  bool flush_posted = false;
+  // The framing is decided on the io thread (on_writer_start), which the app's thread may outrun: bytes
+  // written before that are kept raw and framed as one chunk once it is known.
+  bool framed = false;
+  bool chunked = false;
+  bool head_only = false;
+  std::weak_ptr<Conn> conn;
+  asio::io_context* ioc = nullptr;
+  std::chrono::milliseconds send_timeout{60000};
+
+  void post_flush(std::shared_ptr<WriterState> self) {
+    if (flush_posted) return;
+    flush_posted = true;
+    asio::post(*ioc, [self = std::move(self)] {
+      if (auto c = self->conn.lock()) {
+        c->on_writer_flush(self);
+      } else {
+        std::lock_guard lock(self->mu);
+        self->dead = true;
+        self->cv.notify_all();
+      }
+    });
+  }
+};
+
+class StreamWriter final : public Writer {
+public:
+  explicit StreamWriter(std::shared_ptr<WriterState> st) : st_(std::move(st)) {}
+  ~StreamWriter() override {
+    std::lock_guard lock(st_->mu);
+    if (st_->closed || st_->dead) return;
+    st_->closed = true;
+    st_->aborted = true;
+    st_->post_flush(st_);
+  }
+  bool write(std::string_view chunk) override {
+    std::unique_lock lock(st_->mu);
+    if (st_->dead || st_->closed) return false;
+    if (chunk.empty() || st_->head_only) return true;
+    if (st_->chunked && st_->framed) {
+      append_hex(st_->pending, chunk.size());
+      st_->pending.append("\r\n");
+      st_->pending.append(chunk);
+      st_->pending.append("\r\n");
+    } else {
+      st_->pending.append(chunk);
+    }
+    st_->post_flush(st_);
+    auto c = st_->conn.lock();
+    bool io_thread = c && c->on_io_thread();
+    c.reset();
+    if (!io_thread && st_->pending.size() + st_->unsent > writer_high_water) {
+      // Back-pressure for producers on other threads; a client that stops reading ends the wait.
+      bool ok = st_->cv.wait_for(lock, st_->send_timeout, [&] {
+        return st_->dead || st_->pending.size() + st_->unsent < writer_low_water;
+      });
+      if (!ok) st_->dead = true;
+    }
+    return !st_->dead;
+  }
+  void close() override {
+    std::lock_guard lock(st_->mu);
+    if (st_->closed) return;
+    st_->closed = true;
+    if (st_->dead) return;
+    if (st_->framed && st_->chunked && !st_->head_only) st_->pending.append("0\r\n\r\n");
+    st_->post_flush(st_);
+  }
+
+private:
+  std::shared_ptr<WriterState> st_;
+};
+
+class ConnResponder final : public ResponderImpl {
+public:
+  ConnResponder(std::weak_ptr<Conn> c, asio::io_context& ioc, std::chrono::milliseconds send_timeout)
+      : conn_(std::move(c)), ioc_(ioc), send_timeout_(send_timeout) {}
+  ~ConnResponder() override {
+    if (!answered_.exchange(true)) {
+      // The app dropped the responder without answering: answer 500 rather than leave the client hanging.
+      asio::post(ioc_, [c = conn_] {
+        if (auto conn = c.lock()) conn->on_responder_dropped();
+      });
+    }
+  }
+  void respond(Response r) override {
+    if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
+    if (r.is_delayed()) throw std::logic_error("csgi: Responder::respond given a delayed response");
+    auto shared = std::make_shared<Response>(std::move(r));
+    asio::post(ioc_, [c = conn_, shared] {
+      if (auto conn = c.lock()) conn->on_delayed(std::move(*shared));
+    });
+  }
+  WriterPtr start(int status, Headers headers) override {
+    if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
+    auto st = std::make_shared<WriterState>();
+    st->conn = conn_;
+    st->ioc = &ioc_;
+    st->send_timeout = send_timeout_;
+    auto h = std::make_shared<Headers>(std::move(headers));
+    asio::post(ioc_, [c = conn_, st, status, h] {
+      if (auto conn = c.lock()) {
+        conn->on_writer_start(st, status, std::move(*h));
+      } else {
+        std::lock_guard lock(st->mu);
+        st->dead = true;
+      }
+    });
+    return std::make_shared<StreamWriter>(st);
+  }
+
+private:
+  std::weak_ptr<Conn> conn_;
+  asio::io_context& ioc_;
+  std::chrono::milliseconds send_timeout_;
+  std::atomic<bool> answered_{false};
+};
+
+std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, asio::io_context& ioc,
+                                              std::chrono::milliseconds send_timeout) {
+  return std::make_shared<ConnResponder>(std::move(conn), ioc, send_timeout);
+}
+
+void writer_gone(WriterState& st) noexcept {
+  std::lock_guard lock(st.mu);
+  st.dead = true;
+  st.cv.notify_all();
+}
+
+void Conn::on_delayed(Response r) {
+  if (phase_ != Phase::delayed) return;
+  phase_ = Phase::reading;
+  start_body(r);
+  if (phase_ == Phase::reading) process();
+}
+
+void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers) {
+  if (phase_ != Phase::delayed) {
+    std::lock_guard lock(st->mu);
+    st->dead = true;
+    return;
+  }
+  if (status < 100 || status > 999) status = 500;
+  bool no_body = status_has_no_body(status);
+  std::optional<std::uint64_t> declared;
+  if (auto cl = headers.get("content-length")) {
+    std::uint64_t v = 0;
+    auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+    if (r.ec == std::errc() && r.ptr == cl->data() + cl->size()) declared = v;
+  }
+  bool chunked = !no_body && !head_ && !declared && !http10_;
+  if (!no_body && !head_ && !declared && http10_) keep_alive_ = false;
+  write_head(status, headers, no_body ? std::nullopt : declared, chunked);
+  {
+    std::lock_guard lock(st->mu);
+    st->chunked = chunked;
+    st->head_only = head_ || no_body;
+    st->framed = true;
+    // Frame what the app wrote before this ran (see WriterState::framed).
+    if (st->head_only) {
+      st->pending.clear();
+    } else if (chunked) {
+      std::string early = std::move(st->pending);
+      st->pending.clear();
+      if (!early.empty()) {
+        append_hex(st->pending, early.size());
+        st->pending.append("\r\n").append(early).append("\r\n");
+      }
+      if (st->closed && !st->aborted) st->pending.append("0\r\n\r\n");
+    }
+  }
+  writer_ = std::move(st);
+  phase_ = Phase::writer;
+  on_writer_flush(writer_);
+}
+
+void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
+  if (st != writer_ || phase_ != Phase::writer) {
+    std::lock_guard lock(st->mu);
+    st->flush_posted = false;
+    return;
+  }
+  bool fin, aborted;
+  {
+    std::lock_guard lock(st->mu);
+    st->flush_posted = false;
+    aborted = st->aborted;
+    if (!st->pending.empty()) {
+      sent_body_ += st->pending.size();
+      out_.append(st->pending);
+      st->pending.clear();
+    }
+    fin = st->closed;
+  }
+  bool done = flush();
+  {
+    std::lock_guard lock(st->mu);
+    st->unsent = out_.size() - out_pos_;
+    if (dead_) st->dead = true;
+  }
+  st->cv.notify_all();
+  if (phase_ == Phase::closed) return;
+  if (dead_) {
+    // The client is gone: the writer's next write() says so, and nothing more will be sent.
+    writer_.reset();
+    keep_alive_ = false;
+    close_now();
+    return;
+  }
+  if (!done && !aborted) {
+    wait_write();
+    return;
+  }
+  if (aborted) {
+    log_error("a streaming Writer was dropped without close(); the response ends as failed");
+    keep_alive_ = false;
+    writer_.reset();
+    close_now();
+    return;
+  }
+  if (fin) {
+    writer_.reset();
+    phase_ = Phase::reading;
+    finish_response();
+    if (phase_ == Phase::reading) process();
+  }
+}
+
+}  // namespace csgi::standalone::detail

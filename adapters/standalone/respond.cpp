@@ -1,0 +1,523 @@
+// The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
+#include "csgi/adapters/standalone/conn.hpp"
+
+namespace csgi::standalone::detail {
+
+// Turns the app's response into bytes (or starts its body), in the order of requests.
+void Conn::handle(Response res) {
+  if (hijacked_ || phase_ == Phase::closed) return;
+  if (continue_pending_) keep_alive_ = false;  // the client may still be waiting to send its body
+  if (auto* d = std::get_if<Delayed>(&res.body)) {
+    phase_ = Phase::delayed;
+    self_hold_ = shared_from_this();
+    auto responder = make_responder(weak_from_this(), t_.ioc, sh_.opt.send_timeout);
+    Delayed fn = std::move(*d);
+    try {
+      AppScope scope(t_.fault_slot, this);
+      fn(Responder(std::move(responder)));
+    } catch (const std::exception& e) {
+      log_error(std::string("the delayed response's callable threw: ") + e.what());
+      // The responder's destructor answers 500 when it was not answered.
+    } catch (...) {
+      log_error("the delayed response's callable threw a non-standard exception");
+    }
+    return;
+  }
+  start_body(res);
+}
+
+void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
+  status_ = status;
+  response_started_ = true;
+  out_.append(sh_.status_line(status));
+  bool has_date = false;
+  bool upgrade = status == 101;
+  for (const Header& h : headers) {
+    if (!upgrade && (iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding") ||
+                     iequals(h.name, "connection") || iequals(h.name, "keep-alive")))
+      continue;
+    if (!valid_name(h.name) || has_ctl(h.value)) {
+      sh_.errors.write("csgi: response header \"" + h.name + "\" has a bad name or control characters; dropped");
+      continue;
+    }
+    if (!has_date && iequals(h.name, "date")) has_date = true;
+    out_.append(h.name);
+    out_.append(": ");
+    out_.append(h.value);
+    out_.append("\r\n");
+  }
+  if (!has_date) {
+    out_.append("Date: ");
+    out_.append(http_date_now());
+    out_.append("\r\n");
+  }
+  if (length) {
+    out_.append("Content-Length: ");
+    append_uint(out_, *length);
+    out_.append("\r\n");
+  } else if (chunked) {
+    out_.append("Transfer-Encoding: chunked\r\n");
+  }
+  if (!keep_alive_ || sh_.stopping.load(std::memory_order_relaxed)) keep_alive_ = false;
+  if (upgrade) {
+  } else if (!keep_alive_) {
+    out_.append("Connection: close\r\n");
+  } else if (http10_) {
+    out_.append("Connection: keep-alive\r\n");
+  }
+  out_.append("\r\n");
+}
+
+// The Content-Length the app declared, when it is one well-formed number.
+static std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  auto cl = headers.get("content-length");
+  if (!cl) return std::nullopt;
+  std::uint64_t v = 0;
+  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
+  return v;
+}
+
+void Conn::start_body(Response& res) {
+  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
+  bool no_body = status_has_no_body(status);
+  if (auto* s = std::get_if<std::string>(&res.body)) {
+    std::optional<std::uint64_t> len = s->size();
+    // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
+    if (head_ && s->empty()) {
+      if (auto d = declared_length(res.headers)) len = d;
+    }
+    write_head(status, res.headers, no_body ? std::nullopt : len, false);
+    if (!head_ && !no_body && !s->empty()) {
+      sent_body_ = s->size();
+      if (s->size() <= inline_body_max) {
+        out_.append(*s);
+      } else {
+        auto keep = std::make_shared<std::string>(std::move(*s));
+        ext_.push_back({out_.size(), *keep, keep});
+      }
+    }
+    finish_response();
+    return;
+  }
+  if (auto* b = std::get_if<SharedBytes>(&res.body)) {
+    std::size_t n = *b ? (*b)->size() : 0;
+    write_head(status, res.headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
+    if (!head_ && !no_body && n > 0) {
+      sent_body_ = n;
+      if (n <= 2048)
+        out_.append(**b);
+      else
+        ext_.push_back({out_.size(), std::string_view(**b), *b});
+    }
+    finish_response();
+    return;
+  }
+  if (auto* f = std::get_if<FileBody>(&res.body)) {
+    send_file(*f, status, res.headers);
+    return;
+  }
+  if (auto* sp = std::get_if<StreamPtr>(&res.body)) {
+    stream_ = std::move(*sp);
+    std::optional<std::uint64_t> declared;
+    if (auto cl = res.headers.get("content-length")) {
+      std::uint64_t v = 0;
+      auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+      if (r.ec == std::errc() && r.ptr == cl->data() + cl->size()) declared = v;
+    }
+    if (no_body || head_ || !stream_) {
+      write_head(status, res.headers, no_body ? std::nullopt : declared, false);
+      if (stream_) {
+        try {
+          stream_->close();
+        } catch (...) {
+        }
+        stream_.reset();
+      }
+      finish_response();
+      return;
+    }
+    // Hold the head back until the first non-empty chunk (PEP 3333; ADP-5): an exception before it is a 500.
+    std::string first;
+    bool more = false, threw = false;
+    try {
+      do more = stream_->next(first);
+      while (more && first.empty());
+    } catch (const std::exception& e) {
+      threw = true;
+      log_error(std::string("500: the response stream's first next() threw: ") + e.what());
+    } catch (...) {
+      threw = true;
+      log_error("500: the response stream's first next() threw a non-standard exception");
+    }
+    if (!more || threw) {
+      // Ended (or failed) before any byte: close it, then answer as a complete response.
+      try {
+        stream_->close();
+      } catch (...) {
+      }
+      stream_.reset();
+      Response done = threw ? Response::error(500) : Response{status, std::move(res.headers), std::string()};
+      start_body(done);
+      return;
+    }
+    chunked_out_ = !declared && !http10_;
+    if (!declared && http10_) keep_alive_ = false;  // body ends at close
+    write_head(status, res.headers, declared, chunked_out_);
+    sent_body_ += first.size();
+    if (chunked_out_) {
+      append_hex(out_, first.size());
+      out_.append("\r\n");
+      out_.append(first);
+      out_.append("\r\n");
+    } else {
+      out_.append(first);
+    }
+    phase_ = Phase::stream;
+    pump_stream();
+    return;
+  }
+  // A Delayed body handed to respond(): refuse it.
+  write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+  finish_response();
+}
+
+void Conn::send_file(FileBody& f, int status, Headers& headers) {
+  std::shared_ptr<FileHandle> fh = f.file;
+  if (!fh) {
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      write_head(e == ENOENT ? 404 : e == EACCES ? 403 : 500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+      finish_response();
+      return;
+    }
+    fh = std::make_shared<FileHandle>(fd);
+  }
+  struct stat st {};
+  if (::fstat(fh->fd(), &st) != 0) {
+    write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+    finish_response();
+    return;
+  }
+  std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
+  std::uint64_t off = std::min(f.offset, fsize);
+  std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
+  if (status == 200 && !range_.empty() && (env_->get(keys::REQUEST_METHOD) == "GET" || head_)) {
+    bool use_range = true;
+    if (!if_range_.empty()) {
+      // If-Range: only when it matches the validator of this response exactly (strong comparison).
+      auto etag = headers.get("etag");
+      auto lm = headers.get("last-modified");
+      use_range = (etag && *etag == if_range_ && etag->substr(0, 2) != "W/") || (lm && *lm == if_range_);
+    }
+    if (use_range) {
+      RangeResult rr = parse_range(range_, len);
+      if (rr.kind == RangeResult::Kind::unsatisfiable) {
+        Headers h;
+        h.add("Content-Range", "bytes */" + std::to_string(len));
+        h.add("Content-Type", "text/plain; charset=utf-8");
+        std::string body = "416 Range Not Satisfiable\n";
+        write_head(416, h, body.size(), false);
+        if (!head_) out_.append(body);
+        finish_response();
+        return;
+      }
+      if (rr.kind == RangeResult::Kind::satisfiable && rr.ranges.size() == 1) {
+        const ByteRange& r = rr.ranges.front();
+        headers.set("Content-Range", "bytes " + std::to_string(r.first) + "-" + std::to_string(r.last) + "/" +
+                                         std::to_string(len));
+        status = 206;
+        off += r.first;
+        len = r.length();
+      }
+    }
+  }
+  bool no_body = status_has_no_body(status);
+  if (status == 200 && !headers.has("accept-ranges")) headers.add("Accept-Ranges", "bytes");
+  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
+  if (head_ || no_body || len == 0) {
+    finish_response();
+    return;
+  }
+  file_ = std::move(fh);
+  file_off_ = off;
+  file_left_ = len;
+  sent_body_ = len;
+  phase_ = Phase::file;
+  pump_file();
+}
+
+// Sends the head (if any) then the file with sendfile(2), as far as the socket takes it.
+void Conn::pump_file() {
+  if (!flush()) {
+    if (!dead_) wait_write();
+    return;
+  }
+  while (file_left_ > 0) {
+    off_t off = static_cast<off_t>(file_off_);
+    ssize_t n = ::sendfile(fd_, file_->fd(), &off, std::min<std::uint64_t>(file_left_, 1 << 30));
+    if (n > 0) {
+      file_off_ += static_cast<std::uint64_t>(n);
+      file_left_ -= static_cast<std::uint64_t>(n);
+      set_deadline(sh_.opt.send_timeout);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      wait_write();
+      return;
+    }
+    // Error, or the file shrank under us: the response cannot be completed.
+    keep_alive_ = false;
+    dead_ = n < 0;
+    file_.reset();
+    close_now();
+    return;
+  }
+  file_.reset();
+  finish_response();
+}
+
+// Pulls chunks from the stream until the output is large, then writes; close() is always called.
+void Conn::pump_stream() {
+  std::string chunk;
+  for (;;) {
+    if (out_.size() - out_pos_ >= flush_threshold) {
+      if (!flush()) {
+        if (!dead_) wait_write();
+        return;
+      }
+    }
+    bool more = false;
+    try {
+      AppScope scope(t_.fault_slot, this);
+      more = stream_->next(chunk);
+    } catch (const std::exception& e) {
+      log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
+      keep_alive_ = false;
+      try {
+        stream_->close();
+      } catch (...) {
+      }
+      stream_.reset();
+      // The status is out: end the connection so the client sees an incomplete body.
+      if (flush()) close_now();
+      else phase_ = Phase::lingering, wait_write();
+      return;
+    }
+    if (!more) break;
+    if (chunk.empty()) continue;
+    sent_body_ += chunk.size();
+    if (chunked_out_) {
+      append_hex(out_, chunk.size());
+      out_.append("\r\n");
+      out_.append(chunk);
+      out_.append("\r\n");
+    } else {
+      out_.append(chunk);
+    }
+  }
+  if (chunked_out_) out_.append("0\r\n\r\n");
+  try {
+    stream_->close();
+  } catch (const std::exception& e) {
+    sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
+  }
+  stream_.reset();
+  chunked_out_ = false;
+  finish_response();
+}
+
+// The response is complete in the output buffer (maybe not yet written).
+void Conn::finish_response() {
+  self_hold_.reset();
+  ServerStats::global().record_response(status_, sent_body_);
+  log_access();
+  if (cleanup_.size() > 0) {
+    // Cleanup handlers run after the response went out: write what we have first.
+    flush();
+    cleanup_.run(*env_);
+  }
+  // Back to the thread's pool: an idle keep-alive connection holds no env.
+  t_.release_env(std::move(env_));
+  active_ = false;
+  phase_ = Phase::reading;
+  if (keep_alive_ && parser_ && !parser_->is_done()) {
+    // The app did not read the whole body: drain a small rest, otherwise close.
+    if (!parser_->chunked() && content_length_ <= drain_limit) {
+      parser_->discard = true;
+      draining_ = true;
+    } else {
+      keep_alive_ = false;
+    }
+  }
+  if (!draining_) parser_.reset();
+  if (!keep_alive_) {
+    begin_ = end_;
+    if (flush()) {
+      linger();
+    } else if (!dead_) {
+      phase_ = Phase::lingering;
+      wait_write();
+    }
+  }
+}
+
+void Conn::log_error(std::string_view what) {
+  std::string line = "csgi: ";
+  line += what;
+  if (env_) {
+    line += " (\"";
+    line += env_->get(keys::REQUEST_METHOD);
+    line += ' ';
+    line += env_->get(keys::REQUEST_URI);
+    line += ' ';
+    line += env_->get(keys::SERVER_PROTOCOL);
+    line += "\")";
+  }
+  sh_.errors.write(line);
+}
+
+void Conn::log_access() {
+  if (!sh_.access_log.enabled() || !env_) return;
+  const Env& env = *env_;
+  auto field = [](std::string_view v) { return v.empty() ? std::string("-") : std::string(v); };
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char when[40];
+  std::strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S +0000", &tm);
+  std::string line;
+  line.reserve(256);
+  line += remote_addr_[0] ? remote_addr_ : "-";
+  line += " - - [";
+  line += when;
+  line += "] \"";
+  line += env.get(keys::REQUEST_METHOD);
+  line += ' ';
+  line += env.get(keys::REQUEST_URI);
+  line += ' ';
+  line += env.get(keys::SERVER_PROTOCOL);
+  line += "\" ";
+  line += std::to_string(status_);
+  line += ' ';
+  line += std::to_string(sent_body_);
+  line += " \"" + field(env.get(keys::HTTP_REFERER)) + "\" \"" + field(env.get(keys::HTTP_USER_AGENT)) + "\"\n";
+  sh_.access_log.write(line);
+}
+
+// Output.
+
+bool Conn::flush() {
+  if (dead_) return false;
+  for (;;) {
+    iovec iov[32];
+    int n = 0;
+    std::size_t pos = out_pos_;
+    for (std::size_t i = ext_done_; i < ext_.size() && n < 30; ++i) {
+      if (ext_[i].at > pos) {
+        iov[n++] = {out_.data() + pos, ext_[i].at - pos};
+        pos = ext_[i].at;
+      }
+      std::size_t skip = i == ext_done_ ? ext_off_ : 0;
+      iov[n++] = {const_cast<char*>(ext_[i].data.data()) + skip, ext_[i].data.size() - skip};
+    }
+    bool all_ext = n < 30 || ext_.empty();
+    if (out_.size() > pos && n < 32) iov[n++] = {out_.data() + pos, out_.size() - pos};
+    if (n == 0) {
+      out_.clear();
+      out_pos_ = 0;
+      ext_.clear();
+      ext_done_ = ext_off_ = 0;
+      return true;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    int flags = MSG_NOSIGNAL;
+    if (phase_ == Phase::file && file_left_ > 0) flags |= MSG_MORE;
+    ssize_t w = ::sendmsg(fd_, &msg, flags);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      dead_ = true;
+      return false;
+    }
+    set_deadline(sh_.opt.send_timeout);
+    // Advance through out_ and the segments by w bytes.
+    std::size_t left = static_cast<std::size_t>(w);
+    while (left > 0) {
+      std::size_t next_at = ext_done_ < ext_.size() ? ext_[ext_done_].at : out_.size();
+      if (out_pos_ < next_at) {
+        std::size_t k = std::min(left, next_at - out_pos_);
+        out_pos_ += k;
+        left -= k;
+        continue;
+      }
+      if (ext_done_ < ext_.size()) {
+        Ext& e = ext_[ext_done_];
+        std::size_t k = std::min(left, e.data.size() - ext_off_);
+        ext_off_ += k;
+        left -= k;
+        if (ext_off_ == e.data.size()) {
+          e.keep.reset();
+          ++ext_done_;
+          ext_off_ = 0;
+        }
+        continue;
+      }
+      break;
+    }
+    (void)all_ext;
+    if (out_pos_ == out_.size() && ext_done_ == ext_.size()) {
+      out_.clear();
+      out_pos_ = 0;
+      ext_.clear();
+      ext_done_ = ext_off_ = 0;
+      if (!active_ && phase_ == Phase::reading) clear_deadline();
+      return true;
+    }
+  }
+}
+
+void Conn::wait_write() {
+  if (write_waiting_ || phase_ == Phase::closed) return;
+  write_waiting_ = true;
+  socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) {
+    self->write_waiting_ = false;
+    self->on_writable(ec);
+  });
+}
+
+void Conn::on_writable(error_code ec) {
+  if (ec == asio::error::operation_aborted && phase_ != Phase::closed) return;
+  if (ec || phase_ == Phase::closed) {
+    close_now();
+    return;
+  }
+  switch (phase_) {
+    case Phase::file: pump_file(); return;
+    case Phase::stream: pump_stream(); return;
+    case Phase::writer:
+      if (writer_) on_writer_flush(writer_);
+      return;
+    case Phase::lingering:
+      if (flush()) linger();
+      else if (!dead_) wait_write();
+      else close_now();
+      return;
+    default: break;
+  }
+  if (!flush()) {
+    if (dead_) close_now();
+    else wait_write();
+    return;
+  }
+  after_flush();
+}
+
+void Conn::after_flush() {
+  if (phase_ == Phase::reading) process();
+}
+
+}  // namespace csgi::standalone::detail
