@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -94,11 +95,16 @@ Column run_front_checks(const Front& f) {
   });
   add("streaming writer flushed per write", [&]() -> CaseResult {
     if (!f.no_stream_reason.empty()) return {CaseResult::skip, f.no_stream_reason};
+    // The app writes "first", then waits (≤ 5 s) for our release before "second". A front server that
+    // holds the response until it ends shows either nothing within 5 s or "first" and "second" together:
+    // both fail. The token keeps this column's release from finishing another column's /stream.
+    static std::atomic<int> seq{0};
+    std::string id = std::to_string(f.port) + "-" + std::to_string(++seq);
     Connection c(f.port);
-    c.send("GET " + p + "/stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    c.send("GET " + p + "/stream?id=" + id + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     std::string got = c.read_until("first\n", 5s);
-    bool first_before_release = got.find("first\n") != std::string::npos;
-    http(f.port, "GET", p + "/release");
+    bool first_before_release = got.find("first\n") != std::string::npos && got.find("second\n") == std::string::npos;
+    http(f.port, "GET", p + "/release?id=" + id);
     got = c.read_until("second\n", 8s);
     return expect(first_before_release && got.find("second\n") != std::string::npos,
                   first_before_release ? "second chunk missing" : "first chunk not delivered before the app finished");

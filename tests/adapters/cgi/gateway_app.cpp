@@ -4,9 +4,11 @@
 //   /echo            the request body; X-Body-Length header
 //   /file            a 300000-byte file body (written at start-up to --app-arg FILE, or DIR/file.bin)
 //   /pull            a pull stream of three chunks
-//   /stream          delayed + Writer from another thread: "first\n", then waits (≤5 s) until /release
-//                    is called, then "second\n" — proves each write is flushed to the client
-//   /release         releases /stream
+//   /stream?id=T     delayed + Writer from another thread: "first\n", then waits (≤5 s) until
+//                    /release?id=T is called, then "second\n" — proves each write is flushed to the client.
+//                    The token T keys the release, so releases meant for one request (or one front
+//                    server's column, all sharing this process) never let another finish early
+//   /release?id=T    releases the /stream with token T (or the next one to wait for it)
 //   /gone            writes a chunk every 20 ms (≤ 10 s) until write() returns false; /gone-count says how
 //                    many writers saw the client leave
 //   /throw           throws (→ 500, logged);   /http-error throws HttpError 418
@@ -23,6 +25,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -34,7 +37,7 @@ namespace {
 struct Shared {
   std::mutex mu;
   std::condition_variable cv;
-  int released = 0;
+  std::multiset<std::string> released;  // /release tokens not yet taken by a /stream
   int inside = 0;
   int generation = 0;
   std::atomic<int> gone{0};
@@ -45,6 +48,17 @@ int query_int(std::string_view q, std::string_view name, int fallback) {
   auto p = q.find(std::string(name) + "=");
   if (p == std::string_view::npos) return fallback;
   return std::atoi(std::string(q.substr(p + name.size() + 1)).c_str());
+}
+
+std::string query_text(std::string_view q, std::string_view name) {
+  for (std::size_t at = 0; at <= q.size();) {
+    std::size_t end = std::min(q.find('&', at), q.size());
+    std::string_view part = q.substr(at, end - at);
+    if (part.size() > name.size() && part.substr(0, name.size()) == name && part[name.size()] == '=')
+      return std::string(part.substr(name.size() + 1));
+    at = end + 1;
+  }
+  return {};
 }
 
 csgi::App make_app(const csgi::AppArgs& args) {
@@ -97,14 +111,14 @@ csgi::App make_app(const csgi::AppArgs& args) {
       return r;
     }
     if (path == "/stream") {
-      return csgi::Response::delayed([s](csgi::Responder responder) {
-        std::thread([s, responder] {
+      return csgi::Response::delayed([s, id = query_text(query, "id")](csgi::Responder responder) {
+        std::thread([s, id, responder] {
           auto w = responder.start(200, {{"Content-Type", "text/plain"}});
           w->write("first\n");
           {
             std::unique_lock lock(s->mu);
-            s->cv.wait_for(lock, std::chrono::seconds(5), [&] { return s->released > 0; });
-            if (s->released > 0) --s->released;
+            s->cv.wait_for(lock, std::chrono::seconds(5), [&] { return s->released.count(id) > 0; });
+            if (auto it = s->released.find(id); it != s->released.end()) s->released.erase(it);
           }
           w->write("second\n");
           w->close();
@@ -113,7 +127,7 @@ csgi::App make_app(const csgi::AppArgs& args) {
     }
     if (path == "/release") {
       std::lock_guard lock(s->mu);
-      ++s->released;
+      s->released.insert(query_text(query, "id"));
       s->cv.notify_all();
       return csgi::Response::text(200, "released\n");
     }
