@@ -20,13 +20,27 @@ namespace {
 /// csgi.Layer: a C++ middleware (or a Python one adapted) that Builder.use() accepts.
 struct LayerHandle {
   Layer layer;
+  ~LayerHandle() {
+    GilHeldByCaller held;  // deallocated by Python: a Python layer's last PyRef is dropped right here
+    layer = nullptr;
+  }
 };
+
+/// Deletes a Builder deallocated by Python, marking the GIL as held for the Python apps and layers it drops.
+struct BuilderDeleter {
+  void operator()(Builder* b) const noexcept {
+    GilHeldByCaller held;
+    delete b;
+  }
+};
+using BuilderHolder = std::unique_ptr<Builder, BuilderDeleter>;
 
 /// A Python middleware factory `f(wsgi_app) -> wsgi_app` as a Layer.
 Layer python_layer(py::object factory) {
   auto f = std::make_shared<PyRef>(std::move(factory));
   return [f](App next) -> App {
     AcquireGil gil(f->interp());
+    if (!gil) throw std::runtime_error("the Python interpreter is shutting down");
     py::object inner = py::cast(new AppHandle(std::move(next)), py::return_value_policy::take_ownership);
     PyObject* wrapped = PyObject_CallOneArg(f->get(), inner.ptr());
     if (!wrapped) throw_python_error();
@@ -115,7 +129,50 @@ built-ins are App objects already. Calling an App releases the GIL while C++ cod
   reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_call = &app_tp_call;
 }
 
-PYBIND11_MODULE(_csgi, m) {
+namespace {
+
+/// pybind11's one-time setup (detail::get_internals) takes the GIL with PyGILState_Ensure(), which
+/// binds a thread to its MAIN-interpreter state: imported first in a sub-interpreter (a uWSGI mount whose
+/// main interpreter never imported csgi), that waits forever for the GIL this thread already holds with
+/// the sub-interpreter's state. So the setup runs with the thread's main-interpreter state swapped in (the
+/// GIL stays held), exactly as when csgi is imported first in the main interpreter. pybind11's state is
+/// per process either way: the extension module is loaded once and shared by every interpreter.
+void ensure_pybind11_internals() {
+  auto** internals = py::detail::get_internals_pp();
+  PyThreadState* cur = PyThreadState_Get();
+  if ((internals && *internals) || cur->interp == PyInterpreterState_Main()) {
+    py::detail::get_internals();
+    return;
+  }
+  PyThreadState* main_state = PyGILState_GetThisThreadState();
+  if (!main_state || main_state->interp != PyInterpreterState_Main())
+    main_state = PyThreadState_New(PyInterpreterState_Main());  // becomes this thread's PyGILState state
+  PyThreadState_Swap(main_state);
+  py::detail::get_internals();
+  PyThreadState_Swap(cur);
+}
+
+void init_module(py::module_& m);
+
+py::module_::module_def g_module_def;
+
+}  // namespace
+
+// What PYBIND11_MODULE(_csgi, m) expands to, with ensure_pybind11_internals() for its setup.
+extern "C" PYBIND11_EXPORT PyObject* PyInit__csgi() {
+  PYBIND11_CHECK_PYTHON_VERSION
+  ensure_pybind11_internals();
+  auto m = py::module_::create_extension_module("_csgi", nullptr, &g_module_def);
+  try {
+    init_module(m);
+    return m.ptr();
+  }
+  PYBIND11_CATCH_INIT_EXCEPTIONS
+}
+
+namespace {
+
+void init_module(py::module_& m) {
   m.doc() = "csgi — the C++ Server Gateway Interface: C++ apps as WSGI apps, WSGI apps on csgi servers.";
   py::register_local_exception_translator([](std::exception_ptr p) {
     try {
@@ -132,36 +189,62 @@ PYBIND11_MODULE(_csgi, m) {
   bind_from_wsgi(m);
   bind_servers(m);
 
+  // The bound methods below may run Python layers (build) or drop Python apps and layers: each marks the
+  // GIL as held by its caller, so the AcquireGil inside is a no-op on any thread (gil.hpp).
   py::class_<LayerHandle>(m, "Layer", py::module_local(),
                           "A middleware layer for Builder.use(): wraps the next app.")
       .def(py::init([](py::object factory) { return LayerHandle{to_layer(factory)}; }), py::arg("factory"),
            "Layer(f): a Python middleware factory f(wsgi_app) -> wsgi_app as a layer")
-      .def("__call__", [](LayerHandle& l, py::handle app) { return app_object(l.layer(to_app(app))); },
+      .def("__call__",
+           [](LayerHandle& l, py::handle app) {
+             GilHeldByCaller held;
+             return app_object(l.layer(to_app(app)));
+           },
            py::arg("app"), "Wraps an app in this layer.");
 
-  py::class_<Builder>(m, "Builder", py::module_local(), R"doc(
+  py::class_<Builder, BuilderHolder>(m, "Builder", py::module_local(), R"doc(
 Composes middleware around an app (Plack::Builder). The first use() is the outermost layer.
 Apps may be csgi.App objects or any Python WSGI callable; layers may be csgi.Layer objects (C++
 middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
 )doc")
       .def(py::init<>())
-      .def("use", [](Builder& b, py::handle layer) -> Builder& { return b.use(to_layer(layer)); },
+      .def("use",
+           [](Builder& b, py::handle layer) -> Builder& {
+             GilHeldByCaller held;
+             return b.use(to_layer(layer));
+           },
            py::arg("layer"), py::return_value_policy::reference_internal)
-      .def("mount", [](Builder& b, std::string location, py::handle app) -> Builder& {
+      .def("mount",
+           [](Builder& b, std::string location, py::handle app) -> Builder& {
+             GilHeldByCaller held;
              return b.mount(std::move(location), to_app(app));
            },
            py::arg("location"), py::arg("app"), py::return_value_policy::reference_internal)
-      .def("run", [](Builder& b, py::handle app) -> Builder& { return b.run(to_app(app)); }, py::arg("app"),
-           py::return_value_policy::reference_internal)
-      .def("build", [](const Builder& b) { return app_object(b.build()); }, "The composed app (csgi.App).")
+      .def("run",
+           [](Builder& b, py::handle app) -> Builder& {
+             GilHeldByCaller held;
+             return b.run(to_app(app));
+           },
+           py::arg("app"), py::return_value_policy::reference_internal)
+      .def("build",
+           [](const Builder& b) {
+             GilHeldByCaller held;
+             return app_object(b.build());
+           },
+           "The composed app (csgi.App).")
       .def("to_app",
            [](Builder& b, py::handle app) {
+             GilHeldByCaller held;
              Builder copy = b;
              copy.run(to_app(app));
              return app_object(copy.build());
            },
            py::arg("app"), "The layers around `app` (a csgi.App or WSGI callable), as a csgi.App.")
-      .def("wrap", [](const Builder& b, py::handle app) { return app_object(b.wrap(to_app(app))); },
+      .def("wrap",
+           [](const Builder& b, py::handle app) {
+             GilHeldByCaller held;
+             return app_object(b.wrap(to_app(app)));
+           },
            py::arg("app"), "The layers around `app`, ignoring run()/mount().");
 
 #ifdef CSGI_PY_MIDDLEWARE
@@ -197,6 +280,7 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
       "call",
       [](py::handle app, const std::string& request, std::vector<std::pair<std::string, std::string>> headers,
          py::bytes body, std::string script_name) {
+        GilHeldByCaller held;  // `a` may hold the last reference to a Python app
         App a = to_app(app);
         std::string b = body;
         testing::Options opts;
@@ -208,5 +292,7 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
       py::arg("body") = py::bytes(), py::arg("script_name") = std::string(),
       "Calls an app in memory as an adapter would: call(app, \"GET /x?y=1\", [(name, value)], b\"body\").");
 }
+
+}  // namespace
 
 }  // namespace csgi::python

@@ -135,6 +135,7 @@ std::vector<std::string> listen_list(py::handle listen) {
 
 int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned workers, std::string script_name,
           std::string access_log, std::string error_log, py::object on_listening) {
+  GilHeldByCaller held;  // called from Python; the app and callback may be dropped with the GIL held
   if (threads < 1) throw py::value_error("threads must be at least 1");
   if (!script_name.empty() && (script_name.front() != '/' || script_name.back() == '/'))
     throw py::value_error("script_name must be empty or like /prefix");

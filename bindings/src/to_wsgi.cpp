@@ -379,6 +379,7 @@ public:
 
   py::bytes next() {
     if (closed_) throw py::stop_iteration();
+    GilHeldByCaller held;
     bool more = false;
     const char* failure = nullptr;
     std::string what;
@@ -407,8 +408,10 @@ public:
     return py::bytes(chunk_.data(), chunk_.size());
   }
 
+  /// Called by Python (close(), deallocation): the GIL is held.
   void close() {
     if (closed_) return;
+    GilHeldByCaller held;
     closed_ = true;
     if (stream_) {
       ReleaseGil nogil;
@@ -514,6 +517,8 @@ py::object body_tuple(std::string_view bytes) {
 }  // namespace
 
 AppHandle::~AppHandle() {
+  GilHeldByCaller held;  // deallocated by Python: app_ may hold the last reference to a Python app
+  app_ = nullptr;
   for (PyObject*& s : status_lines_) Py_CLEAR(s);
   for (CachedHeader& h : headers_) Py_CLEAR(h.tuple);
 }

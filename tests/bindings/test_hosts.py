@@ -1,7 +1,9 @@
 """Real WSGI hosts on loopback serving C++ stacks through the bindings: gunicorn (sync, gthread), uWSGI
 (http-socket; two mounts = two sub-interpreters), Flask with a C++ app under /cpp."""
+import concurrent.futures
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -100,25 +102,28 @@ def test_uwsgi_two_mounts_two_subinterpreters(server_factory, tmp_path):
     # Python → C++ → Python inside the sub-interpreter, and the error paths that re-enter Python there.
     status, _, body = server.request("GET", "/b/py/x")
     assert status == 200 and body == b"py in sub /b/py", server.output()
-    # /b/py/raise (a Python exception from a WSGI app mounted in a C++ Builder, inside the sub-interpreter)
-    # hangs intermittently: see test_uwsgi_subinterpreter_python_exception_under_cxx below.
+    status, _, body = server.request("GET", "/b/py/raise")
+    assert status == 500, server.output()
     status, _, body = server.request("GET", "/b/err")
     assert status == 500
     for i in range(20):
         assert server.request("GET", "/a/hello" if i % 2 else "/b/echo/")[0] == 200
     out = server.output()
     assert "multiple interpreter mode" in out and "mounting b.py on /b" in out
-    assert "boom from C++" in out
+    assert "boom from C++" in out and "KeyError: 'from the sub-interpreter'" in out
 
 
-@pytest.mark.skip(reason="known bug: hangs in about 3 of 4 runs (a Python exception raised by a WSGI app "
-                         "mounted in a C++ Builder, inside a uWSGI sub-interpreter served by a second thread); "
-                         "left open in the issue notes")
+@pytest.mark.skipif(not have("uwsgi"), reason="uwsgi not installed")
 def test_uwsgi_subinterpreter_python_exception_under_cxx(server_factory, tmp_path):
+    """A Python exception from a WSGI app mounted in a C++ Builder, in a uWSGI sub-interpreter, on either of
+    two threads. Regressions it guards: uWSGI makes each thread's sub-interpreter thread state on the main
+    thread, so PyThreadState::thread_id does not name the thread running it, and the traceback written to
+    csgi.errors (re-entering the GIL the thread already held) waited for itself on the second thread; and csgi
+    imported first in a sub-interpreter (a.py here never imports it) hung in pybind11's PyGILState setup."""
     (tmp_path / "b.py").write_text(
-        "import csgi\n"
+        "import csgi, threading\n"
         "def py(environ, start_response):\n"
-        "    raise KeyError('from the sub-interpreter')\n"
+        "    raise KeyError('from the sub-interpreter on thread %d' % threading.get_ident())\n"
         "application = csgi.Builder().mount('/py', py).build()\n")
     (tmp_path / "a.py").write_text(
         "def application(environ, start_response):\n"
@@ -127,9 +132,14 @@ def test_uwsgi_subinterpreter_python_exception_under_cxx(server_factory, tmp_pat
     port = free_port()
     argv = uwsgi_two_mounts(port, tmp_path)
     server = server_factory(argv, port)
-    for _ in range(10):
-        assert server.request("GET", "/b/py/raise")[0] == 500
-    assert "KeyError: 'from the sub-interpreter'" in server.output()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: both uWSGI threads serve
+        paths = ["/b/py/raise", "/a/"] * 10
+        statuses = list(pool.map(lambda p: server.request("GET", p, timeout=5)[0], paths))
+    assert statuses == [500, 200] * 10, server.output()
+    out = server.output()
+    threads = set(re.findall(r"KeyError: 'from the sub-interpreter on thread (\d+)'", out))
+    assert out.count("KeyError: 'from the sub-interpreter") == 10, out
+    assert len(threads) == 2, "expected the errors from both uWSGI threads: %s" % threads
 
 
 @pytest.mark.skipif(not have("uwsgi"), reason="uwsgi not installed")
