@@ -117,8 +117,16 @@ void ErrorsStream::write(py::handle text) {
   out->write(whole);
 }
 
+// The Python-facing methods below use the C API where a Python call may fail: a py::error_already_set
+// takes the GIL through PyGILState when it is destroyed, which deadlocks in a sub-interpreter (common.hpp).
 void ErrorsStream::writelines(py::iterable lines) {
-  for (py::handle line : lines) write(line);
+  py::object it = py::reinterpret_steal<py::object>(PyObject_GetIter(lines.ptr()));
+  if (!it) throw_python_error();
+  while (PyObject* line = PyIter_Next(it.ptr())) {
+    py::object owned = py::reinterpret_steal<py::object>(line);
+    write(owned);
+  }
+  if (PyErr_Occurred()) throw_python_error();
 }
 
 void ErrorsStream::flush() {
@@ -161,12 +169,25 @@ void bind_streams(py::module_& m) {
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__",
            [](FileWrapper& w) {
-             py::object data = w.filelike.attr("read")(w.blksize);
-             if (!py::len(data)) throw py::stop_iteration();
-             return data;
+             PyObject* data = PyObject_CallMethod(w.filelike.ptr(), "read", "n", w.blksize);
+             if (!data) throw_python_error();
+             py::object owned = py::reinterpret_steal<py::object>(data);
+             Py_ssize_t n = PyObject_Length(data);
+             if (n < 0) throw_python_error();
+             if (n == 0) throw py::stop_iteration();
+             return owned;
            })
       .def("close", [](FileWrapper& w) {
-        if (py::hasattr(w.filelike, "close")) w.filelike.attr("close")();
+        PyObject* close = PyObject_GetAttrString(w.filelike.ptr(), "close");
+        if (!close) {
+          if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw_python_error();
+          PyErr_Clear();
+          return;
+        }
+        PyObject* r = PyObject_CallNoArgs(close);
+        Py_DECREF(close);
+        if (!r) throw_python_error();
+        Py_DECREF(r);
       });
 }
 

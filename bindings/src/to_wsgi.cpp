@@ -658,7 +658,9 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
         throw_python_error();
       }
       py::object fileobj = py::reinterpret_steal<py::object>(file);
-      py::object wrapped = py::reinterpret_borrow<py::object>(ex->file_wrapper)(fileobj, 65536);
+      PyObject* w = PyObject_CallFunction(ex->file_wrapper, "On", fileobj.ptr(), static_cast<Py_ssize_t>(65536));
+      if (!w) throw_python_error();  // not py::error_already_set: see common.hpp
+      py::object wrapped = py::reinterpret_steal<py::object>(w);
       call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
       return wrapped;
     }
