@@ -179,6 +179,37 @@ def test_file_wrapper_becomes_a_file_body(tmp_path):
     assert r.file and r.body == (b"0123456789" * 1000)[10:]
 
 
+def test_file_wrapper_over_a_non_file_iterates_and_closes_and_errors_writelines():
+    import io
+
+    class Source(io.BytesIO):
+        closed_by = None
+
+        def close(self):
+            Source.closed_by = "close()"
+            super().close()
+
+    class Failing:
+        def read(self, n):
+            raise OSError("read failed")
+
+    def app(environ, start_response):
+        environ["wsgi.errors"].writelines(["one\n", "two\n"])
+        with pytest.raises(ZeroDivisionError):
+            environ["wsgi.errors"].writelines(1 / 0 for _ in range(1))
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        if environ["PATH_INFO"] == "/fail":
+            return environ["wsgi.file_wrapper"](Failing(), 4)
+        return environ["wsgi.file_wrapper"](Source(b"abcdefghij"), 4)
+
+    r = call(csgi.App(app), "GET /")
+    assert r.status == 200 and r.body == b"abcdefghij" and not r.file
+    assert Source.closed_by == "close()"
+    assert "one\ntwo\n" in r.errors
+    r = call(csgi.App(app), "GET /fail")
+    assert r.status == 500 and "OSError: read failed" in r.errors
+
+
 def test_streams_used_after_the_request_raise():
     kept = {}
 
