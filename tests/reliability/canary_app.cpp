@@ -1,12 +1,17 @@
 // The app behind the reliability tests (tests/reliability/*.py):
 //   /canary, /smuggled   markers the bad-request replayer looks for
 //   /sleep?ms=N          answers after N ms from a timer thread (a delayed response: no server thread held)
+//   /later               a delayed response answered by the app's one long-lived worker thread (as apps
+//                        with a thread pool do; the soak uses it)
 //   /crash?KIND          a fault in the app (fault tests): raise (default) raises SIGSEGV, null writes
 //                        through a null pointer, stack overflows the stack, fpe divides by zero
 //   anything else        reads the whole body and answers 200 with its size
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -36,11 +41,57 @@ int overflow(int depth) {
   std::abort();  // not reached: the signal ends the call
 }
 
+// One worker thread answering queued responders; stopped and joined when the library is unloaded.
+class Worker {
+public:
+  Worker() : thread_([this] { run(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void answer(csgi::Responder r) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(r));
+    }
+    cv_.notify_one();
+  }
+
+private:
+  void run() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      csgi::Responder r = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      r.respond(csgi::Response::text(200, "answered later\n"));
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<csgi::Responder> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+Worker& worker() {
+  static Worker w;
+  return w;
+}
+
 csgi::Response canary(csgi::Env& env) {
   std::string_view path = env.get(csgi::keys::PATH_INFO);
   if (path == "/canary") return csgi::Response::text(200, "canary-answered\n");
   if (path == "/smuggled") return csgi::Response::text(200, "smuggled-answered\n");
   if (path == "/crash") crash(env.get(csgi::keys::QUERY_STRING));
+  if (path == "/later") return csgi::Response::delayed([](csgi::Responder r) { worker().answer(std::move(r)); });
   if (path == "/sleep") {
     std::string_view q = env.get(csgi::keys::QUERY_STRING);
     long ms = q.substr(0, 3) == "ms=" ? std::strtol(std::string(q.substr(3)).c_str(), nullptr, 10) : 100;

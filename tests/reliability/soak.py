@@ -5,8 +5,8 @@ every second. Passes when wrk saw no errors, RSS after the warm-up grew by less 
 and the server exits cleanly on SIGTERM with no LeakSanitizer or AddressSanitizer report.
 
 The workload rotates over: GET of the app, GET of a static file (sendfile), a Range request, a POST with a
-4 KB body, a chunked POST, a delayed response answered from another thread, and a request that closes its
-connection — so parsing, the env pool, bodies, files, delayed responses and connection teardown all run.
+4 KB body, a chunked POST, a delayed response answered by the app's worker thread, and a request that
+closes its connection — so parsing, the env pool, bodies, files, delayed responses and connection teardown all run.
 
   soak.py --csgi build-asan/adapters/cli/csgi --app build-asan/tests/reliability/libcanary_app.so
           [--seconds 600] [--markdown FILE]
@@ -37,7 +37,7 @@ local reqs = {
   req("POST", "/echo", {["Content-Type"] = "text/plain"}, body),
   "POST /chunked HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" ..
     string.rep("y", 1024) .. "\r\n5\r\nhello\r\n0\r\n\r\n",
-  req("GET", "/sleep?ms=1"),
+  req("GET", "/later"),
   req("GET", "/closing", {["Connection"] = "close"}),
 }
 local i = 0
@@ -62,8 +62,9 @@ def rss_kb(pid):
 
 
 def run_wrk(url, seconds, script_path, delay_ms, connections):
+    lua = LUA.replace("DELAY", str(delay_ms))
     with open(script_path, "w") as f:
-        f.write(LUA.replace("DELAY", str(delay_ms)))
+        f.write(lua)
     return netlab.wrk(url, seconds, connections=connections, script=script_path)
 
 
@@ -75,6 +76,7 @@ def main():
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--max-growth", type=float, default=0.05)
     ap.add_argument("--markdown")
+    ap.add_argument("--rss-log", help="write the RSS samples (seconds, KiB) here")
     args = ap.parse_args()
 
     work = netlab.tempdir("csgi-soak-")
@@ -124,6 +126,9 @@ def main():
         res = run_wrk(url, args.seconds, script, delay, args.connections)
         stop.set()
         sampler.join()
+        if args.rss_log:
+            with open(args.rss_log, "w") as f:
+                f.writelines(f"{t - t0:.0f} {v}\n" for t, v in samples)
 
         warm = t0 + max(10.0, args.seconds * 0.2)
         after = [v for t, v in samples if t >= warm]
