@@ -39,6 +39,28 @@ std::string_view latin1_or_throw(PyObject* s, const char* what);
 /// The traceback of the Python error being handled (fetched and cleared), as text.
 std::string take_python_error_text();
 
+/// Sets the current Python error from the C++ exception being handled, as pybind11's dispatcher would
+/// (PythonErrorSet leaves the error in place; py::error_already_set is restored; others are translated).
+void set_python_error() noexcept;
+
+/// The tp_call slots written by hand (csgi.App and start_response: the per-request calls of every WSGI
+/// host, without pybind11's argument dispatch) share this: the C++ object of the pybind11 instance `self`,
+/// f(object) returning a new reference, and no C++ exception crossing into Python.
+template <class T, class F>
+PyObject* call_on_instance(PyObject* self, F&& f) noexcept {
+  try {
+    T* obj = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().template value_ptr<T>();
+    if (!obj) {
+      PyErr_Format(PyExc_TypeError, "%s was not initialised", Py_TYPE(self)->tp_name);
+      return nullptr;
+    }
+    return f(*obj);
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
 /// csgi.App: a csgi app seen from Python. Calling it is a WSGI call (to_wsgi.cpp).
 class AppHandle {
 public:

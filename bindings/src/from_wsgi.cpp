@@ -526,23 +526,9 @@ PyObject* start_response_tp_call(PyObject* self, PyObject* args, PyObject* kwarg
     PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
     return nullptr;
   }
-  try {
-    auto* inst = reinterpret_cast<py::detail::instance*>(self);
-    auto* sr = inst->get_value_and_holder().value_ptr<StartResponse>();
-    if (!sr) {
-      PyErr_SetString(PyExc_TypeError, "StartResponse was not initialised");
-      return nullptr;
-    }
-    return sr->call(self, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), exc_info).release().ptr();
-  } catch (PythonErrorSet&) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "csgi: Python error lost");
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (...) {
-    py::detail::translate_exception(std::current_exception());
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "csgi: unknown C++ exception");
-  }
-  return nullptr;
+  return call_on_instance<StartResponse>(self, [&](StartResponse& sr) {
+    return sr.call(self, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), exc_info).release().ptr();
+  });
 }
 
 }  // namespace

@@ -56,6 +56,19 @@ Layer to_layer(py::handle obj) {
 
 }  // namespace
 
+void set_python_error() noexcept {
+  try {
+    throw;
+  } catch (PythonErrorSet&) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "csgi: Python error lost");
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::translate_exception(std::current_exception());
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "csgi: unknown C++ exception");
+  }
+}
+
 py::object make_layer_object(Layer layer) {
   return py::cast(new LayerHandle{std::move(layer)}, py::return_value_policy::take_ownership);
 }
@@ -74,20 +87,6 @@ py::list header_list(const Headers& h) {
   return out;
 }
 
-/// Sets the current Python error from a C++ exception thrown by a call (what pybind11's dispatcher does).
-void set_python_error() noexcept {
-  try {
-    throw;
-  } catch (PythonErrorSet&) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "csgi: Python error lost");
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (...) {
-    py::detail::translate_exception(std::current_exception());
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "csgi: unknown C++ exception");
-  }
-}
-
 /// tp_call of csgi.App: app(environ, start_response) straight to AppHandle::call, without pybind11's
 /// argument dispatch (the per-request path of every WSGI host).
 PyObject* app_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -95,18 +94,9 @@ PyObject* app_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_TypeError, "csgi.App takes two positional arguments: (environ, start_response)");
     return nullptr;
   }
-  try {
-    auto* inst = reinterpret_cast<py::detail::instance*>(self);
-    auto* h = inst->get_value_and_holder().value_ptr<AppHandle>();
-    if (!h) {
-      PyErr_SetString(PyExc_TypeError, "csgi.App was not initialised");
-      return nullptr;
-    }
-    return h->call(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1)).release().ptr();
-  } catch (...) {
-    set_python_error();
-    return nullptr;
-  }
+  return call_on_instance<AppHandle>(self, [args](AppHandle& h) {
+    return h.call(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1)).release().ptr();
+  });
 }
 
 }  // namespace

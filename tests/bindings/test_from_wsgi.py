@@ -130,6 +130,35 @@ def test_start_response_twice_without_exc_info_is_an_error():
     assert r.status == 500 and "second time" in r.errors
 
 
+def test_start_response_and_app_calls_check_their_arguments(load):
+    """The hand-written call slots of start_response and csgi.App: bad arguments are TypeErrors, C++ errors
+    inside become Python exceptions the caller can catch (never a crash)."""
+    seen = {}
+
+    def app(environ, start_response):
+        for args, kwargs in [((), {}), (("200 OK",), {}), (("200 OK", [], None, 1), {}),
+                             (("200 OK", []), {"bogus": 1}), (("200 OK", [], None), {"exc_info": None})]:
+            with pytest.raises(TypeError, match="start_response"):
+                start_response(*args, **kwargs)
+        with pytest.raises(ValueError, match="200 OK"):
+            start_response("200OK", [])
+        with pytest.raises(TypeError, match="str"):
+            start_response(b"200 OK", [])
+        start_response("200 OK", [("Content-Type", "text/plain")], exc_info=None)
+        seen["ok"] = True
+        return [b"fine"]
+
+    r = call(csgi.App(app), "GET /")
+    assert r.status == 200 and r.body == b"fine" and seen["ok"]
+    hello = load("hello")
+    with pytest.raises(TypeError, match="two positional"):
+        hello({})
+    with pytest.raises(TypeError, match="two positional"):
+        hello(environ={}, start_response=None)
+    with pytest.raises(TypeError, match="environ must be a dict"):
+        hello([], lambda *a: None)
+
+
 def test_bad_status_and_non_latin1_header():
     def bad_status(environ, start_response):
         start_response("OK", [])
