@@ -24,8 +24,9 @@ build: $(BUILD)/CMakeCache.txt
 run: deps build
 	scripts/run-demo.sh $(BUILD)
 
-# A test that fails is run once more before it counts as failed: two real-server tests are known to be
-# intermittent (see the closing notes: uWSGI sub-interpreters, nginx streaming); a real failure fails twice.
+# A test that fails is run once more before it counts as failed: on a loaded 2-core machine a test with
+# real servers (nginx, Apache, uWSGI, Chromium) can miss a timing window; a real failure fails twice.
+# (The two intermittent failures seen so far were real bugs and are fixed: see the closing notes.)
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure --repeat until-pass:2 $(CTEST_FLAGS)
 
