@@ -81,6 +81,16 @@ inline void append_hex(std::string& out, std::uint64_t v) {
   out.append(buf, r.ptr);
 }
 
+/// Appends body bytes to `out`, as one chunk (RFC 9112 §7.1) when `chunked`.
+inline void append_body(std::string& out, std::string_view data, bool chunked) {
+  if (chunked) {
+    append_hex(out, data.size());
+    out.append("\r\n").append(data).append("\r\n");
+  } else {
+    out.append(data);
+  }
+}
+
 struct WriterState;
 
 class Conn final : public std::enable_shared_from_this<Conn>,

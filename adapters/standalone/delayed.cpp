@@ -51,14 +51,7 @@ public:
     std::unique_lock lock(st_->mu);
     if (st_->dead || st_->closed) return false;
     if (chunk.empty() || st_->head_only) return true;
-    if (st_->chunked && st_->framed) {
-      append_hex(st_->pending, chunk.size());
-      st_->pending.append("\r\n");
-      st_->pending.append(chunk);
-      st_->pending.append("\r\n");
-    } else {
-      st_->pending.append(chunk);
-    }
+    append_body(st_->pending, chunk, st_->chunked && st_->framed);
     st_->post_flush(st_);
     auto c = st_->conn.lock();
     bool io_thread = c && c->on_io_thread();
@@ -176,10 +169,7 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
     } else if (chunked) {
       std::string early = std::move(st->pending);
       st->pending.clear();
-      if (!early.empty()) {
-        append_hex(st->pending, early.size());
-        st->pending.append("\r\n").append(early).append("\r\n");
-      }
+      if (!early.empty()) append_body(st->pending, early, true);
       if (st->closed && !st->aborted) st->pending.append("0\r\n\r\n");
     }
   }

@@ -165,14 +165,7 @@ void Conn::start_body(Response& res) {
     if (!declared && http10_) keep_alive_ = false;  // body ends at close
     write_head(status, res.headers, declared, chunked_out_);
     sent_body_ += first.size();
-    if (chunked_out_) {
-      append_hex(out_, first.size());
-      out_.append("\r\n");
-      out_.append(first);
-      out_.append("\r\n");
-    } else {
-      out_.append(first);
-    }
+    append_body(out_, first, chunked_out_);
     phase_ = Phase::stream;
     pump_stream();
     return;
@@ -308,14 +301,7 @@ void Conn::pump_stream() {
     if (!more) break;
     if (chunk.empty()) continue;
     sent_body_ += chunk.size();
-    if (chunked_out_) {
-      append_hex(out_, chunk.size());
-      out_.append("\r\n");
-      out_.append(chunk);
-      out_.append("\r\n");
-    } else {
-      out_.append(chunk);
-    }
+    append_body(out_, chunk, chunked_out_);
   }
   if (chunked_out_) out_.append("0\r\n\r\n");
   try {
