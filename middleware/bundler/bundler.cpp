@@ -147,7 +147,12 @@ public:
     std::uint64_t gen = 0;
     std::size_t modules = 0;
     std::string unbundled;
-    std::vector<std::pair<std::string, Stamp>> stamps;  // stat mode: files and directories to re-check
+    struct Check {
+      std::string path;
+      Stamp stamp;
+      std::int64_t since;  // when what the stamp vouches for was read (see bundler::racy)
+    };
+    std::vector<Check> stamps;  // stat mode: files and directories to re-check
     std::atomic<std::uint64_t> last_used{0};
   };
 
@@ -285,8 +290,8 @@ public:
     }
     if (en->gen != graph.generation()) return nullptr;
     if (opt.freshness == BundlerOptions::Freshness::stat) {
-      for (auto& [path, st] : en->stamps) {
-        if (!(bundler::stamp_of(path) == st)) {
+      for (auto& [path, st, since] : en->stamps) {
+        if (!(bundler::stamp_of(path) == st) || bundler::racy(st, since)) {
           graph.invalidate();
           ++invalidations;
           return nullptr;
@@ -358,6 +363,7 @@ public:
                                                        std::string_view base) {
     std::string shown = spec.starts_with('/') ? spec.substr(1) : spec;
     const std::uint64_t gen0 = graph.generation();  // a change during the build makes the result stale
+    const std::int64_t started_at = bundler::coarse_now_ns();  // directory listings are as of then
     Resolved r = graph.resolve_entry(spec);
     if (r.status == Resolved::forbidden) return fail(403, shown, "module '" + shown + "' is outside the bundle root", {});
     if (r.status != Resolved::ok) return fail(404, shown, "cannot find module '" + shown + "': " + r.detail, {});
@@ -436,9 +442,9 @@ public:
     if (opt.freshness == BundlerOptions::Freshness::stat) {
       for (auto id : c.order) {
         Module& m = graph.at(id);
-        en->stamps.emplace_back(graph.abs(m.path), m.stamp);
+        en->stamps.push_back({graph.abs(m.path), m.stamp, m.read_at_ns});
       }
-      for (auto& d : c.dirs) en->stamps.emplace_back(graph.abs(d), bundler::stamp_of(graph.abs(d)));
+      for (auto& d : c.dirs) en->stamps.push_back({graph.abs(d), bundler::stamp_of(graph.abs(d)), started_at});
     }
     en->body = std::make_shared<const std::string>(std::move(body));
     en->last_used.store(graph.tick(), std::memory_order_relaxed);

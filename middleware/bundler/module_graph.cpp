@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,12 @@ Stamp stamp_of(const std::string& abs_path) {
   s.mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   s.ctime_ns = std::int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   return s;
+}
+
+std::int64_t coarse_now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return std::int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 // --- Watcher ---
@@ -174,7 +181,7 @@ bool Graph::refresh(Module& m) {
   std::string a = abs(m.path);
   if (use_inotify_ && watcher_.ok()) watcher_.watch(abs(dir_of(m.path)));  // before reading: no lost edit
   Stamp now = stamp_of(a);
-  if (m.scanned && now == m.stamp && now.exists) {
+  if (m.scanned && now == m.stamp && now.exists && !racy(m.stamp, m.read_at_ns)) {
     m.checked_gen = g;
     return !m.error;
   }
@@ -190,6 +197,7 @@ bool Graph::refresh(Module& m) {
   m.edges_gen = ~std::uint64_t{0};
   m.checked_gen = g;
   Stamp st;
+  m.read_at_ns = coarse_now_ns();
   SharedBytes src = read_file(a, st);
   if (!src) {
     m.stamp = now;
@@ -222,8 +230,10 @@ bool Graph::refresh(Module& m) {
 SharedBytes Graph::source(Module& m) {
   if (m.source) return m.source;
   Stamp st;
+  std::int64_t at = coarse_now_ns();
   SharedBytes src = read_file(abs(m.path), st);
   if (!src) return nullptr;
+  m.read_at_ns = at;
   if (!(st == m.stamp)) {
     // Changed behind our back (stat mode between checks): make the next refresh re-scan it.
     m.stamp = Stamp{};

@@ -33,6 +33,15 @@ struct Stamp {
 };
 Stamp stamp_of(const std::string& abs_path);
 
+/// The coarse wall clock the kernel takes file times from (CLOCK_REALTIME_COARSE), in nanoseconds.
+std::int64_t coarse_now_ns() noexcept;
+
+/// "Racily clean", as git calls it: the file changed (ctime) in the clock tick that was current at
+/// `since` or later. A write in that same tick would leave the stamp unchanged (same size, same times),
+/// so an equal stamp proves nothing and the file must be read again. ctime, not mtime: a write always
+/// sets it to the current time, and it cannot be set to the future.
+inline bool racy(const Stamp& s, std::int64_t since) noexcept { return s.exists && s.ctime_ns >= since; }
+
 /// inotify on the directories the graph has looked at. start() runs a thread that blocks on the
 /// descriptor and calls `on_change` after each batch of events, so requests pay nothing to notice edits
 /// (an edit shows up as soon as the thread has woken: microseconds).
@@ -73,6 +82,7 @@ struct Module {
   std::uint32_t id = 0;
   bool json = false;
   Stamp stamp;
+  std::int64_t read_at_ns = 0;  // coarse_now_ns() just before the source was read (see racy())
   SharedBytes source;  // null until read, or after eviction
   std::uint64_t last_used = 0;
   bool scanned = false;
