@@ -197,6 +197,11 @@ private:
   std::uint64_t content_length_ = 0;
   bool has_body_ = false;
   std::size_t scan_pos_ = 0;  // head_complete() scanned up to here (relative to begin_)
+  // A Content-Length body too big for the buffer but within --body-buffer-bytes, read before the app
+  // runs; the parser is fed from here when the app reads it.
+  std::string prebody_;
+  std::size_t prebody_pos_ = 0;
+  bool prebody_ready_ = false;
   // Copied from the parser once the head is parsed (the parser goes before the response may end).
   std::string_view expect_;
   std::string_view range_, if_range_;

@@ -137,6 +137,9 @@ void Conn::begin_request() {
   conn.script_name = sh_.opt.script_name;
   parser_.emplace(*env_, sh_.opt, conn);
   scan_pos_ = 0;
+  prebody_.clear();
+  prebody_pos_ = 0;
+  prebody_ready_ = false;
   expect_ = {};
   range_ = {};
   if_range_ = {};
@@ -222,15 +225,27 @@ void Conn::process() {
       // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
       if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
     }
-    // Header parsed. A body that fits behind it is read before the app runs (unless 100-continue).
-    if (has_body_ && !continue_pending_ && !parser_->chunked() && content_length_ <= cap_ - body_base_ &&
-        end_ - begin_ < content_length_) {
-      if (peer_eof_) {
-        reject(400, "connection closed before the end of the body");
-        return;
+    // Header parsed. A Content-Length body up to --body-buffer-bytes is read before the app runs, as the
+    // bytes come (unless 100-continue): a slow client holds no thread. One that fits behind the head stays
+    // in the buffer; a bigger one is collected in prebody_.
+    if (has_body_ && !continue_pending_ && !parser_->chunked() && !prebody_ready_ &&
+        (content_length_ <= cap_ - body_base_ || content_length_ <= sh_.opt.body_buffer_bytes)) {
+      bool in_place = content_length_ <= cap_ - body_base_ && prebody_.empty();
+      if (!in_place) {
+        std::size_t take = static_cast<std::size_t>(
+            std::min<std::uint64_t>(content_length_ - prebody_.size(), end_ - begin_));
+        prebody_.append(buf_.get() + begin_, take);
+        begin_ += take;
       }
-      set_deadline(sh_.opt.body_timeout);
-      break;
+      if (in_place ? end_ - begin_ < content_length_ : prebody_.size() < content_length_) {
+        if (peer_eof_) {
+          reject(400, "connection closed before the end of the body");
+          return;
+        }
+        set_deadline(sh_.opt.body_timeout);
+        break;
+      }
+      prebody_ready_ = !in_place;
     }
     request_ready();
     if (phase_ != Phase::reading) return;  // a delayed, streaming, file or closing response took over
@@ -439,6 +454,19 @@ std::size_t Conn::read(char* buf, std::size_t n) {
     continue_pending_ = false;
     if (!blocking_send("HTTP/1.1 100 Continue\r\n\r\n")) throw HttpError(400, "client gone");
   }
+  if (prebody_ready_) {  // the whole body is here already (process())
+    parser_->sink = buf;
+    parser_->sink_cap = n;
+    parser_->sink_len = 0;
+    error_code ec;
+    std::size_t used = parser_->put(asio::buffer(prebody_.data() + prebody_pos_, prebody_.size() - prebody_pos_), ec);
+    prebody_pos_ += used;
+    if (ec && ec != http::error::need_more) {
+      keep_alive_ = false;
+      throw BadRequest("malformed request body: " + ec.message());
+    }
+    return parser_->sink_len;
+  }
   for (;;) {
     parser_->sink = buf;
     parser_->sink_cap = n;
@@ -517,6 +545,7 @@ int Conn::take(std::string& pending) {
   if (out_pos_ < out_.size()) blocking_send(std::string_view(out_).substr(out_pos_));
   out_.clear();
   out_pos_ = 0;
+  if (prebody_ready_) pending.append(prebody_, prebody_pos_);
   pending.append(buf_.get() + begin_, end_ - begin_);
   begin_ = end_;
   hijacked_ = true;

@@ -328,6 +328,13 @@ void Conn::finish_response() {
   t_.release_env(std::move(env_));
   active_ = false;
   phase_ = Phase::reading;
+  if (prebody_ready_) {
+    // The whole body was read before the app ran: nothing is left on the socket to drain.
+    std::string().swap(prebody_);
+    prebody_ready_ = false;
+    prebody_pos_ = 0;
+    parser_.reset();
+  }
   if (keep_alive_ && parser_ && !parser_->is_done()) {
     // The app did not read the whole body: drain a small rest, otherwise close.
     if (!parser_->chunked() && content_length_ <= drain_limit) {

@@ -50,6 +50,9 @@ struct ServerOptions {
   std::size_t max_header_bytes = 16384;       // 431 (request line + fields)
   std::size_t max_header_count = 100;         // 431
   std::uint64_t max_body_bytes = 64ull << 20; // 413, for Content-Length and chunked bodies alike
+  // A Content-Length body up to this size is read (without holding a thread) before the app runs, so a
+  // slow client cannot stall the io thread; larger and chunked bodies are read as the app reads them.
+  std::uint64_t body_buffer_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
 
   // Timeouts.

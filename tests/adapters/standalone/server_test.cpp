@@ -278,6 +278,45 @@ TEST_CASE("standalone: a slow request body gets 408 after body_timeout") {
   ::close(fd);
 }
 
+TEST_CASE("standalone: a slow request body does not stall the other connections of its io thread") {
+  // One io thread. The body (100 KB: bigger than the connection's buffer, within --body-buffer-bytes)
+  // is read before the app runs, so while its client stalls, another client is answered at once
+  // (an app reading it would block the thread until body_timeout, 20 s here).
+  csgi::standalone::ServerOptions opt;
+  opt.body_timeout = 20s;
+  Running run([](Env& env) { return Response::text(200, "read " + std::to_string(env.input().read_all().size())); },
+              opt);
+  int slow = connect_tcp(run.port);
+  send_all(slow, "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n" + std::string(30000, 'b'));
+  std::this_thread::sleep_for(100ms);
+  std::string other = get(run.port, "/other");  // reads until the server closes (Connection: close), ≤ 5 s
+  CHECK(other.find("\r\n\r\nread 0") != std::string::npos);
+  // The stalled body still arrives whole once its client goes on.
+  send_all(slow, std::string(70000, 'b'));
+  CHECK(recv_until(slow, "read 100000").find("read 100000") != std::string::npos);
+  ::close(slow);
+}
+
+TEST_CASE("standalone: a body over body_buffer_bytes is streamed to the app as it comes") {
+  csgi::standalone::ServerOptions opt;
+  opt.body_buffer_bytes = 10000;
+  std::promise<void> started;
+  auto fut = started.get_future();
+  std::atomic<bool> once{false};
+  Running run(
+      [&](Env& env) {
+        if (!once.exchange(true)) started.set_value();  // called before the body is complete
+        return Response::text(200, "read " + std::to_string(env.input().read_all().size()));
+      },
+      opt);
+  int fd = connect_tcp(run.port);
+  send_all(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 50000\r\n\r\n" + std::string(1000, 'c'));
+  REQUIRE(fut.wait_for(5s) == std::future_status::ready);
+  send_all(fd, std::string(49000, 'c'));
+  CHECK(recv_until(fd, "read 50000").find("read 50000") != std::string::npos);
+  ::close(fd);
+}
+
 TEST_CASE("standalone: a large body is streamed to the app in pieces (not buffered first)") {
   Running run([](Env& env) { return Response::text(200, std::to_string(env.input().read_all().size())); }, {});
   int fd = connect_tcp(run.port);
