@@ -29,6 +29,12 @@ import netlab  # noqa: E402
 LIMIT = 2.0  # seconds, for every timeout under test
 
 
+# With two or more cores the server runs on CPU 0 and wrk on CPU 1 in every phase, so that phases differ
+# only by the attack (unpinned, runs moved between cores and the rates jumped by ~20% from run to run).
+PIN_SERVER = ["taskset", "-c", "0"] if (os.cpu_count() or 1) >= 2 else []
+PIN_CLIENT = ["taskset", "-c", "1"] if (os.cpu_count() or 1) >= 2 else []
+
+
 def open_fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -43,7 +49,7 @@ def cpu_seconds(pid):
 def measured(pid, url, seconds):
     """wrk for `seconds`; adds the server's CPU microseconds per request."""
     c0 = cpu_seconds(pid)
-    res = netlab.wrk(url, seconds, connections=20)
+    res = netlab.wrk(url, seconds, connections=20, prefix=PIN_CLIENT)
     used = cpu_seconds(pid) - c0
     res["us_per_req"] = used * 1e6 / res["requests"] if res["requests"] else 0.0
     return res
@@ -94,7 +100,7 @@ def main():
     argv = [os.path.abspath(args.csgi), "serve", "--app", os.path.abspath(args.app), "--listen", f"127.0.0.1:{port}",
             "--header-timeout", str(LIMIT), "--body-timeout", str(LIMIT), "--send-timeout", str(LIMIT),
             "--max-connections", "4000"]
-    server = subprocess.Popen(argv, stdout=open(os.path.join(work, "csgi.log"), "w"), stderr=subprocess.STDOUT,
+    server = subprocess.Popen(PIN_SERVER + argv, stdout=open(os.path.join(work, "csgi.log"), "w"), stderr=subprocess.STDOUT,
                               preexec_fn=raise_fds, start_new_session=True)
     rows, ok_all = [], True
     try:

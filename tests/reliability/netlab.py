@@ -74,9 +74,9 @@ class Proc:
         return self.p.returncode
 
 
-def wrk(url, seconds, connections=20, threads=1, script=None):
-    """Runs wrk; returns dict(requests, rps, errors, non2xx, p99_ms)."""
-    argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "5s"]
+def wrk(url, seconds, connections=20, threads=1, script=None, prefix=()):
+    """Runs wrk (after `prefix`, e.g. a taskset command); returns dict(requests, rps, errors, non2xx, p99_ms)."""
+    argv = list(prefix) + ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "5s"]
     if script:
         argv += ["-s", script]
     out = subprocess.run(argv + [url], capture_output=True, text=True, timeout=seconds + 30).stdout
