@@ -31,7 +31,8 @@ Segment parse_placeholder(std::string_view pattern, std::string_view seg) {
   std::string_view inner = seg.substr(1, seg.size() - 2);
   std::string_view name = inner.substr(0, inner.find(':'));
   std::string_view type = name.size() < inner.size() ? inner.substr(name.size() + 1) : std::string_view{};
-  if (!is_name(name)) bad_pattern(pattern, "placeholder name \"" + std::string(name) + "\" is not [A-Za-z_][A-Za-z0-9_]*");
+  if (!is_name(name))
+    bad_pattern(pattern, "placeholder name \"" + std::string(name) + "\" is not [A-Za-z_][A-Za-z0-9_]*");
   if (type.empty() && name.size() == inner.size()) return {Segment::Kind::text, std::string(name)};
   if (type == "int") return {Segment::Kind::integer, std::string(name)};
   if (type == "path") return {Segment::Kind::path, std::string(name)};
@@ -48,7 +49,8 @@ std::vector<Segment> parse_pattern(std::string_view pattern) {
     bool braced = seg.size() >= 2 && seg.front() == '{' && seg.back() == '}';
     if (!braced && seg.find_first_of("{}") != std::string_view::npos)
       bad_pattern(pattern, "a placeholder must be a whole segment, as in /users/{id}");
-    if (!out.empty() && out.back().kind == Segment::Kind::path) bad_pattern(pattern, "{name:path} must be the last segment");
+    if (!out.empty() && out.back().kind == Segment::Kind::path)
+      bad_pattern(pattern, "{name:path} must be the last segment");
     out.push_back(braced ? parse_placeholder(pattern, seg) : Segment{Segment::Kind::literal, std::string(seg)});
     if (slash == std::string_view::npos) break;
     rest.remove_prefix(slash + 1);
@@ -65,7 +67,8 @@ bool segment_matches(const Segment& s, std::string_view seg) noexcept {
     case Segment::Kind::literal: return seg == s.text;
     case Segment::Kind::text: return !seg.empty();
     case Segment::Kind::integer:
-      return !seg.empty() && seg.size() <= 18 && std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
+      return !seg.empty() && seg.size() <= 18 &&
+             std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
     case Segment::Kind::path: return true;
   }
   return false;

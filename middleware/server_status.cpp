@@ -106,8 +106,10 @@ std::string ServerStatusApp::render_json(const ServerStats::Snapshot& s) {
   using J = nlohmann::ordered_json;
   auto millis = [](double v) { return std::round(v * 1000) / 1000; };
   J status_classes = J::object(), statuses = J::object();
-  for (std::size_t i = 0; i < s.status_class.size(); ++i) status_classes[std::to_string(i + 1) + "xx"] = s.status_class[i];
-  for (std::size_t i = 0; i < s.status.size(); ++i) statuses[std::to_string(ServerStats::tracked_statuses[i])] = s.status[i];
+  for (std::size_t i = 0; i < s.status_class.size(); ++i)
+    status_classes[std::to_string(i + 1) + "xx"] = s.status_class[i];
+  for (std::size_t i = 0; i < s.status.size(); ++i)
+    statuses[std::to_string(ServerStats::tracked_statuses[i])] = s.status[i];
   statuses["other"] = s.status_other;
   J j = {
       {"start_time", start_date(s)},

@@ -52,7 +52,9 @@ TEST_CASE("router: dispatches on method and path, placeholders into router.param
   // The placeholder keys are in the env for the app and stay after it returns.
   testing::Options o;
   std::string seen;
-  o.inspect = [&](const Env& env) { seen = std::string(env.get("router.param.id")) + "|" + std::string(env.get("router.route")); };
+  o.inspect = [&](const Env& env) {
+    seen = std::string(env.get("router.param.id")) + "|" + std::string(env.get("router.route"));
+  };
   testing::call(app, "GET /users/5", {}, "", o);
   CHECK(seen == "5|/users/{id:int}");
 }
@@ -87,7 +89,9 @@ TEST_CASE("router: 405 with Allow listing the methods of the matching routes; HE
   // Methods compare case-sensitively.
   CHECK(testing::call(app, "get /users").status == 405);
   // An explicit HEAD route added first answers HEAD itself.
-  App own = mw::Router().route({"HEAD"}, "/x", [](Env&) { return Response{204, {}, std::string()}; }).get("/x", named("get"));
+  App own = mw::Router()
+                .route({"HEAD"}, "/x", [](Env&) { return Response{204, {}, std::string()}; })
+                .get("/x", named("get"));
   CHECK(testing::call(own, "HEAD /x").status == 204);
   CHECK(testing::call(own, "GET /x").body == "get /x");
 }
