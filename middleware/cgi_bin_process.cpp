@@ -1,0 +1,284 @@
+#include "csgi/middleware/cgi_bin_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+namespace csgi::mw {
+
+CgiBin::State::State() {
+  cancel_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (cancel_fd < 0) throw std::system_error(errno, std::generic_category(), "CgiBin: eventfd");
+}
+
+CgiBin::State::~State() {
+  if (cancel_fd >= 0) ::close(cancel_fd);
+}
+
+void CgiBin::State::cancel_all() noexcept {
+  std::uint64_t one = 1;
+  ssize_t w = ::write(cancel_fd, &one, sizeof one);
+  (void)w;
+}
+
+bool CgiBin::State::cancelled() const noexcept {
+  pollfd p{cancel_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+namespace cgi_bin_detail {
+
+namespace {
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+}  // namespace
+
+Slot Slot::acquire(const std::shared_ptr<CgiBin::State>& st) {
+  Slot s;
+  if (st->running.fetch_add(1, std::memory_order_acq_rel) >= st->options.max_processes) {
+    st->running.fetch_sub(1, std::memory_order_acq_rel);
+    return s;
+  }
+  s.st_ = st;
+  return s;
+}
+
+Slot& Slot::operator=(Slot&& o) noexcept {
+  if (this != &o) {
+    release();
+    st_ = std::move(o.st_);
+  }
+  return *this;
+}
+
+void Slot::release() noexcept {
+  if (st_) st_->running.fetch_sub(1, std::memory_order_acq_rel);
+  st_.reset();
+}
+
+int Process::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& envp, const std::string& dir,
+                   std::string body) {
+  body_ = std::move(body);
+  deadline_ = Clock::now() + state_->options.timeout;
+  int in[2], out[2], err[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) return errno;
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::close(in[0]), ::close(in[1]);
+    return e;
+  }
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
+    return e;
+  }
+  std::vector<char*> av, ev;
+  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+  av.push_back(nullptr);
+  for (const auto& e : envp) ev.push_back(const_cast<char*>(e.c_str()));
+  ev.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&at);
+  posix_spawn_file_actions_adddup2(&fa, in[1], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&at, 0);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setsigdefault(&at, &all);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, av[0], &fa, &at, av.data(), ev.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  ::close(in[1]), ::close(out[1]), ::close(err[1]);
+  in_ = in[0], out_ = out[0], err_ = err[0];
+  if (rc != 0) {
+    close_fd(in_), close_fd(out_), close_fd(err_);
+    return rc;
+  }
+  pid_ = pid;
+  for (int fd : {in_, out_, err_}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  if (body_.empty()) ::shutdown(in_, SHUT_WR), close_fd(in_);
+  return 0;
+}
+
+Process::Got Process::pump(std::string& out) {
+  char buf[65536];
+  while (true) {
+    if (out_ < 0) return Got::eof;
+    pollfd fds[4];
+    nfds_t n = 0;
+    fds[n++] = {out_, POLLIN, 0};
+    fds[n++] = {state_->cancel_fd, POLLIN, 0};
+    int err_at = -1, in_at = -1;
+    if (err_ >= 0) err_at = static_cast<int>(n), fds[n++] = {err_, POLLIN, 0};
+    if (in_ >= 0) in_at = static_cast<int>(n), fds[n++] = {in_, POLLOUT, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    if (left <= 0) return Got::timeout;
+    int r = ::poll(fds, n, static_cast<int>(std::min<long long>(left, INT_MAX)));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "cgi_bin: poll");
+    }
+    if (r == 0) return Got::timeout;
+    if (fds[1].revents) return Got::cancelled;
+    if (in_at >= 0 && fds[in_at].revents) feed();
+    if (err_at >= 0 && fds[err_at].revents) drain_stderr();
+    if (fds[0].revents) {
+      ssize_t got = ::read(out_, buf, sizeof buf);
+      if (got > 0) {
+        out.append(buf, static_cast<std::size_t>(got));
+        return Got::data;
+      }
+      if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close_fd(out_);
+        return Got::eof;
+      }
+    }
+  }
+}
+
+bool Process::next(std::string& chunk) {
+  if (!pending_.empty()) {
+    chunk = std::move(pending_);
+    pending_.clear();
+    return true;
+  }
+  chunk.clear();
+  switch (pump(chunk)) {
+    case Got::data: return true;
+    case Got::eof:
+      finish();
+      return false;
+    case Got::cancelled:
+      log("the app was destroyed while the script ran; killed");
+      close();
+      throw std::runtime_error("cgi_bin: " + label_ + " stopped");
+    case Got::timeout:
+    default:
+      log("timed out after the headers; killed");
+      close();
+      throw std::runtime_error("cgi_bin: " + label_ + " timed out");
+  }
+}
+
+void Process::close() {
+  if (pid_ > 0) kill_group();
+  close_fd(in_), close_fd(out_);
+  if (err_ >= 0) {
+    drain_stderr();
+    close_fd(err_);
+  }
+  flush_stderr_line();
+  slot_.release();
+}
+
+void Process::finish() {
+  while (pid_ > 0) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      report(status);
+      break;
+    }
+    if (r < 0 && errno != EINTR) {
+      pid_ = -1;
+      break;
+    }
+    if (Clock::now() >= deadline_ || state_->cancelled()) {
+      log("still running after closing stdout; killed");
+      kill_group();
+      break;
+    }
+    if (err_ >= 0) drain_stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  close();
+}
+
+void Process::kill_group() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+void Process::log(const std::string& what) {
+  if (errors_) errors_->write("cgi_bin: " + label_ + ": " + what);
+}
+
+void Process::feed() {
+  while (in_ >= 0 && written_ < body_.size()) {
+    ssize_t w = ::send(in_, body_.data() + written_, body_.size() - written_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      written_ += static_cast<std::size_t>(w);
+      continue;
+    }
+    if (w < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    close_fd(in_);  // EPIPE: the script stopped reading; fine
+    return;
+  }
+  if (in_ >= 0) {
+    ::shutdown(in_, SHUT_WR);
+    close_fd(in_);
+    body_.clear();
+    body_.shrink_to_fit();
+  }
+}
+
+void Process::drain_stderr() {
+  char buf[4096];
+  while (err_ >= 0) {
+    ssize_t got = ::read(err_, buf, sizeof buf);
+    if (got > 0) {
+      err_line_.append(buf, static_cast<std::size_t>(got));
+      std::size_t nl;
+      while ((nl = err_line_.find('\n')) != std::string::npos) {
+        log(err_line_.substr(0, nl));
+        err_line_.erase(0, nl + 1);
+      }
+      if (err_line_.size() > 8192) flush_stderr_line();
+      continue;
+    }
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    close_fd(err_);
+  }
+}
+
+void Process::flush_stderr_line() {
+  if (!err_line_.empty()) log(err_line_);
+  err_line_.clear();
+}
+
+void Process::report(int status) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) log("exited with status " + std::to_string(WEXITSTATUS(status)));
+  if (WIFSIGNALED(status)) log("killed by signal " + std::to_string(WTERMSIG(status)));
+}
+
+}  // namespace cgi_bin_detail
+}  // namespace csgi::mw
