@@ -4,13 +4,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <system_error>
@@ -18,29 +16,11 @@
 
 namespace csgi::mw {
 
-CgiBin::State::State() {
-  cancel_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (cancel_fd < 0) throw std::system_error(errno, std::generic_category(), "CgiBin: eventfd");
-}
-
-CgiBin::State::~State() {
-  if (cancel_fd >= 0) ::close(cancel_fd);
-}
-
-void CgiBin::State::cancel_all() noexcept {
-  std::uint64_t one = 1;
-  ssize_t w = ::write(cancel_fd, &one, sizeof one);
-  (void)w;
-}
-
-bool CgiBin::State::cancelled() const noexcept {
-  pollfd p{cancel_fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
-}
-
 namespace cgi_bin_detail {
 
 namespace {
+constexpr long long cancel_slice_ms = 100;  // how often a waiting pump looks whether the app is gone
+
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -128,22 +108,21 @@ Process::Got Process::pump(std::string& out) {
   char buf[65536];
   while (true) {
     if (out_ < 0) return Got::eof;
-    pollfd fds[4];
+    if (state_->cancelled()) return Got::cancelled;
+    pollfd fds[3];
     nfds_t n = 0;
     fds[n++] = {out_, POLLIN, 0};
-    fds[n++] = {state_->cancel_fd, POLLIN, 0};
     int err_at = -1, in_at = -1;
     if (err_ >= 0) err_at = static_cast<int>(n), fds[n++] = {err_, POLLIN, 0};
     if (in_ >= 0) in_at = static_cast<int>(n), fds[n++] = {in_, POLLOUT, 0};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
     if (left <= 0) return Got::timeout;
-    int r = ::poll(fds, n, static_cast<int>(std::min<long long>(left, INT_MAX)));
+    int r = ::poll(fds, n, static_cast<int>(std::min<long long>(left, cancel_slice_ms)));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw std::system_error(errno, std::generic_category(), "cgi_bin: poll");
     }
-    if (r == 0) return Got::timeout;
-    if (fds[1].revents) return Got::cancelled;
+    if (r == 0) continue;  // a slice ended: the deadline and the app's end are checked again
     if (in_at >= 0 && fds[in_at].revents) feed();
     if (err_at >= 0 && fds[err_at].revents) drain_stderr();
     if (fds[0].revents) {

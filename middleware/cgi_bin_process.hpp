@@ -20,20 +20,16 @@ struct CgiBin::State {
   CgiBinOptions options;
   std::string root;  // realpath, no trailing '/'
   std::atomic<std::size_t> running{0};
-  // An eventfd that becomes readable, for good, once the last copy of the app is gone: every script
-  // still running is then killed.
-  int cancel_fd = -1;
+  // Set once the last copy of the app is gone: every script still running is then killed (seen within
+  // a poll slice). A flag, not a descriptor: a forked worker process must not share it.
+  std::atomic<bool> cancel{false};
   // Worker threads still running (async mode); the app's last copy waits for them, bounded.
   std::mutex mu;
   std::condition_variable idle;
   std::size_t workers = 0;
 
-  State();
-  ~State();
-  State(const State&) = delete;
-  State& operator=(const State&) = delete;
-  void cancel_all() noexcept;
-  bool cancelled() const noexcept;
+  void cancel_all() noexcept { cancel.store(true, std::memory_order_release); }
+  bool cancelled() const noexcept { return cancel.load(std::memory_order_acquire); }
 };
 
 namespace cgi_bin_detail {

@@ -51,7 +51,7 @@ print "got ", length($body), " bytes: ", substr($body, 0, 10), "\n";
     write("slow.sh", "#!/bin/sh\nsleep 5\necho 'Content-Type: text/plain'\necho\necho late\n", true);
     write("slowbody.sh", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nfirst'\nsleep 5\necho late\n", true);
     write("slow1.sh", "#!/bin/sh\nsleep 1\nprintf 'Content-Type: text/plain\\n\\ndone'\n", true);
-    write("slow2.sh", "#!/bin/sh\nsleep 2\nprintf 'Content-Type: text/plain\\n\\nslow'\n", true);
+    write("slow2.sh", "#!/bin/sh\nsleep 3\nprintf 'Content-Type: text/plain\\n\\nslow'\n", true);
     write("ticker.sh", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nwhile :; do echo tick; sleep 0.05; done\n", true);
     write("dots.sh", "#!/bin/sh\nprintf 'Location: /cgi/sub/./../env.sh/moved\\n\\n'\n", true);
     write("climb.sh", "#!/bin/sh\nprintf 'Location: /other/../../etc/passwd\\n\\n'\n", true);
@@ -622,7 +622,7 @@ TEST_CASE("cgi_bin: a slow script does not hold the standalone server's only io 
   mw::CgiBin cgi(rooted(s.dir.string()));
   OneThreadServer srv(cgi, std::chrono::seconds(10));
   int slow = connect_to(srv.port);
-  send_request(slow, "/cgi/slow2.sh");  // sleeps 2 s before its headers
+  send_request(slow, "/cgi/slow2.sh");  // sleeps 3 s before its headers
   REQUIRE(wait_running(cgi, 1));
   int fast = connect_to(srv.port);
   send_request(fast, "/fast");
