@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -25,6 +25,11 @@ void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
 }
+bool token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
 }  // namespace
 
 Slot Slot::acquire(const std::shared_ptr<CgiBin::State>& st) {
@@ -257,6 +262,115 @@ void Process::flush_stderr_line() {
 void Process::report(int status) {
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) log("exited with status " + std::to_string(WEXITSTATUS(status)));
   if (WIFSIGNALED(status)) log("killed by signal " + std::to_string(WTERMSIG(status)));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The CGI response's head.
+
+Parsed parse_head(std::string_view head) {
+  Parsed p;
+  while (!head.empty()) {
+    auto nl = head.find('\n');
+    std::string_view line = head.substr(0, nl);
+    head.remove_prefix(nl == std::string_view::npos ? head.size() : nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      p.error = "malformed header line";
+      return p;
+    }
+    std::string_view name = line.substr(0, colon);
+    for (char c : name)
+      if (!token_char(c)) {
+        p.error = "malformed header name";
+        return p;
+      }
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    for (char c : value)
+      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+        p.error = "control character in a header value";
+        return p;
+      }
+    if (iequals(name, "Status")) {
+      if (value.size() < 3 || !(value[0] >= '1' && value[0] <= '5') || !(value[1] >= '0' && value[1] <= '9') ||
+          !(value[2] >= '0' && value[2] <= '9') || (value.size() > 3 && value[3] != ' ')) {
+        p.error = "malformed Status";
+        return p;
+      }
+      p.status = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
+      continue;
+    }
+    if (iequals(name, "Location")) p.location = value;
+    if (iequals(name, "Content-Type")) p.content_type = true;
+    if (iequals(name, "Connection") || iequals(name, "Keep-Alive") || iequals(name, "Transfer-Encoding") ||
+        iequals(name, "Upgrade") || iequals(name, "Proxy-Connection") || iequals(name, "TE") ||
+        iequals(name, "Trailer") || iequals(name, "Content-Length"))
+      continue;
+    p.headers.add(std::string(name), std::string(value));
+  }
+  return p;
+}
+
+namespace {
+/// Where the header block ends: index past the blank line, and npos when not yet complete.
+std::size_t head_end(std::string_view buf, std::size_t& body_start) {
+  std::size_t a = buf.find("\n\n");
+  std::size_t b = buf.find("\n\r\n");
+  if (a == std::string_view::npos && b == std::string_view::npos) return std::string_view::npos;
+  if (b == std::string_view::npos || (a != std::string_view::npos && a < b)) {
+    body_start = a + 2;
+    return a + 1;
+  }
+  body_start = b + 3;
+  return b + 1;
+}
+
+Head fail(Process& proc, std::string_view why, int status) {
+  proc.log(std::string(why));
+  proc.close();
+  Head h;
+  h.failure = Response::error(status);
+  return h;
+}
+}  // namespace
+
+Head read_head(Process& proc, std::size_t max_header_bytes) {
+  std::string buf;
+  std::size_t body_start = 0, end = std::string::npos;
+  while ((end = head_end(buf, body_start)) == std::string::npos) {
+    if (buf.size() > max_header_bytes) return fail(proc, "header block too large", 502);
+    switch (proc.pump(buf)) {
+      case Process::Got::data: break;
+      case Process::Got::timeout: return fail(proc, "no response headers before the timeout; killed", 504);
+      case Process::Got::cancelled: return fail(proc, "the app was destroyed while the script ran; killed", 503);
+      case Process::Got::eof:
+        proc.finish();
+        return fail(proc, buf.empty() ? "no output" : "output ended inside the headers", 502);
+    }
+  }
+  Head h;
+  h.parsed = parse_head(std::string_view(buf).substr(0, end));
+  if (!h.parsed.error.empty()) return fail(proc, h.parsed.error, 502);
+  h.rest = buf.substr(body_start);
+  return h;
+}
+
+void discard_output(Process& proc) {
+  std::string ignored;
+  while (true) {
+    ignored.clear();
+    switch (proc.pump(ignored)) {
+      case Process::Got::data: continue;
+      case Process::Got::eof: proc.finish(); return;
+      case Process::Got::timeout: proc.log("timed out after the headers; killed"); break;
+      case Process::Got::cancelled: proc.log("the app was destroyed while the script ran; killed"); break;
+    }
+    proc.close();
+    return;
+  }
 }
 
 }  // namespace cgi_bin_detail

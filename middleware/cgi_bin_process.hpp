@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "csgi/middleware/cgi_bin.hpp"
@@ -101,6 +103,28 @@ private:
   std::string err_line_;
   Clock::time_point deadline_;
 };
+
+/// A CGI response's header block, parsed.
+struct Parsed {
+  int status = 0;          // 0: none given
+  Headers headers;         // without hop-by-hop fields and Content-Length
+  std::string location;
+  bool content_type = false;
+  std::string error;       // non-empty: malformed
+};
+Parsed parse_head(std::string_view head);
+
+/// What the script wrote before its body, or why there is nothing to use (the script is then closed).
+struct Head {
+  Parsed parsed;
+  std::string rest;                 // body bytes read with the head
+  std::optional<Response> failure;  // 502, 503 or 504
+};
+/// Reads stdout up to the end of the header block (at most `max_header_bytes`).
+Head read_head(Process& proc, std::size_t max_header_bytes);
+
+/// Reads the rest of stdout into nothing (a status without a body), then reaps.
+void discard_output(Process& proc);
 
 }  // namespace cgi_bin_detail
 }  // namespace csgi::mw
