@@ -444,7 +444,8 @@ struct Job {
   std::shared_ptr<Env> env_copy;  // for redirect_app only
 };
 
-/// Copies an env (text copied, objects by pointer), with an empty csgi.input.
+/// Copies an env (text copied, objects by pointer), with an empty csgi.input; csgi.multithread is true:
+/// redirect_app runs on the worker, beside the adapter's own threads.
 std::shared_ptr<Env> copy_env(const Env& env) {
   auto c = std::make_shared<Env>();
   for (const auto& e : env) {
@@ -454,6 +455,7 @@ std::shared_ptr<Env> copy_env(const Env& env) {
       c->set_value(c->intern(e.key), e.value);
   }
   c->set_object<Input>(keys::input, std::shared_ptr<Input>(std::make_shared<StringInput>()));
+  c->set_bool(keys::multithread, true);
   return c;
 }
 

@@ -19,7 +19,7 @@
 /// stdout, and sends the body through a streaming Writer as the script writes it; when the client has
 /// gone (write() false) the script is killed. Otherwise the script runs on the calling thread and the
 /// body is a csgi::Stream over its stdout. The worker reads nothing from the env: what it needs is copied
-/// on the calling thread (the whole env only when `redirect_app` is set).
+/// on the calling thread (the whole env only when `redirect_app` is set; that app then runs on the worker).
 ///
 /// stderr goes to csgi.errors line by line. The CGI response is parsed: `Status:`, `Location:` (a local
 /// path without Status is a local redirect, re-run as GET through this app; a URL is a 302), headers

@@ -386,11 +386,13 @@ TEST_CASE("cgi_bin: a local redirect's dot segments are resolved; one above the 
   Scripts s;
   bool async = GENERATE(true, false);
   std::vector<std::string> seen;
+  bool multithread = false;
   std::mutex mu;
   mw::CgiBinOptions o = rooted(s.dir.string());
   o.redirect_app = [&](Env& env) {
     std::lock_guard lock(mu);
     seen.push_back(std::string(env.get(keys::PATH_INFO)) + "?" + std::string(env.get(keys::QUERY_STRING)));
+    multithread = env.flag(keys::multithread);  // on a worker it runs beside the adapter's threads
     return Response::text(200, "elsewhere");
   };
   App app = cgi_app(o, async);
@@ -405,6 +407,7 @@ TEST_CASE("cgi_bin: a local redirect's dot segments are resolved; one above the 
   CHECK(climb.errors.find("bad local redirect") != std::string::npos);
   std::lock_guard lock(mu);
   CHECK(seen == std::vector<std::string>{"/other/y?q=1"});
+  CHECK(multithread == async);
 }
 
 namespace {
