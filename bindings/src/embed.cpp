@@ -5,11 +5,15 @@
 
 #include <Python.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 
 #include "csgi/core/app_library.hpp"
+#include "csgi/core/log_files.hpp"
 #include "embed_api.hpp"
 
 #ifndef CSGI_PYTHON_PACKAGE_DIR
@@ -67,6 +71,22 @@ void put_package_dir_first() {
   Py_DECREF(d);
 }
 
+// The extension has its own copy of csgi::log_files (csgi.mw.access_log's writers are there): linked to
+// this program's, so that the server's SIGUSR1 reopens them and a worker flushes them before it exits.
+void link_extension_logs(PyObject* mod) {
+  PyObject* file = PyObject_GetAttrString(mod, "__file__");
+  const char* path = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : nullptr;
+  void* handle = path ? ::dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  Py_XDECREF(file);
+  PyErr_Clear();
+  if (!handle) return;
+  using PeerFn = const log_files::Peer* (*)();
+  auto peer = reinterpret_cast<PeerFn>(::dlsym(handle, "csgi_log_files_v1"));
+  static std::shared_ptr<void> link;  // for the life of the process: the extension is never unloaded
+  if (peer && peer()) link = log_files::link(*peer(), nullptr);
+  ::dlclose(handle);  // drops the reference RTLD_NOLOAD took; Python keeps the module loaded
+}
+
 }  // namespace
 
 App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
@@ -75,6 +95,7 @@ App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args)
   put_package_dir_first();
   PyObject* mod = PyImport_ImportModule("csgi._csgi");
   if (!mod) fail("--wsgi: cannot import the csgi Python package (set CSGI_PYTHON_DIR to its directory)");
+  link_extension_logs(mod);
   PyObject* cap = PyObject_GetAttrString(mod, "_embed_api");
   Py_DECREF(mod);
   const void* p = cap ? PyCapsule_GetPointer(cap, CSGI_PY_EMBED_CAPSULE) : nullptr;

@@ -148,6 +148,11 @@ py::module_::module_def g_module_def;
 
 }  // namespace
 
+// The extension's copy of the log file registry, linked to the server's by `csgi serve --wsgi` (embed.cpp).
+extern "C" __attribute__((visibility("default"))) const csgi::log_files::Peer* csgi_log_files_v1() {
+  return csgi::log_files::self();
+}
+
 // What PYBIND11_MODULE(_csgi, m) expands to, with ensure_pybind11_internals() for its setup.
 extern "C" PYBIND11_EXPORT PyObject* PyInit__csgi() {
   PYBIND11_CHECK_PYTHON_VERSION
@@ -240,6 +245,15 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
 #ifdef CSGI_PY_MIDDLEWARE
   bind_middleware(m);
 #endif
+
+  m.def(
+      "reopen_logs",
+      [] {
+        ReleaseGil nogil;
+        return log_files::reopen_all();
+      },
+      "Reopens every log file of csgi's in this process by name (after logrotate renamed them), the log "
+      "writers of csgi.mw.access_log and of loaded app libraries included. Returns the errors, if any.");
 
   m.def("load_app",
         [](const std::string& path, std::vector<std::string> args) {
