@@ -1,6 +1,9 @@
 // The extension module csgi._csgi (the package csgi re-exports it; see bindings/python/csgi).
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "common.hpp"
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/builder.hpp"
@@ -283,18 +286,22 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
   testing.def(
       "call",
       [](py::handle app, const std::string& request, std::vector<std::pair<std::string, std::string>> headers,
-         py::bytes body, std::string script_name) {
+         py::bytes body, std::string script_name, double timeout) {
         GilHeldByCaller held;  // `a` may hold the last reference to a Python app
+        if (!(timeout > 0)) throw py::value_error("timeout must be a positive number of seconds");
         App a = to_app(app);
         std::string b = body;
         testing::Options opts;
         opts.script_name = std::move(script_name);
+        opts.delayed_timeout = std::chrono::milliseconds(static_cast<long long>(std::min(timeout, 1e9) * 1000));
         ReleaseGil nogil;
         return testing::call(a, request, std::move(headers), std::move(b), opts);
       },
       py::arg("app"), py::arg("request"), py::arg("headers") = std::vector<std::pair<std::string, std::string>>{},
-      py::arg("body") = py::bytes(), py::arg("script_name") = std::string(),
-      "Calls an app in memory as an adapter would: call(app, \"GET /x?y=1\", [(name, value)], b\"body\").");
+      py::arg("body") = py::bytes(), py::arg("script_name") = std::string(), py::arg("timeout") = 30.0,
+      "Calls an app in memory as an adapter would: call(app, \"GET /x?y=1\", [(name, value)], b\"body\"). "
+      "A delayed response answered later from another thread is waited for, at most `timeout` seconds "
+      "(then RuntimeError).");
 }
 
 }  // namespace
