@@ -16,8 +16,16 @@
 #include "csgi/core/log_files.hpp"
 #include "embed_api.hpp"
 
+// Where the csgi package is (bindings/CMakeLists.txt): in the build tree, for this program as built there
+// (CSGI_PYTHON_BUILD_PROGRAM_DIR), and under the install prefix, relative to the installed program.
 #ifndef CSGI_PYTHON_PACKAGE_DIR
 #define CSGI_PYTHON_PACKAGE_DIR ""
+#endif
+#ifndef CSGI_PYTHON_BUILD_PROGRAM_DIR
+#define CSGI_PYTHON_BUILD_PROGRAM_DIR ""
+#endif
+#ifndef CSGI_PYTHON_INSTALL_RELATIVE_DIR
+#define CSGI_PYTHON_INSTALL_RELATIVE_DIR ""
 #endif
 #ifndef CSGI_PYTHON_PROGRAM
 #define CSGI_PYTHON_PROGRAM "/usr/bin/python3"
@@ -56,10 +64,23 @@ void start_interpreter(const std::vector<std::string>& args) {
     throw std::runtime_error(std::string("cannot start Python: ") + (st.err_msg ? st.err_msg : "unknown error"));
 }
 
+// $CSGI_PYTHON_DIR; else the build tree's package for the program in the build tree; else the package
+// installed beside the program (bin/../lib/python3/dist-packages). An installed program never looks in
+// the tree it was built in: that may hold other sources by now, or be gone.
+std::string package_dir() {
+  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) return e;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path program_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (ec || program_dir.empty()) return {};
+  if (*CSGI_PYTHON_BUILD_PROGRAM_DIR && fs::equivalent(program_dir, CSGI_PYTHON_BUILD_PROGRAM_DIR, ec))
+    return CSGI_PYTHON_PACKAGE_DIR;
+  if (!*CSGI_PYTHON_INSTALL_RELATIVE_DIR) return {};
+  return (program_dir / CSGI_PYTHON_INSTALL_RELATIVE_DIR).lexically_normal().string();
+}
+
 void put_package_dir_first() {
-  std::string dir;
-  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) dir = e;
-  else dir = CSGI_PYTHON_PACKAGE_DIR;
+  std::string dir = package_dir();
   std::error_code ec;
   if (dir.empty() || !std::filesystem::is_directory(std::filesystem::path(dir) / "csgi", ec)) return;
   PyObject* path = PySys_GetObject("path");  // borrowed
