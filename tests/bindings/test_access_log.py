@@ -69,3 +69,24 @@ def test_reopen_logs_after_a_rename(tmp_path, load):
     assert csgi.testing.call(app, "GET /two").status == 200
     assert wait_lines(log, 1) == ["GET /two HTTP/1.1"]
     assert wait_lines(log + ".1", 1) == ["GET /one HTTP/1.1"]
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
+def test_csgi_serve_wsgi_reopens_the_stacks_log_on_sigusr1(server_factory, csgi_bin, tmp_path, apps_lib, workers):
+    """The writer lives in the extension's copy of csgi (not the program's): the server's SIGUSR1 reaches it."""
+    (tmp_path / "logged_stack.py").write_text(STACK)
+    log = str(tmp_path / "access.log")
+    port = free_port()
+    server = server_factory([csgi_bin, "serve", "--wsgi", "logged_stack:application",
+                             "--listen", "127.0.0.1:%d" % port] + workers, port, env={"CSGI_TEST_LOG": log})
+    for i in range(3):
+        assert server.request("GET", "/before%d" % i)[0] == 200
+    assert len(wait_lines(log, 3)) == 3
+    os.rename(log, log + ".1")
+    os.kill(server.proc.pid, signal.SIGUSR1)
+    time.sleep(0.5)
+    for i in range(3):
+        assert server.request("GET", "/after%d" % i)[0] == 200
+    new, old = wait_lines(log, 3), wait_lines(log + ".1", 3)
+    assert len(new) == 3 and all("/after" in line for line in new), (new, server.output())
+    assert len(old) == 3 and all("/before" in line for line in old), old
