@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <new>
 #include <chrono>
+#include <new>
 #include <utility>
 #include <system_error>
 #include <vector>
