@@ -4,7 +4,8 @@
 # served by `csgi serve --app lib<name>.so`, the FastCGI and CGI adapters and Python's csgi.load_app().
 # Makes a MODULE library lib<name>.so linked with csgi::middleware (which brings csgi::core), plus the
 # LINK libraries. Compiled with hidden visibility, and the symbols of static libraries it links are kept
-# out of its dynamic symbol table: the only export is the entry point csgi_app_v1.
+# out of its dynamic symbol table: the only exports are the entry points CSGI_APP defines
+# (csgi_app_v1, and csgi_log_files_v1 through which the server reopens the library's log files).
 #
 #   find_package(csgi REQUIRED)       # installed with csgi's package config; in csgi's tree, included
 #   csgi_add_app(myapp myapp.cpp)
