@@ -22,6 +22,7 @@
 #include "common.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
+#include "csgi/core/request_env.hpp"
 #include "gil.hpp"
 
 namespace csgi::python {
@@ -198,6 +199,13 @@ void append_escaped(std::string& out, std::string_view s) {
       out.push_back(hex[c & 15]);
     }
   }
+}
+
+/// The host's SCRIPT_NAME and PATH_INFO arrive decoded (PEP 3333) but with whatever dot segments the
+/// request had (gunicorn and uWSGI do not resolve them): make them canonical as every adapter does (ENV-5).
+/// Throws csgi::BadRequest for a ".." that canonical paths refuse.
+void canonicalize_paths(Env& env) {
+  for (std::string_view k : {keys::SCRIPT_NAME, keys::PATH_INFO}) env.set_view(k, without_dot_segments(env, env.get(k)));
 }
 
 bool truthy(PyObject* v) { return v && PyObject_IsTrue(v) == 1; }
@@ -575,6 +583,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   {
     ReleaseGil nogil;
     try {
+      canonicalize_paths(ex->env);
       res = app_(ex->env);
       if (res.is_delayed()) {
         Delayed d = std::move(std::get<Delayed>(res.body));
