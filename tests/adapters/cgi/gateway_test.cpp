@@ -97,6 +97,7 @@ TEST_CASE("split_paths: the path is canonical, as nginx routed it, whatever the 
   // No REQUEST_URI: the server's SCRIPT_NAME and PATH_INFO lose their dot segments too.
   CHECK(split("", "/cgi-bin/x.cgi", "/admin/../y") == P{"/cgi-bin/x.cgi", "/y"});
   CHECK(split("", "/cgi-bin/./x.cgi", "/y/.") == P{"/cgi-bin/x.cgi", "/y/"});
+  CHECK(split("", "/cgi-bin/x/..", "/y") == P{"/cgi-bin", "/y"});  // never a SCRIPT_NAME ending in '/'
   CHECK(split("", "/x", "/a/../admin", false, std::string("/x")) == P{"/x", "/admin"});
   // Above the root, or after "//" (nginx merges slashes first, csgi does not): 400.
   CHECK_THROWS_AS(split("/..", "", ""), csgi::BadRequest);
