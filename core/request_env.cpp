@@ -26,6 +26,12 @@ std::string_view without_dot_segments(Env& env, std::string_view decoded) {
   return {buf, remove_dot_segments(buf, decoded.size())};
 }
 
+std::string_view canonical_script_name(Env& env, std::string_view decoded) {
+  std::string_view s = without_dot_segments(env, decoded);
+  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
+  return s;
+}
+
 void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
   std::string_view target = head.target;
   env.set_view(keys::REQUEST_METHOD, head.method);

@@ -40,6 +40,10 @@ std::string_view canonical_path(Env& env, std::string_view raw);
 /// host's environ): only its dot segments are removed, and a ".." climbs no higher than its own root.
 std::string_view without_dot_segments(Env& env, std::string_view decoded);
 
+/// A SCRIPT_NAME that arrives decoded (from a front server or a WSGI host) as ENV-3 and ENV-5 want it:
+/// without_dot_segments, then without trailing '/' ("/app/.." → "", "/app/." → "/app").
+std::string_view canonical_script_name(Env& env, std::string_view decoded);
+
 /// Adds one request header field. Content-Type/Content-Length become CONTENT_TYPE/CONTENT_LENGTH; other
 /// names become HTTP_<UPPER_WITH_UNDERSCORES>; a repeated field is joined with ", " (ENV-9). Names holding
 /// '_' and the `Proxy` header (httpoxy) are dropped (ENV-10). Returns false when the field was dropped.

@@ -61,7 +61,7 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
       if (is_mount_prefix(whole, o)) return finish(o, whole.substr(o.size()));
       return finish({}, whole);
     }
-    return finish(trim_trailing_slashes(without_dot_segments(env, script_name)), without_dot_segments(env, path_info));
+    return finish(canonical_script_name(env, script_name), without_dot_segments(env, path_info));
   }
   std::string_view p = decoded_path(env, request_uri);
 

@@ -22,6 +22,7 @@
 #include "common.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/core/request_env.hpp"
 #include "gil.hpp"
 
@@ -205,7 +206,13 @@ void append_escaped(std::string& out, std::string_view s) {
 /// request had (gunicorn and uWSGI do not resolve them): make them canonical as every adapter does (ENV-5).
 /// Throws csgi::BadRequest for a ".." that canonical paths refuse.
 void canonicalize_paths(Env& env) {
-  for (std::string_view k : {keys::SCRIPT_NAME, keys::PATH_INFO}) env.set_view(k, without_dot_segments(env, env.get(k)));
+  std::string_view script = env.get(keys::SCRIPT_NAME), path = without_dot_segments(env, env.get(keys::PATH_INFO));
+  if (has_dot_segment(script)) {
+    script = canonical_script_name(env, script);
+    env.set_view(keys::SCRIPT_NAME, script);
+    if (script.empty() && path.empty()) path = "/";  // "/app/.." mounted: the root (ENV-2)
+  }
+  env.set_view(keys::PATH_INFO, path);
 }
 
 bool truthy(PyObject* v) { return v && PyObject_IsTrue(v) == 1; }
