@@ -7,7 +7,8 @@ function(csgi_add_library name)
   cmake_parse_arguments(A "" "DIR" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(csgi_${name} ${A_SOURCES})
   add_library(csgi::${name} ALIAS csgi_${name})
-  set_target_properties(csgi_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME csgi_${name})
+  set_target_properties(csgi_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME csgi_${name}
+                        VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   target_include_directories(csgi_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
                                                  $<INSTALL_INTERFACE:include>)
   target_compile_features(csgi_${name} PUBLIC cxx_std_20)

@@ -29,7 +29,12 @@ App load_app(const std::string& path, const AppArgs& args) {
     throw std::runtime_error(path + ": built against a different version of csgi's core headers; rebuild it");
   App app = e->factory(args);
   if (!app) throw std::runtime_error(path + ": the factory returned an empty app");
-  return [keep, app = std::move(app)](Env& env) { return app(env); };
+  // The library's log files (its own copy of csgi::log_files) reopen and flush with the loader's.
+  std::shared_ptr<void> logs;
+  using PeerFn = const log_files::Peer* (*)();
+  if (auto peer = reinterpret_cast<PeerFn>(::dlsym(handle, "csgi_log_files_v1")); peer && peer())
+    logs = log_files::link(*peer(), keep);
+  return [keep, logs, app = std::move(app)](Env& env) { return app(env); };
 }
 
 }  // namespace csgi

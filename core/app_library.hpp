@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "csgi/core/app.hpp"
+#include "csgi/core/log_files.hpp"
 
 #define CSGI_APP_ABI_VERSION 1
 
@@ -59,4 +60,7 @@ struct csgi_app_entry {
     static const csgi_app_entry entry{CSGI_APP_ABI_VERSION, "1.0", ::csgi::detail::cxx_abi_tag(),          \
                                       sizeof(::csgi::App), ::csgi::detail::core_layout_tag(), &factory_fn}; \
     return &entry;                                                                                           \
+  }                                                                                                          \
+  extern "C" __attribute__((visibility("default"))) const ::csgi::log_files::Peer* csgi_log_files_v1() {   \
+    return ::csgi::log_files::self();                                                                        \
   }

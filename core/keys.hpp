@@ -56,6 +56,11 @@ inline constexpr K cleanup_handlers = "csgix.cleanup.handlers";  // object csgi:
 inline constexpr K informational = "csgix.informational";      // object csgi::Informational
 inline constexpr K request_body_limit = "csgix.body_limit";    // integer: max request body bytes
 }  // namespace x
+// Keys of the apps in middleware/, each under its own prefix (EXT-6).
+namespace router {
+inline constexpr K param_prefix = "router.param.";  // + placeholder name: text, the matched segment(s)
+inline constexpr K route = "router.route";          // text: the pattern of the matched route
+}  // namespace router
 
 inline constexpr std::string_view spec_version = "1.0";
 }  // namespace csgi::keys

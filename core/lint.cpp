@@ -134,7 +134,7 @@ void check_keys(const Env& env, std::string_view namespace_rule) {
     bool dotted = e.key.find('.') != std::string_view::npos;
     if (!dotted && !e.value.is_text())
       fail("ENV-14", str("CGI key ", e.key, " (no dot) must hold text, got ", type_name(e.value)));
-    if (starts_with(e.key, "csgi.") && !known(kCoreKeys, e.key))
+    if (starts_with(e.key, "csgi.") && !known(kCoreKeys, e.key) && !starts_with(e.key, "csgi.request."))
       fail(namespace_rule, str(e.key, " is not a csgi.* key of this spec: csgi. is reserved for the core keys"));
     if (starts_with(e.key, "csgix.") && !known(kExtKeys, e.key))
       fail(namespace_rule,

@@ -1,5 +1,6 @@
 #include "csgi/core/test_client.hpp"
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -12,15 +13,27 @@ namespace csgi::testing {
 
 namespace {
 
+using std::chrono::milliseconds;
+
+/// What a delayed response delivers, from whichever thread answers it.
 struct Collected {
   std::mutex mu;
+  std::condition_variable cv;
   TestResponse res;
   bool answered = false;
+  bool responder_gone = false;  // every Responder copy is gone
+  bool writer_gone = false;     // the Writer was dropped (closed or not)
+  bool responded = false;       // respond() has delivered its whole response
 };
 
 class CollectWriter final : public Writer {
 public:
   explicit CollectWriter(std::shared_ptr<Collected> c) : c_(std::move(c)) {}
+  ~CollectWriter() override {
+    std::lock_guard lock(c_->mu);
+    c_->writer_gone = true;
+    c_->cv.notify_all();
+  }
   bool write(std::string_view chunk) override {
     std::lock_guard lock(c_->mu);
     if (c_->res.closed) return false;
@@ -30,42 +43,81 @@ public:
   void close() override {
     std::lock_guard lock(c_->mu);
     c_->res.closed = true;
+    c_->cv.notify_all();
   }
 
 private:
   std::shared_ptr<Collected> c_;
 };
 
-void drain_into(Response r, TestResponse& out);
+void drain_into(Response r, TestResponse& out, milliseconds timeout);
 
 class CollectResponder final : public ResponderImpl {
 public:
-  explicit CollectResponder(std::shared_ptr<Collected> c) : c_(std::move(c)) {}
+  CollectResponder(std::shared_ptr<Collected> c, milliseconds timeout) : c_(std::move(c)), timeout_(timeout) {}
+  ~CollectResponder() override {
+    std::lock_guard lock(c_->mu);
+    c_->responder_gone = true;
+    c_->cv.notify_all();
+  }
   void respond(Response r) override {
-    if (std::exchange(c_->answered, true)) throw std::logic_error("responder used twice");
-    drain_into(std::move(r), c_->res);
+    claim();
+    TestResponse got;
+    drain_into(std::move(r), got, timeout_);  // outside the lock: a stream may take its time
+    std::lock_guard lock(c_->mu);
+    c_->res = std::move(got);
+    c_->responded = true;
+    c_->cv.notify_all();
   }
   WriterPtr start(int status, Headers headers) override {
-    if (std::exchange(c_->answered, true)) throw std::logic_error("responder used twice");
+    claim();
+    std::lock_guard lock(c_->mu);
     c_->res.status = status;
     c_->res.headers = std::move(headers);
     c_->res.streamed = true;
+    c_->cv.notify_all();
     return std::make_shared<CollectWriter>(c_);
   }
 
 private:
+  void claim() {
+    std::lock_guard lock(c_->mu);
+    if (std::exchange(c_->answered, true)) throw std::logic_error("responder used twice");
+  }
   std::shared_ptr<Collected> c_;
+  milliseconds timeout_;
 };
 
-void drain_into(Response r, TestResponse& out) {
+std::string seconds_text(milliseconds t) {
+  std::string s = std::to_string(t.count() / 1000.0);
+  return s.substr(0, s.find('.') + 2) + " s";
+}
+
+/// Calls a delayed response's callable and waits, up to `timeout`, until it is answered and its body is
+/// complete: respond() done, or start()'s writer closed or dropped. It may be answered from any thread.
+TestResponse collect_delayed(const Delayed& d, milliseconds timeout) {
+  auto c = std::make_shared<Collected>();
+  d(Responder(std::make_shared<CollectResponder>(c, timeout)));
+  std::unique_lock lock(c->mu);
+  // The response is complete when respond() returned or the writer was closed or dropped; it can never
+  // be answered once every Responder copy is gone unanswered.
+  auto done = [&] { return c->responded || c->res.closed || c->writer_gone || (!c->answered && c->responder_gone); };
+  if (!c->cv.wait_for(lock, timeout, done)) {
+    throw std::runtime_error(c->answered ? "delayed response: the writer was neither closed nor dropped within " +
+                                               seconds_text(timeout)
+                                         : "delayed response not answered within " + seconds_text(timeout) +
+                                               " (the Responder is still held)");
+  }
+  if (!c->answered) throw std::logic_error("delayed response never answered (every Responder dropped unanswered)");
+  return std::move(c->res);
+}
+
+void drain_into(Response r, TestResponse& out, milliseconds timeout) {
   out.status = r.status;
   out.headers = std::move(r.headers);
   if (auto* d = std::get_if<Delayed>(&r.body)) {
-    auto c = std::make_shared<Collected>();
-    (*d)(Responder(std::make_shared<CollectResponder>(c)));
-    if (!c->answered) throw std::logic_error("delayed response never answered");
     std::string errors = std::move(out.errors);
-    out = std::move(c->res);
+    out = collect_delayed(*d, timeout);
     out.errors = std::move(errors);
     return;
   }
@@ -94,9 +146,9 @@ void drain_into(Response r, TestResponse& out) {
 
 }  // namespace
 
-TestResponse drain(Response res) {
+TestResponse drain(Response res, std::chrono::milliseconds delayed_timeout) {
   TestResponse out;
-  drain_into(std::move(res), out);
+  drain_into(std::move(res), out, delayed_timeout);
   return out;
 }
 
@@ -138,7 +190,7 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
   Response r = app(env);
   if (options.inspect) options.inspect(env);
   TestResponse out;
-  drain_into(std::move(r), out);
+  drain_into(std::move(r), out, options.delayed_timeout);
   out.errors = errors.text();
   return out;
 }

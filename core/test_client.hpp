@@ -1,9 +1,14 @@
 #pragma once
 /// An in-memory client for unit tests (Rack's MockRequest): builds the env an adapter would build, calls
 /// the app, and drains whatever body kind it returns (delayed and streaming included), calling close().
+/// A delayed response may be answered later from another thread (RES-8): the call waits until respond()
+/// has returned or start()'s writer is closed or dropped, at most `Options::delayed_timeout`, then
+/// throws std::runtime_error saying what it waited for. When every Responder copy is dropped unanswered
+/// it throws std::logic_error at once.
 ///
 ///   auto res = csgi::testing::call(app, "GET /x?y=1", {{"Cookie", "a=1"}}, "");
 ///   CHECK(res.status == 200);
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -33,6 +38,7 @@ struct Options {
   std::string url_scheme = "http";
   std::function<void(Env&)> setup;         // runs after the env is built, before the app
   std::function<void(const Env&)> inspect; // runs after the app returned (env still intact)
+  std::chrono::milliseconds delayed_timeout{30000};  // longest wait for a delayed response to complete
 };
 
 /// `request` is "METHOD /target" (optionally followed by " HTTP/1.x"). Throws what the app throws.
@@ -40,6 +46,6 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
                   std::string body = {}, const Options& options = {});
 
 /// Drains a response as an adapter would (for middleware tests that already have a Response).
-TestResponse drain(Response res);
+TestResponse drain(Response res, std::chrono::milliseconds delayed_timeout = std::chrono::seconds(30));
 
 }  // namespace csgi::testing

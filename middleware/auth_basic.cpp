@@ -4,17 +4,13 @@
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 namespace csgi::mw {
 
 namespace {
-
-std::int64_t mtime_ns(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return -1;
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -65,11 +61,60 @@ AuthBasic::AuthBasic(App next, AuthBasicOptions options) : next_(std::move(next)
   if (file == static_cast<bool>(options_.authenticator))
     throw std::invalid_argument("AuthBasic: give exactly one of htpasswd_file and authenticator");
   if (file) {
-    file_mtime_ns_ = mtime_ns(options_.htpasswd_file);
+    file_state_ = stat_file(options_.htpasswd_file);
     file_ = std::make_shared<const Htpasswd>(Htpasswd::load(options_.htpasswd_file));
     next_check_ns_ = steady_ns() + std::chrono::nanoseconds(options_.reload_interval).count();
   }
   challenge_ = "Basic realm=\"" + options_.realm + "\", charset=\"UTF-8\"";
+}
+
+AuthBasic::FileState AuthBasic::stat_file(const std::string& path) {
+  FileState f;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    f.error = errno;
+    return f;
+  }
+  f.dev = static_cast<std::uint64_t>(st.st_dev);
+  f.ino = static_cast<std::uint64_t>(st.st_ino);
+  f.size = static_cast<std::int64_t>(st.st_size);
+  f.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  f.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return f;
+}
+
+void AuthBasic::reload(Env& env) {
+  const std::string& path = options_.htpasswd_file;
+  // Taken before the read: a write racing with it changes the state again, and the next check re-reads.
+  FileState now = stat_file(path);
+  bool was_usable;
+  {
+    std::lock_guard lock(mu_);
+    if (now == file_state_) return;
+    was_usable = file_ != nullptr;
+  }
+  std::shared_ptr<const Htpasswd> fresh;
+  std::string problem;
+  if (now.error != 0) {
+    problem = "cannot read " + path + ": " + std::strerror(now.error);
+  } else {
+    try {
+      fresh = std::make_shared<const Htpasswd>(Htpasswd::load(path));
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    file_ = fresh;
+    file_state_ = now;
+  }
+  if (!fresh)
+    env.errors().write("auth_basic: refusing every request (500) until the htpasswd file is fixed: " + problem);
+  else if (fresh->size() == 0)
+    env.errors().write("auth_basic: " + path + " holds no users: every request is refused (401)");
+  else if (!was_usable)
+    env.errors().write("auth_basic: " + path + " is usable again (" + std::to_string(fresh->size()) + " users)");
 }
 
 std::shared_ptr<const Htpasswd> AuthBasic::current(Env& env) {
@@ -78,34 +123,11 @@ std::shared_ptr<const Htpasswd> AuthBasic::current(Env& env) {
     std::int64_t due = next_check_ns_.load(std::memory_order_relaxed);
     // One thread wins the check; the others keep using the loaded file.
     if (now >= due && next_check_ns_.compare_exchange_strong(
-                          due, now + std::chrono::nanoseconds(options_.reload_interval).count())) {
-      std::int64_t m = mtime_ns(options_.htpasswd_file);
-      std::int64_t known;
-      {
-        std::lock_guard lock(mu_);
-        known = file_mtime_ns_;
-      }
-      if (m != known && m >= 0) {
-        try {
-          auto fresh = std::make_shared<const Htpasswd>(Htpasswd::load(options_.htpasswd_file));
-          std::lock_guard lock(mu_);
-          file_ = std::move(fresh);
-          file_mtime_ns_ = m;
-        } catch (const std::exception& e) {
-          env.errors().write(std::string("auth_basic: keeping the previous htpasswd: ") + e.what());
-          std::lock_guard lock(mu_);
-          file_mtime_ns_ = m;  // do not retry a broken file every interval; wait for the next change
-        }
-      }
-    }
+                          due, now + std::chrono::nanoseconds(options_.reload_interval).count()))
+      reload(env);
   }
   std::lock_guard lock(mu_);
   return file_;
-}
-
-bool AuthBasic::check(std::string_view user, std::string_view password, Env& env) {
-  if (options_.authenticator) return options_.authenticator(user, password, env);
-  return current(env)->verify(user, password);
 }
 
 Response AuthBasic::challenge() const {
@@ -115,8 +137,14 @@ Response AuthBasic::challenge() const {
 }
 
 Response AuthBasic::operator()(Env& env) {
+  std::shared_ptr<const Htpasswd> file;
+  if (!options_.authenticator) {
+    file = current(env);
+    if (!file) return Response::error(500, "authentication is unavailable");
+  }
   std::string user, password;
-  bool ok = parse_credentials(env.get(keys::HTTP_AUTHORIZATION), user, password) && check(user, password, env);
+  bool ok = parse_credentials(env.get(keys::HTTP_AUTHORIZATION), user, password) &&
+            (file ? file->verify(user, password) : options_.authenticator(user, password, env));
   OPENSSL_cleanse(password.data(), password.size());
   if (!ok) return challenge();
   env.set(keys::REMOTE_USER, user);

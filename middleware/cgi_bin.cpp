@@ -1,35 +1,45 @@
 #include "csgi/middleware/cgi_bin.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
+#include <array>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
+#include <variant>
 
 #include "csgi/core/percent.hpp"
+#include "csgi/middleware/cgi_bin_process.hpp"
 
 namespace csgi::mw {
 
-struct CgiBin::State {
-  CgiBinOptions options;
-  std::string root;  // realpath, no trailing '/'
-  std::atomic<std::size_t> running{0};
+using cgi_bin_detail::Head;
+using cgi_bin_detail::Parsed;
+using cgi_bin_detail::Process;
+using cgi_bin_detail::Slot;
+
+/// Held by every copy of the app: when the last copy goes, the scripts still running are killed and their
+/// workers waited for (bounded), so that none runs on for an app that no longer exists.
+struct CgiBin::Lifetime {
+  explicit Lifetime(std::shared_ptr<State> s) : st(std::move(s)) {}
+  Lifetime(const Lifetime&) = delete;
+  Lifetime& operator=(const Lifetime&) = delete;
+  std::shared_ptr<State> st;
+  ~Lifetime() {
+    st->cancel_all();
+    std::unique_lock lock(st->mu);
+    st->idle.wait_for(lock, std::chrono::seconds(5), [this] { return st->workers == 0; });
+  }
 };
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+constexpr std::string_view redirects_key = "cgi_bin.redirects";
 
 std::string real_path(const std::string& p) {
   char buf[PATH_MAX];
@@ -54,265 +64,92 @@ std::string find_on_path(const std::string& name) {
   }
 }
 
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
+bool valid_env_name(std::string_view n) {
+  if (n.empty()) return false;
+  for (char c : n)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
 }
 
-bool token_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
+/// What a script's CGI environment is built from: copied from the env on the calling thread, so that a
+/// worker never reads the env.
+struct Request {
+  std::string base;       // SCRIPT_NAME of this app
+  std::string path_info;  // below it
+  std::string query;
+  bool has_length = false;
+  bool https = false;
+  std::int64_t redirects = 0;
+  std::vector<std::pair<std::string, std::string>> vars;  // meta-variables passed as they are, HTTP_*
 
-/// A running script: its pipes, the request body still to write, and its reaping. The stream body of
-/// the response; also used while the headers are read.
-class CgiProcess final : public Stream {
-public:
-  CgiProcess(std::shared_ptr<CgiBin::State> state, std::string label, ErrorStream* errors)
-      : state_(std::move(state)), label_(std::move(label)), errors_(errors) {}
-  ~CgiProcess() override { close(); }
-
-  /// Starts the script. Returns 0 or an errno value.
-  int spawn(const std::vector<std::string>& argv, const std::vector<std::string>& envp, const std::string& dir,
-            std::string body) {
-    body_ = std::move(body);
-    deadline_ = Clock::now() + state_->options.timeout;
-    int in[2], out[2], err[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) return errno;
-    if (::pipe2(out, O_CLOEXEC) != 0) {
-      int e = errno;
-      ::close(in[0]), ::close(in[1]);
-      return e;
-    }
-    if (::pipe2(err, O_CLOEXEC) != 0) {
-      int e = errno;
-      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
-      return e;
-    }
-    std::vector<char*> av, ev;
-    for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    for (const auto& e : envp) ev.push_back(const_cast<char*>(e.c_str()));
-    ev.push_back(nullptr);
-
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    posix_spawn_file_actions_adddup2(&fa, in[1], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, av[0], &fa, &at, av.data(), ev.data());
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    ::close(in[1]), ::close(out[1]), ::close(err[1]);
-    in_ = in[0], out_ = out[0], err_ = err[0];
-    if (rc != 0) {
-      close_fd(in_), close_fd(out_), close_fd(err_);
-      return rc;
-    }
-    pid_ = pid;
-    for (int fd : {in_, out_, err_}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    if (body_.empty()) ::shutdown(in_, SHUT_WR), close_fd(in_);
-    return 0;
-  }
-
-  enum class Got { data, eof, timeout };
-
-  /// Waits for stdout bytes (appended to `out`), feeding stdin and draining stderr meanwhile.
-  Got pump(std::string& out) {
-    char buf[65536];
-    while (true) {
-      if (out_ < 0) return Got::eof;
-      pollfd fds[3];
-      int n = 0;
-      fds[n++] = {out_, POLLIN, 0};
-      int err_at = -1, in_at = -1;
-      if (err_ >= 0) err_at = n, fds[n++] = {err_, POLLIN, 0};
-      if (in_ >= 0) in_at = n, fds[n++] = {in_, POLLOUT, 0};
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-      if (left <= 0) return Got::timeout;
-      int r = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left, INT_MAX)));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        throw std::system_error(errno, std::generic_category(), "cgi_bin: poll");
+  void set(std::string_view name, std::string value) {
+    for (auto& [k, v] : vars)
+      if (k == name) {
+        v = std::move(value);
+        return;
       }
-      if (r == 0) return Got::timeout;
-      if (in_at >= 0 && fds[in_at].revents) feed();
-      if (err_at >= 0 && fds[err_at].revents) drain_stderr();
-      if (fds[0].revents) {
-        ssize_t got = ::read(out_, buf, sizeof buf);
-        if (got > 0) {
-          out.append(buf, static_cast<std::size_t>(got));
-          return Got::data;
-        }
-        if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-          close_fd(out_);
-          return Got::eof;
-        }
-      }
-    }
+    vars.emplace_back(std::string(name), std::move(value));
   }
-
-  bool next(std::string& chunk) override {
-    if (!pending_.empty()) {
-      chunk = std::move(pending_);
-      pending_.clear();
-      return true;
-    }
-    chunk.clear();
-    switch (pump(chunk)) {
-      case Got::data: return true;
-      case Got::eof:
-        finish();
-        return false;
-      case Got::timeout:
-      default:
-        log("timed out after the headers; killed");
-        kill_group();
-        throw std::runtime_error("cgi_bin: " + label_ + " timed out");
-    }
+  void drop(std::string_view name) {
+    std::erase_if(vars, [&](const auto& kv) { return kv.first == name; });
   }
-
-  /// Kills what is still running, reaps, closes every descriptor, frees the slot. Idempotent.
-  void close() override {
-    if (pid_ > 0) kill_group();
-    close_fd(in_), close_fd(out_);
-    if (err_ >= 0) {
-      drain_stderr();
-      close_fd(err_);
-    }
-    flush_stderr_line();
-    release();
-  }
-
-  /// After stdout's end: waits (until the deadline) for the script to exit, then reaps it.
-  void finish() {
-    while (pid_ > 0) {
-      int status = 0;
-      pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        report(status);
-        break;
-      }
-      if (r < 0 && errno != EINTR) {
-        pid_ = -1;
-        break;
-      }
-      if (Clock::now() >= deadline_) {
-        log("still running after closing stdout at the timeout; killed");
-        kill_group();
-        break;
-      }
-      if (err_ >= 0) drain_stderr();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    close();
-  }
-
-  void kill_group() {
-    if (pid_ <= 0) return;
-    ::kill(-pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
-
-  void set_pending(std::string s) { pending_ = std::move(s); }
-  void mark_acquired() { acquired_ = true; }
-  void log(const std::string& what) {
-    if (errors_) errors_->write("cgi_bin: " + label_ + ": " + what);
-  }
-
-private:
-  void feed() {
-    while (in_ >= 0 && written_ < body_.size()) {
-      ssize_t w = ::send(in_, body_.data() + written_, body_.size() - written_, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (w > 0) {
-        written_ += static_cast<std::size_t>(w);
-        continue;
-      }
-      if (w < 0 && (errno == EAGAIN || errno == EINTR)) return;
-      close_fd(in_);  // EPIPE: the script stopped reading; fine
-      return;
-    }
-    if (in_ >= 0) {
-      ::shutdown(in_, SHUT_WR);
-      close_fd(in_);
-      body_.clear();
-      body_.shrink_to_fit();
-    }
-  }
-
-  void drain_stderr() {
-    char buf[4096];
-    while (err_ >= 0) {
-      ssize_t got = ::read(err_, buf, sizeof buf);
-      if (got > 0) {
-        err_line_.append(buf, static_cast<std::size_t>(got));
-        std::size_t nl;
-        while ((nl = err_line_.find('\n')) != std::string::npos) {
-          log(err_line_.substr(0, nl));
-          err_line_.erase(0, nl + 1);
-        }
-        if (err_line_.size() > 8192) flush_stderr_line();
-        continue;
-      }
-      if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
-      close_fd(err_);
-    }
-  }
-
-  void flush_stderr_line() {
-    if (!err_line_.empty()) log(err_line_);
-    err_line_.clear();
-  }
-
-  void report(int status) {
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) log("exited with status " + std::to_string(WEXITSTATUS(status)));
-    if (WIFSIGNALED(status)) log("killed by signal " + std::to_string(WTERMSIG(status)));
-  }
-
-  void release() {
-    if (acquired_) state_->running.fetch_sub(1, std::memory_order_acq_rel);
-    acquired_ = false;
-  }
-
-  std::shared_ptr<CgiBin::State> state_;
-  std::string label_;
-  ErrorStream* errors_;
-  pid_t pid_ = -1;
-  int in_ = -1, out_ = -1, err_ = -1;
-  std::string body_;
-  std::size_t written_ = 0;
-  std::string pending_;
-  std::string err_line_;
-  Clock::time_point deadline_;
-  bool acquired_ = false;
 };
+
+Request snapshot(const CgiBinOptions& o, const Env& env) {
+  Request r;
+  r.base = env.get(keys::SCRIPT_NAME);
+  r.path_info = env.get(keys::PATH_INFO);
+  r.query = env.get(keys::QUERY_STRING);
+  r.has_length = env.contains(keys::CONTENT_LENGTH);
+  r.https = env.get(keys::url_scheme) == "https";
+  if (const Value* v = env.find(redirects_key)) r.redirects = v->integer();
+  for (std::string_view k : {keys::REQUEST_METHOD, keys::REQUEST_URI, keys::SERVER_NAME, keys::SERVER_PORT,
+                             keys::SERVER_PROTOCOL, keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::REMOTE_USER,
+                             keys::CONTENT_TYPE, std::string_view("AUTH_TYPE")})
+    if (const Value* v = env.find(k); v && v->is_text()) r.vars.emplace_back(std::string(k), std::string(v->text()));
+  if (std::string_view ra = env.get(keys::REMOTE_ADDR); !ra.empty()) r.vars.emplace_back("REMOTE_HOST", std::string(ra));
+  for (const auto& entry : env) {
+    std::string_view k = entry.key;
+    if (k.substr(0, 5) != "HTTP_" || !entry.value.is_text()) continue;
+    if (k == "HTTP_PROXY" || k == "HTTP_CONTENT_LENGTH" || k == "HTTP_CONTENT_TYPE") continue;
+    if (k == keys::HTTP_AUTHORIZATION && !o.pass_authorization) continue;
+    if (!valid_env_name(k)) continue;
+    r.vars.emplace_back(std::string(k), std::string(entry.value.text()));
+  }
+  return r;
+}
 
 struct Located {
   std::string file;         // real path of the script
   std::string script_name;  // SCRIPT_NAME for the script: ours + the script's part of PATH_INFO
   std::string path_info;    // what follows the script
   int status = 0;           // non-zero: refuse with this status
+  std::string reason;
 };
 
+Located refuse(int status, std::string reason) {
+  Located l;
+  l.status = status;
+  l.reason = std::move(reason);
+  return l;
+}
+
+/// Whether any '/'-separated segment of `path` is "..".
+bool has_dot_dot(std::string_view path) {
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    std::size_t end = path.find('/', i);
+    if (end == std::string_view::npos) end = path.size();
+    if (path.substr(i, end - i) == "..") return true;
+    i = end + 1;
+  }
+  return false;
+}
+
 Located locate(const CgiBin::State& st, std::string_view script_name, std::string_view path_info) {
-  Located loc;
-  if (path_info.empty() || path_info.front() != '/') return {{}, {}, {}, 404};
+  if (path_info.empty() || path_info.front() != '/') return refuse(404, "no script named");
+  // The part after the script becomes PATH_TRANSLATED (root + it): no segment may climb out of root.
+  if (has_dot_dot(path_info)) return refuse(404, "a '..' segment in the path");
   std::string fs = st.root;
   std::size_t i = 0;
   while (i < path_info.size()) {
@@ -322,46 +159,38 @@ Located locate(const CgiBin::State& st, std::string_view script_name, std::strin
     std::string_view seg = path_info.substr(start, end - start);
     if (seg.empty() || seg.front() == '.' || seg.find('\0') != std::string_view::npos ||
         seg.find('\\') != std::string_view::npos)
-      return {{}, {}, {}, 404};
+      return refuse(404, "an empty, dot or hidden segment in the script's path");
     fs += '/';
     fs += seg;
     struct stat sb {};
-    if (::stat(fs.c_str(), &sb) != 0) return {{}, {}, {}, 404};
+    if (::stat(fs.c_str(), &sb) != 0) return refuse(404, "no such script");
     if (S_ISREG(sb.st_mode)) {
       std::string real = real_path(fs);
-      if (real.empty() || real.compare(0, st.root.size() + 1, st.root + "/") != 0) return {{}, {}, {}, 403};
+      if (real.empty() || real.compare(0, st.root.size() + 1, st.root + "/") != 0)
+        return refuse(403, "the script is outside the script directory");
+      Located loc;
       loc.file = real;
       loc.script_name = std::string(script_name) + std::string(path_info.substr(0, end));
       loc.path_info = std::string(path_info.substr(end));
       return loc;
     }
-    if (!S_ISDIR(sb.st_mode)) return {{}, {}, {}, 403};
+    if (!S_ISDIR(sb.st_mode)) return refuse(403, "not a regular file");
     i = end;
   }
-  return {{}, {}, {}, 404};  // a directory: no listing here
+  return refuse(404, "a directory, not a script");
 }
 
-bool valid_env_name(std::string_view n) {
-  if (n.empty()) return false;
-  for (char c : n)
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
-}
-
-std::vector<std::string> cgi_environment(const CgiBin::State& st, const Env& env, const Located& loc,
+std::vector<std::string> cgi_environment(const CgiBin::State& st, const Request& req, const Located& loc,
                                          std::size_t body_size) {
   const auto& o = st.options;
   std::vector<std::string> e;
-  e.reserve(40);
+  e.reserve(24 + req.vars.size() + o.extra_env.size());
   auto add = [&e](std::string_view k, std::string_view v) {
     if (v.find('\0') != std::string_view::npos) return;
     std::string s;
     s.reserve(k.size() + v.size() + 1);
     s.append(k).append("=").append(v);
     e.push_back(std::move(s));
-  };
-  auto copy = [&](std::string_view k) {
-    if (const Value* v = env.find(k); v && v->is_text()) add(k, v->text());
   };
   add("GATEWAY_INTERFACE", "CGI/1.1");
   add("SERVER_SOFTWARE", o.server_software);
@@ -374,97 +203,169 @@ std::vector<std::string> cgi_environment(const CgiBin::State& st, const Env& env
     add("PATH_INFO", loc.path_info);
     add("PATH_TRANSLATED", st.root + loc.path_info);
   }
-  add("QUERY_STRING", env.get(keys::QUERY_STRING));
-  for (std::string_view k : {keys::REQUEST_METHOD, keys::REQUEST_URI, keys::SERVER_NAME, keys::SERVER_PORT,
-                             keys::SERVER_PROTOCOL, keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::REMOTE_USER,
-                             keys::CONTENT_TYPE, std::string_view("AUTH_TYPE")})
-    copy(k);
-  if (std::string_view ra = env.get(keys::REMOTE_ADDR); !ra.empty()) add("REMOTE_HOST", ra);
-  if (body_size > 0 || env.contains(keys::CONTENT_LENGTH)) add("CONTENT_LENGTH", std::to_string(body_size));
-  if (env.get(keys::url_scheme) == "https") add("HTTPS", "on");
-  for (const auto& entry : env) {
-    std::string_view k = entry.key;
-    if (k.substr(0, 5) != "HTTP_" || !entry.value.is_text()) continue;
-    if (k == "HTTP_PROXY" || k == "HTTP_CONTENT_LENGTH" || k == "HTTP_CONTENT_TYPE") continue;
-    if (k == keys::HTTP_AUTHORIZATION && !o.pass_authorization) continue;
-    if (!valid_env_name(k)) continue;
-    add(k, entry.value.text());
-  }
+  add("QUERY_STRING", req.query);
+  if (body_size > 0 || req.has_length) add("CONTENT_LENGTH", std::to_string(body_size));
+  if (req.https) add("HTTPS", "on");
+  for (const auto& [k, v] : req.vars) add(k, v);
   for (const auto& [k, v] : o.extra_env) add(k, v);
   return e;
 }
 
-struct Parsed {
-  int status = 0;          // 0: none given
-  Headers headers;
-  std::string location;
-  bool content_type = false;
-  std::string error;       // non-empty: malformed
+/// A located script and how to run it.
+struct Script {
+  Located loc;
+  std::vector<std::string> argv;
+  std::string dir;
 };
 
-Parsed parse_head(std::string_view head) {
-  Parsed p;
-  while (!head.empty()) {
-    auto nl = head.find('\n');
-    std::string_view line = head.substr(0, nl);
-    head.remove_prefix(nl == std::string_view::npos ? head.size() : nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0) {
-      p.error = "malformed header line";
-      return p;
-    }
-    std::string_view name = line.substr(0, colon);
-    for (char c : name)
-      if (!token_char(c)) {
-        p.error = "malformed header name";
-        return p;
-      }
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    for (char c : value)
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
-        p.error = "control character in a header value";
-        return p;
-      }
-    if (iequals(name, "Status")) {
-      int s = 0;
-      if (value.size() < 3 || !(value[0] >= '1' && value[0] <= '5') || !(value[1] >= '0' && value[1] <= '9') ||
-          !(value[2] >= '0' && value[2] <= '9') || (value.size() > 3 && value[3] != ' ')) {
-        p.error = "malformed Status";
-        return p;
-      }
-      s = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
-      p.status = s;
-      continue;
-    }
-    if (iequals(name, "Location")) p.location = value;
-    if (iequals(name, "Content-Type")) p.content_type = true;
-    if (iequals(name, "Connection") || iequals(name, "Keep-Alive") || iequals(name, "Transfer-Encoding") ||
-        iequals(name, "Upgrade") || iequals(name, "Proxy-Connection") || iequals(name, "TE") ||
-        iequals(name, "Trailer") || iequals(name, "Content-Length"))
-      continue;
-    p.headers.add(std::string(name), std::string(value));
+std::variant<Script, Response> prepare(const CgiBin::State& st, const Request& req) {
+  Script s;
+  s.loc = locate(st, req.base, req.path_info);
+  if (s.loc.status) return Response::error(s.loc.status, s.loc.reason);
+  const std::string& file = s.loc.file;
+  auto dot = file.rfind('.');
+  auto slash = file.rfind('/');
+  std::string ext = dot != std::string::npos && dot > slash ? file.substr(dot) : std::string();
+  if (auto it = st.options.interpreters.find(ext); it != st.options.interpreters.end()) {
+    s.argv = it->second;
+  } else if (::access(file.c_str(), X_OK) != 0) {
+    return Response::error(403, "not executable, and no interpreter for its extension");
   }
-  return p;
+  s.argv.push_back(file);
+  s.dir = file.substr(0, slash == 0 ? 1 : slash);
+  return s;
 }
 
-/// Where the header block ends: index past the blank line, and npos when not yet complete.
-std::size_t head_end(std::string_view buf, std::size_t& body_start) {
-  std::size_t a = buf.find("\n\n");
-  std::size_t b = buf.find("\n\r\n");
-  if (a == std::string_view::npos && b == std::string_view::npos) return std::string_view::npos;
-  if (b == std::string_view::npos || (a != std::string_view::npos && a < b)) {
-    body_start = a + 2;
-    return a + 1;
-  }
-  body_start = b + 3;
-  return b + 1;
+Response busy() {
+  Response r = Response::error(503, "too many CGI scripts running");
+  r.headers.add("Retry-After", "1");
+  return r;
 }
 
-/// Restores what a local redirect changes in the env.
+/// Starts `s`; a refusal response when it cannot run.
+std::variant<std::shared_ptr<Process>, Response> spawn(const std::shared_ptr<CgiBin::State>& st, const Request& req,
+                                                        const Script& s, std::string body, ErrorStream* errors) {
+  auto proc = std::make_shared<Process>(st, s.loc.script_name, errors);
+  std::vector<std::string> cgi_env = cgi_environment(*st, req, s.loc, body.size());
+  int rc = proc->spawn(s.argv, cgi_env, s.dir, std::move(body));
+  if (rc != 0) {
+    proc->log(std::string("cannot run: ") + std::strerror(rc));
+    proc->close();
+    if (rc == EACCES || rc == ENOEXEC) return Response::error(403, "the script cannot be run");
+    return Response::error(500);
+  }
+  return proc;
+}
+
+bool is_local_redirect(const Parsed& p) { return !p.location.empty() && p.location.front() == '/' && p.status == 0; }
+
+/// Status and headers of the response; Content-Type added when a body may follow, removed when none may.
+Response head_response(Parsed& p) {
+  Response res;
+  res.status = p.status ? p.status : !p.location.empty() ? 302 : 200;
+  res.headers = std::move(p.headers);
+  if (status_has_no_body(res.status))
+    res.headers.remove("Content-Type");
+  else if (!p.content_type)
+    res.headers.add("Content-Type", "application/octet-stream");
+  return res;
+}
+
+/// `path` without "." and ".." segments (RFC 3986 §5.2.4); nullopt when ".." climbs above "/".
+std::optional<std::string> remove_dot_segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  bool trailing = false;
+  std::size_t i = 1;
+  while (true) {
+    std::size_t end = path.find('/', i);
+    bool last = end == std::string_view::npos;
+    std::string_view seg = path.substr(i, last ? std::string_view::npos : end - i);
+    if (seg == ".") {
+      trailing = last;
+    } else if (seg == "..") {
+      if (out.empty()) return std::nullopt;
+      out.pop_back();
+      trailing = last;
+    } else {
+      out.push_back(seg);
+      trailing = false;
+    }
+    if (last) break;
+    i = end + 1;
+  }
+  std::string r;
+  for (std::string_view s : out) r.append("/").append(s);
+  if (trailing || r.empty()) r += '/';
+  return r;
+}
+
+/// A local redirect outside this app: where it goes.
+struct Outside {
+  std::string path;
+  std::string query;
+  std::string location;
+};
+
+/// What a local redirect (`Location: /path` without Status) becomes: a response to send, the same request
+/// re-run as GET at another script of this app, or a request for `redirect_app`.
+std::variant<Response, Request, Outside> plan_redirect(const CgiBinOptions& o, const Request& req,
+                                                       const std::string& location, ErrorStream* errors) {
+  if (req.redirects >= o.max_local_redirects) {
+    if (errors) errors->write("cgi_bin: too many local redirects, at " + location);
+    return Response::error(500);
+  }
+  std::string_view loc = location;
+  std::string_view query;
+  if (auto q = loc.find('?'); q != std::string_view::npos) {
+    query = loc.substr(q + 1);
+    loc = loc.substr(0, q);
+  }
+  std::optional<std::string> path;
+  try {
+    path = remove_dot_segments(percent_decode(loc));
+  } catch (const std::exception&) {
+  }
+  if (!path) {
+    if (errors) errors->write("cgi_bin: bad local redirect to " + location);
+    return Response::error(502, "bad local redirect");
+  }
+  const std::string& base = req.base;
+  bool ours = path->compare(0, base.size(), base) == 0 && (path->size() == base.size() || (*path)[base.size()] == '/');
+  if (ours) {
+    Request next = req;
+    next.path_info = path->substr(base.size());
+    next.query = query;
+    next.has_length = false;
+    next.redirects = req.redirects + 1;
+    next.set(keys::REQUEST_METHOD, "GET");
+    next.set(keys::REQUEST_URI, location);
+    next.drop(keys::CONTENT_TYPE);
+    return next;
+  }
+  if (!o.redirect_app) {
+    Response r = Response::text(302, "Found\n");
+    r.headers.add("Location", location);
+    return r;
+  }
+  return Outside{std::move(*path), std::string(query), location};
+}
+
+/// Makes `env` the request of a local redirect to `to` (for redirect_app).
+void redirect_env(Env& env, const Outside& to, std::int64_t depth) {
+  env.set_int(redirects_key, depth + 1);
+  env.set(keys::REQUEST_METHOD, "GET");
+  env.set(keys::QUERY_STRING, to.query);
+  env.set(keys::REQUEST_URI, to.location);
+  env.erase(keys::CONTENT_LENGTH);
+  env.erase(keys::CONTENT_TYPE);
+  env.set(keys::SCRIPT_NAME, "");
+  env.set(keys::PATH_INFO, to.path);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// On the calling thread: the body is a pull stream over the script's stdout.
+
+/// Restores what a local redirect to redirect_app changes in the env.
 class EnvRestore {
 public:
   explicit EnvRestore(Env& env) : env_(env) {
@@ -481,6 +382,8 @@ public:
         env_.erase(names[i]);
     }
   }
+  EnvRestore(const EnvRestore&) = delete;
+  EnvRestore& operator=(const EnvRestore&) = delete;
   static constexpr std::array<std::string_view, 7> names{keys::SCRIPT_NAME, keys::PATH_INFO, keys::QUERY_STRING,
                                                          keys::REQUEST_METHOD, keys::REQUEST_URI,
                                                          keys::CONTENT_LENGTH, keys::CONTENT_TYPE};
@@ -490,138 +393,247 @@ private:
   std::vector<std::optional<std::string>> saved_;
 };
 
-Response run(const std::shared_ptr<CgiBin::State>& st, Env& env);
+Response run_here(const std::shared_ptr<CgiBin::State>& st, Env& env, const Request& req);
 
-Response local_redirect(const std::shared_ptr<CgiBin::State>& st, Env& env, const std::string& location) {
-  const auto& o = st->options;
-  std::int64_t depth = 0;
-  if (const Value* v = env.find("cgi_bin.redirects")) depth = v->integer();
-  if (depth >= o.max_local_redirects) {
-    env.errors().write("cgi_bin: too many local redirects, at " + location);
-    return Response::error(500);
-  }
-  std::string_view loc = location;
-  std::string_view query;
-  if (auto q = loc.find('?'); q != std::string_view::npos) {
-    query = loc.substr(q + 1);
-    loc = loc.substr(0, q);
-  }
-  std::string path;
-  try {
-    path = percent_decode(loc);
-  } catch (const std::exception&) {
-    return Response::error(502, "bad local redirect");
-  }
-  std::string base(env.get(keys::SCRIPT_NAME));
-  bool ours = path.compare(0, base.size(), base) == 0 && (path.size() == base.size() || path[base.size()] == '/');
-  if (!ours && !o.redirect_app) {
-    Response r = Response::text(302, "Found\n");
-    r.headers.add("Location", location);
-    return r;
-  }
-  EnvRestore restore(env);
-  env.set_int("cgi_bin.redirects", depth + 1);
-  env.set(keys::REQUEST_METHOD, "GET");
-  env.set(keys::QUERY_STRING, query);
-  env.set(keys::REQUEST_URI, location);
-  env.erase(keys::CONTENT_LENGTH);
-  env.erase(keys::CONTENT_TYPE);
-  if (ours) {
-    env.set(keys::PATH_INFO, std::string_view(path).substr(base.size()));
-    return run(st, env);
-  }
-  env.set(keys::SCRIPT_NAME, "");
-  env.set(keys::PATH_INFO, path);
-  return o.redirect_app(env);
-}
-
-Response run(const std::shared_ptr<CgiBin::State>& st, Env& env) {
-  const auto& o = st->options;
-  Located loc = locate(*st, env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO));
-  if (loc.status) return Response::error(loc.status);
-
-  std::vector<std::string> argv;
-  auto dot = loc.file.rfind('.');
-  auto slash = loc.file.rfind('/');
-  std::string ext = dot != std::string::npos && dot > slash ? loc.file.substr(dot) : std::string();
-  if (auto it = o.interpreters.find(ext); it != o.interpreters.end()) {
-    argv = it->second;
-  } else if (::access(loc.file.c_str(), X_OK) != 0) {
-    return Response::error(403);
-  }
-  argv.push_back(loc.file);
-  std::string dir = loc.file.substr(0, slash == 0 ? 1 : slash);
-
-  std::string body;
-  if (env.contains(keys::CONTENT_LENGTH) || env.find(keys::input)) {
-    body = env.input().read_all(o.max_request_body);  // throws HttpError(413) past the limit
-  }
-
-  // A slot, or 503.
-  if (st->running.fetch_add(1, std::memory_order_acq_rel) >= o.max_processes) {
-    st->running.fetch_sub(1, std::memory_order_acq_rel);
-    Response r = Response::error(503, "too many CGI scripts running");
-    r.headers.add("Retry-After", "1");
-    return r;
-  }
-  auto proc = std::make_shared<CgiProcess>(st, loc.script_name, &env.errors());
-  proc->mark_acquired();
-  std::vector<std::string> cgi_env = cgi_environment(*st, env, loc, body.size());
-  int rc = proc->spawn(argv, cgi_env, dir, std::move(body));
-  if (rc != 0) {
-    proc->log(std::string("cannot run: ") + std::strerror(rc));
-    proc->close();
-    return Response::error(rc == EACCES || rc == ENOEXEC ? 403 : 500);
-  }
-
-  std::string buf;
-  std::size_t body_start = 0, end = std::string::npos;
-  while ((end = head_end(buf, body_start)) == std::string::npos) {
-    if (buf.size() > o.max_header_bytes) {
-      proc->log("header block too large");
-      proc->close();
-      return Response::error(502);
-    }
-    auto got = proc->pump(buf);
-    if (got == CgiProcess::Got::timeout) {
-      proc->log("no response headers before the timeout; killed");
-      proc->close();
-      return Response::error(504);
-    }
-    if (got == CgiProcess::Got::eof) {
-      proc->finish();
-      proc->log(buf.empty() ? "no output" : "output ended inside the headers");
-      return Response::error(502);
-    }
-  }
-  Parsed p = parse_head(std::string_view(buf).substr(0, end));
-  if (!p.error.empty()) {
-    proc->log(p.error);
-    proc->close();
-    return Response::error(502);
-  }
-  std::string rest = buf.substr(body_start);
-
-  if (!p.location.empty() && p.location.front() == '/' && p.status == 0) {
+Response answer_here(const std::shared_ptr<CgiBin::State>& st, Env& env, const Request& req,
+                     const std::shared_ptr<Process>& proc) {
+  Head h = read_head(*proc, st->options.max_header_bytes);
+  if (h.failure) return std::move(*h.failure);
+  if (is_local_redirect(h.parsed)) {
     proc->close();  // the script's own body is not used (RFC 3875 §6.2.2)
-    return local_redirect(st, env, p.location);
+    auto plan = plan_redirect(st->options, req, h.parsed.location, &env.errors());
+    if (auto* r = std::get_if<Response>(&plan)) return std::move(*r);
+    if (auto* next = std::get_if<Request>(&plan)) return run_here(st, env, *next);
+    EnvRestore restore(env);
+    redirect_env(env, std::get<Outside>(plan), req.redirects);
+    return st->options.redirect_app(env);
   }
-  Response res;
-  res.status = p.status ? p.status : !p.location.empty() ? 302 : 200;
-  res.headers = std::move(p.headers);
+  Response res = head_response(h.parsed);
   if (status_has_no_body(res.status)) {
-    res.headers.remove("Content-Type");
-    std::string ignored;
-    while (proc->next(ignored)) {
-    }
-    proc->close();
+    discard_output(*proc);
     res.body = std::string();
     return res;
   }
-  if (!p.content_type) res.headers.add("Content-Type", "application/octet-stream");
-  proc->set_pending(std::move(rest));
+  proc->set_pending(std::move(h.rest));
   res.body = StreamPtr(proc);
   return res;
+}
+
+/// A local redirect's new script (no request body).
+Response run_here(const std::shared_ptr<CgiBin::State>& st, Env& env, const Request& req) {
+  auto prep = prepare(*st, req);
+  if (auto* r = std::get_if<Response>(&prep)) return std::move(*r);
+  Slot slot = Slot::acquire(st);
+  if (!slot) return busy();
+  auto started = spawn(st, req, std::get<Script>(prep), std::string(), &env.errors());
+  if (auto* r = std::get_if<Response>(&started)) return std::move(*r);
+  auto proc = std::get<std::shared_ptr<Process>>(std::move(started));
+  proc->hold(std::move(slot));
+  return answer_here(st, env, req, proc);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// On a worker thread: a delayed response, its body written as the script writes it.
+
+/// One request answered by a worker: everything it needs, none of it in the env.
+struct Job {
+  std::shared_ptr<CgiBin::State> st;
+  Request req;
+  std::shared_ptr<Process> proc;  // holds its slot
+  ErrorStream* errors = nullptr;
+  std::shared_ptr<Env> env_copy;  // for redirect_app only
+};
+
+/// Copies an env (text copied, objects by pointer), with an empty csgi.input; csgi.multithread is true:
+/// redirect_app runs on the worker, beside the adapter's own threads.
+std::shared_ptr<Env> copy_env(const Env& env) {
+  auto c = std::make_shared<Env>();
+  for (const auto& e : env) {
+    if (e.value.is_text())
+      c->set(e.key, e.value.text());
+    else
+      c->set_value(c->intern(e.key), e.value);
+  }
+  c->set_object<Input>(keys::input, std::shared_ptr<Input>(std::make_shared<StringInput>()));
+  c->set_bool(keys::multithread, true);
+  return c;
+}
+
+// What redirect_app answers may refer to the env copy it was called with: these keep it alive.
+class KeepStream final : public Stream {
+public:
+  KeepStream(StreamPtr inner, std::shared_ptr<Env> keep) : inner_(std::move(inner)), keep_(std::move(keep)) {}
+  bool next(std::string& chunk) override { return inner_->next(chunk); }
+  void close() override { inner_->close(); }
+
+private:
+  StreamPtr inner_;
+  std::shared_ptr<Env> keep_;
+};
+
+class KeepWriter final : public Writer {
+public:
+  KeepWriter(WriterPtr inner, std::shared_ptr<Env> keep) : inner_(std::move(inner)), keep_(std::move(keep)) {}
+  bool write(std::string_view chunk) override { return inner_->write(chunk); }
+  void close() override { inner_->close(); }
+
+private:
+  WriterPtr inner_;
+  std::shared_ptr<Env> keep_;
+};
+
+Response keep_body(Response r, const std::shared_ptr<Env>& keep) {
+  if (auto* s = std::get_if<StreamPtr>(&r.body); s && *s) r.body = StreamPtr(std::make_shared<KeepStream>(*s, keep));
+  return r;
+}
+
+class KeepResponder final : public ResponderImpl {
+public:
+  KeepResponder(Responder inner, std::shared_ptr<Env> keep) : inner_(std::move(inner)), keep_(std::move(keep)) {}
+  void respond(Response r) override { inner_.respond(keep_body(std::move(r), keep_)); }
+  WriterPtr start(int status, Headers headers) override {
+    return std::make_shared<KeepWriter>(inner_.start(status, std::move(headers)), keep_);
+  }
+
+private:
+  Responder inner_;
+  std::shared_ptr<Env> keep_;
+};
+
+void call_redirect_app(Job& job, const Responder& r, const Outside& to) {
+  std::shared_ptr<Env> env = std::move(job.env_copy);
+  redirect_env(*env, to, job.req.redirects);
+  Response res = job.st->options.redirect_app(*env);
+  if (auto* d = std::get_if<Delayed>(&res.body)) {
+    Delayed fn = std::move(*d);
+    fn(Responder(std::make_shared<KeepResponder>(r, env)));
+    return;
+  }
+  r.respond(keep_body(std::move(res), env));
+}
+
+/// Follows a local redirect. True when a new script runs in job.proc; false once answered.
+bool redirect_async(Job& job, const Responder& r, const std::string& location) {
+  auto plan = plan_redirect(job.st->options, job.req, location, job.errors);
+  if (auto* res = std::get_if<Response>(&plan)) {
+    r.respond(std::move(*res));
+    return false;
+  }
+  if (auto* to = std::get_if<Outside>(&plan)) {
+    call_redirect_app(job, r, *to);
+    return false;
+  }
+  job.req = std::get<Request>(std::move(plan));
+  auto prep = prepare(*job.st, job.req);
+  if (auto* res = std::get_if<Response>(&prep)) {
+    r.respond(std::move(*res));
+    return false;
+  }
+  Slot slot = Slot::acquire(job.st);
+  if (!slot) {
+    r.respond(busy());
+    return false;
+  }
+  auto started = spawn(job.st, job.req, std::get<Script>(prep), std::string(), job.errors);
+  if (auto* res = std::get_if<Response>(&started)) {
+    r.respond(std::move(*res));
+    return false;
+  }
+  job.proc = std::get<std::shared_ptr<Process>>(std::move(started));
+  job.proc->hold(std::move(slot));
+  return true;
+}
+
+/// Sends the head, then stdout as it comes. A timeout drops the writer unclosed: the adapter ends the
+/// response as failed, so a truncated body is never taken for a complete one.
+void stream_body(Process& proc, const Responder& r, Response head, std::string rest) {
+  WriterPtr w = r.start(head.status, std::move(head.headers));
+  bool ok = rest.empty() || w->write(rest);
+  rest.clear();
+  std::string chunk;
+  while (ok) {
+    chunk.clear();
+    switch (proc.pump(chunk)) {
+      case Process::Got::data: ok = w->write(chunk); continue;
+      case Process::Got::eof:
+        proc.finish();
+        w->close();
+        return;
+      case Process::Got::timeout: proc.log("timed out after the headers; killed"); break;
+      case Process::Got::cancelled: proc.log("the app was destroyed while the script ran; killed"); break;
+    }
+    proc.close();
+    return;
+  }
+  proc.log("the client went away; killed");
+  proc.close();
+  w->close();
+}
+
+void work(Job& job, const Responder& r) {
+  while (true) {
+    Head h = read_head(*job.proc, job.st->options.max_header_bytes);
+    if (h.failure) return r.respond(std::move(*h.failure));
+    if (is_local_redirect(h.parsed)) {
+      job.proc->close();  // the script's own body is not used (RFC 3875 §6.2.2)
+      if (redirect_async(job, r, h.parsed.location)) continue;
+      return;
+    }
+    Response res = head_response(h.parsed);
+    if (status_has_no_body(res.status)) {
+      discard_output(*job.proc);
+      res.body = std::string();
+      return r.respond(std::move(res));
+    }
+    return stream_body(*job.proc, r, std::move(res), std::move(h.rest));
+  }
+}
+
+/// The worker's whole run. Nothing escapes: a failure before the answer drops the responder, which the
+/// adapter answers with a 500 (ADP-11).
+void run_worker(std::shared_ptr<Job> job, Responder r) noexcept {
+  try {
+    work(*job, r);
+  } catch (const std::exception& e) {
+    if (job->proc) job->proc->log(std::string("failed: ") + e.what());
+  } catch (...) {
+  }
+  try {
+    if (job->proc) job->proc->close();
+  } catch (...) {
+  }
+}
+
+/// The delayed response's callable: hands the job to a thread of its own (one per running script, so
+/// bounded by max_processes).
+void start_worker(const std::shared_ptr<Job>& job, Responder r) {
+  std::shared_ptr<CgiBin::State> st = job->st;
+  {
+    std::lock_guard lock(st->mu);
+    ++st->workers;
+  }
+  try {
+    std::thread([job, r]() mutable {
+      std::shared_ptr<CgiBin::State> state = job->st;
+      run_worker(std::move(job), std::move(r));  // both released before the count drops
+      std::lock_guard lock(state->mu);
+      --state->workers;
+      state->idle.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    {
+      std::lock_guard lock(st->mu);
+      --st->workers;
+    }
+    job->proc->log(std::string("cannot start a thread: ") + e.what());
+    job->proc->close();
+    r.respond(busy());
+  }
+}
+
+std::string read_body(const Env& env, const CgiBinOptions& o) {
+  if (!env.contains(keys::CONTENT_LENGTH) && !env.find(keys::input)) return {};
+  return env.input().read_all(o.max_request_body);  // throws HttpError(413) past the limit
 }
 
 }  // namespace
@@ -649,6 +661,7 @@ CgiBin::CgiBin(CgiBinOptions options) : state_(std::make_shared<State>()) {
     it->second.front() = found;
     ++it;
   }
+  lifetime_ = std::make_shared<Lifetime>(state_);
 }
 
 bool CgiBin::has_interpreter(const std::string& extension) const {
@@ -657,6 +670,26 @@ bool CgiBin::has_interpreter(const std::string& extension) const {
 
 std::size_t CgiBin::running() const noexcept { return state_->running.load(std::memory_order_relaxed); }
 
-Response CgiBin::operator()(Env& env) const { return run(state_, env); }
+Response CgiBin::operator()(Env& env) const {
+  const auto& o = state_->options;
+  Request req = snapshot(o, env);
+  auto prep = prepare(*state_, req);
+  if (auto* r = std::get_if<Response>(&prep)) return std::move(*r);
+  std::string body = read_body(env, o);
+  Slot slot = Slot::acquire(state_);
+  if (!slot) return busy();
+  auto started = spawn(state_, req, std::get<Script>(prep), std::move(body), &env.errors());
+  if (auto* r = std::get_if<Response>(&started)) return std::move(*r);
+  auto proc = std::get<std::shared_ptr<Process>>(std::move(started));
+  proc->hold(std::move(slot));
+  if (!o.async || !env.flag(keys::streaming)) return answer_here(state_, env, req, proc);
+  auto job = std::make_shared<Job>();
+  job->st = state_;
+  job->req = std::move(req);
+  job->proc = std::move(proc);
+  job->errors = &env.errors();
+  if (o.redirect_app) job->env_copy = copy_env(env);
+  return Response::delayed([job](Responder r) { start_worker(job, std::move(r)); });
+}
 
 }  // namespace csgi::mw

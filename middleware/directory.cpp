@@ -23,12 +23,6 @@ struct Entry {
   std::time_t mtime = 0;
 };
 
-bool listable_name(std::string_view n) {
-  for (unsigned char c : n)
-    if (c < 0x20 || c == 0x7f || c == '\\') return false;
-  return valid_utf8(n);
-}
-
 std::string human_size(std::uint64_t n) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(n);
@@ -53,10 +47,26 @@ std::string iso_time(std::time_t t) {
   return buf;
 }
 
+/// Whether `name` in the directory `relative` is what Static would serve, and then its stat: the same
+/// path checks and the same open beneath the root, so a refused entry (a symlink leaving the root, a
+/// FIFO, a name sanitize_path rejects) is left out and its size and time never show.
+bool servable(const Root& root, std::string_view relative, std::string_view name, const StaticOptions& o,
+              struct stat& st) {
+  std::string path = "/";
+  if (!relative.empty()) path.append(relative).append("/");
+  path.append(name);
+  SafePath sp = sanitize_path(path, o.allow_dotfiles);
+  if (!sp) return false;
+  Opened e = root.open(sp.relative);
+  if (!e || (!e.is_file() && !e.is_dir())) return false;
+  st = e.st;
+  return true;
+}
+
 }  // namespace
 
-
-Response directory_listing(const Opened& dir, std::string_view display_path, bool show_parent, const StaticOptions& o) {
+Response directory_listing(const Root& root, const Opened& dir, std::string_view relative, std::string_view display_path,
+                           bool show_parent, const StaticOptions& o) {
   int fd = ::dup(dir.file->fd());
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup");
   DIR* d = ::fdopendir(fd);
@@ -70,15 +80,8 @@ Response directory_listing(const Opened& dir, std::string_view display_path, boo
   while (dirent* de = ::readdir(d)) {
     std::string_view name(de->d_name);
     if (name == "." || name == "..") continue;
-    if (name.front() == '.' && !o.allow_dotfiles && name != ".well-known") continue;
-    if (!listable_name(name)) continue;
     struct stat st {};
-    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISLNK(st.st_mode)) {
-      if (o.symlinks == Symlinks::never) continue;
-      if (::fstatat(::dirfd(d), de->d_name, &st, 0) != 0) continue;  // dangling
-    }
-    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) continue;
+    if (!servable(root, relative, name, o, st)) continue;
     entries.push_back({std::string(name), S_ISDIR(st.st_mode), static_cast<std::uint64_t>(st.st_size), st.st_mtim.tv_sec});
   }
   ::closedir(d);
@@ -112,11 +115,12 @@ namespace {
 StaticOptions with_listing(StaticOptions o) {
   StaticOptions copy = o;  // the listing needs the options without itself
   copy.on_directory = nullptr;
-  o.on_directory = [copy](Env& env, const Opened& dir, std::string_view relative) {
+  o.on_directory = [copy](Env& env, const Root& root, const Opened& dir, std::string_view relative) {
     std::string display(env.get(keys::SCRIPT_NAME));
     display.append(env.get(keys::PATH_INFO));
     if (display.empty()) display = "/";
-    return directory_listing(dir, display, !relative.empty() || !env.get(keys::SCRIPT_NAME).empty(), copy);
+    return directory_listing(root, dir, relative, display, !relative.empty() || !env.get(keys::SCRIPT_NAME).empty(),
+                             copy);
   };
   return o;
 }

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <new>
 #include <utility>
 #include <system_error>
 #include <vector>
@@ -39,17 +40,54 @@ LogWriter::LogWriter(std::string path, std::size_t capacity) : path_(std::move(p
     if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open log " + path_);
   }
   generation_ = g_generation.load(std::memory_order_relaxed);
-  thread_ = std::thread([this] { run(); });
+  log_files::add(*this);
 }
 
 LogWriter::~LogWriter() {
+  log_files::remove(*this);
+  bool join;
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    join = running_;
   }
   wake_.notify_one();
-  thread_.join();
+  if (join) thread_.join();
   if (fd_ > 2) ::close(fd_);
+}
+
+// The thread starts in the process that first pushes a line: never in a prefork master that only builds
+// the stack, so no thread is lost at fork().
+bool LogWriter::start_locked() {
+  if (running_) return true;
+  if (stop_) return false;
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  running_ = true;
+  return true;
+}
+
+void LogWriter::before_fork() noexcept { mu_.lock(); }
+
+void LogWriter::after_fork_parent() noexcept { mu_.unlock(); }
+
+// Only the forking thread exists in the child. The writer thread and any thread waiting in flush() are
+// gone, so the condition variables are made anew (their waiter counts refer to those threads) and the
+// thread handle is forgotten without being joined; the next push starts this process's own thread.
+// Queued lines are the parent's, which writes them.
+void LogWriter::after_fork_child() noexcept {
+  ::new (static_cast<void*>(&thread_)) std::thread();
+  ::new (static_cast<void*>(&wake_)) std::condition_variable();
+  ::new (static_cast<void*>(&done_)) std::condition_variable();
+  queue_.clear();
+  pushed_ = completed_ = 0;
+  flushing_ = 0;
+  running_ = false;
+  mu_.unlock();
 }
 
 bool LogWriter::push(std::string line) {
@@ -57,7 +95,7 @@ bool LogWriter::push(std::string line) {
   bool wake;
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() >= capacity_) {
+    if (queue_.size() >= capacity_ || !start_locked()) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -79,8 +117,9 @@ void LogWriter::reopen() {
   wake_.notify_one();
 }
 
-void LogWriter::flush() {
+void LogWriter::flush() noexcept {
   std::unique_lock lock(mu_);
+  if (!running_) return;  // nothing was pushed in this process
   std::uint64_t target = pushed_;
   ++flushing_;
   wake_.notify_one();
@@ -95,8 +134,12 @@ void LogWriter::open_file() {
     errors_.fetch_add(1, std::memory_order_relaxed);  // keep writing to the old file
     return;
   }
-  if (fd_ > 2) ::close(fd_);
-  fd_ = fd;
+  int old;
+  {
+    std::lock_guard lock(mu_);  // a fork() sees either descriptor, both open
+    old = std::exchange(fd_, fd);
+  }
+  if (old > 2) ::close(old);
   reopens_.fetch_add(1, std::memory_order_relaxed);
 }
 

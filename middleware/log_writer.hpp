@@ -6,11 +6,19 @@
 /// The thread writes when 64 lines are queued, every 100 ms otherwise (one write(2) per batch, no wake-up
 /// per request), on flush() and at the end.
 ///
+/// Fork-safe: the thread starts with the first line pushed, in the process that pushes it, so a writer
+/// made before fork() (a prefork master, gunicorn --preload) starts its own thread in each worker. A
+/// writer whose thread already ran is reset in the child by the log_files registry's fork handlers
+/// (lines the parent had queued stay the parent's to write). A process that ends with _exit() calls
+/// csgi::log_files::flush_all() first; exit() does so itself.
+///
 /// Reopening (logrotate): `reopen()` asks the writer thread to reopen the file by name before its next
-/// write. `LogWriter::install_sigusr1_handler()` installs a SIGUSR1 handler (sigaction, SA_RESTART) that
+/// write. Every writer is in the csgi::log_files registry, so an adapter's SIGUSR1 handler that calls
+/// log_files::reopen_all() (the standalone server's does) reopens it with the server's own logs.
+/// `LogWriter::install_sigusr1_handler()` installs a SIGUSR1 handler (sigaction, SA_RESTART) that
 /// bumps a process-wide counter; every writer thread notices within ~100 ms and reopens. An adapter that
 /// owns signal handling itself (an Asio signal_set, say) should not install it and instead call
-/// `LogWriter::reopen_all()` (or `reopen()` on its writers) from its own SIGUSR1 handler. Typical
+/// `log_files::reopen_all()` (or `reopen()` on its writers) from its own SIGUSR1 handler. Typical
 /// logrotate stanza: `postrotate kill -USR1 $(cat /run/app.pid) endscript` (no copytruncate needed).
 #include <atomic>
 #include <condition_variable>
@@ -21,9 +29,11 @@
 #include <string_view>
 #include <thread>
 
+#include "csgi/core/log_files.hpp"
+
 namespace csgi::mw {
 
-class LogWriter {
+class LogWriter final : public log_files::File {
 public:
   /// Opens `path` for appending (created 0644); an empty path writes to stderr (never reopened).
   /// Throws std::system_error when the file cannot be opened. `capacity`: queued lines at most.
@@ -36,9 +46,9 @@ public:
   /// Queues one line (a '\n' is added when missing). False when the queue was full and it was dropped.
   bool push(std::string line);
   /// Reopen the file by name before the next write (thread-safe, returns at once).
-  void reopen();
+  void reopen() override;
   /// Blocks until every line queued before the call has been written (for tests and shutdown).
-  void flush();
+  void flush() noexcept override;
 
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   std::uint64_t written() const noexcept { return written_.load(std::memory_order_relaxed); }
@@ -52,6 +62,10 @@ public:
   static void install_sigusr1_handler();
 
 private:
+  void before_fork() noexcept override;
+  void after_fork_parent() noexcept override;
+  void after_fork_child() noexcept override;
+  bool start_locked();
   void run();
   void open_file();
   void write_all(std::string_view data);
@@ -64,6 +78,7 @@ private:
   std::deque<std::string> queue_;
   std::uint64_t pushed_ = 0, completed_ = 0;  // under mu_
   bool stop_ = false, reopen_ = false;
+  bool running_ = false;  // under mu_: this process's thread_ runs
   int flushing_ = 0;  // threads waiting in flush()
   unsigned generation_ = 0;
   std::atomic<std::uint64_t> dropped_{0}, written_{0}, errors_{0}, reopens_{0};

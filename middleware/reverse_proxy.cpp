@@ -44,12 +44,11 @@ bool iequal_ascii(std::string_view a, std::string_view b) {
   return true;
 }
 
-/// Parses an RFC 7239 Forwarded value into hops; nullopt when it is malformed (then it is ignored).
+/// Parses an RFC 7239 Forwarded value into hops; nullopt when it is malformed or empty.
 /// Quoted values are unquoted in `storage` (backslash escapes dropped).
 std::optional<std::vector<Hop>> parse_forwarded(std::string_view s, std::vector<std::string>& storage) {
   std::vector<Hop> hops;
   Hop cur;
-  bool any = false;
   std::size_t i = 0;
   storage.reserve(s.size());  // views into storage must not move
   auto skip_ws = [&] {
@@ -82,7 +81,6 @@ std::optional<std::vector<Hop>> parse_forwarded(std::string_view s, std::vector<
     if (iequal_ascii(key, "for")) cur.node = value;
     else if (iequal_ascii(key, "proto")) cur.proto = value;
     else if (iequal_ascii(key, "host")) cur.host = value;
-    any = true;
     skip_ws();
     if (i >= s.size()) {
       hops.push_back(cur);
@@ -96,12 +94,10 @@ std::optional<std::vector<Hop>> parse_forwarded(std::string_view s, std::vector<
       ++i;
       hops.push_back(cur);
       cur = Hop{};
-      any = false;
       continue;
     }
     return std::nullopt;
   }
-  (void)any;
   return hops;
 }
 
@@ -166,89 +162,87 @@ void split_host(std::string_view host, std::string_view& name, std::string_view&
   }
 }
 
-}  // namespace
+/// What a trusted proxy's headers say: one hop per address entry, left to right.
+struct Chain {
+  bool present = false;    // the address header was sent (even empty)
+  bool malformed = false;  // ... but could not be parsed
+  std::vector<Hop> hops;
+};
 
-ReverseProxy::ReverseProxy(App next, ReverseProxyOptions options)
-    : next_(std::move(next)), options_(std::move(options)), trusted_(options_.trusted) {
-  if (!next_) throw std::invalid_argument("ReverseProxy: no next app");
-  if (!options_.use_forwarded && !options_.use_x_forwarded)
-    throw std::invalid_argument("ReverseProxy: both Forwarded and X-Forwarded-* are disabled");
+Chain read_forwarded(const Env& env, std::vector<std::string>& storage) {
+  Chain c;
+  const Value* v = env.find("HTTP_FORWARDED");
+  if (!v || !v->is_text()) return c;
+  c.present = true;
+  if (auto parsed = parse_forwarded(v->text(), storage)) c.hops = std::move(*parsed);
+  else c.malformed = true;
+  return c;
 }
 
-void ReverseProxy::apply(Env& env) const {
-  std::string_view remote = env.get(keys::REMOTE_ADDR);
-  if (!trusted_.contains(remote)) return;
-
-  std::vector<Hop> hops;
-  std::vector<std::string> storage;
-  bool from_forwarded = false;
-  if (options_.use_forwarded) {
-    std::string_view fwd = env.get("HTTP_FORWARDED");
-    if (!fwd.empty()) {
-      if (auto parsed = parse_forwarded(fwd, storage)) {
-        hops = std::move(*parsed);
-        from_forwarded = true;
-      } else {
-        // A proxy we trust sent something we cannot read: believe none of its headers.
-        env.errors().write("reverse_proxy: malformed Forwarded header ignored");
-        return;
-      }
+Chain read_x_forwarded(const Env& env) {
+  Chain c;
+  auto fors = split_list(env.get("HTTP_X_FORWARDED_FOR"));
+  auto protos = split_list(env.get("HTTP_X_FORWARDED_PROTO"));
+  auto hosts = split_list(env.get("HTTP_X_FORWARDED_HOST"));
+  auto ports = split_list(env.get("HTTP_X_FORWARDED_PORT"));
+  c.present = env.find("HTTP_X_FORWARDED_FOR") != nullptr;
+  c.malformed = c.present && fors.empty();
+  std::size_t n = fors.empty() ? 1 : fors.size();  // proto/host without a For: one hop, our proxy
+  c.hops.resize(n);
+  auto spread = [n](const std::vector<std::string_view>& list, auto member, std::vector<Hop>& hs) {
+    if (list.empty()) return;
+    if (list.size() == n) {
+      for (std::size_t i = 0; i < n; ++i) hs[i].*member = list[i];
+    } else {
+      for (auto& h : hs) h.*member = list.back();
     }
-  }
-  if (!from_forwarded && options_.use_x_forwarded) {
-    auto fors = split_list(env.get("HTTP_X_FORWARDED_FOR"));
-    auto protos = split_list(env.get("HTTP_X_FORWARDED_PROTO"));
-    auto hosts = split_list(env.get("HTTP_X_FORWARDED_HOST"));
-    auto ports = split_list(env.get("HTTP_X_FORWARDED_PORT"));
-    std::size_t n = fors.empty() ? 1 : fors.size();  // proto/host without a For: one hop, our proxy
-    hops.resize(n);
-    auto spread = [n](const std::vector<std::string_view>& list, auto member, std::vector<Hop>& hs) {
-      if (list.empty()) return;
-      if (list.size() == n) {
-        for (std::size_t i = 0; i < n; ++i) hs[i].*member = list[i];
-      } else {
-        for (auto& h : hs) h.*member = list.back();
-      }
-    };
-    for (std::size_t i = 0; i < fors.size(); ++i) hops[i].node = fors[i];
-    spread(protos, &Hop::proto, hops);
-    spread(hosts, &Hop::host, hops);
-    spread(ports, &Hop::port, hops);
-  }
-  if (hops.empty()) return;
+  };
+  for (std::size_t i = 0; i < fors.size(); ++i) c.hops[i].node = fors[i];
+  spread(protos, &Hop::proto, c.hops);
+  spread(hosts, &Hop::host, c.hops);
+  spread(ports, &Hop::port, c.hops);
+  return c;
+}
 
-  // Walk from the right: hop i was written by the (trusted) proxy at position i+1.
-  std::optional<IpAddress> client;
-  std::string_view client_port;
-  std::size_t chosen = hops.size() - 1;
+/// The client found by walking the chain from the right; `known` false when an entry that had to be
+/// read was not an IP address.
+struct Client {
+  bool known = false;
+  IpAddress addr{};
+  std::string_view port;
+  std::size_t hop = 0;  // the hop whose scheme and host apply
+};
+
+Client walk(const std::vector<Hop>& hops, const CidrSet& trusted) {
+  Client c;
+  // Hop k was written by the (trusted) proxy at position k+1, the last one by REMOTE_ADDR.
   for (std::size_t k = hops.size(); k-- > 0;) {
-    chosen = k;
-    if (hops[k].node.empty()) break;  // no address from this hop: keep the proxy's
+    c.hop = k;
     std::string_view port;
     auto a = parse_node(hops[k].node, port);
-    if (!a) break;
-    client = a;
-    client_port = port;
-    if (!trusted_.contains(*a)) break;
+    if (!a) {
+      c.known = false;
+      return c;
+    }
+    c.known = true;
+    c.addr = *a;
+    c.port = port;
+    if (!trusted.contains(*a)) break;
   }
-  const Hop& hop = hops[chosen];
+  return c;
+}
 
-  if (client) {
-    env.set("reverse_proxy.REMOTE_ADDR", remote);
-    env.set(keys::REMOTE_ADDR, client->str());
-    if (valid_port(client_port)) env.set(keys::REMOTE_PORT, client_port);
-  }
+void apply_scheme_host(Env& env, const Hop& hop, const ReverseProxyOptions& o) {
   bool scheme_set = false;
   std::string_view scheme = env.get(keys::url_scheme, "http");
-  if (iequal_ascii(hop.proto, "http") || iequal_ascii(hop.proto, "https")) {
+  if (o.use_proto && (iequal_ascii(hop.proto, "http") || iequal_ascii(hop.proto, "https"))) {
     env.set("reverse_proxy.url_scheme", scheme);
     env.set(keys::url_scheme, iequal_ascii(hop.proto, "https") ? "https" : "http");
     scheme = env.get(keys::url_scheme);
     scheme_set = true;
   }
-  if (!options_.set_host) return;
   bool host_set = false;
-  if (valid_host(hop.host)) {
+  if (o.use_host && valid_host(hop.host)) {
     std::string_view name, port;
     split_host(hop.host, name, port);
     if (!name.empty() && (port.empty() || valid_port(port))) {
@@ -257,17 +251,50 @@ void ReverseProxy::apply(Env& env) const {
       host_set = true;
     }
   }
-  if (!host_set && !scheme_set && hop.port.empty()) return;
+  std::string_view fwd_port = o.use_port ? hop.port : std::string_view{};
+  if (!host_set && !scheme_set && fwd_port.empty()) return;
   std::string_view name, port;
   split_host(env.get(keys::HTTP_HOST), name, port);
   if (host_set && !name.empty()) env.set(keys::SERVER_NAME, name);
   if (valid_port(port)) {
     env.set(keys::SERVER_PORT, port);
-  } else if (valid_port(hop.port)) {
-    env.set(keys::SERVER_PORT, hop.port);
+  } else if (valid_port(fwd_port)) {
+    env.set(keys::SERVER_PORT, fwd_port);
   } else if (host_set || scheme_set) {
     env.set(keys::SERVER_PORT, scheme == "https" ? "443" : "80");
   }
+}
+
+}  // namespace
+
+ReverseProxy::ReverseProxy(App next, ReverseProxyOptions options)
+    : next_(std::move(next)), options_(std::move(options)), trusted_(options_.trusted) {
+  if (!next_) throw std::invalid_argument("ReverseProxy: no next app");
+}
+
+void ReverseProxy::apply(Env& env) const {
+  std::string_view remote = env.get(keys::REMOTE_ADDR);
+  if (!trusted_.contains(remote)) return;
+
+  std::vector<std::string> storage;
+  Chain chain = options_.header == ProxyHeader::forwarded ? read_forwarded(env, storage) : read_x_forwarded(env);
+  if (chain.malformed) {
+    // A header was sent but names no client: the peer (a trusted proxy) must not pass for it.
+    env.set("reverse_proxy.REMOTE_ADDR", remote);
+    env.set(keys::REMOTE_ADDR, "unknown");
+    return;
+  }
+  if (chain.hops.empty()) return;
+  Client client{};
+  if (chain.present) {
+    client = walk(chain.hops, trusted_);
+    env.set("reverse_proxy.REMOTE_ADDR", remote);
+    env.set(keys::REMOTE_ADDR, client.known ? client.addr.str() : std::string("unknown"));
+    if (client.known && valid_port(client.port)) env.set(keys::REMOTE_PORT, client.port);
+  } else {
+    client.hop = chain.hops.size() - 1;  // no address header: the peer is the client
+  }
+  apply_scheme_host(env, chain.hops[client.hop], options_);
 }
 
 Response ReverseProxy::operator()(Env& env) {

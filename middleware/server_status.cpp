@@ -1,8 +1,11 @@
 #include "csgi/middleware/server_status.hpp"
 #include "csgi/core/text.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/on_response.hpp"
@@ -99,43 +102,27 @@ ServerStatusApp::Format ServerStatusApp::negotiate(const Env& env) {
 }
 
 std::string ServerStatusApp::render_json(const ServerStats::Snapshot& s) {
-  std::string j = "{";
-  auto num = [&j](std::string_view k, auto v, bool comma = true) {
-    j += '"';
-    j += k;
-    j += "\":";
-    if constexpr (std::is_floating_point_v<decltype(v)>)
-      j += fixed(v, 3);
-    else
-      j += std::to_string(v);
-    if (comma) j += ',';
-  };
-  j += "\"start_time\":\"" + start_date(s) + "\",";
-  num("uptime_seconds", s.uptime_seconds);
-  j += "\"adapter\":\"";
-  for (char c : s.adapter)
-    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) j += c;
-  j += "\",";
-  j += "\"workers\":{";
-  num("total", s.workers);
-  num("busy", s.workers_busy, false);
-  j += "},\"connections\":{";
-  num("open", s.connections_open);
-  num("total", s.connections_total, false);
-  j += "},\"requests\":{";
-  num("total", s.requests_total);
-  num("per_second", per_second(s), false);
-  j += "},";
-  num("bytes_sent", s.bytes_sent);
-  j += "\"status_classes\":{";
+  // ordered_json keeps the keys in the order written here; numbers in seconds are rounded to 1 ms.
+  using J = nlohmann::ordered_json;
+  auto millis = [](double v) { return std::round(v * 1000) / 1000; };
+  J status_classes = J::object(), statuses = J::object();
   for (std::size_t i = 0; i < s.status_class.size(); ++i)
-    num(std::to_string(i + 1) + "xx", s.status_class[i], i + 1 < s.status_class.size());
-  j += "},\"statuses\":{";
+    status_classes[std::to_string(i + 1) + "xx"] = s.status_class[i];
   for (std::size_t i = 0; i < s.status.size(); ++i)
-    num(std::to_string(ServerStats::tracked_statuses[i]), s.status[i], true);
-  num("other", s.status_other, false);
-  j += "}}\n";
-  return j;
+    statuses[std::to_string(ServerStats::tracked_statuses[i])] = s.status[i];
+  statuses["other"] = s.status_other;
+  J j = {
+      {"start_time", start_date(s)},
+      {"uptime_seconds", millis(s.uptime_seconds)},
+      {"adapter", s.adapter},
+      {"workers", {{"total", s.workers}, {"busy", s.workers_busy}}},
+      {"connections", {{"open", s.connections_open}, {"total", s.connections_total}}},
+      {"requests", {{"total", s.requests_total}, {"per_second", millis(per_second(s))}}},
+      {"bytes_sent", s.bytes_sent},
+      {"status_classes", std::move(status_classes)},
+      {"statuses", std::move(statuses)},
+  };
+  return j.dump(-1, ' ', false, J::error_handler_t::replace) + "\n";
 }
 
 std::string ServerStatusApp::render_text(const ServerStats::Snapshot& s) {

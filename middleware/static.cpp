@@ -13,6 +13,7 @@
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/percent.hpp"
 #include "csgi/core/range.hpp"
+#include "csgi/core/text.hpp"
 #include "csgi/middleware/accept_encoding.hpp"
 #include "csgi/middleware/conditional_get.hpp"
 
@@ -126,6 +127,49 @@ bool if_range_allows(const Env& env, std::string_view etag, std::string_view las
   return a && b && *a == *b;
 }
 
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+/// A query string fit for a Location header: what RFC 3986 allows in a query (and valid %XX escapes)
+/// is kept, every other byte percent-encoded.
+std::string encode_query(std::string_view q) {
+  static constexpr std::string_view allowed = "-._~!$&'()*+,;=:@/?";
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    char c = q[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    bool escape = c == '%' && i + 2 < q.size() && is_hex(q[i + 1]) && is_hex(q[i + 2]);
+    if (alnum || escape || allowed.find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += digits[b >> 4];
+      out += digits[b & 15];
+    }
+  }
+  return out;
+}
+
+/// "/dir" → 301 "/dir/". The Location is rebuilt from SCRIPT_NAME and the sanitized path, with runs
+/// of '/' collapsed: a request for "//dir" must not be sent to "//dir/", which a browser reads as
+/// another host.
+Response directory_redirect(const Env& env, std::string_view relative) {
+  std::string path;
+  for (char c : env.get(keys::SCRIPT_NAME))
+    if (c != '/' || path.empty() || path.back() != '/') path += c;
+  if (path.empty() || path.back() != '/') path += '/';
+  if (path.front() != '/') path.insert(path.begin(), '/');
+  if (!relative.empty()) path.append(relative).append("/");
+  std::string location = percent_encode(path, true);
+  std::string_view q = env.get(keys::QUERY_STRING);
+  if (!q.empty()) location.append("?").append(encode_query(q));
+  Response r = Response::html(301, "<a href=\"" + html_escape(location) + "\">Moved Permanently</a>\n");
+  r.headers.add("Location", std::move(location));
+  return r;
+}
+
 }  // namespace
 
 std::string file_etag(const struct stat& st) {
@@ -165,22 +209,13 @@ Response Static::operator()(Env& env) const {
     return serve_file(env, sp.relative, std::move(target));
   }
   // A directory.
-  if (!sp.trailing_slash && o.redirect_directories) {
-    std::string path(env.get(keys::SCRIPT_NAME));
-    path.append(env.get(keys::PATH_INFO));
-    std::string location = percent_encode(path, true) + "/";
-    std::string_view q = env.get(keys::QUERY_STRING);
-    if (!q.empty()) location.append("?").append(q);
-    Response r = Response::html(301, "<a href=\"" + location + "\">Moved Permanently</a>\n");
-    r.headers.add("Location", std::move(location));
-    return r;
-  }
+  if (!sp.trailing_slash && o.redirect_directories) return directory_redirect(env, sp.relative);
   for (const std::string& index : o.index_files) {
     std::string rel = sp.relative.empty() ? index : sp.relative + "/" + index;
     Opened f = s_->root->open(rel);
     if (f && f.is_file()) return serve_file(env, rel, std::move(f));
   }
-  if (o.on_directory) return o.on_directory(env, target, sp.relative);
+  if (o.on_directory) return o.on_directory(env, *s_->root, target, sp.relative);
   return Response::error(403, "directory listing is not enabled");
 }
 

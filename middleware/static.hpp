@@ -10,7 +10,10 @@
 /// multipart/byteranges; more than `max_ranges`, or ranges adding up to more than the file → the whole
 /// file (200); none satisfiable → 416 with `Content-Range: bytes */size`. With `precompressed`, a
 /// `name.br` or `name.gz` sibling is sent instead (Content-Encoding, Vary: Accept-Encoding) when the
-/// request's Accept-Encoding allows it and no Range is asked for. A directory: `/dir` → 301 `/dir/`;
+/// request's Accept-Encoding allows it and no Range is asked for. A directory: `/dir` → 301 `/dir/` (the
+/// Location rebuilt from SCRIPT_NAME and the checked path with runs of '/' collapsed, so `//dir` never
+/// becomes the network-path reference `//dir/`; the query kept, percent-encoded where needed; the body's
+/// link HTML-escaped);
 /// `/dir/` → its first index file, else `on_directory` (the Directory app's listing), else 403.
 ///
 /// Reads:  REQUEST_METHOD, PATH_INFO, SCRIPT_NAME, QUERY_STRING, HTTP_RANGE, HTTP_IF_RANGE,
@@ -44,8 +47,9 @@ struct StaticOptions {
   std::string default_type = "application/octet-stream";
   std::shared_ptr<const MimeTypes> mime;               // null: MimeTypes::system()
   bool redirect_directories = true;                    // "/dir" → 301 "/dir/"
-  /// Called for a directory without an index file (with its relative path, "" for the root); unset → 403.
-  std::function<Response(Env&, const Opened& dir, std::string_view relative)> on_directory;
+  /// Called for a directory without an index file (with the root, the directory and its relative path,
+  /// "" for the root); unset → 403.
+  std::function<Response(Env&, const Root& root, const Opened& dir, std::string_view relative)> on_directory;
 };
 
 class Static {

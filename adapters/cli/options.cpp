@@ -24,6 +24,23 @@ po::options_description mode_options() {
   return o;
 }
 
+// "--app LIB.so, --demo or --static DIR" for the rows of the mode table that `pick` selects, each once.
+template <class Pick>
+std::string mode_list(Pick pick, const char* separator, const char* last_separator) {
+  std::vector<const Mode*> rows;
+  for (const Mode& m : modes())
+    if (pick(m)) rows.push_back(&m);
+  std::string out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i) out += i + 1 == rows.size() ? last_separator : separator;
+    out += "--" + std::string(rows[i]->option);
+    if (rows[i]->value_name) out += " " + std::string(rows[i]->value_name);
+  }
+  return out;
+}
+
+bool is_source(const Mode& m) { return m.kind == Mode::Kind::source; }
+
 }  // namespace
 
 CommandLine parse_command_line(int argc, char** argv) {
@@ -68,8 +85,10 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
   int sources = 0;
   for (const auto& c : cl.modes) sources += c.mode->kind == Mode::Kind::source;
-  if (sources > 1) throw UsageError("give only one of the app sources (--app, --demo, …)");
-  if (cl.modes.empty()) throw UsageError("nothing to serve: give --app LIB.so or --demo (see csgi --help)");
+  if (sources > 1)
+    throw UsageError("give only one of " + mode_list(is_source, ", ", " and "));
+  if (cl.modes.empty())
+    throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
   if (vm["fastcgi"].as<bool>() && vm["cgi"].as<bool>()) throw UsageError("give only one of --fastcgi and --cgi");
   if (vm["fastcgi"].as<bool>()) cl.gateway = "fastcgi";
   if (vm["cgi"].as<bool>()) cl.gateway = "cgi";
@@ -87,8 +106,10 @@ std::string help_text() {
   o << "NAME\n"
        "    csgi - serve a C++ web app (csgi) over HTTP/1.1\n\n"
        "SYNOPSIS\n"
-       "    csgi serve (--app LIB.so [--app-arg ARG]... | --demo) [--listen ADDR]... [--threads N]\n"
-       "               [--workers N] [--access-log FILE] [LIMITS AND TIMEOUTS]\n"
+       "    csgi serve (" << mode_list(is_source, " | ", " | ") << ") [--app-arg ARG]...\n"
+       "               [" << mode_list([](const Mode& m) { return !is_source(m); }, "] [", "] [") << "]\n"
+       "               [--listen ADDR]... [--threads N] [--workers N] [--access-log FILE]\n"
+       "               [--fastcgi | --cgi] [LIMITS AND TIMEOUTS]\n"
        "    csgi help | csgi --help\n"
        "    csgi version\n\n"
        "DESCRIPTION\n"

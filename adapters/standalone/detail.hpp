@@ -20,6 +20,7 @@
 #include "csgi/adapters/standalone/listen.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
+#include "csgi/core/log_files.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -30,13 +31,16 @@ using Acceptor = asio::basic_socket_acceptor<Protocol>;
 using Clock = std::chrono::steady_clock;
 
 /// A log file that can be reopened (SIGUSR1) while other threads write to it; one write(2) per line.
-class LogFile {
+/// Registered in csgi::log_files while open, so log_files::reopen_all() reopens it with the app's logs.
+class LogFile final : public log_files::File {
 public:
   LogFile() = default;
   ~LogFile();
+  LogFile(const LogFile&) = delete;
+  LogFile& operator=(const LogFile&) = delete;
   /// "" → disabled; "-" → stdout; "stderr" → fd 2; else a file opened for appending.
   void open(const std::string& path);
-  void reopen();
+  void reopen() override;
   bool enabled() const noexcept { return fd_.load(std::memory_order_relaxed) >= 0; }
   void write(std::string_view line) const noexcept;
 
@@ -46,6 +50,11 @@ private:
   mutable std::atomic<bool> failing_{false};  // a write failed; reported once until one succeeds again
   std::mutex mu_;
   std::vector<int> retired_;  // fds replaced by reopen(); closed at the end (a writer may still hold one)
+  bool registered_ = false;
+
+  void before_fork() noexcept override { mu_.lock(); }
+  void after_fork_parent() noexcept override { mu_.unlock(); }
+  void after_fork_child() noexcept override { mu_.unlock(); }
 };
 
 /// csgi.errors: one line per message into the error log (stderr by default).

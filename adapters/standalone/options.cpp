@@ -88,7 +88,12 @@ void apply_server_options(const po::variables_map& vm, ServerOptions& opt) {
     throw std::invalid_argument("--script-name must start with / and not end with /");
 }
 
+}  // namespace csgi::standalone
+
+namespace csgi {
+
 int run(App app, int argc, char** argv) {
+  using namespace standalone;
 #if CSGI_HAVE_GATEWAYS
   // Issue 4: started by a front server — FastCGI when fd 0 is a listening socket (mod_fcgid, spawn-fcgi,
   // lighttpd, systemd StandardInput=socket), CGI when GATEWAY_INTERFACE is set — so an executable named
@@ -123,8 +128,4 @@ int run(App app, int argc, char** argv) {
   }
 }
 
-}  // namespace csgi::standalone
-
-namespace csgi {
-int run(App app, int argc, char** argv) { return standalone::run(std::move(app), argc, argv); }
 }  // namespace csgi

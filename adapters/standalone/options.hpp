@@ -1,5 +1,5 @@
 #pragma once
-/// Command-line options of the standalone server, shared by `csgi serve` and csgi::standalone::run():
+/// Command-line options of the standalone server, shared by `csgi serve` and csgi::run():
 /// the option table (boost::program_options) and its translation into ServerOptions. Parsing only;
 /// no behaviour.
 #include <boost/program_options/options_description.hpp>

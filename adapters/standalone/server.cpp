@@ -34,6 +34,7 @@ using boost::system::error_code;
 // Logs.
 
 LogFile::~LogFile() {
+  if (registered_) log_files::remove(*this);
   int fd = fd_.load();
   if (fd > 2) ::close(fd);
   for (int r : retired_)
@@ -43,6 +44,7 @@ LogFile::~LogFile() {
 void LogFile::open(const std::string& path) {
   path_ = path;
   reopen();
+  if (!path_.empty() && !std::exchange(registered_, true)) log_files::add(*this);
 }
 
 void LogFile::reopen() {
@@ -56,11 +58,9 @@ void LogFile::reopen() {
     fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot open log file " + path_);
   }
+  std::lock_guard lock(mu_);
   int old = fd_.exchange(fd);
-  if (old > 2 && old != fd) {
-    std::lock_guard lock(mu_);
-    retired_.push_back(old);
-  }
+  if (old > 2 && old != fd) retired_.push_back(old);
 }
 
 void LogFile::write(std::string_view line) const noexcept {
@@ -82,6 +82,13 @@ void LogFile::write(std::string_view line) const noexcept {
   if (failing_.load(std::memory_order_relaxed) && failing_.exchange(false, std::memory_order_relaxed))
     stderr_stream().write("csgi: writing the log " + path_ + " works again");
 }
+
+namespace {
+// SIGUSR1: every log file of the process (this server's and the app's: log_files) is reopened by name.
+void reopen_logs(Shared& sh) {
+  for (const std::string& e : log_files::reopen_all()) sh.errors.write("csgi: " + e);
+}
+}  // namespace
 
 void LogErrorStream::write(std::string_view message) {
   std::string line(message);
@@ -449,7 +456,9 @@ void Server::Impl::rescue(Shared& sh) {
     }
     if (t.ioc.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // 5. No destructors: the frozen thread's stack still refers to much of what they would free.
+  // 5. No destructors: the frozen thread's stack still refers to much of what they would free. The log
+  // writers are flushed (alarm(2) still bounds this).
+  log_files::flush_all();
   ::_exit(70);
 }
 
@@ -520,13 +529,8 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
       for (auto& t : threads) t->stop();
       return;
     }
-    // SIGUSR1 (and SIGHUP in a single process): reopen the log files.
-    try {
-      sh.access_log.reopen();
-      sh.error_log.reopen();
-    } catch (const std::exception& e) {
-      sh.errors.write(std::string("csgi: ") + e.what());
-    }
+    // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too.
+    reopen_logs(sh);
     signals->async_wait(on_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(on_signal);
@@ -603,6 +607,7 @@ int Server::Impl::master(Shared& sh) {
         sh.errors.write(std::string("csgi: worker failed: ") + e.what());
         rc = 1;
       }
+      log_files::flush_all();  // the app's log writers: no destructors run after _exit
       std::fflush(nullptr);
       ::_exit(rc);
     }
@@ -678,17 +683,9 @@ int Server::Impl::master(Shared& sh) {
       for (unsigned i = 0; i < opt.workers; ++i)
         if (pid_t p = spawn(); p > 0) workers[p] = generation;
       for (pid_t p : old_pids) ::kill(p, SIGTERM);
-      try {
-        sh.access_log.reopen();
-        sh.error_log.reopen();
-      } catch (...) {
-      }
+      reopen_logs(sh);
     } else if (sig == SIGUSR1) {
-      try {
-        sh.access_log.reopen();
-        sh.error_log.reopen();
-      } catch (...) {
-      }
+      reopen_logs(sh);
       for (auto& [pid, g] : workers) ::kill(pid, SIGUSR1);
     }
   }

@@ -92,15 +92,24 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Parses the server options from a command line (the same options as `csgi serve`, see
-/// `csgi serve --help`) and serves `app`. For apps that link the server into their own executable:
-///
-///   int main(int argc, char** argv) { return csgi::standalone::run(make_app(), argc, argv); }
-int run(App app, int argc, char** argv);
-
 }  // namespace csgi::standalone
 
 namespace csgi {
-/// Same as csgi::standalone::run.
+/// Serves `app` from a program that links the server into its own executable:
+///
+///   int main(int argc, char** argv) { return csgi::run(make_app(), argc, argv); }
+///
+/// Started by a front server, it serves that server's protocol: FastCGI when fd 0 is a listening socket
+/// (mod_fcgid, spawn-fcgi, systemd), one CGI request when GATEWAY_INTERFACE is set (the command line is
+/// ignored then). Otherwise it parses the `csgi serve` server options (`--listen`, `--threads`, …,
+/// `--help`) and serves HTTP/1.1. Returns the exit status for main(): 2 for a command-line error, 1 when
+/// the server cannot start.
 int run(App app, int argc, char** argv);
 }  // namespace csgi
+
+namespace csgi::standalone {
+/// The former name of csgi::run, kept for programs written against it.
+[[deprecated("use csgi::run")]] inline int run(App app, int argc, char** argv) {
+  return csgi::run(std::move(app), argc, argv);
+}
+}  // namespace csgi::standalone

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bundler benchmark (issue 7): usage `bash bundler.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/bundler.md and
+# Bundler benchmark: usage `bash bundler.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/bundler.md and
 # bench/charts/bundler.png.
 #  1. The cached bundle of ramda's whole closure served by the bundler (csgi-bundle-serve: standalone
 #     adapter, 1 io thread) vs nginx (1 worker, sendfile) serving the same bytes as one static file,
@@ -178,7 +178,7 @@ modules=$("$tool" --freshness none --time "$root" "$entry" | awk '/modules/ {pri
 {
   echo "## bundler"
   echo
-  echo "Issue 7: the ramda 0.31.3 closure of \`require('ramda')\` ($modules modules), served and built."
+  echo "The ramda 0.31.3 closure of \`require('ramda')\` ($modules modules), served and built."
   echo "Other engineers were compiling on this 2-core machine during the run: figures are noisy."
   echo
   echo "| what | csgi bundler | peer | ratio csgi/peer |"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FastCGI benchmark (issue 4): usage `bash fastcgi.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/fastcgi.md and
+# FastCGI benchmark: usage `bash fastcgi.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/fastcgi.md and
 # bench/charts/fastcgi.png.
 #   nginx (1 worker, fastcgi_keep_conn on, upstream keepalive 16) + csgi-fcgi --threads 16 serving the
 #   hello app library  vs  the same nginx + the plain C libfcgi hello (bench/peers/fcgi_hello.c, 16 threads);

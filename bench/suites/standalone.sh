@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Standalone adapter benchmark (issue 3): usage `bash standalone.sh BUILD_DIR OUT_DIR`; writes
+# Standalone adapter benchmark: usage `bash standalone.sh BUILD_DIR OUT_DIR`; writes
 # OUT_DIR/standalone.md and bench/charts/standalone.png.
 #
 # csgi serve (--demo for hello, the Static app library examples/libstatic_site.so for files) side by side

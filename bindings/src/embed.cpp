@@ -5,15 +5,27 @@
 
 #include <Python.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 
 #include "csgi/core/app_library.hpp"
+#include "csgi/core/log_files.hpp"
 #include "embed_api.hpp"
 
+// Where the csgi package is (bindings/CMakeLists.txt): in the build tree, for this program as built there
+// (CSGI_PYTHON_BUILD_PROGRAM_DIR), and under the install prefix, relative to the installed program.
 #ifndef CSGI_PYTHON_PACKAGE_DIR
 #define CSGI_PYTHON_PACKAGE_DIR ""
+#endif
+#ifndef CSGI_PYTHON_BUILD_PROGRAM_DIR
+#define CSGI_PYTHON_BUILD_PROGRAM_DIR ""
+#endif
+#ifndef CSGI_PYTHON_INSTALL_RELATIVE_DIR
+#define CSGI_PYTHON_INSTALL_RELATIVE_DIR ""
 #endif
 #ifndef CSGI_PYTHON_PROGRAM
 #define CSGI_PYTHON_PROGRAM "/usr/bin/python3"
@@ -52,10 +64,23 @@ void start_interpreter(const std::vector<std::string>& args) {
     throw std::runtime_error(std::string("cannot start Python: ") + (st.err_msg ? st.err_msg : "unknown error"));
 }
 
+// $CSGI_PYTHON_DIR; else the build tree's package for the program in the build tree; else the package
+// installed beside the program (bin/../lib/python3/dist-packages). An installed program never looks in
+// the tree it was built in: that may hold other sources by now, or be gone.
+std::string package_dir() {
+  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) return e;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path program_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (ec || program_dir.empty()) return {};
+  if (*CSGI_PYTHON_BUILD_PROGRAM_DIR && fs::equivalent(program_dir, CSGI_PYTHON_BUILD_PROGRAM_DIR, ec))
+    return CSGI_PYTHON_PACKAGE_DIR;
+  if (!*CSGI_PYTHON_INSTALL_RELATIVE_DIR) return {};
+  return (program_dir / CSGI_PYTHON_INSTALL_RELATIVE_DIR).lexically_normal().string();
+}
+
 void put_package_dir_first() {
-  std::string dir;
-  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) dir = e;
-  else dir = CSGI_PYTHON_PACKAGE_DIR;
+  std::string dir = package_dir();
   std::error_code ec;
   if (dir.empty() || !std::filesystem::is_directory(std::filesystem::path(dir) / "csgi", ec)) return;
   PyObject* path = PySys_GetObject("path");  // borrowed
@@ -67,6 +92,22 @@ void put_package_dir_first() {
   Py_DECREF(d);
 }
 
+// The extension has its own copy of csgi::log_files (csgi.mw.access_log's writers are there): linked to
+// this program's, so that the server's SIGUSR1 reopens them and a worker flushes them before it exits.
+void link_extension_logs(PyObject* mod) {
+  PyObject* file = PyObject_GetAttrString(mod, "__file__");
+  const char* path = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : nullptr;
+  void* handle = path ? ::dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  Py_XDECREF(file);
+  PyErr_Clear();
+  if (!handle) return;
+  using PeerFn = const log_files::Peer* (*)();
+  auto peer = reinterpret_cast<PeerFn>(::dlsym(handle, "csgi_log_files_v1"));
+  static std::shared_ptr<void> link;  // for the life of the process: the extension is never unloaded
+  if (peer && peer()) link = log_files::link(*peer(), nullptr);
+  ::dlclose(handle);  // drops the reference RTLD_NOLOAD took; Python keeps the module loaded
+}
+
 }  // namespace
 
 App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
@@ -75,6 +116,7 @@ App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args)
   put_package_dir_first();
   PyObject* mod = PyImport_ImportModule("csgi._csgi");
   if (!mod) fail("--wsgi: cannot import the csgi Python package (set CSGI_PYTHON_DIR to its directory)");
+  link_extension_logs(mod);
   PyObject* cap = PyObject_GetAttrString(mod, "_embed_api");
   Py_DECREF(mod);
   const void* p = cap ? PyCapsule_GetPointer(cap, CSGI_PY_EMBED_CAPSULE) : nullptr;

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "common.hpp"
+#include "csgi/middleware/access_log.hpp"
 #include "csgi/middleware/conditional_get.hpp"
 #include "csgi/middleware/content_length.hpp"
 #include "csgi/middleware/deflate.hpp"
@@ -59,6 +60,14 @@ void bind_middleware(py::module_& m) {
     o.min_length = min_length;
     return make_layer_object(layer<mw::Deflate>(o));
   }, py::arg("level") = 6, py::arg("min_length") = 256, "gzip/deflate responses the client accepts.");
+  mwm.def("access_log", [](std::string path, std::string format, std::size_t queue_lines) {
+    mw::AccessLogOptions o;
+    o.format = std::move(format);
+    o.writer = std::make_shared<mw::LogWriter>(std::move(path), queue_lines);
+    return make_layer_object(layer<mw::AccessLog>(std::move(o)));
+  }, py::arg("path") = std::string(), py::arg("format") = std::string("combined"), py::arg("queue_lines") = 8192,
+     "One line per request in an Apache log format, appended to `path` (stderr when empty) by a background "
+     "writer started in the process that serves (fork-safe: fine under gunicorn --preload).");
   mwm.def("static_prefix", [](std::vector<std::string> prefixes, std::string root, bool pass_through,
                               bool strip_prefix) {
     mw::StaticPrefixOptions o;

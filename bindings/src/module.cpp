@@ -1,6 +1,9 @@
 // The extension module csgi._csgi (the package csgi re-exports it; see bindings/python/csgi).
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "common.hpp"
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/builder.hpp"
@@ -148,6 +151,11 @@ py::module_::module_def g_module_def;
 
 }  // namespace
 
+// The extension's copy of the log file registry, linked to the server's by `csgi serve --wsgi` (embed.cpp).
+extern "C" __attribute__((visibility("default"))) const csgi::log_files::Peer* csgi_log_files_v1() {
+  return csgi::log_files::self();
+}
+
 // What PYBIND11_MODULE(_csgi, m) expands to, with ensure_pybind11_internals() for its setup.
 extern "C" PYBIND11_EXPORT PyObject* PyInit__csgi() {
   PYBIND11_CHECK_PYTHON_VERSION
@@ -241,6 +249,15 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
   bind_middleware(m);
 #endif
 
+  m.def(
+      "reopen_logs",
+      [] {
+        ReleaseGil nogil;
+        return log_files::reopen_all();
+      },
+      "Reopens every log file of csgi's in this process by name (after logrotate renamed them), the log "
+      "writers of csgi.mw.access_log and of loaded app libraries included. Returns the errors, if any.");
+
   m.def("load_app",
         [](const std::string& path, std::vector<std::string> args) {
           App app;
@@ -269,18 +286,22 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
   testing.def(
       "call",
       [](py::handle app, const std::string& request, std::vector<std::pair<std::string, std::string>> headers,
-         py::bytes body, std::string script_name) {
+         py::bytes body, std::string script_name, double timeout) {
         GilHeldByCaller held;  // `a` may hold the last reference to a Python app
+        if (!(timeout > 0)) throw py::value_error("timeout must be a positive number of seconds");
         App a = to_app(app);
         std::string b = body;
         testing::Options opts;
         opts.script_name = std::move(script_name);
+        opts.delayed_timeout = std::chrono::milliseconds(static_cast<long long>(std::min(timeout, 1e9) * 1000));
         ReleaseGil nogil;
         return testing::call(a, request, std::move(headers), std::move(b), opts);
       },
       py::arg("app"), py::arg("request"), py::arg("headers") = std::vector<std::pair<std::string, std::string>>{},
-      py::arg("body") = py::bytes(), py::arg("script_name") = std::string(),
-      "Calls an app in memory as an adapter would: call(app, \"GET /x?y=1\", [(name, value)], b\"body\").");
+      py::arg("body") = py::bytes(), py::arg("script_name") = std::string(), py::arg("timeout") = 30.0,
+      "Calls an app in memory as an adapter would: call(app, \"GET /x?y=1\", [(name, value)], b\"body\"). "
+      "A delayed response answered later from another thread is waited for, at most `timeout` seconds "
+      "(then RuntimeError).");
 }
 
 }  // namespace

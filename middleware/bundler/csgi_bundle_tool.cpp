@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/test_client.hpp"
 #include "csgi/middleware/bundler/bundler.hpp"
@@ -41,32 +43,19 @@ csgi::testing::TestResponse request(const csgi::App& app, const std::string& tar
   return csgi::testing::call(app, "GET " + target, headers);
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(char(c));
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(char(c));
-    }
-  }
-  return out + "\"";
-}
-
 int print_deps(const std::vector<std::string>& files) {
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
     std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto r = csgi::mw::bundler::scan(src);
-    std::string line = "{\"file\":" + json_string(f) + ",\"deps\":[";
-    for (std::size_t i = 0; i < r.deps.size(); ++i) line += (i ? "," : "") + json_string(r.deps[i].spec);
-    line += "],\"unbundled\":" + std::to_string(r.unbundled.size()) + ",\"esm\":" + (r.esm_line ? "true" : "false") +
-            ",\"error\":" + (r.error ? json_string(*r.error) : "null") + "}\n";
+    nlohmann::ordered_json deps = nlohmann::ordered_json::array();
+    for (const auto& d : r.deps) deps.push_back(d.spec);
+    nlohmann::ordered_json j = {{"file", f},
+                                {"deps", std::move(deps)},
+                                {"unbundled", r.unbundled.size()},
+                                {"esm", static_cast<bool>(r.esm_line)},
+                                {"error", r.error ? nlohmann::ordered_json(*r.error) : nullptr}};
+    std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
   return 0;

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     so.root = positional.size() > 1 ? positional[1] : positional[0];
     csgi::App files = csgi::mw::Static(so);
     csgi::App app = csgi::wrap<csgi::mw::Bundler>(files, positional[0], bo);
-    return csgi::standalone::run(app, int(rest.size()), rest.data());
+    return csgi::run(app, int(rest.size()), rest.data());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "csgi-bundle-serve: %s\n", e.what());
     return 1;

@@ -73,6 +73,17 @@ csgi::App make_app(const csgi::AppArgs& args) {
   if (name == "stream") return stream;
   if (name == "delayed") return delayed;
   if (name == "writer") return writer;
+  if (name == "later") {  // a delayed response answered from a thread of its own after arg(1) ms
+    int ms = std::stoi(arg(1, "100"));
+    return [ms](csgi::Env&) {
+      return csgi::Response::delayed([ms](csgi::Responder r) {
+        std::thread([r, ms] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          r.respond(csgi::Response::text(200, "later"));
+        }).detach();
+      });
+    };
+  }
   if (name == "shared") {
     auto bytes = std::make_shared<const std::string>("shared bytes");
     return [bytes](csgi::Env&) {

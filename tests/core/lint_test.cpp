@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "csgi/core/extensions.hpp"
+#include "csgi/core/request.hpp"
 #include "csgi/core/test_client.hpp"
 
 using namespace csgi;
@@ -305,6 +306,19 @@ TEST_CASE("Lint rejects: CGI keys that are not text", "[lint][ENV-14]") {
 TEST_CASE("Lint rejects: unknown keys under csgi. and csgix.", "[lint][ENV-15]") {
   CHECK(env_breach([](Env& e) { e.set("csgi.foo", "1"); }) == "ENV-15");
   CHECK(env_breach([](Env& e) { e.set_bool("csgix.websocket", true); }) == "ENV-15");
+}
+
+TEST_CASE("Lint accepts the csgi.request.* caches csgi::Request writes", "[lint][ENV-15]") {
+  App app = wrap<Lint>([](Env& env) {
+    Request req(env);
+    std::string out(req.param("y").value_or(""));
+    out += "|" + std::string(req.content()) + "|" + std::string(req.cookie("c").value_or(""));
+    return Response::text(200, out);
+  });
+  auto res = testing::call(app, "POST /x?y=1", {{"Cookie", "c=2"}, {"Content-Type", "text/plain"}}, "body");
+  CHECK(res.status == 200);
+  CHECK(res.body == "1|body|2");
+  CHECK(env_breach([](Env& e) { e.set("csgi.requests", "1"); }) == "ENV-15");
 }
 
 TEST_CASE("Lint rejects: csgi.version", "[lint][CORE-1]") {

@@ -10,7 +10,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -255,6 +257,94 @@ TEST_CASE("log_writer: reopen() and SIGUSR1 switch to a new file after rotation"
   w.flush();
   CHECK(slurp(path) == "four\n");
   ::signal(SIGUSR1, SIG_DFL);
+}
+
+namespace {
+/// Runs `child` in a forked process that then ends with exit(0) (the writer's destructor not run, as in a
+/// Python worker whose interpreter keeps its objects: the atexit flush writes), unless `child` ends it
+/// itself; SIGALRM ends it when it hangs. Returns the child's wait status, or -1 when it did not end
+/// within 10 s.
+int in_child(const std::function<void()>& child) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(10);
+    child();
+    std::exit(0);
+  }
+  int status = 0;
+  for (int i = 0; i < 1100; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("log_writer: a writer made before fork() writes what each child pushes", "[access_log][log_writer][fork]") {
+  TempDir d;
+  std::string path = (d.path / "app.log").string();
+  auto w = std::make_shared<LogWriter>(path);
+  constexpr int children = 3, lines = 100;
+  std::vector<int> statuses;
+  for (int c = 0; c < children; ++c)
+    statuses.push_back(in_child([&, c] {
+      for (int i = 0; i < lines; ++i) w->push("child " + std::to_string(c) + " line " + std::to_string(i));
+    }));
+  for (int st : statuses) CHECK((st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0));
+  auto got = lines_of(slurp(path));
+  CHECK(got.size() == children * lines);
+  CHECK(w->written() == 0);  // the parent pushed nothing and started no thread
+}
+
+TEST_CASE("log_writer: after fork() a child whose parent already wrote gets its own thread", "[access_log][log_writer][fork]") {
+  TempDir d;
+  std::string path = (d.path / "app.log").string();
+  {
+    LogWriter w(path);
+    w.push("parent before");
+    w.flush();
+    w.push("parent queued");  // may still be queued at fork(): written by the parent only
+    int st = in_child([&] {
+      for (int i = 0; i < 50; ++i) w.push("child " + std::to_string(i));
+      w.flush();
+      w.push("child after flush");
+      // As a csgi serve worker ends. (Not exit(): the parent's writer thread is gone here, and the leak
+      // checker would take what only its stack held for leaks.)
+      log_files::flush_all();
+      std::_Exit(0);
+    });
+    CHECK((st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    w.push("parent after");
+  }  // the parent's writer ends here
+  auto got = lines_of(slurp(path));
+  REQUIRE(got.size() == 54);
+  CHECK(std::count(got.begin(), got.end(), "parent queued") == 1);
+  CHECK(std::count(got.begin(), got.end(), "child after flush") == 1);
+  CHECK(got.front() == "parent before");
+}
+
+TEST_CASE("log_files: reopen_all() reopens every log writer of the process", "[access_log][log_writer]") {
+  TempDir d;
+  std::string a = (d.path / "a.log").string(), b = (d.path / "b.log").string();
+  LogWriter wa(a), wb(b);
+  wa.push("a1");
+  wb.push("b1");
+  wa.flush();
+  wb.flush();
+  std::filesystem::rename(a, a + ".1");
+  std::filesystem::rename(b, b + ".1");
+  CHECK(log_files::reopen_all().empty());
+  wa.push("a2");
+  wb.push("b2");
+  wa.flush();
+  wb.flush();
+  CHECK(slurp(a + ".1") == "a1\n");
+  CHECK(slurp(b + ".1") == "b1\n");
+  CHECK(slurp(a) == "a2\n");
+  CHECK(slurp(b) == "b2\n");
 }
 
 // ---- the same requests through Apache and through csgi, compared field by field --------------------------

@@ -122,13 +122,91 @@ TEST_CASE("auth_basic: $apr1$ and plain text refused when the file is read; relo
   fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(2));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(testing::call(app, "GET /", {{"Authorization", basic("bob:two")}}).status == 200);
-  // A broken file keeps the previous one.
+  // A broken file refuses everyone (the previous users are not kept), logged once.
   std::ofstream(file, std::ios::app) << "broken line\n";
   fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(2));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto res = testing::call(app, "GET /", {{"Authorization", basic("alice:one")}});
-  CHECK(res.status == 200);
-  CHECK(res.errors.find("keeping the previous htpasswd") != std::string::npos);
+  CHECK(res.status == 500);
+  CHECK(res.errors.find("refusing every request") != std::string::npos);
+  CHECK(res.errors.find(":3: expected user:hash") != std::string::npos);
+}
+
+namespace {
+/// Calls `app` as alice:one (after the reload interval has passed) and returns the status; the
+/// csgi.errors text is appended to `log`.
+int as_alice(const App& app, std::string& log, std::string_view pass = "one") {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto res = testing::call(app, "GET /", {{"Authorization", basic("alice:" + std::string(pass))}});
+  log += res.errors;
+  return res.status;
+}
+std::size_t count(const std::string& hay, std::string_view needle) {
+  std::size_t n = 0;
+  for (auto at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("auth_basic: a deleted or unreadable htpasswd refuses everyone with 500, logged once per change") {
+  if (!have_htpasswd()) {
+    WARN("skipped: htpasswd (apache2-utils) is not installed");
+    return;
+  }
+  TempDir dir;
+  fs::path file = dir.path / "users";
+  htpasswd(file, "cB", "alice", "one");
+  mw::AuthBasicOptions o;
+  o.htpasswd_file = file.string();
+  o.reload_interval = std::chrono::milliseconds(1);
+  App app = wrap<mw::AuthBasic>(whoami(), o);
+  std::string log;
+  CHECK(as_alice(app, log) == 200);
+  fs::rename(file, dir.path / "users.bak");
+  CHECK(as_alice(app, log) == 500);
+  CHECK(as_alice(app, log) == 500);
+  CHECK(testing::call(app, "GET /").status == 500);
+  CHECK(count(log, "refusing every request") == 1);
+  CHECK(log.find("No such file") != std::string::npos);
+  fs::rename(dir.path / "users.bak", file);
+  CHECK(as_alice(app, log) == 200);
+  CHECK(count(log, "usable again") == 1);
+  // A directory in its place cannot be read as a file either.
+  fs::rename(file, dir.path / "users.bak");
+  fs::create_directory(file);
+  log.clear();
+  CHECK(as_alice(app, log) == 500);
+  CHECK(as_alice(app, log) == 500);
+  CHECK(count(log, "not a regular file") == 1);
+}
+
+TEST_CASE("auth_basic: a file replaced by rename or emptied is seen even when its mtime is unchanged") {
+  if (!have_htpasswd()) {
+    WARN("skipped: htpasswd (apache2-utils) is not installed");
+    return;
+  }
+  TempDir dir;
+  fs::path file = dir.path / "users";
+  htpasswd(file, "cB", "alice", "one");
+  auto mtime = fs::last_write_time(file);
+  mw::AuthBasicOptions o;
+  o.htpasswd_file = file.string();
+  o.reload_interval = std::chrono::milliseconds(1);
+  App app = wrap<mw::AuthBasic>(whoami(), o);
+  std::string log;
+  CHECK(as_alice(app, log) == 200);
+  // Replaced by rename (as rsync -t or an atomic deploy does), with the old file's mtime.
+  fs::path next = dir.path / "users.new";
+  htpasswd(next, "cB", "alice", "two");
+  fs::last_write_time(next, mtime);
+  fs::rename(next, file);
+  CHECK(as_alice(app, log, "one") == 401);
+  CHECK(as_alice(app, log, "two") == 200);
+  // Emptied in place, the mtime set back.
+  std::ofstream(file, std::ios::trunc).close();
+  fs::last_write_time(file, mtime);
+  CHECK(as_alice(app, log, "two") == 401);
+  CHECK(count(log, "holds no users") == 1);
 }
 
 TEST_CASE("auth_basic: callback; configuration errors") {
@@ -158,6 +236,37 @@ TEST_CASE("htpasswd: hashes checked directly") {
   CHECK(h.verify("u1", "password"));
   CHECK_FALSE(h.verify("u2", "password"));
   CHECK_THROWS_AS(mw::Htpasswd::parse("u:{SHA}x\nu:{SHA}x\n"), std::invalid_argument);
+}
+
+TEST_CASE("htpasswd: an unknown user is checked against the file's costliest hash") {
+  const std::string sha = "{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=";
+  const std::string des = ".PLpHf69N/jFQ";
+  const std::string md5 = "$1$N2PG02pM$0QY8xSnB.IgvREt.ccn4D0";
+  const std::string sha256 = "$5$bUJjU/iyois7GbLz$KGL/u5Pj1A68A0/bRhCWFMmdbH6eUc9VHp7Q6tKmy36";
+  const std::string sha512 = "$6$u/8OlDpovUz0rHfR$f7AGpFt2tUb0IZqKGmKNqEI95SfgW61VTotZFJs1Ysdmfy8sMYhIh8vBe3gRjVdBOAqYLExKaRhUj07gJSpiP.";
+  const std::string sha512_20k = "$6$rounds=20000$xJ8AzP9KiVwhIZ2o$NOJKH8Rfu8cTMRS3XW0lIQqLiAuaTRV2QZDf/idn1LRoXJcudi3p9SG9EjJ3bzhJZnLl0GvrXHHjd6O7kRh4c/";
+  const std::string bcrypt4 = "$2y$04$BsFfZ3l93MNE1yg3lE7fW.JQnCyypTNieDBtIcnxpI9XJ8FTWs5nm";
+  const std::string bcrypt6 = "$2y$06$IVqkLEcV6h14qygXPAJMpuk./Zx/HgkeRoR74Z0wa5yS.hIrtQzm.";
+  const std::string yescrypt = "$y$j9T$TmjMgt9yJpAio9SxSpo6K1$zuUF0aw/HIDdStf3vQbcc9jI8yiJLQq2RWnuDITvAs4";
+  const std::string yescrypt_big = "$y$jBT$GCjsE7g28KyJRPg0GnlL.1$k6EtMLYNT5YUU6Ac..8Q.GHjh/O07.BuEv8.eTJUT73";
+  auto dummy = [](std::vector<std::string> hashes) {
+    std::string text;
+    for (std::size_t i = 0; i < hashes.size(); ++i) text += "u" + std::to_string(i) + ":" + hashes[i] + "\n";
+    return std::string(mw::Htpasswd::parse(text).dummy_hash());
+  };
+  // The first entry is the cheapest: the unknown user must still cost what the bcrypt user costs.
+  CHECK(dummy({sha, bcrypt4}) == bcrypt4);
+  CHECK(dummy({sha, des, md5, bcrypt4, bcrypt6, sha256}) == bcrypt6);
+  CHECK(dummy({sha512, sha512_20k, bcrypt6}) == sha512_20k);
+  CHECK(dummy({bcrypt6, yescrypt, sha512_20k}) == yescrypt);
+  CHECK(dummy({yescrypt_big, yescrypt}) == yescrypt_big);
+  CHECK(dummy({des, md5}) == md5);
+  CHECK(mw::Htpasswd::parse("# none\n").dummy_hash().empty());
+  // Every hash verifies, so the estimates name real, parseable settings.
+  for (const auto& h : {des, md5, sha256, sha512, sha512_20k, bcrypt4, bcrypt6, yescrypt}) {
+    INFO(h);
+    CHECK(mw::Htpasswd::verify_hash(h, "pw"));
+  }
 }
 
 TEST_CASE("auth_basic: one instance serves threads concurrently while the file is re-read") {

@@ -87,10 +87,37 @@ TEST_CASE("directory lists entries with escaped names and encoded links", "[dire
   CHECK(page.find(".secret") == std::string::npos);
   CHECK(page.find("Parent Directory") == std::string::npos);  // the root has no parent
   CHECK(page.find("href=\"sub/\"") != std::string::npos);
-  CHECK(page.find("link_out") != std::string::npos);  // listed (inside_root); serving it is refused
-  CHECK(testing::call(t.app(), "GET /link_out").status == 403);
-  CHECK(page.find("link_out") != std::string::npos);
   CHECK(testing::call(t.app(Symlinks::never), "GET /").body.find("link_out") == std::string::npos);
+}
+
+TEST_CASE("directory lists only what would be served; refused entries leak no size or time", "[directory]") {
+  Tree t;
+  TempDir outside;
+  fs::path secret = outside.write("secret.bin", std::string(123457, 's'));  // 120.6 KiB
+  fs::last_write_time(secret, fs::file_time_type::clock::now() - std::chrono::hours(24 * 365 * 20));
+  fs::create_symlink(secret, t.dir.path / "secret_link");
+  fs::create_directory_symlink(outside.path, t.dir.path / "dir_out");
+  fs::create_symlink(t.dir.path / "nowhere", t.dir.path / "dangling");
+  t.dir.write("big.bin", std::string(5000, 'b'));
+  fs::create_symlink("big.bin", t.dir.path / "link_in");  // inside the root: served, listed as its target
+  t.dir.write("a%41.txt", "x");  // a name sanitize_path refuses (it looks double-encoded)
+  REQUIRE(::mkfifo((t.dir.path / "fifo").c_str(), 0644) == 0);
+  auto r = testing::call(t.app(), "GET /");
+  REQUIRE(r.status == 200);
+  const std::string& page = r.body;
+  for (const char* refused : {"link_out", "secret_link", "dir_out", "dangling", "a%41.txt", "a%2541.txt", "fifo"}) {
+    INFO(refused);
+    CHECK(page.find(refused) == std::string::npos);
+  }
+  CHECK(page.find("120.6 KiB") == std::string::npos);
+  CHECK(page.find(">200") == std::string::npos);  // the outside file's year (20 years ago) is not shown
+  CHECK(testing::call(t.app(), "GET /secret_link").status == 403);
+  CHECK(testing::call(t.app(), "GET /dir_out/").status == 403);
+  // What is listed is served.
+  CHECK(page.find("href=\"link_in\"") != std::string::npos);
+  CHECK(testing::call(t.app(), "GET /link_in").status == 200);
+  auto link_row = page.substr(page.find("href=\"link_in\""), 120);
+  CHECK(link_row.find("4.9 KiB") != std::string::npos);
 }
 
 TEST_CASE("directory listing survives a real HTML parser (browser-free check)", "[directory]") {

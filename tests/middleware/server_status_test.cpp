@@ -1,6 +1,7 @@
 #include "csgi/middleware/server_status.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "misc_helpers.hpp"
@@ -128,4 +129,18 @@ TEST_CASE("server_status: no recording once an adapter feeds the stats; app form
   bad = {};
   bad.stats = nullptr;
   CHECK_THROWS_AS(mw::ServerStatusApp(bad), std::invalid_argument);
+}
+
+TEST_CASE("server_status: the JSON form is valid JSON whatever the adapter's name holds") {
+  ServerStats stats;
+  stats.attach_adapter("odd \"name\"\\\n");
+  stats.connection_opened();
+  mw::ServerStatusOptions o;
+  o.stats = &stats;
+  auto res = testing::call(lint(mw::ServerStatusApp(o)), "GET /?json");
+  nlohmann::json j = nlohmann::json::parse(res.body);
+  CHECK(j["adapter"] == "odd \"name\"\\\n");
+  CHECK(j["connections"]["open"] == 1);
+  CHECK(j["requests"]["per_second"].is_number());
+  CHECK(j["statuses"].contains("other"));
 }

@@ -97,6 +97,36 @@ TEST_CASE("static: index files and directory redirects", "[static]") {
   CHECK(testing::call(app, "GET /files/docs", {}, {}, mounted).header("Location") == "/files/docs/");
 }
 
+TEST_CASE("static: a directory redirect never names another host and escapes what it echoes", "[static]") {
+  Site s;
+  auto app = mwtest::lint(Static(s.options()));
+  auto with = [&](std::string script, std::string path, std::string query) {
+    testing::Options o;
+    o.setup = [=](Env& env) {
+      env.set(keys::SCRIPT_NAME, script);
+      env.set(keys::PATH_INFO, path);
+      env.set(keys::QUERY_STRING, query);
+    };
+    return testing::call(Static(s.options()), "GET /", {}, {}, o);
+  };
+  // "//docs/" is a network-path reference: a browser would go to the host "docs".
+  CHECK(get(app, "//docs").header("Location") == "/docs/");
+  CHECK(with("", "//docs", "").header("Location") == "/docs/");
+  CHECK(with("", "///docs//", "").status == 200);
+  CHECK(with("//files", "//docs", "").header("Location") == "/files/docs/");
+  CHECK(with("", "/./docs", "").header("Location") == "/docs/");
+  // The query is kept, percent-encoded where a URI may not hold it; the body is HTML-escaped.
+  auto r = with("", "/docs", "a=%41&q=\"><script>alert(1)</script> x#y");
+  CHECK(r.status == 301);
+  CHECK(r.header("Location") == "/docs/?a=%41&q=%22%3E%3Cscript%3Ealert(1)%3C/script%3E%20x%23y");
+  CHECK(r.body.find("<script>") == std::string::npos);
+  CHECK(r.body.find('"', r.body.find('"') + 1) == r.body.rfind('"'));  // one quoted attribute, unbroken
+  auto amp = with("", "/docs", "a=1&b=2");
+  CHECK(amp.header("Location") == "/docs/?a=1&b=2");
+  CHECK(amp.body.find("href=\"/docs/?a=1&amp;b=2\"") != std::string::npos);
+  CHECK(with("", "/docs", "%zz%4").header("Location") == "/docs/?%25zz%254");
+}
+
 TEST_CASE("static: If-None-Match and If-Modified-Since give 304 without entity headers", "[static]") {
   Site s;
   auto app = mwtest::lint(Static(s.options()));

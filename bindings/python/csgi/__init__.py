@@ -8,7 +8,7 @@ Python → C++: ``csgi.App(wsgi_app)`` makes a WSGI app a csgi app, so it can si
 (``csgi.Builder().use(...).to_app(flask_app)``), be mounted beside C++ apps, and be served by the csgi
 adapters (``csgi.serve(app, listen=...)``, ``csgi serve --wsgi module:app``).
 """
-from ._csgi import App, Builder, Layer, load_app, spec_version  # noqa: F401
+from ._csgi import App, Builder, Layer, load_app, reopen_logs, spec_version  # noqa: F401
 from ._csgi import BodyIterator, ErrorsStream, FileWrapper, InputStream, StartResponse  # noqa: F401
 from ._wsgi import import_wsgi_app  # noqa: F401
 try:  # present when the module was built with the standalone adapter

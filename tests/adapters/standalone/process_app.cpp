@@ -1,5 +1,7 @@
 // A CSGI_APP library for the process tests (test_process.py): /hello, /slow (200 ms), /crash (SIGSEGV in
-// the worker, on purpose), /pid (the serving process).
+// the worker, on purpose), /pid (the serving process). With the app argument "access-log=PATH" the app is
+// wrapped in the access_log middleware writing to PATH: its writer is made when the library is loaded,
+// in the process that later forks the workers.
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,16 +9,25 @@
 #include <thread>
 
 #include "csgi/core/app_library.hpp"
+#include "csgi/middleware/access_log.hpp"
 
 namespace {
-csgi::App make_process_app(const csgi::AppArgs&) {
-  return [](csgi::Env& env) {
+csgi::App make_process_app(const csgi::AppArgs& args) {
+  csgi::App app = [](csgi::Env& env) {
     std::string_view path = env.get("PATH_INFO");
     if (path == "/crash") ::raise(SIGSEGV);
     if (path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
     return csgi::Response::text(200, "hello");
   };
+  for (const std::string& a : args)
+    if (a.rfind("access-log=", 0) == 0) {
+      csgi::mw::AccessLogOptions o;
+      o.format = "common";
+      o.path = a.substr(11);
+      app = csgi::wrap<csgi::mw::AccessLog>(std::move(app), std::move(o));
+    }
+  return app;
 }
 }  // namespace
 

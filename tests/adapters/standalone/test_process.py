@@ -203,6 +203,65 @@ with tempfile.TemporaryDirectory() as d:
     check("/hello" in open(log + ".1").read(), "the rotated log kept the earlier line")
     stop(p)
 
+
+
+def wait_lines(path, n, timeout=5.0):
+    """The lines of `path` once it has n of them (the log writers write within ~100 ms), or at the timeout."""
+    deadline = time.time() + timeout
+    while True:
+        text = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read()
+        if text.count("\n") >= n or time.time() > deadline:
+            return text.splitlines()
+        time.sleep(0.05)
+
+
+# The app's access_log middleware (its writer made in the process that loads the app, before the workers
+# are forked) logs every request of every worker, and the workers exit at TERM.
+with tempfile.TemporaryDirectory() as d:
+    mwlog = os.path.join(d, "mw.log")
+    p, url = start("--listen", "127.0.0.1:0", "--workers", "2", "--app-arg", "access-log=" + mwlog)
+    n = 40
+    answered = sum(get(url, "/w%d" % i).endswith(b"hello") for i in range(n))
+    got = wait_lines(mwlog, n)
+    check(answered == n and len(got) == n and all(any(" /w%d " % i in l for l in got) for i in range(n)),
+          "--workers 2: the app's access_log middleware has one line per request (%d of %d)" % (len(got), n))
+    t0 = time.time()
+    rc = stop(p, wait=10)
+    check(rc == 0 and time.time() - t0 < 5, "--workers 2 with access_log: SIGTERM exits 0 within 5 s (%r)" % rc)
+
+
+# SIGUSR1 reopens every log file of the process: the server's --access-log and the app's access_log
+# middleware, renamed first as logrotate does; without and with workers (the master forwards the signal).
+def rotation(*extra):
+    label = " ".join(extra) or "single process"
+    with tempfile.TemporaryDirectory() as d:
+        srvlog, mwlog = os.path.join(d, "server.log"), os.path.join(d, "mw.log")
+        p, url = start("--listen", "127.0.0.1:0", "--access-log", srvlog, "--app-arg", "access-log=" + mwlog, *extra)
+        for i in range(4):
+            get(url, "/before%d" % i)
+        wait_lines(mwlog, 4)
+        os.rename(srvlog, srvlog + ".1")
+        os.rename(mwlog, mwlog + ".1")
+        os.kill(p.pid, signal.SIGUSR1)
+        time.sleep(0.5)
+        for i in range(4):
+            get(url, "/after%d" % i)
+        for path in (srvlog, mwlog):
+            new, old = wait_lines(path, 4), wait_lines(path + ".1", 4)
+            name = os.path.basename(path)
+            check(len(new) == 4 and all("/after" in l for l in new),
+                  "%s: after SIGUSR1 the next requests are in a new %s (%d lines)" % (label, name, len(new)))
+            check(len(old) == 4 and all("/before" in l for l in old),
+                  "%s: the renamed %s kept the earlier lines (%d lines)" % (label, name, len(old)))
+        check(stop(p, wait=10) == 0, "%s: exits 0 after the rotation" % label)
+
+
+rotation()
+rotation("--workers", "2")
+
 # systemd socket activation: LISTEN_FDS=1, the socket on fd 3.
 ls = socket.socket()
 ls.bind(("127.0.0.1", 0))

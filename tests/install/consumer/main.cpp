@@ -1,5 +1,5 @@
 // Uses the installed headers and libraries: a Builder stack with a middleware from csgi::middleware, called
-// in memory; `consumer serve …` would run it on the standalone server (csgi::standalone::run).
+// in memory; `consumer serve …` would run it on the standalone server (csgi::run).
 #include <csgi/adapters/standalone/server.hpp>
 #include <csgi/core/builder.hpp>
 #include <csgi/core/test_client.hpp>
@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
                       .use<csgi::mw::ContentLength>()
                       .run([](csgi::Env& env) { return csgi::Response::text(200, "installed " + std::string(env["PATH_INFO"].view())); })
                       .build();
-  if (argc > 1) return csgi::standalone::run(app, argc, argv);
+  if (argc > 1) return csgi::run(app, argc, argv);
   auto res = csgi::testing::call(app, "GET /ok");
   std::printf("%d %s %s\n", res.status, res.header("Content-Length").c_str(), res.body.c_str());
   return res.status == 200 && res.body == "installed /ok" && res.header("Content-Length") == "13" ? 0 : 1;

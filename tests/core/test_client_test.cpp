@@ -1,0 +1,81 @@
+#include "csgi/core/test_client.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+using namespace csgi;
+using namespace std::chrono_literals;
+
+namespace {
+/// A delayed response answered from a thread of its own after `after`, as a connection pool or a job
+/// queue would answer it (RES-8: from any thread, now or later).
+App answered_later(std::chrono::milliseconds after, bool stream) {
+  return [after, stream](Env&) {
+    return Response::delayed([after, stream](Responder r) {
+      std::thread([r, after, stream] {
+        std::this_thread::sleep_for(after);
+        if (!stream) {
+          r.respond(Response::text(201, "later"));
+          return;
+        }
+        auto w = r.start(200, {{"Content-Type", "text/plain"}});
+        for (int i = 0; i < 3; ++i) {
+          w->write("part" + std::to_string(i) + "\n");
+          std::this_thread::sleep_for(after / 4);
+        }
+        w->close();
+      }).detach();
+    });
+  };
+}
+}  // namespace
+
+TEST_CASE("test client: a delayed response answered later from another thread is waited for", "[test_client][RES-8]") {
+  auto res = testing::call(answered_later(150ms, false), "GET /");
+  CHECK(res.status == 201);
+  CHECK(res.body == "later");
+}
+
+TEST_CASE("test client: a writer started later from another thread is read to its close", "[test_client]") {
+  auto res = testing::call(answered_later(100ms, true), "GET /");
+  CHECK(res.status == 200);
+  CHECK(res.streamed);
+  CHECK(res.closed);
+  CHECK(res.body == "part0\npart1\npart2\n");
+  CHECK(res.header("Content-Type") == "text/plain");
+}
+
+TEST_CASE("test client: a responder dropped unanswered fails at once", "[test_client]") {
+  App dropped = [](Env&) { return Response::delayed([](Responder) {}); };
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(testing::call(dropped, "GET /"), Catch::Contains("never answered"));
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+}
+
+TEST_CASE("test client: a responder held but never answered fails after the timeout, saying so", "[test_client]") {
+  auto held = std::make_shared<Responder>();
+  App app = [held](Env&) { return Response::delayed([held](Responder r) { *held = r; }); };
+  testing::Options o;
+  o.delayed_timeout = 200ms;
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(testing::call(app, "GET /", {}, {}, o), Catch::Contains("not answered within 0.2 s"));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 200ms);
+  *held = Responder();
+}
+
+TEST_CASE("test client: a writer dropped without close() ends the body", "[test_client]") {
+  App app = [](Env&) {
+    return Response::delayed([](Responder r) {
+      std::thread([r] {
+        std::this_thread::sleep_for(50ms);
+        r.start(200, {})->write("cut");
+      }).detach();
+    });
+  };
+  auto res = testing::call(app, "GET /");
+  CHECK(res.body == "cut");
+  CHECK_FALSE(res.closed);
+}
