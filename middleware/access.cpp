@@ -20,8 +20,7 @@ std::string normalized_path(std::string_view script, std::string_view path) {
   out.reserve(full.size());
   for (char c : full)
     if (c != '/' || out.empty() || out.back() != '/') out.push_back(c);
-  if (out.empty()) out = "/";
-  return out;
+  return out.empty() ? std::string("/") : out;
 }
 
 bool prefix_matches(std::string_view prefix, std::string_view path) {
