@@ -10,13 +10,14 @@
 
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/on_response.hpp"
+#include "csgi/core/percent.hpp"
 
 namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 41> kRules = {
-    "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
+constexpr std::array<std::string_view, 42> kRules = {
+    "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
     "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "CORE-1", "CORE-2", "CORE-3", "CORE-4",
     "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
@@ -441,6 +442,9 @@ void Lint::check_env(const Env& env) {
   if (!path.empty() && path.front() != '/')
     fail("ENV-4", str("PATH_INFO must be empty or start with '/', got ", quote(path)));
   if (path.find('\0') != std::string_view::npos) fail("ENV-4", str("PATH_INFO must not hold NUL, got ", quote(path)));
+  if (has_dot_segment(script) || has_dot_segment(path))
+    fail("ENV-5", str("SCRIPT_NAME and PATH_INFO must be canonical (no \".\" or \"..\" segment), got ",
+                      quote(script), " and ", quote(path)));
 
   if (uri.empty() || has_ctl(uri, false) || uri.find(' ') != std::string_view::npos)
     fail("ENV-6", str("REQUEST_URI must be the raw request target, got ", quote(uri)));

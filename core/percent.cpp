@@ -44,6 +44,40 @@ std::string percent_decode(std::string_view s, bool plus_as_space) {
   return out;
 }
 
+bool has_dot_segment(std::string_view path) noexcept {
+  for (std::size_t i = path.find("/."); i != std::string_view::npos; i = path.find("/.", i + 1)) {
+    std::size_t end = i + 2;
+    if (end < path.size() && path[end] == '.') ++end;
+    if (end == path.size() || path[end] == '/') return true;
+  }
+  return false;
+}
+
+std::size_t remove_dot_segments(char* path, std::size_t n) {
+  if (n == 0 || path[0] != '/') return n;
+  std::size_t r = 0, w = 0;  // read and write positions; r always sits on a '/'
+  while (r < n) {
+    std::size_t end = r + 1;
+    while (end < n && path[end] != '/') ++end;
+    std::string_view seg(path + r + 1, end - r - 1);
+    bool last = end == n;
+    if (seg == "." || seg == "..") {
+      if (seg == "..") {
+        if (w == 0) throw BadRequest("'..' in the request path climbs above the root");
+        std::size_t slash = w - 1;
+        while (path[slash] != '/') --slash;
+        if (slash + 1 == w) throw BadRequest("'..' after an empty segment ('//..') in the request path");
+        w = slash;
+      }
+      if (last) path[w++] = '/';
+    } else {
+      for (std::size_t i = r; i < end; ++i) path[w++] = path[i];
+    }
+    r = end;
+  }
+  return w;
+}
+
 std::string percent_encode(std::string_view s, bool keep_slash) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;

@@ -8,6 +8,30 @@
 
 namespace csgi {
 
+std::string_view canonical_path(Env& env, std::string_view raw) {
+  if (raw.find('%') == std::string_view::npos) {
+    if (!raw.empty() && std::memchr(raw.data(), '\0', raw.size()) != nullptr) throw BadRequest("NUL in the request path");
+    return without_dot_segments(env, raw);
+  }
+  char* buf = env.allocate(raw.size());
+  std::size_t n = percent_decode_to(raw, buf, false);
+  if (std::memchr(buf, '\0', n) != nullptr) throw BadRequest("NUL (%00) in the request path");
+  return {buf, remove_dot_segments(buf, n)};
+}
+
+std::string_view without_dot_segments(Env& env, std::string_view decoded) {
+  if (!has_dot_segment(decoded)) return decoded;
+  char* buf = env.allocate(decoded.size());
+  std::memcpy(buf, decoded.data(), decoded.size());
+  return {buf, remove_dot_segments(buf, decoded.size())};
+}
+
+std::string_view canonical_script_name(Env& env, std::string_view decoded) {
+  std::string_view s = without_dot_segments(env, decoded);
+  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
+  return s;
+}
+
 void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
   std::string_view target = head.target;
   env.set_view(keys::REQUEST_METHOD, head.method);
@@ -37,14 +61,7 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
   }
   env.set_view(keys::QUERY_STRING, query);
 
-  std::string_view decoded = path;
-  if (path.find('%') != std::string_view::npos) {
-    char* buf = env.allocate(path.size());
-    std::size_t n = percent_decode_to(path, buf, false);
-    decoded = {buf, n};
-  }
-  if (!decoded.empty() && std::memchr(decoded.data(), '\0', decoded.size()) != nullptr)
-    throw BadRequest("NUL in request path");
+  std::string_view decoded = canonical_path(env, path);
   std::string_view script = conn.script_name;
   if (!script.empty() && decoded.substr(0, script.size()) == script &&
       (decoded.size() == script.size() || decoded[script.size()] == '/')) {

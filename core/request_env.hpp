@@ -24,10 +24,25 @@ struct Connection {
   std::string_view script_name;  // mount prefix, "" or "/prefix"
 };
 
-/// Fills method, URI, path and server keys, and csgi.version/csgi.url_scheme. Throws csgi::BadRequest
-/// for a target that is not origin- or absolute-form, a malformed %-escape or %00 in the path.
+/// Fills method, URI, path and server keys, and csgi.version/csgi.url_scheme. SCRIPT_NAME/PATH_INFO come
+/// from canonical_path, so no app sees a dot segment. Throws csgi::BadRequest for a target that is not
+/// origin- or absolute-form, a malformed %-escape or %00 in the path, or a ".." canonical_path refuses.
 /// All views must outlive the request.
 void populate_env(Env& env, const RequestHead& head, const Connection& conn);
+
+/// The request path as every app sees it (ENV-5): `raw` (a target's path, "" or starting with '/')
+/// percent-decoded once, then its dot segments removed (remove_dot_segments). Returns `raw` itself when
+/// nothing changes, else a view into the env's arena. Throws csgi::BadRequest for a malformed escape, a
+/// NUL, or a ".." that climbs above the root or follows an empty segment.
+std::string_view canonical_path(Env& env, std::string_view raw);
+
+/// The same for a path that arrives already decoded (a front server's SCRIPT_NAME or PATH_INFO, a WSGI
+/// host's environ): only its dot segments are removed, and a ".." climbs no higher than its own root.
+std::string_view without_dot_segments(Env& env, std::string_view decoded);
+
+/// A SCRIPT_NAME that arrives decoded (from a front server or a WSGI host) as ENV-3 and ENV-5 want it:
+/// without_dot_segments, then without trailing '/' ("/app/.." → "", "/app/." → "/app").
+std::string_view canonical_script_name(Env& env, std::string_view decoded);
 
 /// Adds one request header field. Content-Type/Content-Length become CONTENT_TYPE/CONTENT_LENGTH; other
 /// names become HTTP_<UPPER_WITH_UNDERSCORES>; a repeated field is joined with ", " (ENV-9). Names holding

@@ -1,4 +1,6 @@
 #include "csgi/core/url_map.hpp"
+
+#include "csgi/core/request_env.hpp"
 #include "csgi/core/text.hpp"
 
 #include <algorithm>
@@ -65,7 +67,8 @@ void UrlMap::map(std::string location, App app) {
 }
 
 Response UrlMap::operator()(Env& env) const {
-  std::string_view path = env.get(keys::PATH_INFO);
+  // Adapters hand over a canonical PATH_INFO; one set by a layer above is made canonical before routing.
+  std::string_view path = without_dot_segments(env, env.get(keys::PATH_INFO));
   std::string host;
   bool host_known = false;
   for (const Entry& e : entries_) {

@@ -2,35 +2,25 @@
 
 #include <stdexcept>
 
+#include "csgi/core/percent.hpp"
+
 namespace csgi::mw {
 
 namespace {
-/// SCRIPT_NAME + PATH_INFO with "//" collapsed and "." / ".." segments resolved, so that "//admin",
-/// "/./admin" or "/x/../admin" cannot slip past a rule for "/admin".
+/// SCRIPT_NAME + PATH_INFO made canonical as adapters make it (csgi::remove_dot_segments; a ".." that
+/// climbs above the root throws csgi::BadRequest), then with "//" collapsed, so that "//admin" and an
+/// app-set "/x/../admin" still hit "/admin". Slashes are collapsed only after the dot segments are gone:
+/// "/admin//.." is refused as adapters refuse it, never taken for "/".
 std::string normalized_path(std::string_view script, std::string_view path) {
   std::string full;
   full.reserve(script.size() + path.size() + 1);
   full.append(script).append(path);
+  full.resize(remove_dot_segments(full.data(), full.size()));
   std::string out;
-  out.reserve(full.size() + 1);
-  std::size_t i = 0;
-  while (i < full.size()) {
-    while (i < full.size() && full[i] == '/') ++i;
-    std::size_t end = full.find('/', i);
-    if (end == std::string::npos) end = full.size();
-    std::string_view seg(full.data() + i, end - i);
-    if (seg == "..") {
-      auto slash = out.rfind('/');
-      out.resize(slash == std::string::npos ? 0 : slash);
-    } else if (!seg.empty() && seg != ".") {
-      out += '/';
-      out.append(seg);
-    }
-    i = end;
-  }
-  if (!full.empty() && full.back() == '/') out += '/';
-  if (out.empty()) out = "/";
-  return out;
+  out.reserve(full.size());
+  for (char c : full)
+    if (c != '/' || out.empty() || out.back() != '/') out.push_back(c);
+  return out.empty() ? std::string("/") : out;
 }
 
 bool prefix_matches(std::string_view prefix, std::string_view path) {

@@ -9,9 +9,11 @@
 ///              csgi::mw::AccessRule::deny_from({}, {"DELETE"})};
 ///
 /// A path prefix matches on a '/' boundary ("/admin" matches /admin and /admin/x, not /administrator;
-/// a prefix ending in '/' matches what starts with it), against SCRIPT_NAME + PATH_INFO with "//",
-/// "." and ".." segments resolved first (so "//admin" or "/x/../admin" still hit "/admin"). A request
-/// whose REMOTE_ADDR is not an IP address matches no address condition.
+/// a prefix ending in '/' matches what starts with it), against SCRIPT_NAME + PATH_INFO. Adapters give
+/// that path canonical (ENV-5: no "." or ".." segments); Access resolves dot segments again by the same
+/// rule (csgi::remove_dot_segments) for a PATH_INFO set by a layer above, then collapses "//", so
+/// "//admin" or "/x/../admin" still hit "/admin"; a ".." above the root is a csgi::BadRequest (400).
+/// A request whose REMOTE_ADDR is not an IP address matches no address condition.
 /// Reads:  REMOTE_ADDR, REQUEST_METHOD, SCRIPT_NAME, PATH_INFO.
 /// Writes: nothing; a denied request gets 403 and never reaches the app.
 /// Order:  after reverse_proxy (so REMOTE_ADDR is the client), before the apps it protects.

@@ -4,7 +4,6 @@
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
-#include "csgi/core/percent.hpp"
 #include "csgi/core/request_env.hpp"
 
 namespace csgi::cgi {
@@ -23,7 +22,7 @@ bool is_mount_prefix(std::string_view path, std::string_view prefix) {
          (path.size() == prefix.size() || path[prefix.size()] == '/');
 }
 
-/// The path part of a request target, decoded once into the env's arena.
+/// The path part of a request target, canonical as populate_env makes it (decoded once, no dot segments).
 std::string_view decoded_path(Env& env, std::string_view uri) {
   std::string_view path = uri.substr(0, uri.find('?'));
   if (auto h = path.find('#'); h != std::string_view::npos) path = path.substr(0, h);
@@ -33,11 +32,7 @@ std::string_view decoded_path(Env& env, std::string_view uri) {
     auto slash = path.find('/', scheme + 3);
     path = slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
   }
-  if (path.find('%') == std::string_view::npos) return path;
-  char* buf = env.allocate(path.size());
-  std::size_t n = percent_decode_to(path, buf, false);
-  if (std::memchr(buf, '\0', n) != nullptr) throw BadRequest("NUL (%00) in request path");
-  return {buf, n};
+  return canonical_path(env, path);
 }
 
 PathSplit finish(std::string_view script, std::string_view path) {
@@ -61,12 +56,12 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
       char* buf = env.allocate(s.size() + path_info.size());
       if (!s.empty()) std::memcpy(buf, s.data(), s.size());
       if (!path_info.empty()) std::memcpy(buf + s.size(), path_info.data(), path_info.size());
-      std::string_view whole(buf, s.size() + path_info.size());
+      std::string_view whole = without_dot_segments(env, {buf, s.size() + path_info.size()});
       std::string_view o = trim_trailing_slashes(*override_script_name);
       if (is_mount_prefix(whole, o)) return finish(o, whole.substr(o.size()));
       return finish({}, whole);
     }
-    return finish(trim_trailing_slashes(script_name), path_info);
+    return finish(canonical_script_name(env, script_name), without_dot_segments(env, path_info));
   }
   std::string_view p = decoded_path(env, request_uri);
 

@@ -3,7 +3,9 @@
 /// sends (process environment for CGI, FastCGI params) into a csgi env, and the mount-point rules that
 /// give an app the same SCRIPT_NAME/PATH_INFO behind every front server.
 ///
-/// Mount-point algorithm (split_paths), with P = REQUEST_URI's path decoded once, S = the server's
+/// Mount-point algorithm (split_paths), with P = REQUEST_URI's path made canonical as populate_env does
+/// (csgi::canonical_path: decoded once, dot segments removed, so the app routes on the path the front
+/// server routed on, not on a raw "/admin/.." the server resolved to "/"), S = the server's
 /// SCRIPT_NAME (trailing '/' removed), I = the server's PATH_INFO:
 ///   1. `script_name` override given: SCRIPT_NAME = override when it is a prefix of P on a '/' boundary
 ///      (PATH_INFO = the rest of P); otherwise SCRIPT_NAME = "" and PATH_INFO = P.
@@ -18,7 +20,7 @@
 ///   5. Otherwise SCRIPT_NAME = "", PATH_INFO = P.
 /// PATH_INFO always comes from REQUEST_URI when there is one, so it is decoded exactly once and keeps
 /// repeated slashes (servers merge them and may decode twice after a rewrite). Without REQUEST_URI the
-/// server's S and I are kept. SCRIPT_NAME "/" becomes "", and an empty PATH_INFO with an empty
+/// server's S and I are kept, their dot segments removed. SCRIPT_NAME "/" becomes "", and an empty PATH_INFO with an empty
 /// SCRIPT_NAME becomes "/".
 #include <cstddef>
 #include <optional>
@@ -35,7 +37,8 @@ struct PathSplit {
 };
 
 /// Applies the mount-point algorithm above. Views point into the arguments or into `env`'s arena.
-/// Throws csgi::BadRequest for a malformed %-escape or %00 in REQUEST_URI's path.
+/// Throws csgi::BadRequest for a malformed %-escape or %00 in REQUEST_URI's path, or a ".." that
+/// canonical_path refuses (above the root, or after an empty segment).
 PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view script_name, std::string_view path_info,
                       bool script_name_repeated, const std::optional<std::string>& override_script_name);
 

@@ -22,6 +22,8 @@
 #include "common.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
+#include "csgi/core/percent.hpp"
+#include "csgi/core/request_env.hpp"
 #include "gil.hpp"
 
 namespace csgi::python {
@@ -198,6 +200,19 @@ void append_escaped(std::string& out, std::string_view s) {
       out.push_back(hex[c & 15]);
     }
   }
+}
+
+/// The host's SCRIPT_NAME and PATH_INFO arrive decoded (PEP 3333) but with whatever dot segments the
+/// request had (gunicorn and uWSGI do not resolve them): make them canonical as every adapter does (ENV-5).
+/// Throws csgi::BadRequest for a ".." that canonical paths refuse.
+void canonicalize_paths(Env& env) {
+  std::string_view script = env.get(keys::SCRIPT_NAME), path = without_dot_segments(env, env.get(keys::PATH_INFO));
+  if (has_dot_segment(script)) {
+    script = canonical_script_name(env, script);
+    env.set_view(keys::SCRIPT_NAME, script);
+    if (script.empty() && path.empty()) path = "/";  // "/app/.." mounted: the root (ENV-2)
+  }
+  env.set_view(keys::PATH_INFO, path);
 }
 
 bool truthy(PyObject* v) { return v && PyObject_IsTrue(v) == 1; }
@@ -575,6 +590,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   {
     ReleaseGil nogil;
     try {
+      canonicalize_paths(ex->env);
       res = app_(ex->env);
       if (res.is_delayed()) {
         Delayed d = std::move(std::get<Delayed>(res.body));

@@ -148,6 +148,10 @@ def application(environ, start_response):
             "REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "SERVER_NAME", "SERVER_PORT")))
     if test == "path_info":
         return text(start_response, path)
+    if test == "mount":  # conformance_app.cpp's admin_map: /admin and / mounted
+        if path == "/admin" or path.startswith("/admin/"):
+            return text(start_response, "admin " + path[len("/admin"):])
+        return text(start_response, "site " + path)
     if test == "server_protocol":
         return text(start_response, environ["SERVER_PROTOCOL"])
     if test == "script_name_defined":

@@ -151,6 +151,39 @@ def test_uwsgi_http_socket_hosts_a_cxx_stack(server_factory):
     exercise_stack(server_factory(argv, port))
 
 
+def exercise_dot_segments(server):
+    """The host leaves dot segments in PATH_INFO (decoded, unresolved); the bindings make it canonical
+    (spec ENV-5) before the C++ stack routes, so "/hello/.." never reaches the /hello mount."""
+    status, _, body = server.request("GET", "/hello/../echo/x/./y")
+    assert status == 200 and b"SCRIPT_NAME=/echo\n" in body and b"PATH_INFO=/x/y\n" in body, body
+    status, _, body = server.request("GET", "/echo/%2e%2e/hello")
+    assert status == 200 and body == b"Hello, World!", body
+    status, _, body = server.request("GET", "/hello/x/../..")
+    assert status == 404, body  # "/": nothing is mounted there
+    status, _, body = server.request("GET", "/echo/%2e%2e/%2e%2e/etc/passwd")
+    assert status == 400 and b"root" in body, body
+
+
+def test_gunicorn_hosted_stack_sees_canonical_paths(server_factory):
+    port = free_port()
+    exercise_dot_segments(server_factory(gunicorn_argv(port, "sync"), port))
+    port = free_port()  # a bare app (no UrlMap of its own): the bindings alone make the path canonical
+    server = server_factory(gunicorn_argv(port, "sync"), port, env={"CSGI_HOSTED_APP": "echo"})
+    status, _, body = server.request("GET", "/admin/x/../%2e%2e/./y?q=/..")
+    assert status == 200 and b"PATH_INFO=/y\n" in body and b"REQUEST_URI=/admin/x/../%2e%2e/./y?q=/..\n" in body, body
+    status, _, body = server.request("GET", "/admin/../..")
+    assert status == 400, body
+
+
+@pytest.mark.skipif(not have("uwsgi"), reason="uwsgi not installed")
+def test_uwsgi_hosted_stack_sees_canonical_paths(server_factory):
+    port = free_port()
+    argv = ["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--processes", "1",
+            "--chdir", HOSTED, "--wsgi-file", os.path.join(HOSTED, "cxx_stack.py"), "--die-on-term", "--need-app",
+            "--pythonpath", os.environ.get("PYTHONPATH", "")]
+    exercise_dot_segments(server_factory(argv, port))
+
+
 def test_flask_with_cxx_app_under_cpp_in_process():
     sys.path.insert(0, HOSTED)
     import flask_site

@@ -55,6 +55,25 @@ def test_validator_accepts_every_app(load, spec):
         assert status[:3].isdigit()
 
 
+@pytest.mark.parametrize("script, path, want_script, want_path", [
+    ("", "/admin/../x/./y", b"", b"/x/y"),
+    ("/app", "/admin/%2e%2e", b"/app", b"/admin/%2e%2e"),  # already decoded: '%' is a byte here
+    ("/app/.", "/x/..", b"/app", b"/"),
+    ("/app/..", "", b"", b"/"),
+    ("/a/b/..", "/x", b"/a", b"/x"),
+])
+def test_environ_paths_become_canonical(load, script, path, want_script, want_path):
+    env = environ(path, SCRIPT_NAME=script)
+    status, _, body, _ = call(load("echo"), env)
+    lines = dict(l.split(b"=", 1) for l in body.split(b"\n"))
+    assert status == "200 OK" and (lines[b"SCRIPT_NAME"], lines[b"PATH_INFO"]) == (want_script, want_path)
+
+
+def test_environ_path_above_the_root_is_a_400(load):
+    status, _, body, _ = call(load("echo"), environ("/a/../../etc/passwd", SCRIPT_NAME="/app"))
+    assert status.startswith("400") and b"root" in body
+
+
 def test_hello(load):
     status, headers, body, errors = call(load("hello"), environ())
     assert status == "200 OK"

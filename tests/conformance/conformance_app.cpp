@@ -22,6 +22,7 @@
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/lint.hpp"
+#include "csgi/core/url_map.hpp"
 
 namespace {
 
@@ -121,6 +122,18 @@ private:
   std::size_t i_ = 0;
   std::string marker_;
 };
+
+/// An app mounted at /admin beside one at /, as a site whose front guards /admin mounts them: dot segments
+/// in the request must never route to the /admin one.
+const UrlMap& admin_map() {
+  static const UrlMap map = [] {
+    UrlMap m;
+    m.map("/admin", [](Env& e) { return text("admin " + std::string(e.get(keys::PATH_INFO))); });
+    m.map("/", [](Env& e) { return text("site " + std::string(e.get(keys::PATH_INFO))); });
+    return m;
+  }();
+  return map;
+}
 
 Response dispatch(const Files& files, Env& env) {
   std::string_view test = env.get("HTTP_X_CSGI_TEST");
@@ -313,6 +326,7 @@ Response dispatch(const Files& files, Env& env) {
       w->write("partial");
     });
   }
+  if (test == "mount") return admin_map()(env);  // canonical paths (ENV-5)
   if (test == "lint_off") return text("lint");
   if (test == "body_limit_key") return text(value_of(env, keys::x::request_body_limit));
   return Response::error(404, "unknown conformance test '" + std::string(test) + "'");

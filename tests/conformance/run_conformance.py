@@ -437,6 +437,42 @@ def _(s):
 
 
 # ---------------------------------------------------------------------------------------------------
+# core, canonical paths (ENV-5): dot segments are removed once, after decoding, before any app sees the
+# path, so an app mounted at /admin is reached only by a path the front server also saw as /admin.
+
+
+@case("core", "paths: '.' and '..' segments are removed from PATH_INFO (ENV-5)")
+def _(s):
+    for path, want in (("/a/./b", "/a/b"), ("/a/b/../c", "/a/c"), ("/a/b/..", "/a/"), ("/a/b/.", "/a/b/"),
+                       ("/a/%2e%2e/b", "/b"), ("/a/b/%2E%2e", "/a/"), ("/a/.../..b/.c", "/a/.../..b/.c")):
+        got = s.request("path_info", path=path).body.decode("latin-1")
+        expect(got == want, "%s: got %r, want %r" % (path, got, want))
+
+
+@case("core", "paths: REQUEST_URI stays the raw target (ENV-5, ENV-6)")
+def _(s):
+    r = s.request("env", path="/a/%2e%2e/b?x=/..")
+    parts = r.body.decode().split("|")
+    expect(parts[1:4] == [s.prefix, "/b", "x=/.."], "got %r" % parts)
+
+
+@case("core", "paths: dot segments never reach the app mounted at /admin (ENV-5)")
+def _(s):
+    for path, want in (("/admin/x", "admin /x"), ("/admin/users/../..", "site /"), ("/admin/%2e%2e", "site /"),
+                       ("/admin/%2e%2e/x", "site /x"), ("/x/../admin/y", "admin /y"), ("/x/%2e%2e/admin", "admin ")):
+        r = s.request("mount", path=path)
+        got = r.body.decode("latin-1")
+        expect(r.status == 200 and got == want, "%s: %d %r, want %r" % (path, r.status, got, want))
+
+
+@case("core", "paths: a '..' above the root or after '//' is refused, never routed (ENV-5, ADP-10)")
+def _(s):
+    for path in ("/" + "../" * 12 + "etc/passwd", "/%2e%2e" * 12 + "/admin", "/admin//.."):
+        r = s.request("mount", path=path)
+        expect(r.status >= 400 and not r.body.startswith((b"site", b"admin")), "%s: %d %r" % (path, r.status, r.body[:60]))
+
+
+# ---------------------------------------------------------------------------------------------------
 # http1: connection handling.
 
 

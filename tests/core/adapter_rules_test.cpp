@@ -68,7 +68,7 @@ TEST_CASE("ENV-2: populate_env splits SCRIPT_NAME and PATH_INFO", "[adapter_rule
   CHECK(star.get(keys::REQUEST_URI) == "*");
 }
 
-TEST_CASE("ENV-5: PATH_INFO is decoded exactly once, nothing else changed", "[adapter_rules][ENV-5]") {
+TEST_CASE("ENV-5: PATH_INFO is decoded exactly once, then its dot segments removed", "[adapter_rules][ENV-5]") {
   auto path = [](std::string_view target) {
     Env env;
     built(env, "GET", target);
@@ -80,7 +80,16 @@ TEST_CASE("ENV-5: PATH_INFO is decoded exactly once, nothing else changed", "[ad
   CHECK(path("/a%2Fb") == "/a/b");
   CHECK(path("//foo///bar/baz") == "//foo///bar/baz");
   CHECK(path("/caf\xc3\xa9") == "/caf\xc3\xa9");
-  CHECK(path("/a/../b") == "/a/../b");
+  CHECK(path("/a/../b") == "/b");
+  CHECK(path("/admin/users/../..") == "/");
+  CHECK(path("/admin/%2e%2e") == "/");
+  CHECK(path("/a/./b") == "/a/b");
+  CHECK(path("/a%2F..%2Fb") == "/b");
+  CHECK(path("/a/b/..") == "/a/");
+  for (std::string_view above : {"/..", "/a/%2e%2e/%2e%2e", "/a//.."}) {
+    Env e;
+    CHECK_THROWS_AS(built(e, "GET", above), BadRequest);
+  }
   Env env;
   built(env, "GET", "/foo/bar%20baz%73?x=%20");
   CHECK(env.get(keys::QUERY_STRING) == "x=%20");

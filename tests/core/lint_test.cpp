@@ -251,6 +251,13 @@ TEST_CASE("Lint rejects: PATH_INFO form", "[lint][ENV-4]") {
   CHECK(env_breach([](Env& e) { e.set(keys::PATH_INFO, std::string_view("/a\0b", 4)); }) == "ENV-4");
 }
 
+TEST_CASE("Lint rejects: dot segments in SCRIPT_NAME or PATH_INFO", "[lint][ENV-5]") {
+  CHECK(env_breach([](Env& e) { e.set(keys::PATH_INFO, "/admin/.."); }) == "ENV-5");
+  CHECK(env_breach([](Env& e) { e.set(keys::PATH_INFO, "/a/./b"); }) == "ENV-5");
+  CHECK(env_breach([](Env& e) { e.set(keys::SCRIPT_NAME, "/app/.."); }) == "ENV-5");
+  CHECK(env_breach([](Env& e) { e.set(keys::PATH_INFO, "/a/..b/.c/d."); }).empty());
+}
+
 TEST_CASE("Lint rejects: REQUEST_URI", "[lint][ENV-6]") {
   CHECK(env_breach([](Env& e) { e.erase(keys::REQUEST_URI); }) == "ENV-6");
   CHECK(env_breach([](Env& e) { e.set(keys::REQUEST_URI, "/a b"); }) == "ENV-6");

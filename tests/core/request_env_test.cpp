@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
 
 using namespace csgi;
 
@@ -96,4 +97,65 @@ TEST_CASE("populate_env: absolute-form without a path, and fragments", "[request
   Env star;
   populate_env(star, {"OPTIONS", "*"}, {});
   CHECK(star.get(keys::PATH_INFO) == "");
+}
+
+TEST_CASE("populate_env: dot segments are removed once, after decoding", "[request_env][dot_segments]") {
+  auto path = [](std::string_view target, std::string_view script_name = {}) {
+    Env env;
+    Connection c;
+    c.script_name = script_name;
+    populate_env(env, {"GET", target}, c);
+    return std::string(env.get(keys::SCRIPT_NAME)) + "|" + std::string(env.get(keys::PATH_INFO));
+  };
+  CHECK(path("/admin/users/../..") == "|/");
+  CHECK(path("/admin/%2e%2e") == "|/");
+  CHECK(path("/admin/%2E%2e/x") == "|/x");
+  CHECK(path("/admin%2F..%2Fx") == "|/x");
+  CHECK(path("/a/./b") == "|/a/b");
+  CHECK(path("/a/b/.") == "|/a/b/");
+  CHECK(path("/a/b/..") == "|/a/");
+  CHECK(path("/a/b/../c/./d") == "|/a/c/d");
+  CHECK(path("/a/.../..b/.c") == "|/a/.../..b/.c");  // not dot segments
+  CHECK(path("/.") == "|/");
+  CHECK(path("//a//b/./c") == "|//a//b/c");          // repeated slashes stay
+  CHECK(path("/app/x/../y", "/app") == "/app|/y");
+  CHECK(path("/app/../admin", "/app") == "|/admin");  // left the mount: not under /app any more
+  CHECK(path("/a/b%2f..?q=/..") == "|/a/");
+  Env env;
+  populate_env(env, {"GET", "/admin/%2e%2e?x=/.."}, {});
+  CHECK(env.get(keys::REQUEST_URI) == "/admin/%2e%2e?x=/..");  // the raw target, unchanged
+  CHECK(env.get(keys::QUERY_STRING) == "x=/..");
+}
+
+TEST_CASE("populate_env: a '..' above the root or after an empty segment is a 400", "[request_env][dot_segments]") {
+  for (const char* target : {"/..", "/../etc/passwd", "/a/../..", "/a/%2e%2e/%2e%2e", "/%2e%2e", "/a/..%2f..",
+                             "//..", "/a//..", "/a//../b", "http://h/../x"}) {
+    Env env;
+    INFO(target);
+    CHECK_THROWS_AS(populate_env(env, {"GET", target}, {}), BadRequest);
+  }
+}
+
+TEST_CASE("remove_dot_segments and without_dot_segments", "[request_env][dot_segments]") {
+  auto rds = [](std::string s) {
+    s.resize(remove_dot_segments(s.data(), s.size()));
+    return s;
+  };
+  CHECK(rds("") == "");
+  CHECK(rds("/") == "/");
+  CHECK(rds("/a/b/c/./../../g") == "/a/g");  // RFC 3986 §5.2.4's example
+  CHECK(rds("/a/..") == "/");
+  CHECK(rds("/a/../") == "/");
+  CHECK(rds("relative/../x") == "relative/../x");  // only paths from the root
+  CHECK_THROWS_AS(rds("/a/../../b"), BadRequest);
+  CHECK(has_dot_segment("/a/."));
+  CHECK(has_dot_segment("/a/../b"));
+  CHECK_FALSE(has_dot_segment("/a/.b/..c/b."));
+  CHECK_FALSE(has_dot_segment(""));
+  Env env;
+  std::string_view plain = "/x/y";
+  CHECK(without_dot_segments(env, plain).data() == plain.data());  // nothing to do: the same view
+  CHECK(without_dot_segments(env, "/x/%2e%2e/../y") == "/x/y");     // decoded input: '%' is a byte
+  CHECK(canonical_path(env, "/x/%2e%2e/y") == "/y");
+  CHECK_THROWS_AS(canonical_path(env, "/x/%00/y"), BadRequest);
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "csgi/core/http_error.hpp"
 #include "csgi/core/test_client.hpp"
 
 using namespace csgi;
@@ -67,4 +68,24 @@ TEST_CASE("UrlMap: bad locations are rejected", "[url_map]") {
   UrlMap m;
   CHECK_THROWS_AS(m.map("foo", named("x")), std::invalid_argument);
   CHECK_THROWS_AS(m.map("ftp://x/", named("x")), std::invalid_argument);
+}
+
+TEST_CASE("UrlMap: dot segments never reach a mounted app", "[url_map][dot_segments]") {
+  App app = make_map();
+  CHECK(testing::call(app, "GET /foo/bar/../..").body == "root  /");
+  CHECK(testing::call(app, "GET /foo/%2e%2e").body == "root  /");
+  CHECK(testing::call(app, "GET /foo/%2e%2e/baz").body == "baz /baz ");
+  CHECK(testing::call(app, "GET /x/../foo/./x").body == "foo /foo /x");
+  CHECK_THROWS_AS(testing::call(app, "GET /foo/%2e%2e/%2e%2e"), BadRequest);
+  // A PATH_INFO that a layer above set with dot segments is routed on its canonical form, and restored.
+  testing::Options o;
+  o.setup = [](Env& env) { env.set(keys::PATH_INFO, "/foo/x/../.."); };
+  std::string after;
+  o.inspect = [&](const Env& env) { after = std::string(env.get(keys::PATH_INFO)); };
+  CHECK(testing::call(app, "GET /", {}, "", o).body == "root  /");
+  CHECK(after == "/foo/x/../..");
+  o.setup = [](Env& env) { env.set(keys::PATH_INFO, "/baz/../foo/bar/./y"); };
+  CHECK(testing::call(app, "GET /", {}, "", o).body == "foobar /foo/bar /y");
+  o.setup = [](Env& env) { env.set(keys::PATH_INFO, "/foo/../../foo"); };
+  CHECK_THROWS_AS(testing::call(app, "GET /", {}, "", o), BadRequest);
 }

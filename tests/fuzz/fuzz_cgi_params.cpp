@@ -7,6 +7,7 @@
 
 #include "csgi/adapters/cgi/gateway.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -30,6 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   csgi::fuzz::check(script.empty() || script.front() == '/', "SCRIPT_NAME empty or starts with /");
   csgi::fuzz::check(script != "/", "SCRIPT_NAME is never /");
   csgi::fuzz::check(path.empty() || path.front() == '/', "PATH_INFO empty or starts with /");
+  csgi::fuzz::check(!csgi::has_dot_segment(script) && !csgi::has_dot_segment(path),
+                    "no dot segment in SCRIPT_NAME or PATH_INFO (ENV-5)");
   csgi::fuzz::check(env.contains(csgi::keys::QUERY_STRING), "QUERY_STRING present");
   csgi::fuzz::check(!env.contains("HTTP_PROXY") && !env.contains("HTTP_CONTENT_LENGTH"), "dropped keys");
   return 0;

@@ -1,10 +1,11 @@
 // Request line and header fields → env (core/request_env.hpp): never crashes, never throws anything but
-// csgi::BadRequest, and the env keeps the spec's invariants (ENV rules).
+// csgi::BadRequest, and the env keeps the spec's invariants (ENV rules; canonical paths: ENV-5).
 #include <cstring>
 #include <string_view>
 
 #include "csgi/core/env.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/core/request_env.hpp"
 #include "fuzz_support.hpp"
 
@@ -35,5 +36,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::check(!env.contains("HTTP_CONTENT_LENGTH") && !env.contains("HTTP_CONTENT_TYPE"), "no HTTP_CONTENT_*");
   fuzz::check(!env.contains("HTTP_PROXY"), "no HTTP_PROXY");
   fuzz::check(path.empty() || std::memchr(path.data(), '\0', path.size()) == nullptr, "no NUL in PATH_INFO");
+  fuzz::check(!has_dot_segment(script) && !has_dot_segment(path), "no dot segment in SCRIPT_NAME or PATH_INFO (ENV-5)");
   return 0;
 }

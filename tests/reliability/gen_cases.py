@@ -187,7 +187,9 @@ for name, t in targets_ok.items():
 targets_bad = {"relative": "echo", "nul-encoded": "/a%00b", "bad-escape": "/a%zz", "short-escape": "/a%4",
                "space": "/a b", "nul-raw": "/a\x00b", "asterisk-get": "*", "ctl": "/a\x01b", "del": "/a\x7fb",
                "too-long": "/" + "a" * 20000, "empty": "", "backslash-abs": "\\a", "cr": "/a\rb",
-               "lf-in-target": "/a\nb", "tab": "/a\tb", "brace-scheme": "{}://a/", "ftp-scheme": "ftp://a/"}
+               "lf-in-target": "/a\nb", "tab": "/a\tb", "brace-scheme": "{}://a/", "ftp-scheme": "ftp://a/",
+               "dot-above-root": "/../echo", "dot-encoded-above-root": "/a/%2e%2e/%2e%2e/echo",
+               "dot-after-empty-segment": "/a//../echo"}
 for name, t in targets_bad.items():
     st = "414" if name == "too-long" else "400|414"
     case("targets", f"bad-target-{name}", get(target=t), "reject", st)

@@ -84,6 +84,28 @@ TEST_CASE("split_paths: every front server's way of saying where the app is moun
   CHECK_THROWS_AS(split("/a%zzb", "", ""), csgi::BadRequest);
 }
 
+TEST_CASE("split_paths: the path is canonical, as nginx routed it, whatever the server split (ENV-5)") {
+  using P = std::pair<std::string, std::string>;
+  // nginx's stock params for /admin/.. (routed as "/"): SCRIPT_NAME=$fastcgi_script_name="/", REQUEST_URI raw.
+  CHECK(split("/admin/..", "/", "") == P{"", "/"});
+  CHECK(split("/admin/%2e%2e/x?y=/..", "/x", "") == P{"", "/x"});
+  CHECK(split("/admin/users/../..", "/", "") == P{"", "/"});
+  // fastcgi_split_path_info at /app: S and I from nginx's normalised $uri, P from REQUEST_URI.
+  CHECK(split("/app/admin/../x", "/app", "/x") == P{"/app", "/x"});
+  CHECK(split("/app/x/./y", "/app", "/x/y", true) == P{"/app", "/x/y"});
+  CHECK(split("/x/../app/y", "/whatever", "", false, std::string("/app")) == P{"/app", "/y"});
+  // No REQUEST_URI: the server's SCRIPT_NAME and PATH_INFO lose their dot segments too.
+  CHECK(split("", "/cgi-bin/x.cgi", "/admin/../y") == P{"/cgi-bin/x.cgi", "/y"});
+  CHECK(split("", "/cgi-bin/./x.cgi", "/y/.") == P{"/cgi-bin/x.cgi", "/y/"});
+  CHECK(split("", "/cgi-bin/x/..", "/y") == P{"/cgi-bin", "/y"});  // never a SCRIPT_NAME ending in '/'
+  CHECK(split("", "/x", "/a/../admin", false, std::string("/x")) == P{"/x", "/admin"});
+  // Above the root, or after "//" (nginx merges slashes first, csgi does not): 400.
+  CHECK_THROWS_AS(split("/..", "", ""), csgi::BadRequest);
+  CHECK_THROWS_AS(split("/app/%2e%2e/%2e%2e/etc/passwd", "/app", ""), csgi::BadRequest);
+  CHECK_THROWS_AS(split("/admin//..", "/", ""), csgi::BadRequest);
+  CHECK_THROWS_AS(split("", "/cgi-bin/x.cgi", "/../../../etc/passwd"), csgi::BadRequest);
+}
+
 TEST_CASE("build_env: last value wins (HTTP_* joined), HTTP_CONTENT_* and HTTP_PROXY dropped, empty CONTENT_LENGTH absent") {
   std::vector<std::string> v = {"REQUEST_METHOD=POST",    "REQUEST_URI=/app/x?a=1", "QUERY_STRING=a=1",
                                 "SCRIPT_NAME=/app/x",     "SCRIPT_NAME=/app",        "CONTENT_LENGTH=",

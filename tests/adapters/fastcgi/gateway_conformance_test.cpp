@@ -4,8 +4,10 @@
 // every cell passes or is skipped with the reason given below (the front server decides that part).
 // Groups run: core and extensions. Not run: http1 and framing (the front server speaks HTTP, not the
 // adapter), range (the gateway adapters send FileBody whole; Range is the app's or a middleware's job),
-// limits and timeouts (front server settings).
+// limits and timeouts (front server settings). Also: nginx guarding /admin in front of csgi-fcgi, where
+// a dot segment nginx resolved must not route to /admin in the app.
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <map>
@@ -100,4 +102,43 @@ TEST_CASE("conformance suite through nginx, Apache mod_fcgid, lighttpd and Apach
     for (const auto& [c, r] : table[n])
       if (r.result != "pass") std::printf("  %s [%s] %s: %s\n", r.result.c_str(), n.c_str(), c.c_str(), r.note.c_str());
   std::fflush(stdout);
+}
+
+TEST_CASE("nginx guarding /admin in front of csgi-fcgi: dot segments never reach the /admin app (ENV-5)") {
+  TempDir dir;
+  std::string sock = dir / "app.sock";
+  ::mkdir((dir / "data").c_str(), 0777);
+  Process app({CSGI_FCGI_BIN, "--app", CSGI_CONFORMANCE_APP, "--app-arg", dir / "data", "--listen", "unix:" + sock,
+               "--threads", "2"},
+              log_path(dir, "app"));
+  REQUIRE(wait_for_unix(sock));
+  int port = free_port();
+  std::string conf = "server {\n  listen 127.0.0.1:" + std::to_string(port) +
+                     ";\n  location /admin { return 403; }\n  location / {\n    include fastcgi_params;\n"
+                     "    fastcgi_pass unix:" + sock + ";\n  }\n}\n";
+  std::string why;
+  auto nginx = start_nginx(dir, conf, port, why);
+  REQUIRE(nginx);
+  auto get = [&](const std::string& target) {
+    HttpResponse r = http(port, "GET", target, {}, {{"X-Csgi-Test", "mount"}});
+    return std::to_string(r.status) + " " + (r.status == 200 ? r.body : std::string());
+  };
+  CHECK(get("/admin") == "403 ");
+  CHECK(get("/x") == "200 site /x");
+  // nginx resolves these to a path outside /admin and passes them on; the app must see the same path.
+  CHECK(get("/admin/..") == "200 site /");
+  CHECK(get("/admin/users/../..") == "200 site /");
+  CHECK(get("/admin/%2e%2e") == "200 site /");
+  CHECK(get("/admin/%2e%2e/x") == "200 site /x");
+  CHECK(get("/admin%2F..%2Fx") == "200 site /x");  // nginx, too, takes a decoded %2F for a '/'
+  // nginx resolves these to /admin itself: its rule answers, the app is never asked.
+  CHECK(get("/admin/%2e%2e/admin") == "403 ");
+  CHECK(get("/x/../admin") == "403 ");
+  CHECK(get("/x/%2e%2e/admin/y") == "403 ");
+  CHECK(get("/x%2F..%2Fadmin") == "403 ");
+  // nginx merges "//" before resolving ".."; csgi keeps "//", so such a ".." has no single meaning: 400.
+  CHECK(get("/admin//..").substr(0, 4) == "400 ");
+  CHECK(get("/admin/x//../..").substr(0, 4) == "400 ");
+  // Above the root: nginx refuses it first.
+  CHECK(get("/admin/../../etc/passwd").substr(0, 4) == "400 ");
 }
