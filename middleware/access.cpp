@@ -56,7 +56,9 @@ bool Access::allowed(const Env& env) const {
         addr = IpAddress::parse(env.get(keys::REMOTE_ADDR));
         parsed = true;
       }
-      if (!addr || !r.from.contains(*addr)) continue;
+      // An address that is not an IP (reverse_proxy's "unknown", a Unix socket peer) cannot be shown to
+      // be outside a denied block: it fails closed, matching every deny rule's address and no allow's.
+      if (addr ? !r.from.contains(*addr) : r.allow) continue;
     }
     if (!r.methods.empty()) {
       bool hit = false;

@@ -13,7 +13,9 @@
 /// that path canonical (ENV-5: no "." or ".." segments); Access resolves dot segments again by the same
 /// rule (csgi::remove_dot_segments) for a PATH_INFO set by a layer above, then collapses "//", so
 /// "//admin" or "/x/../admin" still hit "/admin"; a ".." above the root is a csgi::BadRequest (400).
-/// A request whose REMOTE_ADDR is not an IP address matches no address condition.
+/// A request whose REMOTE_ADDR is not an IP address (reverse_proxy's `unknown` for a forwarding header
+/// that names no client, a peer on a Unix socket) fails closed: it matches the address condition of
+/// every deny rule and of no allow rule, so neither an allow-list nor a deny-list lets it through.
 /// Reads:  REMOTE_ADDR, REQUEST_METHOD, SCRIPT_NAME, PATH_INFO.
 /// Writes: nothing; a denied request gets 403 and never reaches the app.
 /// Order:  after reverse_proxy (so REMOTE_ADDR is the client), before the apps it protects.

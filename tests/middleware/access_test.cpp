@@ -56,6 +56,30 @@ TEST_CASE("access: first match wins; default; 403") {
   CHECK(testing::call(app, "GET /", {}, {}, from("")).status == 403);
 }
 
+TEST_CASE("access: an address that is not an IP fails closed (deny-lists too)") {
+  mw::AccessOptions deny_list;  // default allow, one blocked network
+  deny_list.rules = {AccessRule::deny_from({"203.0.113.0/24"})};
+  App denying = lint(wrap<mw::Access>(answer(Kind::complete, 200, "in"), deny_list));
+  CHECK(testing::call(denying, "GET /", {}, {}, from("198.51.100.1")).status == 200);
+  CHECK(testing::call(denying, "GET /", {}, {}, from("203.0.113.9")).status == 403);
+  // reverse_proxy's "unknown" (a forwarding header that named no client) could be the blocked network.
+  CHECK(testing::call(denying, "GET /", {}, {}, from("unknown")).status == 403);
+  CHECK(testing::call(denying, "GET /", {}, {}, from("")).status == 403);
+
+  mw::AccessOptions allow_list;
+  allow_list.rules = {AccessRule::allow_from({"127.0.0.1"})};
+  allow_list.default_allow = false;
+  App allowing = lint(wrap<mw::Access>(answer(Kind::complete, 200, "in"), allow_list));
+  CHECK(testing::call(allowing, "GET /", {}, {}, from("127.0.0.1")).status == 200);
+  CHECK(testing::call(allowing, "GET /", {}, {}, from("unknown")).status == 403);
+
+  mw::AccessOptions any_address;  // rules without addresses still apply to everyone
+  any_address.rules = {AccessRule::deny_from({}, {}, "/admin")};
+  App paths = lint(wrap<mw::Access>(answer(Kind::complete, 200, "in"), any_address));
+  CHECK(testing::call(paths, "GET /", {}, {}, from("unknown")).status == 200);
+  CHECK(testing::call(paths, "GET /admin", {}, {}, from("unknown")).status == 403);
+}
+
 TEST_CASE("access: method and path-prefix conditions, path normalised") {
   mw::AccessOptions o;
   o.rules = {AccessRule::allow_from({"192.168.0.0/16"}, {}, "/admin"), AccessRule::deny_from({}, {}, "/admin"),
