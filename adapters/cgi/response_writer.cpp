@@ -53,11 +53,13 @@ std::optional<std::uint64_t> declared_length(const Headers& headers) {
 }
 
 void log_length_error(Env& env, std::uint64_t declared, std::uint64_t produced, bool over) {
-  std::string what = over ? "the response body ran past its Content-Length: declared " : "the response body fell short of its Content-Length: declared ";
+  std::string what = over ? "the response body ran past its Content-Length: declared "
+                          : "the response body fell short of its Content-Length: declared ";
   what += std::to_string(declared);
   what += over ? ", produced at least " : ", produced ";
   what += std::to_string(produced);
-  what += over ? "; the excess was dropped and the response is ended as failed (ADP-13)" : "; the response is ended as failed (ADP-13)";
+  what += over ? "; the excess was dropped and the response is ended as failed (ADP-13)"
+               : "; the response is ended as failed (ADP-13)";
   log_error(env, what);
 }
 
@@ -228,8 +230,9 @@ public:
   void close() override {
     std::lock_guard lock(st_->mu);
     if (std::exchange(closed_, true)) return;
-    if (st_->out && st_->ok && st_->framed && !st_->head_only && !st_->framed->over() && !st_->framed->finish(*st_->env))
-      st_->ok = false;
+    bool short_body = st_->out && st_->ok && st_->framed && !st_->head_only && !st_->framed->over() &&
+                      !st_->framed->finish(*st_->env);
+    if (short_body) st_->ok = false;
     st_->done = true;
     st_->cv.notify_all();
   }

@@ -343,11 +343,13 @@ void Conn::check_complete_length(const Headers& headers, std::uint64_t length) {
 }
 
 void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
-  std::string what = over ? "the response body ran past its Content-Length: declared " : "the response body fell short of its Content-Length: declared ";
+  std::string what = over ? "the response body ran past its Content-Length: declared "
+                          : "the response body fell short of its Content-Length: declared ";
   what += std::to_string(declared);
   what += over ? ", produced at least " : ", produced ";
   what += std::to_string(produced);
-  what += over ? "; the excess was dropped and the connection is closed (ADP-13)" : "; the connection is closed (ADP-13)";
+  what += over ? "; the excess was dropped and the connection is closed (ADP-13)"
+               : "; the connection is closed (ADP-13)";
   log_error(what);
 }
 

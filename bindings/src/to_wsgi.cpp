@@ -518,8 +518,9 @@ std::optional<std::uint64_t> complete_length(const Response& res, std::uint64_t 
   auto declared = declared_length(res.headers);
   if (head && real == 0 && declared) return declared;
   if (declared && *declared != real && !head)
-    env.errors().write("csgi: the app's Content-Length (" + std::to_string(*declared) + ") differs from its body's length (" +
-                       std::to_string(real) + "); the body's length was sent (ADP-13)");
+    env.errors().write("csgi: the app's Content-Length (" + std::to_string(*declared) +
+                       ") differs from its body's length (" + std::to_string(real) +
+                       "); the body's length was sent (ADP-13)");
   return real;
 }
 
@@ -690,7 +691,8 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
 
   if (chan) {  // started through a Writer: stream what it writes
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
-    return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan), limit), py::return_value_policy::take_ownership);
+    return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan), limit),
+                    py::return_value_policy::take_ownership);
   }
   if (no_body) res.body = std::string();
   bool framed_by_app = res.headers.has("Transfer-Encoding");

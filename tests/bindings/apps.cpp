@@ -112,7 +112,8 @@ csgi::App make_app(const csgi::AppArgs& args) {
   if (name == "framed") {
     // framed <stream|writer|text> <declared Content-Length> <pieces...> (ADP-13)
     std::string kind = arg(1, "stream"), declared = arg(2, "5");
-    auto pieces = std::make_shared<std::vector<std::string>>(args.size() > 3 ? args.begin() + 3 : args.end(), args.end());
+    auto first = args.size() > 3 ? args.begin() + 3 : args.end();
+    auto pieces = std::make_shared<std::vector<std::string>>(first, args.end());
     return [kind, declared, pieces](csgi::Env&) {
       csgi::Headers h{{"Content-Type", "text/plain"}, {"Content-Length", declared}};
       if (kind == "writer") {

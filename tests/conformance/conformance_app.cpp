@@ -351,7 +351,8 @@ App make_conformance_app(const AppArgs& args) {
   App linted = wrap<Lint>([files](Env& env) { return dispatch(*files, env); });
   return [linted](Env& env) {
     std::string_view test = env.get("HTTP_X_CSGI_TEST");
-    if (test.starts_with("length_") && (test.ends_with("_over") || test.ends_with("_short"))) return length_breaker(test);
+    if (test.starts_with("length_") && (test.ends_with("_over") || test.ends_with("_short")))
+      return length_breaker(test);
     return linted(env);
   };
 }
