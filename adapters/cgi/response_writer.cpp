@@ -44,27 +44,90 @@ void log_error(Env& env, std::string_view what) noexcept {
 
 bool no_body(const Env& env, int status) { return status_has_no_body(status) || env.get(keys::REQUEST_METHOD) == "HEAD"; }
 
-/// Writes a non-delayed body. Returns false when it stopped early.
-bool write_body(Body& body, Env& env, Output& out) {
+/// The Content-Length the app declared, when it is one well-formed number.
+std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  auto cl = headers.get("Content-Length");
+  if (!cl || cl->empty() || cl->size() > 19 || cl->find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return std::stoull(std::string(*cl));
+}
+
+void log_length_error(Env& env, std::uint64_t declared, std::uint64_t produced, bool over) {
+  std::string what = over ? "the response body ran past its Content-Length: declared "
+                          : "the response body fell short of its Content-Length: declared ";
+  what += std::to_string(declared);
+  what += over ? ", produced at least " : ", produced ";
+  what += std::to_string(produced);
+  what += over ? "; the excess was dropped and the response is ended as failed (ADP-13)"
+               : "; the response is ended as failed (ADP-13)";
+  log_error(env, what);
+}
+
+/// Holds a streamed body to the Content-Length sent in its head, if any (ADP-13): nothing past it is
+/// written (the response ends there, whole by its length, logged), and a body that ends short of it
+/// makes the response fail (logged), so that the front server drops it rather than take it as whole.
+class Framed {
+public:
+  explicit Framed(std::optional<std::uint64_t> declared) : declared_(declared) {}
+  /// Writes and flushes `chunk`; false when the output failed or the body ran past its length (over()).
+  bool write(Env& env, Output& out, std::string_view chunk) {
+    if (over_) return false;
+    if (declared_ && chunk.size() > *declared_ - sent_) {
+      log_length_error(env, *declared_, sent_ + chunk.size(), true);
+      std::string_view fits = chunk.substr(0, *declared_ - sent_);
+      sent_ = *declared_;
+      over_ = true;
+      if (!fits.empty() && !out.write(fits)) failed_ = true;
+      if (!out.flush()) failed_ = true;
+      return false;
+    }
+    sent_ += chunk.size();
+    return out.write(chunk) && out.flush();
+  }
+  /// The body ran past its length: what fitted went out, the rest was dropped.
+  bool over() const { return over_ && !failed_; }
+  /// At the end of the body: false when it fell short.
+  bool finish(Env& env) const {
+    if (!declared_ || sent_ == *declared_) return true;
+    log_length_error(env, *declared_, sent_, false);
+    return false;
+  }
+
+private:
+  std::optional<std::uint64_t> declared_;
+  std::uint64_t sent_ = 0;
+  bool over_ = false;
+  bool failed_ = false;
+};
+
+/// Writes `length` bytes of a file body; false when the output failed or the file ended early.
+bool write_file(const FileBody& f, std::uint64_t length, Env& env, Output& out) {
+  std::shared_ptr<FileHandle> h = f.file;
+  if (!h) h = FileBody::open(f.path).file;
+  std::uint64_t left = length;
+  std::uint64_t pos = f.offset;
+  std::string buf(std::min<std::uint64_t>(left, 65536), '\0');
+  while (left > 0) {
+    ssize_t r = ::pread(h->fd(), buf.data(), std::min<std::uint64_t>(left, buf.size()), static_cast<off_t>(pos));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw std::system_error(errno, std::generic_category(), "reading file body " + f.path);
+    if (r == 0) {
+      log_length_error(env, length, length - left, false);
+      return false;
+    }
+    if (!out.write({buf.data(), static_cast<std::size_t>(r)})) return false;
+    left -= static_cast<std::uint64_t>(r);
+    pos += static_cast<std::uint64_t>(r);
+  }
+  return true;
+}
+
+/// Writes a non-delayed body whose head said `length` (the real length of a complete or file body, the
+/// declared one of a stream). Returns false when it stopped early.
+bool write_body(Body& body, std::optional<std::uint64_t> length, Env& env, Output& out) {
   if (auto* s = std::get_if<std::string>(&body)) return s->empty() || out.write(*s);
   if (auto* b = std::get_if<SharedBytes>(&body)) return !*b || (*b)->empty() || out.write(**b);
-  if (auto* f = std::get_if<FileBody>(&body)) {
-    std::shared_ptr<FileHandle> h = f->file;
-    if (!h) h = FileBody::open(f->path).file;
-    std::uint64_t left = f->size();
-    std::uint64_t pos = f->offset;
-    std::string buf(std::min<std::uint64_t>(left, 65536), '\0');
-    while (left > 0) {
-      ssize_t r = ::pread(h->fd(), buf.data(), std::min<std::uint64_t>(left, buf.size()), static_cast<off_t>(pos));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw std::system_error(errno, std::generic_category(), "reading file body " + f->path);
-      if (r == 0) throw std::runtime_error("file body " + f->path + " ended early");
-      if (!out.write({buf.data(), static_cast<std::size_t>(r)})) return false;
-      left -= static_cast<std::uint64_t>(r);
-      pos += static_cast<std::uint64_t>(r);
-    }
-    return true;
-  }
+  if (auto* f = std::get_if<FileBody>(&body)) return write_file(*f, length.value_or(0), env, out);
   if (auto* sp = std::get_if<StreamPtr>(&body)) {
     StreamPtr stream = *sp;
     if (!stream) return true;
@@ -77,14 +140,32 @@ bool write_body(Body& body, Env& env, Output& out) {
         }
       }
     } closer{*stream};
+    Framed framed(length);
     std::string chunk;
     while (stream->next(chunk)) {
       if (chunk.empty()) continue;
-      if (out.client_gone() || !out.write(chunk) || !out.flush()) return false;
+      if (out.client_gone()) return false;
+      if (!framed.write(env, out, chunk)) return framed.over();
     }
-    return true;
+    return framed.finish(env);
   }
   throw std::logic_error("a delayed response answered with another delayed response");
+}
+
+/// The length the head of `res` carries (ADP-1, ADP-2, ADP-8, ADP-13): none for 1xx/204/304; the real
+/// length of a complete or file body (a differing Content-Length from the app is logged), except that an
+/// empty answer to HEAD keeps the app's; the app's declared length for a stream.
+std::optional<std::uint64_t> head_length(const Response& res, Env& env) {
+  if (status_has_no_body(res.status)) return std::nullopt;
+  std::optional<std::uint64_t> declared = declared_length(res.headers);
+  std::optional<std::uint64_t> known = res.known_length();
+  if (!known) return declared;
+  bool head = env.get(keys::REQUEST_METHOD) == "HEAD";
+  if (head && *known == 0 && !std::holds_alternative<FileBody>(res.body) && declared) return declared;
+  if (declared && *declared != *known && !head)
+    log_error(env, "the app's Content-Length (" + std::to_string(*declared) + ") differs from its body's length (" +
+                       std::to_string(*known) + "); the body's length was sent (ADP-13)");
+  return known;
 }
 
 bool send_error(Env& env, Output& out, int status) noexcept;
@@ -93,8 +174,9 @@ bool send_error(Env& env, Output& out, int status) noexcept;
 bool send_complete(Response& res, Env& env, Output& out) {
   bool skip = no_body(env, res.status);
   std::string head;
+  std::optional<std::uint64_t> len;
   try {
-    std::optional<std::uint64_t> len = status_has_no_body(res.status) ? std::nullopt : res.known_length();
+    len = head_length(res, env);
     head = format_head(res.status, res.headers, len);
   } catch (const std::exception& e) {
     log_error(env, std::string("bad response: ") + e.what());
@@ -106,7 +188,7 @@ bool send_complete(Response& res, Env& env, Output& out) {
     if (auto* sp = std::get_if<StreamPtr>(&res.body); sp && *sp) (*sp)->close();
     return true;
   }
-  return write_body(res.body, env, out);
+  return write_body(res.body, len, env, out);
 }
 
 bool send_error(Env& env, Output& out, int status) noexcept {
@@ -125,6 +207,7 @@ struct State {
   Output* out;  // nullptr once the serving thread has moved on
   Env* env;
   bool head_only = false;
+  std::optional<Framed> framed;  // the body of start(), held to its declared length
   bool answered = false;  // respond() or start() was called
   bool done = false;      // the response is complete, or abandoned
   bool ok = true;         // everything written so far went out
@@ -139,12 +222,17 @@ public:
     std::lock_guard lock(st_->mu);
     if (closed_ || !st_->out || !st_->ok) return false;
     if (st_->head_only || chunk.empty()) return true;
-    if (st_->out->client_gone() || !st_->out->write(chunk) || !st_->out->flush()) st_->ok = false;
-    return st_->ok;
+    if (!st_->framed || st_->out->client_gone()) return st_->ok = false;
+    if (st_->framed->write(*st_->env, *st_->out, chunk)) return true;
+    if (!st_->framed->over()) st_->ok = false;
+    return false;
   }
   void close() override {
     std::lock_guard lock(st_->mu);
     if (std::exchange(closed_, true)) return;
+    bool short_body = st_->out && st_->ok && st_->framed && !st_->head_only && !st_->framed->over() &&
+                      !st_->framed->finish(*st_->env);
+    if (short_body) st_->ok = false;
     st_->done = true;
     st_->cv.notify_all();
   }
@@ -187,7 +275,9 @@ public:
     if (st_->out) {
       std::string head;
       try {
-        head = format_head(status, headers, std::nullopt);
+        std::optional<std::uint64_t> declared = status_has_no_body(status) ? std::nullopt : declared_length(headers);
+        head = format_head(status, headers, declared);
+        st_->framed.emplace(declared);
       } catch (...) {
         st_->failed = true;
         st_->done = true;
@@ -235,7 +325,7 @@ bool send_delayed(Delayed& d, Env& env, Output& out, const SendOptions& options)
 
 }  // namespace
 
-std::string format_head(int status, const Headers& headers, std::optional<std::uint64_t> known_length) {
+std::string format_head(int status, const Headers& headers, std::optional<std::uint64_t> length) {
   if (status < 100 || status > 999) throw std::invalid_argument("status " + std::to_string(status) + " is out of range");
   std::string head;
   head.reserve(64 + headers.size() * 48);
@@ -244,7 +334,6 @@ std::string format_head(int status, const Headers& headers, std::optional<std::u
   head += ' ';
   head += reason_phrase(status);
   head += "\r\n";
-  bool has_length = false;
   for (const Header& h : headers) {
     if (h.name.empty()) throw std::invalid_argument("empty response header name");
     for (unsigned char c : h.name)
@@ -253,15 +342,15 @@ std::string format_head(int status, const Headers& headers, std::optional<std::u
       if (c == '\r' || c == '\n' || c == '\0')
         throw std::invalid_argument("response header " + h.name + " holds CR, LF or NUL");
     if (iequals(h.name, "Status")) throw std::invalid_argument("apps must not send a Status header");
-    if (iequals(h.name, "Content-Length")) has_length = true;
+    if (iequals(h.name, "Content-Length")) continue;  // framing is the adapter's: `length` below
     head += h.name;
     head += ": ";
     head += h.value;
     head += "\r\n";
   }
-  if (known_length && !has_length) {
+  if (length) {
     head += "Content-Length: ";
-    head += std::to_string(*known_length);
+    head += std::to_string(*length);
     head += "\r\n";
   }
   head += "\r\n";

@@ -32,18 +32,21 @@ public:
 Response call_app(const App& app, Env& env) noexcept;
 
 /// The "Status:" line and header block of `res`, validated (header names are tokens, values hold no
-/// CR, LF or NUL, no "Status" field). Adds Content-Length when the body length is known and absent.
-/// Throws std::invalid_argument for a response that cannot be sent.
-std::string format_head(int status, const Headers& headers, std::optional<std::uint64_t> known_length);
+/// CR, LF or NUL, no "Status" field). The app's Content-Length fields are replaced by `length`, when
+/// given: the length the body is sent with (ADP-13). Throws std::invalid_argument for a response that
+/// cannot be sent.
+std::string format_head(int status, const Headers& headers, std::optional<std::uint64_t> length);
 
 struct SendOptions {
   /// How often a thread waiting for a delayed response checks Output::client_gone().
   std::chrono::milliseconds gone_poll{250};
 };
 
-/// Sends `res`. No body is written for HEAD requests nor for 1xx/204/304. Returns true when the whole
-/// response went out; false when the client went away or an error cut the body short (the caller should
-/// drop the connection so the front server sees an incomplete response). Streamed chunks are flushed as
+/// Sends `res`. No body is written for HEAD requests nor for 1xx/204/304. A stream or writer body is held
+/// to the Content-Length the app declared: nothing past it is written, and running past it or ending
+/// short of it fails the response, logged (ADP-13). Returns true when the whole response went out; false
+/// when the client went away or the body was cut short or ran long (the caller should drop the
+/// connection so the front server sees an incomplete response). Streamed chunks are flushed as
 /// they go; the end of a complete response is left in `out` for the adapter to flush (FastCGI sends it
 /// with FCGI_END_REQUEST in one write). Never throws; errors are written to csgi.errors.
 bool send_response(Response res, Env& env, Output& out, const SendOptions& options = {}) noexcept;

@@ -87,7 +87,13 @@ void worker(Shared& s, WorkerSlot& slot) {
         s.max_body);
     FcgiOutput out(req);
     if (!cgi::handle_request(s.app, env, req.envp, s.env_options, input, errors, out)) {
-      // The response is incomplete: drop the connection so the front server does not take it as whole.
+      // The response is incomplete: end it so that the front server does not take it as whole. A closed
+      // connection alone is not enough: nginx without fastcgi_keep_conn takes the close for the end of
+      // the response and keeps its client's connection, so a short body would swallow the next response.
+      // A record of an unknown protocol version after the bytes written is an error to every front.
+      FCGX_FFlush(req.out);
+      static constexpr unsigned char bad_record[8] = {0, 6, 0, 1, 0, 0, 0, 0};
+      (void)::send(req.ipcFd, bad_record, sizeof bad_record, MSG_NOSIGNAL);
       ::shutdown(req.ipcFd, SHUT_RDWR);
       FCGX_Free(&req, 1);
     }

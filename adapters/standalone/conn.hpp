@@ -91,6 +91,16 @@ inline void append_body(std::string& out, std::string_view data, bool chunked) {
   }
 }
 
+/// The Content-Length the app declared, when it is one well-formed number.
+inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  auto cl = headers.get("content-length");
+  if (!cl) return std::nullopt;
+  std::uint64_t v = 0;
+  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
+  return v;
+}
+
 struct WriterState;
 
 class Conn final : public std::enable_shared_from_this<Conn>,
@@ -149,6 +159,10 @@ private:
   void send_file(FileBody& f, int status, Headers& headers);
   void pump_file();
   void pump_stream();
+  void end_stream();
+  bool append_counted(std::string_view chunk);
+  void check_complete_length(const Headers& headers, std::uint64_t length);
+  void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
   void finish_response();
   void log_access();
   void log_error(std::string_view what);
@@ -211,6 +225,9 @@ private:
   int status_ = 0;
   std::uint64_t sent_body_ = 0;
   bool chunked_out_ = false;
+  // A streamed body framed by the app's Content-Length (ADP-13): the bytes it still allows.
+  bool counting_ = false;
+  std::uint64_t declared_ = 0, body_left_ = 0;
   std::string out_;
   std::size_t out_pos_ = 0;
   struct Ext {

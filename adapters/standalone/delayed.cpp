@@ -18,6 +18,10 @@ struct WriterState {
   bool framed = false;
   bool chunked = false;
   bool head_only = false;
+  // A body framed by the app's Content-Length (ADP-13): what it still allows, and how far the app ran
+  // past it (0: not past). A write past it is cut there and returns false, as if the client had gone.
+  bool counting = false;
+  std::uint64_t declared = 0, left = 0, overrun = 0;
   std::weak_ptr<Conn> conn;
   asio::io_context* ioc = nullptr;
   std::chrono::milliseconds send_timeout{60000};
@@ -51,6 +55,17 @@ public:
     std::unique_lock lock(st_->mu);
     if (st_->dead || st_->closed) return false;
     if (chunk.empty() || st_->head_only) return true;
+    if (st_->counting) {
+      if (chunk.size() > st_->left) {
+        st_->overrun = st_->declared - st_->left + chunk.size();
+        st_->pending.append(chunk.substr(0, st_->left));
+        st_->left = 0;
+        st_->dead = true;
+        st_->post_flush(st_);
+        return false;
+      }
+      st_->left -= chunk.size();
+    }
     append_body(st_->pending, chunk, st_->chunked && st_->framed);
     st_->post_flush(st_);
     auto c = st_->conn.lock();
@@ -149,12 +164,7 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
   }
   if (status < 100 || status > 999) status = 500;
   bool no_body = status_has_no_body(status);
-  std::optional<std::uint64_t> declared;
-  if (auto cl = headers.get("content-length")) {
-    std::uint64_t v = 0;
-    auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
-    if (r.ec == std::errc() && r.ptr == cl->data() + cl->size()) declared = v;
-  }
+  std::optional<std::uint64_t> declared = declared_length(headers);
   bool chunked = !no_body && !head_ && !declared && !http10_;
   if (!no_body && !head_ && !declared && http10_) keep_alive_ = false;
   write_head(status, headers, no_body ? std::nullopt : declared, chunked);
@@ -166,6 +176,15 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
     // Frame what the app wrote before this ran (see WriterState::framed).
     if (st->head_only) {
       st->pending.clear();
+    } else if (declared) {
+      st->counting = true;
+      st->declared = *declared;
+      if (st->pending.size() > *declared) {
+        st->overrun = st->pending.size();
+        st->pending.resize(*declared);
+        st->dead = true;
+      }
+      st->left = *declared - st->pending.size();
     } else if (chunked) {
       std::string early = std::move(st->pending);
       st->pending.clear();
@@ -185,6 +204,7 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     return;
   }
   bool fin, aborted;
+  std::uint64_t declared, left, overrun;
   {
     std::lock_guard lock(st->mu);
     st->flush_posted = false;
@@ -194,7 +214,10 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
       out_.append(st->pending);
       st->pending.clear();
     }
-    fin = st->closed;
+    declared = st->declared;
+    left = st->counting ? st->left : 0;
+    overrun = st->overrun;
+    fin = st->closed || overrun > 0;
   }
   bool done = flush();
   {
@@ -223,6 +246,11 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     return;
   }
   if (fin) {
+    // Past or short of its declared length, the body ends the connection (ADP-13).
+    if (overrun > 0 || left > 0) {
+      log_length_error(declared, overrun > 0 ? overrun : declared - left, overrun > 0);
+      keep_alive_ = false;
+    }
     writer_.reset();
     phase_ = Phase::reading;
     finish_response();

@@ -68,25 +68,15 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append("\r\n");
 }
 
-// The Content-Length the app declared, when it is one well-formed number.
-static std::optional<std::uint64_t> declared_length(const Headers& headers) {
-  auto cl = headers.get("content-length");
-  if (!cl) return std::nullopt;
-  std::uint64_t v = 0;
-  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
-  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
-  return v;
-}
-
 void Conn::start_body(Response& res) {
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
   bool no_body = status_has_no_body(status);
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> len = s->size();
     // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
-    if (head_ && s->empty()) {
-      if (auto d = declared_length(res.headers)) len = d;
-    }
+    auto d = head_ && s->empty() ? declared_length(res.headers) : std::nullopt;
+    if (d) len = d;
+    else if (!no_body && !head_) check_complete_length(res.headers, s->size());
     write_head(status, res.headers, no_body ? std::nullopt : len, false);
     if (!head_ && !no_body && !s->empty()) {
       sent_body_ = s->size();
@@ -102,6 +92,7 @@ void Conn::start_body(Response& res) {
   }
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::size_t n = *b ? (*b)->size() : 0;
+    if (!no_body && !head_) check_complete_length(res.headers, n);
     write_head(status, res.headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
     if (!head_ && !no_body && n > 0) {
       sent_body_ = n;
@@ -119,12 +110,7 @@ void Conn::start_body(Response& res) {
   }
   if (auto* sp = std::get_if<StreamPtr>(&res.body)) {
     stream_ = std::move(*sp);
-    std::optional<std::uint64_t> declared;
-    if (auto cl = res.headers.get("content-length")) {
-      std::uint64_t v = 0;
-      auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
-      if (r.ec == std::errc() && r.ptr == cl->data() + cl->size()) declared = v;
-    }
+    std::optional<std::uint64_t> declared = declared_length(res.headers);
     if (no_body || head_ || !stream_) {
       write_head(status, res.headers, no_body ? std::nullopt : declared, false);
       if (stream_) {
@@ -164,10 +150,11 @@ void Conn::start_body(Response& res) {
     chunked_out_ = !declared && !http10_;
     if (!declared && http10_) keep_alive_ = false;  // body ends at close
     write_head(status, res.headers, declared, chunked_out_);
-    sent_body_ += first.size();
-    append_body(out_, first, chunked_out_);
+    counting_ = declared.has_value();
+    declared_ = body_left_ = declared.value_or(0);
     phase_ = Phase::stream;
-    pump_stream();
+    if (append_counted(first)) pump_stream();
+    else end_stream();
     return;
   }
   // A Delayed body handed to respond(): refuse it.
@@ -196,6 +183,7 @@ void Conn::send_file(FileBody& f, int status, Headers& headers) {
   std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
   std::uint64_t off = std::min(f.offset, fsize);
   std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
+  if (!status_has_no_body(status) && !head_) check_complete_length(headers, len);
   if (status == 200 && !range_.empty() && (env_->get(keys::REQUEST_METHOD) == "GET" || head_)) {
     bool use_range = true;
     if (!if_range_.empty()) {
@@ -261,6 +249,7 @@ void Conn::pump_file() {
       return;
     }
     // Error, or the file shrank under us: the response cannot be completed.
+    if (n == 0) log_length_error(sent_body_, sent_body_ - file_left_, false);
     keep_alive_ = false;
     dead_ = n < 0;
     file_.reset();
@@ -300,8 +289,17 @@ void Conn::pump_stream() {
     }
     if (!more) break;
     if (chunk.empty()) continue;
-    sent_body_ += chunk.size();
-    append_body(out_, chunk, chunked_out_);
+    if (!append_counted(chunk)) break;
+  }
+  end_stream();
+}
+
+// The stream ended (or ran past its declared length): close it and finish the response. A body short of
+// its declared length is not passed off as complete: the connection closes after it (ADP-13).
+void Conn::end_stream() {
+  if (counting_ && body_left_ > 0) {
+    log_length_error(declared_, declared_ - body_left_, false);
+    keep_alive_ = false;
   }
   if (chunked_out_) out_.append("0\r\n\r\n");
   try {
@@ -311,7 +309,48 @@ void Conn::pump_stream() {
   }
   stream_.reset();
   chunked_out_ = false;
+  counting_ = false;
   finish_response();
+}
+
+// Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
+// excess is dropped and logged, the connection closes after the response, and false says to stop.
+bool Conn::append_counted(std::string_view chunk) {
+  if (counting_) {
+    if (chunk.size() > body_left_) {
+      log_length_error(declared_, declared_ - body_left_ + chunk.size(), true);
+      chunk = chunk.substr(0, body_left_);
+      body_left_ = 0;
+      keep_alive_ = false;
+      sent_body_ += chunk.size();
+      out_.append(chunk);
+      return false;
+    }
+    body_left_ -= chunk.size();
+  }
+  sent_body_ += chunk.size();
+  append_body(out_, chunk, chunked_out_);
+  return true;
+}
+
+// A complete body is framed by its real length; a Content-Length the app gave that says otherwise is
+// logged (ADP-13).
+void Conn::check_complete_length(const Headers& headers, std::uint64_t length) {
+  auto d = declared_length(headers);
+  if (!d || *d == length) return;
+  log_error("the app's Content-Length (" + std::to_string(*d) + ") differs from its body's length (" +
+            std::to_string(length) + "); the body's length was sent (ADP-13)");
+}
+
+void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
+  std::string what = over ? "the response body ran past its Content-Length: declared "
+                          : "the response body fell short of its Content-Length: declared ";
+  what += std::to_string(declared);
+  what += over ? ", produced at least " : ", produced ";
+  what += std::to_string(produced);
+  what += over ? "; the excess was dropped and the connection is closed (ADP-13)"
+               : "; the connection is closed (ADP-13)";
+  log_error(what);
 }
 
 // The response is complete in the output buffer (maybe not yet written).

@@ -5,7 +5,8 @@
 // building the env copies nothing. wsgi.input / wsgi.errors become csgi::Input / csgi::ErrorStream that
 // re-enter Python with the thread state saved when the GIL was released. The app runs without the GIL.
 // Complete bodies go back as a one-element list; files through wsgi.file_wrapper when the host offers it;
-// streams and delayed responses as an iterator whose next() waits without the GIL.
+// streams and delayed responses as an iterator whose next() waits without the GIL. The host is handed one
+// Content-Length, the one the body keeps to (ADP-13).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -384,16 +385,22 @@ private:
 /// The iterable a C++ response's body is returned as when it is not complete bytes: a stream, a file
 /// read in blocks, or a delayed response's writer. close() closes the C++ stream (always, also when the
 /// host stops early); next() waits without the GIL.
+///
+/// With a `limit` (the Content-Length handed to the host, ADP-13) it never yields past it: the chunk that
+/// runs past is cut there and the iteration ends (a writer's write() returns false from then on), logged;
+/// a body that ends short of it raises, logged, so that the host drops the connection rather than take
+/// the response for a complete one.
 class BodyIter {
 public:
-  BodyIter(std::unique_ptr<Exchange> ex, StreamPtr stream, std::shared_ptr<Channel> chan)
-      : ex_(std::move(ex)), stream_(std::move(stream)), chan_(std::move(chan)) {}
+  BodyIter(std::unique_ptr<Exchange> ex, StreamPtr stream, std::shared_ptr<Channel> chan,
+           std::optional<std::uint64_t> limit = std::nullopt)
+      : ex_(std::move(ex)), stream_(std::move(stream)), chan_(std::move(chan)), limit_(limit) {}
   ~BodyIter() { close(); }
   BodyIter(const BodyIter&) = delete;
   BodyIter& operator=(const BodyIter&) = delete;
 
   py::bytes next() {
-    if (closed_) throw py::stop_iteration();
+    if (closed_ || ended_) throw py::stop_iteration();
     GilHeldByCaller held;
     bool more = false;
     const char* failure = nullptr;
@@ -419,7 +426,25 @@ public:
       }
       throw std::runtime_error("csgi app body stream failed: " + what);
     }
-    if (!more) throw py::stop_iteration();
+    if (!more) {
+      if (limit_ && sent_ < *limit_) {
+        log_length_error(sent_, false);
+        throw std::runtime_error("csgi: the response body fell short of its Content-Length (ADP-13)");
+      }
+      throw py::stop_iteration();
+    }
+    if (limit_ && chunk_.size() > *limit_ - sent_) {
+      log_length_error(sent_ + chunk_.size(), true);
+      chunk_.resize(static_cast<std::size_t>(*limit_ - sent_));
+      ended_ = true;
+      if (chan_) {
+        std::lock_guard lock(chan_->mu);
+        chan_->consumer_gone = true;
+        chan_->cv.notify_all();
+      }
+      if (chunk_.empty()) throw py::stop_iteration();
+    }
+    sent_ += chunk_.size();
     return py::bytes(chunk_.data(), chunk_.size());
   }
 
@@ -446,6 +471,21 @@ public:
   }
 
 private:
+  void log_length_error(std::uint64_t produced, bool over) {
+    if (!ex_) return;
+    std::string what = over ? "csgi: the response body ran past its Content-Length: declared "
+                            : "csgi: the response body fell short of its Content-Length: declared ";
+    what += std::to_string(*limit_);
+    what += over ? ", produced at least " : ", produced ";
+    what += std::to_string(produced);
+    what += over ? "; the excess was dropped (ADP-13) (" : "; the response is ended as failed (ADP-13) (";
+    what += ex_->env.get(keys::REQUEST_METHOD);
+    what += ' ';
+    what += ex_->env.get(keys::REQUEST_URI);
+    what += ')';
+    ex_->env.errors().write(what);
+  }
+
   bool next_from_channel() {
     std::unique_lock lock(chan_->mu);
     chan_->cv.wait(lock, [&] { return !chan_->chunks.empty() || chan_->writer_closed; });
@@ -462,6 +502,9 @@ private:
   std::shared_ptr<Channel> chan_;
   std::string chunk_;
   bool closed_ = false;
+  std::optional<std::uint64_t> limit_;
+  std::uint64_t sent_ = 0;
+  bool ended_ = false;  // cut at limit_: the iteration is over
 };
 
 /// A separate open file description for a FileBody (so seeking it moves no one else's offset).
@@ -474,12 +517,38 @@ int open_body_file(const FileBody& f) {
   return ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std::uint64_t> add_length) {
-  Py_ssize_t n = static_cast<Py_ssize_t>(headers.size()) + (add_length ? 1 : 0);
+/// The Content-Length the app declared, when it is one well-formed number.
+std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  auto cl = headers.get("Content-Length");
+  if (!cl) return std::nullopt;
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+  if (ec != std::errc() || p != cl->data() + cl->size()) return std::nullopt;
+  return v;
+}
+
+/// The Content-Length a complete or file body goes out with (ADP-13): its real length (a differing one
+/// from the app is logged), except that an empty answer to HEAD keeps the app's.
+std::optional<std::uint64_t> complete_length(const Response& res, std::uint64_t real, bool head, Env& env) {
+  auto declared = declared_length(res.headers);
+  if (head && real == 0 && declared) return declared;
+  if (declared && *declared != real && !head)
+    env.errors().write("csgi: the app's Content-Length (" + std::to_string(*declared) +
+                       ") differs from its body's length (" + std::to_string(real) +
+                       "); the body's length was sent (ADP-13)");
+  return real;
+}
+
+/// The host's header list: the app's fields, its Content-Length ones replaced by `length` when given.
+PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std::uint64_t> length) {
+  Py_ssize_t n = length ? 1 : 0;
+  for (const Header& h : headers)
+    if (!iequals(h.name, "Content-Length")) ++n;
   PyObject* list = PyList_New(n);
   if (!list) throw_python_error();
   Py_ssize_t i = 0;
   for (const Header& h : headers) {
+    if (iequals(h.name, "Content-Length")) continue;
     PyObject* t = app.header_tuple(h.name, h.value);
     if (!t) {
       Py_DECREF(list);
@@ -487,9 +556,9 @@ PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std
     }
     PyList_SET_ITEM(list, i++, t);
   }
-  if (add_length) {
+  if (length) {
     char buf[24];
-    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *add_length);
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *length);
     PyObject* t = app.header_tuple("Content-Length", std::string_view(buf, static_cast<std::size_t>(p - buf)));
     if (!t) {
       Py_DECREF(list);
@@ -629,16 +698,23 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
 
   PyObject* status = status_line(res.status);
   bool no_body = status_has_no_body(res.status);
+  bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
   PendingError* exc = failure.empty() ? nullptr : &ex->pending;
+  // A streamed body goes out with the length the app declared and is held to it (ADP-13); none for
+  // 1xx/204/304 (ADP-8); for HEAD the host sends no body, so nothing is held.
+  std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
+  std::optional<std::uint64_t> limit = head ? std::nullopt : declared;
 
   if (chan) {  // started through a Writer: stream what it writes
-    call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, std::nullopt), nullptr);
-    return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan)), py::return_value_policy::take_ownership);
+    call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
+    return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan), limit),
+                    py::return_value_policy::take_ownership);
   }
   if (no_body) res.body = std::string();
+  bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !res.headers.has("Content-Length") && !res.headers.has("Transfer-Encoding")) cl = s->size();
+    if (!no_body && !framed_by_app) cl = complete_length(res, s->size(), head, ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     if (s->empty()) return py::reinterpret_steal<py::object>(PyList_New(0));
     return body_tuple(*s);
@@ -646,14 +722,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!res.headers.has("Content-Length") && !res.headers.has("Transfer-Encoding")) cl = bytes.size();
+    if (!framed_by_app) cl = complete_length(res, bytes.size(), head, ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     return body_tuple(bytes);
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
     std::uint64_t size = f->size();
-    std::optional<std::uint64_t> cl;
-    if (!res.headers.has("Content-Length")) cl = size;
+    std::optional<std::uint64_t> cl = complete_length(res, size, head, ex->env);
     bool to_end = true;
     if (f->length != FileBody::npos) {
       struct stat st {};
@@ -682,12 +757,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
     }
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
     StreamPtr st = file_stream(std::move(*f));
-    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr), py::return_value_policy::take_ownership);
+    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl),
+                    py::return_value_policy::take_ownership);
   }
   StreamPtr st = std::get<StreamPtr>(std::move(res.body));
-  call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, std::nullopt), nullptr);
+  call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
   if (!st) return py::reinterpret_steal<py::object>(PyList_New(0));
-  return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr), py::return_value_policy::take_ownership);
+  return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
 }
 
 void bind_to_wsgi(py::module_& m) {

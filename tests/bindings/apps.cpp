@@ -13,7 +13,9 @@
 //   status N         an empty response with status N
 //   stack            a Builder stack: a header-adding layer around mounts /hello, /echo, /stream
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/builder.hpp"
@@ -116,6 +118,37 @@ csgi::App make_app(const csgi::AppArgs& args) {
         std::this_thread::sleep_until(until);
       }
       return csgi::Response::text(200, "done");
+    };
+  }
+  if (name == "framed") {
+    // framed <stream|writer|text> <declared Content-Length> <pieces...> (ADP-13)
+    std::string kind = arg(1, "stream"), declared = arg(2, "5");
+    auto first = args.size() > 3 ? args.begin() + 3 : args.end();
+    auto pieces = std::make_shared<std::vector<std::string>>(first, args.end());
+    return [kind, declared, pieces](csgi::Env&) {
+      csgi::Headers h{{"Content-Type", "text/plain"}, {"Content-Length", declared}};
+      if (kind == "writer") {
+        return csgi::Response::delayed([h, pieces](csgi::Responder r) {
+          auto w = r.start(200, h);
+          for (const auto& p : *pieces)
+            if (!w->write(p)) break;
+          w->close();
+        });
+      }
+      csgi::Response r;
+      r.headers = h;
+      if (kind == "text") {
+        std::string all;
+        for (const auto& p : *pieces) all += p;
+        r.body = all;
+        return r;
+      }
+      auto i = std::make_shared<std::size_t>(0);
+      r.body = csgi::make_stream([i, pieces]() -> std::optional<std::string> {
+        if (*i == pieces->size()) return std::nullopt;
+        return (*pieces)[(*i)++];
+      });
+      return r;
     };
   }
   if (name == "error") return [](csgi::Env&) -> csgi::Response { throw std::runtime_error("boom from C++"); };

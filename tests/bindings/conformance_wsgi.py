@@ -241,6 +241,12 @@ def application(environ, start_response):
             raise RuntimeError("conformance: the body failed half-way")
         start_response("200 OK", [("Content-Type", "text/plain")])
         return partial()
+    if test in ("length_stream_over", "length_writer_over", "length_stream_short", "length_writer_short"):
+        # ADP-13: a body that breaks its declared length (the short one above the 1 MiB csgi pulls ahead).
+        over = test.endswith("_over")
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5" if over else str(2 << 20))])
+        chunks = [b"hel", b"lo"] + ([b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"] if over else [])
+        return (c for c in chunks)
     if test == "lint_off":
         return text(start_response, "lint")
     if test == "body_limit_key":

@@ -14,9 +14,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/extensions.hpp"
@@ -332,10 +334,41 @@ Response dispatch(const Files& files, Env& env) {
   return Response::error(404, "unknown conformance test '" + std::string(test) + "'");
 }
 
+// ADP-13: bodies that break the Content-Length they declare. They break RES-13 on purpose, so they are
+// answered outside Lint (which would stop them at the first byte past the length). The short ones
+// declare more than 1 MiB, as the Python mirror must (csgi pulls a WSGI generator to its end below that).
+constexpr std::string_view kForged = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged";
+
+Response length_breaker(std::string_view test) {
+  bool over = test.ends_with("_over");
+  std::string declared = over ? "5" : std::to_string(2u << 20);
+  std::vector<std::string> chunks{"hel", "lo"};
+  if (over) chunks.emplace_back(kForged);
+  Headers h{{"Content-Type", "text/plain"}, {"Content-Length", declared}};
+  if (test.starts_with("length_writer")) {
+    return Response::delayed([h, chunks](Responder r) {
+      auto w = r.start(200, h);
+      for (const auto& c : chunks)
+        if (!w->write(c)) break;
+      w->close();
+    });
+  }
+  Response r;
+  r.headers = h;
+  r.body = StreamPtr(std::make_shared<ChunkStream>(chunks, std::string()));
+  return r;
+}
+
 App make_conformance_app(const AppArgs& args) {
   auto files = std::make_shared<Files>(args.empty() ? std::string() : args.front());
   // Every request runs under Lint, so the adapter's env and the responses are checked too (ADP-7).
-  return wrap<Lint>([files](Env& env) { return dispatch(*files, env); });
+  App linted = wrap<Lint>([files](Env& env) { return dispatch(*files, env); });
+  return [linted](Env& env) {
+    std::string_view test = env.get("HTTP_X_CSGI_TEST");
+    if (test.starts_with("length_") && (test.ends_with("_over") || test.ends_with("_short")))
+      return length_breaker(test);
+    return linted(env);
+  };
 }
 
 }  // namespace

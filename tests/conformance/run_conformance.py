@@ -653,6 +653,33 @@ def _(s):
     c.close()
 
 
+@case("http1", "a stream or writer past its Content-Length is cut there; the connection closes (ADP-13)")
+def _(s):
+    for test in ("length_stream_over", "length_writer_over"):
+        c = s.conn()
+        c.send(s.raw([], test=test) + s.raw([], path="/seq/after"))
+        r = c.read_response()
+        expect(r.body == b"hello" and r.header("Content-Length") == "5", "%s: %r %r" % (test, r.headers, r.body))
+        closed = c.closed_by_peer()
+        expect(b"forged" not in c.buf, "%s: the bytes past the length were sent: %r" % (test, c.buf))
+        expect(closed and b"HTTP/1." not in c.buf, "%s: the connection went on: %r" % (test, c.buf))
+        c.close()
+
+
+@case("http1", "a stream or writer short of its Content-Length ends the connection (ADP-13)")
+def _(s):
+    for test in ("length_stream_short", "length_writer_short"):
+        c = s.conn()
+        c.send(s.raw([], test=test) + s.raw([], path="/seq/after"))
+        try:
+            r = c.read_response()
+            raise AssertionError("%s: a complete response of %d bytes" % (test, len(r.body)))
+        except EOFError:
+            pass
+        expect(c.buf == b"hello", "%s: the short body was followed by %r" % (test, c.buf[5:]))
+        c.close()
+
+
 # ---------------------------------------------------------------------------------------------------
 # extensions
 

@@ -24,10 +24,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/http_error.hpp"
@@ -124,6 +126,30 @@ csgi::App make_app(const csgi::AppArgs& args) {
           w->close();
         }).detach();
       });
+    }
+    if (path == "/framed") {
+      // Declares Content-Length: declared (default 5) and streams "hello", then with forge=1 a forged
+      // response past it; writer=1 writes through a Writer instead of a pull stream (ADP-13).
+      std::string declared = std::to_string(query_int(query, "declared", 5));
+      auto chunks = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"hel", "lo"});
+      if (query_int(query, "forge", 0)) chunks->push_back("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged");
+      if (query_int(query, "writer", 0)) {
+        return csgi::Response::delayed([declared, chunks](csgi::Responder responder) {
+          auto w = responder.start(200, {{"Content-Type", "text/plain"}, {"Content-Length", declared}});
+          for (const auto& c : *chunks)
+            if (!w->write(c)) break;
+          w->close();
+        });
+      }
+      auto i = std::make_shared<std::size_t>(0);
+      csgi::Response r;
+      r.headers.add("Content-Type", "text/plain");
+      r.headers.add("Content-Length", declared);
+      r.body = csgi::make_stream([i, chunks]() -> std::optional<std::string> {
+        if (*i == chunks->size()) return std::nullopt;
+        return (*chunks)[(*i)++];
+      });
+      return r;
     }
     if (path == "/release") {
       std::lock_guard lock(s->mu);
