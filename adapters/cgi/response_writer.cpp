@@ -217,7 +217,16 @@ struct State {
 class StreamWriter final : public Writer {
 public:
   explicit StreamWriter(std::shared_ptr<State> st) : st_(std::move(st)) {}
-  ~StreamWriter() override { close(); }
+  // A writer dropped without close() ends the response as failed (ADP-4): the body may be cut short, and
+  // a failed response is never passed off as complete (for FastCGI, the front server sees it aborted).
+  ~StreamWriter() override {
+    std::lock_guard lock(st_->mu);
+    if (closed_) return;
+    if (st_->out && st_->env) log_error(*st_->env, "streaming writer dropped without close()");
+    st_->ok = false;
+    st_->done = true;
+    st_->cv.notify_all();
+  }
   bool write(std::string_view chunk) override {
     std::lock_guard lock(st_->mu);
     if (closed_ || !st_->out || !st_->ok) return false;

@@ -119,6 +119,27 @@ TEST_CASE("cgi response writer: a writer is held to its declared length (ADP-13)
   }
 }
 
+TEST_CASE("cgi response writer: a writer dropped without close() fails the response (ADP-4)") {
+  SECTION("chunked (no declared length): the end of the request must not pass for the end of the body") {
+    Request q;
+    CHECK_FALSE(q.send(Response::delayed([&](csgi::Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      w->write("part");
+    })));
+    CHECK(q.body() == "part");
+    CHECK(q.errors.text().find("dropped without close()") != std::string::npos);
+  }
+  SECTION("closed: the response is whole") {
+    Request q;
+    CHECK(q.send(Response::delayed([&](csgi::Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      w->write("part");
+      w->close();
+    })));
+    CHECK(q.errors.text().empty());
+  }
+}
+
 TEST_CASE("cgi response writer: a complete body is sent with its real length; a differing one is logged (ADP-13)") {
   Request q;
   Response r = Response::text(200, "hello");
