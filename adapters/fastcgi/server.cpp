@@ -19,6 +19,7 @@
 #include "csgi/adapters/cgi/spool_input.hpp"
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
 #include "csgi/core/io.hpp"
+#include "csgi/core/log_files.hpp"
 
 namespace csgi::fastcgi {
 
@@ -104,12 +105,20 @@ void worker(Shared& s, WorkerSlot& slot) {
   s.running.fetch_sub(1);
 }
 
-sigset_t stop_signals() {
+/// The signals the serving loops wait for: SIGTERM/SIGINT stop, SIGUSR1 reopens the log files.
+sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
   return set;
+}
+
+/// Every log file of the process (access_log middleware in the app included) reopens at its path, as
+/// logrotate expects after a rename.
+void reopen_logs() {
+  for (const std::string& failure : log_files::reopen_all()) stderr_stream().write("csgi fastcgi: " + failure);
 }
 
 void prepare_signals() {
@@ -118,7 +127,7 @@ void prepare_signals() {
   sa.sa_handler = on_wake;  // no SA_RESTART: blocking calls fail with EINTR
   sigemptyset(&sa.sa_mask);
   ::sigaction(wake_signal(), &sa, nullptr);
-  sigset_t set = stop_signals();
+  sigset_t set = handled_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -145,11 +154,12 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
     slot.thread = pool.back().native_handle();
   }
 
-  sigset_t set = stop_signals();
+  sigset_t set = handled_signals();
   timespec tick{0, 200 * 1000 * 1000};
   while (s.running.load() > 0) {
     int sig = ::sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) break;
+    if (sig == SIGUSR1) reopen_logs();
   }
   s.stopping.store(true);
   auto deadline = std::chrono::steady_clock::now() + o.graceful_timeout;
@@ -166,7 +176,7 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
   return 0;
 }
 
-/// The master of `workers` processes: restarts children that die, forwards SIGTERM/SIGINT.
+/// The master of `workers` processes: restarts children that die, forwards SIGTERM/SIGINT and SIGUSR1.
 int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
   prepare_signals();
   std::vector<pid_t> children(static_cast<std::size_t>(o.workers), -1);
@@ -183,7 +193,7 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
   };
   for (std::size_t i = 0; i < children.size(); ++i) spawn(i);
 
-  sigset_t set = stop_signals();
+  sigset_t set = handled_signals();
   timespec tick{0, 100 * 1000 * 1000};
   int stop_sig = 0;
   while (stop_sig == 0) {
@@ -191,6 +201,11 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
     if (sig == SIGTERM || sig == SIGINT) {
       stop_sig = sig;
       break;
+    }
+    if (sig == SIGUSR1) {
+      reopen_logs();
+      for (pid_t pid : children)
+        if (pid > 0) ::kill(pid, SIGUSR1);
     }
     for (std::size_t i = 0; i < children.size(); ++i) {
       if (children[i] > 0) {

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -35,6 +36,19 @@ int listen_unix(const std::string& path) {
   ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   ::listen(fd, 64);
   return fd;
+}
+
+int count_lines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+/// Waits (bounded) until `path` holds `n` lines; the access log's writer thread writes a moment later.
+bool wait_for_lines(const std::string& path, int n) {
+  for (int i = 0; i < 100 && count_lines(path) < n; ++i) std::this_thread::sleep_for(50ms);
+  return count_lines(path) == n;
 }
 }  // namespace
 
@@ -198,3 +212,27 @@ TEST_CASE("csgi::run() picks FastCGI when fd 0 is a listening socket (an app.fcg
   CHECK(WIFEXITED(*status));
 }
 #endif
+
+TEST_CASE("csgi-fcgi reopens the app's access log on SIGUSR1, as logrotate expects after a rename") {
+  for (std::string workers : {"1", "2"}) {
+    DYNAMIC_SECTION("--workers " << workers) {
+      TempDir dir;
+      std::string sock = dir / "app.sock", log = dir / "access.log";
+      Process app({CSGI_FCGI_BIN, "--app", CSGI_PROCESS_APP, "--app-arg", "access-log=" + log, "--listen",
+                   "unix:" + sock, "--workers", workers},
+                  log_path(dir, "app"));
+      REQUIRE(wait_for_unix(sock));
+      for (int i = 0; i < 3; ++i) CHECK(parse_cgi_response(fastcgi_request(sock, base("/hello")).stdout_data).status == 200);
+      REQUIRE(wait_for_lines(log, 3));
+      REQUIRE(::rename(log.c_str(), (log + ".1").c_str()) == 0);
+      REQUIRE(::kill(app.pid(), SIGUSR1) == 0);
+      std::this_thread::sleep_for(500ms);  // the serving loops see the signal within 200 ms
+      for (int i = 0; i < 2; ++i) CHECK(parse_cgi_response(fastcgi_request(sock, base("/hello")).stdout_data).status == 200);
+      CHECK(wait_for_lines(log, 2));  // a new file at the old path
+      CHECK(count_lines(log + ".1") == 3);
+      auto status = app.stop(SIGTERM, 8s);
+      REQUIRE(status.has_value());
+      CHECK(WIFEXITED(*status));  // SIGUSR1's default action would have ended it
+    }
+  }
+}
