@@ -1,5 +1,5 @@
 #pragma once
-/// `csgi serve --fastcgi` and `csgi serve --cgi` (issue 4): serve the app built from the mode table through
+/// `csgi serve --fastcgi` and `csgi serve --cgi`: serve the app built from the mode table through
 /// the FastCGI adapter (csgi::fastcgi) or the CGI adapter (csgi::cgi) instead of the standalone server.
 /// The standalone options that apply carry over: --listen (FastCGI: one "unix:/path" or "host:port";
 /// none = the socket on fd 0 from mod_fcgid, spawn-fcgi, lighttpd or systemd), --threads, --workers,

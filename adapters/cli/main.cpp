@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
         args.value = it->value;
         app = it->mode->make(args, std::move(app));
       }
-    if (!cl.gateway.empty()) return serve_gateway(cl.gateway, std::move(app), cl.server);  // issue 4
+    if (!cl.gateway.empty()) return serve_gateway(cl.gateway, std::move(app), cl.server);
     csgi::standalone::Server server(std::move(app), cl.server);
     return server.run();
   } catch (const std::exception& e) {

@@ -56,7 +56,7 @@ CommandLine parse_command_line(int argc, char** argv) {
 
   po::options_description all;
   all.add(mode_options()).add(standalone::server_options());
-  // Issue 4: serve through the FastCGI or CGI adapter instead of HTTP (gateway_modes.hpp).
+  // Serve through the FastCGI or CGI adapter instead of HTTP (gateway_modes.hpp).
   all.add_options()("fastcgi", po::bool_switch(), "serve over FastCGI (socket on fd 0, or one --listen)")(
       "cgi", po::bool_switch(), "serve one CGI/1.1 request (environment, stdin, stdout)");
   all.add_options()("help,h", "show the manual");

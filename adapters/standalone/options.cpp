@@ -95,7 +95,7 @@ namespace csgi {
 int run(App app, int argc, char** argv) {
   using namespace standalone;
 #if CSGI_HAVE_GATEWAYS
-  // Issue 4: started by a front server — FastCGI when fd 0 is a listening socket (mod_fcgid, spawn-fcgi,
+  // Started by a front server — FastCGI when fd 0 is a listening socket (mod_fcgid, spawn-fcgi,
   // lighttpd, systemd StandardInput=socket), CGI when GATEWAY_INTERFACE is set — so an executable named
   // app.fcgi or app.cgi just works. Command-line arguments are ignored then (CGI passes query words).
   if (fastcgi::is_fastcgi_socket(0)) return fastcgi::serve(std::move(app));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault tests for `csgi serve` (issue: reliability §4). Each prints one table row and must lose nothing:
+"""Fault tests for `csgi serve` (docs/reliability.md §4). Each prints one table row and must lose nothing:
   crash     app faults (SIGSEGV, SIGFPE, stack overflow) on some requests under --workers 2: each is
             contained to its own request (500), logged, the worker replaced; every other request succeeds
   sigterm   SIGTERM while wrk -c200 runs and 50 slow requests are in flight: all 50 complete (200)

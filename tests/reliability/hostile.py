@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile clients against `csgi serve` (issue: reliability §3): slowhttptest's slow headers, slow body
+"""Hostile clients against `csgi serve` (docs/reliability.md §3): slowhttptest's slow headers, slow body
 and slow read, 1,000 connections each, while wrk sends normal traffic.
   * legitimate throughput stays >= 80% of the same run's baseline
   * a slow connection is closed within 1 s of its limit (--header-timeout / --body-timeout / --send-timeout)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak under AddressSanitizer/LeakSanitizer (issue: reliability §5): `csgi serve` built with ASan runs a
+"""Soak under AddressSanitizer/LeakSanitizer (docs/reliability.md §5): `csgi serve` built with ASan runs a
 mixed workload at about half of its measured capacity for --seconds, while its resident memory is sampled
 every second. Passes when wrk saw no errors, RSS after the warm-up grew by less than --max-growth (5%),
 and the server exits cleanly on SIGTERM with no LeakSanitizer or AddressSanitizer report.
