@@ -6,6 +6,7 @@
 #include <random>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "csgi/core/keys.hpp"
 #include "csgi/core/percent.hpp"
@@ -114,7 +115,11 @@ Response js_response(int status, std::string body) {
 class Bundler::Impl {
 public:
   Impl(std::string root, BundlerOptions o)
-      : opt(std::move(o)), graph(root, opt.freshness == BundlerOptions::Freshness::inotify) {
+      : opt(std::move(o)),
+        graph(root, opt.freshness == BundlerOptions::Freshness::inotify,
+              bundler::ResolverOptions{opt.platform == BundlerOptions::Platform::node ? bundler::Platform::node
+                                                                                      : bundler::Platform::browser,
+                                       opt.builtins}) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
     if (auto* w = graph.watcher()) {
@@ -326,7 +331,7 @@ public:
       }
       for (std::size_t id = 0; id < graph.size(); ++id) {
         Module& m = graph.at(std::uint32_t(id));
-        if (m.source && m.last_used < best) {
+        if (m.source && !m.empty && m.last_used < best) {
           best = m.last_used;
           best_m = &m;
           best_b = cache.end();
@@ -367,7 +372,7 @@ public:
     Resolved r = graph.resolve_entry(spec);
     if (r.status == Resolved::forbidden) return fail(403, shown, "module '" + shown + "' is outside the bundle root", {});
     if (r.status != Resolved::ok) return fail(404, shown, "cannot find module '" + shown + "': " + r.detail, {});
-    std::uint32_t entry = graph.intern(r.path);
+    std::uint32_t entry = graph.intern(r);
 
     // The loaded set, as bits over module ids.
     std::vector<bool> loaded;
@@ -410,7 +415,7 @@ public:
         body += ':' + std::to_string(e.target);
       }
       body += "},";
-      if (m.json) {
+      if (m.json || m.empty) {
         append_js_string(body, *src);
       } else {
         std::string text;
@@ -442,9 +447,23 @@ public:
     if (opt.freshness == BundlerOptions::Freshness::stat) {
       for (auto id : c.order) {
         Module& m = graph.at(id);
+        if (m.empty) continue;
         en->stamps.push_back({graph.abs(m.path), m.stamp, m.read_at_ns});
       }
       for (auto& d : c.dirs) en->stamps.push_back({graph.abs(d), bundler::stamp_of(graph.abs(d)), started_at});
+      // The package.json files that may have decided a resolution (main, browser, exports, imports): those
+      // of every directory holding a module and of its parents. A rewrite leaves the directory's stamp alone.
+      std::unordered_set<std::string> pkgs;
+      for (auto& d : c.dirs) {
+        for (std::string a = d;; a = a.substr(0, a.rfind('/') == std::string::npos ? 0 : a.rfind('/'))) {
+          if (!pkgs.insert(a).second) break;
+          if (a.empty()) break;
+        }
+      }
+      for (auto& a : pkgs) {
+        std::string f = graph.abs(a.empty() ? std::string("package.json") : a + "/package.json");
+        en->stamps.push_back({f, bundler::stamp_of(f), started_at});
+      }
     }
     en->body = std::make_shared<const std::string>(std::move(body));
     en->last_used.store(graph.tick(), std::memory_order_relaxed);

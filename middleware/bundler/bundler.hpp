@@ -8,7 +8,8 @@
 ///
 /// URL forms under the mount (PATH_INFO relative to the mount):
 ///   /require.js            the loader (`?v=<hash>` form: cached immutably)
-///   /<root-relative path>  a module by path, resolved Node-style (extensionless, index.js, package main)
+///   /<root-relative path>  a module by path, resolved as esbuild does for the browser (options platform,
+///                          builtins; extensionless, index.js, package main, browser field, exports)
 ///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
 /// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids.
 ///
@@ -26,6 +27,8 @@
 /// kept in members. Copies share the same caches.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,6 +58,15 @@ struct BundlerOptions {
   bool debug_headers = true;
   /// Logs left-out requires (require(expr), two-argument) to csgi.errors when a bundle is built.
   bool log_unbundled = false;
+  /// Module resolution. browser (as esbuild --platform=browser): the package.json "browser" field, and
+  /// the conditions "browser", "module", "require"/"import", "default" in exports/imports. node: no
+  /// browser field; conditions "node", "require"/"import", "default".
+  enum class Platform { browser, node } platform = Platform::browser;
+  /// Node builtins ("util", "events"; also required as "node:util") mapped to what the page gets
+  /// instead: a package resolved from the root's node_modules ("util/" or "events"), a root-relative
+  /// file ("./shims/util.js"), or "" for an empty module. An unmapped builtin that no node_modules
+  /// holds is a 404 naming the builtin, the requiring file and line, and this option.
+  std::map<std::string, std::string, std::less<>> builtins;
 };
 
 class Bundler {

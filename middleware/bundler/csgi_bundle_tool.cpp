@@ -11,7 +11,7 @@
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
-//       --cache-bytes N
+//       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +33,7 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
+               "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
 }
@@ -82,6 +83,17 @@ int main(int argc, char** argv) {
       else if (f == "stat") opt.freshness = csgi::mw::BundlerOptions::Freshness::stat;
       else if (f == "none") opt.freshness = csgi::mw::BundlerOptions::Freshness::none;
       else return usage();
+    } else if (a == "--platform" && i + 1 < argc) {
+      std::string p = argv[++i];
+      if (p == "browser") opt.platform = csgi::mw::BundlerOptions::Platform::browser;
+      else if (p == "node") opt.platform = csgi::mw::BundlerOptions::Platform::node;
+      else return usage();
+    } else if (a == "--builtin" && i + 1 < argc) {
+      std::string m = argv[++i];
+      auto eq = m.find('=');
+      if (eq == std::string::npos || eq == 0) return usage();
+      std::string to = m.substr(eq + 1);
+      opt.builtins[m.substr(0, eq)] = to == "false" ? std::string() : to;
     } else if (a == "--prebuild") {
       opt.prebuild = true;
     } else if (a == "--cache-bytes" && i + 1 < argc) {
