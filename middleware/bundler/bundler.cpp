@@ -1,7 +1,10 @@
 #include "csgi/middleware/bundler/bundler.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <random>
 #include <shared_mutex>
@@ -101,6 +104,59 @@ bool etag_matches(std::string_view header, std::string_view etag) {
   return false;
 }
 
+bool dotted_name(std::string_view k) {
+  if (k.empty() || k.front() == '.' || k.back() == '.' || k.find("..") != std::string_view::npos) return false;
+  for (char c : k)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.')) return false;
+  return !std::isdigit(static_cast<unsigned char>(k.front()));
+}
+
+/// The defines in force: process.env.NODE_ENV by mode, then the user's (checked: dotted names, one-line
+/// values).
+std::map<std::string, std::string, std::less<>> defines_of(const BundlerOptions& o) {
+  std::map<std::string, std::string, std::less<>> d;
+  d["process.env.NODE_ENV"] = o.mode == BundlerOptions::Mode::production ? "\"production\"" : "\"development\"";
+  for (const auto& [k, v] : o.defines) {
+    if (!dotted_name(k)) throw std::invalid_argument("bundler: define name is not a dotted identifier: " + k);
+    if (v.empty() || v.find_first_of("\r\n") != std::string::npos || v.find("\xE2\x80\xA8") != std::string::npos ||
+        v.find("\xE2\x80\xA9") != std::string::npos)
+      throw std::invalid_argument("bundler: define value for " + k + " must be one non-empty line");
+    d[k] = v;
+  }
+  return d;
+}
+
+std::vector<std::string> roots_of(const std::map<std::string, std::string, std::less<>>& defines) {
+  std::vector<std::string> roots;
+  for (const auto& [k, v] : defines) {
+    std::string r = k.substr(0, k.find('.'));
+    if (std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  }
+  return roots;
+}
+
+/// Appends `src` with each chain's longest defined prefix replaced by its value, plus as many newlines
+/// as the replaced text held (so every later line keeps its number).
+void append_defined(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
+                    const std::map<std::string, std::string, std::less<>>& defines) {
+  std::size_t at = 0;
+  for (const auto& c : chains) {
+    for (std::size_t n = c.ends.size(); n > 0; --n) {
+      std::size_t cut = 0;
+      for (std::size_t i = 0; i < n; ++i) cut = c.path.find('.', cut + (i ? 1 : 0));
+      std::string_view name = std::string_view(c.path).substr(0, n == c.ends.size() ? c.path.size() : cut);
+      auto it = defines.find(name);
+      if (it == defines.end() || c.begin < at) continue;
+      out.append(src.substr(at, c.begin - at)).append(it->second);
+      std::string_view replaced = src.substr(c.begin, c.ends[n - 1] - c.begin);
+      out.append(std::size_t(std::count(replaced.begin(), replaced.end(), '\n')), '\n');
+      at = c.ends[n - 1];
+      break;
+    }
+  }
+  out.append(src.substr(at));
+}
+
 Response js_response(int status, std::string body) {
   Response r;
   r.status = status;
@@ -119,7 +175,9 @@ public:
         graph(root, opt.freshness == BundlerOptions::Freshness::inotify,
               bundler::ResolverOptions{opt.platform == BundlerOptions::Platform::node ? bundler::Platform::node
                                                                                       : bundler::Platform::browser,
-                                       opt.builtins}) {
+                                       opt.builtins},
+              bundler::ScanOptions{roots_of(defines_of(opt))}),
+        defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
     if (auto* w = graph.watcher()) {
@@ -420,7 +478,7 @@ public:
       } else {
         std::string text;
         text.reserve(src->size() + base.size() + m.path.size() + 20);
-        text.append(*src);
+        append_defined(text, *src, m.chains, defines);
         text.append("\n//# sourceURL=").append(base).push_back('/');
         text.append(percent_encode(m.path, true));
         append_js_string(body, text);
@@ -435,7 +493,9 @@ public:
         for (auto& u : m.unbundled)
           env.errors().write("bundler: not bundled: " + m.path + ":" + std::to_string(u.line) + " " + u.what);
     }
-    body += "\n]);\n";
+    body += "\n]";
+    if (opt.process_shim) body += ",{\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}}";
+    body += ");\n";
     // A header value: one line of visible ASCII (module names may hold anything).
     for (char& ch : unbundled)
       if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
@@ -473,6 +533,7 @@ public:
 
   BundlerOptions opt;
   Graph graph;
+  std::map<std::string, std::string, std::less<>> defines;
   std::string epoch;
   SharedBytes loader;
   std::string loader_hash;

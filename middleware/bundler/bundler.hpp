@@ -19,6 +19,7 @@
 /// 405 other methods than GET/HEAD.
 ///
 /// Reads:  REQUEST_METHOD, SCRIPT_NAME, PATH_INFO, QUERY_STRING, HTTP_IF_NONE_MATCH; csgi.errors.
+/// Module sources are sent as written, but for `defines` (process.env.NODE_ENV…) replaced in place.
 /// Writes: response headers Content-Type, ETag, Cache-Control, X-Bundle-Modules, X-Bundle-Unbundled
 ///         (debug: require(expr) and two-argument requires left out); nothing in the env.
 /// Order:  anywhere; outside compression if bundles should be compressed (the body is shared bytes).
@@ -67,6 +68,19 @@ struct BundlerOptions {
   /// file ("./shims/util.js"), or "" for an empty module. An unmapped builtin that no node_modules
   /// holds is a 404 naming the builtin, the requiring file and line, and this option.
   std::map<std::string, std::string, std::less<>> builtins;
+  /// The build mode: the default value of process.env.NODE_ENV ("development", as esbuild without
+  /// --minify; "production").
+  enum class Mode { development, production } mode = Mode::development;
+  /// Compile-time replacements, as esbuild's --define: a free dotted name ("process.env.NODE_ENV",
+  /// "__DEV__", "process.env.API") → the JavaScript expression put in its place (""production"",
+  /// "false"). Outside strings, comments and regexes; not where the name is assigned to; the longest
+  /// defined prefix of a chain wins. Values are one line (line numbers never change); the constructor
+  /// throws std::invalid_argument otherwise. "process.env.NODE_ENV" defaults to the mode's name.
+  std::map<std::string, std::string, std::less<>> defines;
+  /// Modules see a free `process` (the page's own if it has one, else a small shim: env.NODE_ENV as
+  /// defined, browser, nextTick, argv, versions {}, cwd()) and `global` (globalThis), as browserify
+  /// gives them. Off: they are whatever the page has (esbuild's behaviour).
+  bool process_shim = true;
 };
 
 class Bundler {

@@ -11,7 +11,8 @@
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
-//       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable)
+//       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
+//       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -34,6 +35,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
                "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
+               "                   [--mode development|production] [--define NAME=EXPR]... [--no-process-shim]\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
 }
@@ -94,6 +96,18 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos || eq == 0) return usage();
       std::string to = m.substr(eq + 1);
       opt.builtins[m.substr(0, eq)] = to == "false" ? std::string() : to;
+    } else if (a == "--mode" && i + 1 < argc) {
+      std::string m = argv[++i];
+      if (m == "development") opt.mode = csgi::mw::BundlerOptions::Mode::development;
+      else if (m == "production") opt.mode = csgi::mw::BundlerOptions::Mode::production;
+      else return usage();
+    } else if (a == "--define" && i + 1 < argc) {
+      std::string m = argv[++i];
+      auto eq = m.find('=');
+      if (eq == std::string::npos || eq == 0) return usage();
+      opt.defines[m.substr(0, eq)] = m.substr(eq + 1);
+    } else if (a == "--no-process-shim") {
+      opt.process_shim = false;
     } else if (a == "--prebuild") {
       opt.prebuild = true;
     } else if (a == "--cache-bytes" && i + 1 < argc) {

@@ -109,8 +109,8 @@ std::size_t Watcher::drain() {
 
 // --- Graph ---
 
-Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options)
-    : resolver_(root, std::move(resolver_options)), use_inotify_(use_inotify) {}
+Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options)
+    : resolver_(root, std::move(resolver_options)), scan_options_(std::move(scan_options)), use_inotify_(use_inotify) {}
 
 std::uint32_t Graph::intern(const std::string& path) {
   auto it = ids_.find(path);
@@ -207,6 +207,7 @@ bool Graph::refresh(Module& m) {
   m.scanned = true;
   m.deps.clear();
   m.unbundled.clear();
+  m.chains.clear();
   m.esm_line.reset();
   m.error.reset();
   m.edges.clear();
@@ -225,7 +226,7 @@ bool Graph::refresh(Module& m) {
   source_bytes += src->size();
   ++scans;
   if (m.json) return true;
-  ScanResult r = scan(*src);
+  ScanResult r = scan(*src, scan_options_);
   if (r.error) {
     m.error = m.path + ": " + *r.error;
     return false;
@@ -240,6 +241,7 @@ bool Graph::refresh(Module& m) {
   for (auto& d : r.deps)
     if (seen.insert(d.spec).second) m.deps.push_back(std::move(d));
   m.unbundled = std::move(r.unbundled);
+  m.chains = std::move(r.chains);
   return true;
 }
 

@@ -89,6 +89,7 @@ struct Module {
   bool scanned = false;
   std::vector<Dependency> deps;  // unique specs, source order
   std::vector<Unbundled> unbundled;
+  std::vector<MemberChain> chains;  // uses of define roots (Graph's ScanOptions)
   std::optional<std::uint32_t> esm_line;
   std::optional<std::string> error;  // unreadable or unlexable: the message
   std::uint64_t checked_gen = ~std::uint64_t{0};
@@ -111,7 +112,7 @@ struct Closure {
 
 class Graph {
 public:
-  Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {});
+  Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {});
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
@@ -150,6 +151,7 @@ private:
   void resolve_edges(Module& m);
 
   Resolver resolver_;
+  ScanOptions scan_options_;
   Watcher watcher_;
   bool use_inotify_;
   std::atomic<std::uint64_t> gen_{0};

@@ -236,3 +236,35 @@ TEST_CASE("bundler: an edit of a browser field is seen on the next request", "[b
     CHECK(eventually([&] { return set_of(parse(call(app, "GET /main.js").body)).count("(empty):node_modules/pkg/index.js") == 1; }));
   }
 }
+
+TEST_CASE("bundler: defines replace process.env.NODE_ENV per mode, keeping every line", "[bundler][defines]") {
+  Tree t;
+  std::string src = "var e = process.env.NODE_ENV, s = 'process.env.NODE_ENV';\nif (process\n.env.NODE_ENV) x(__DEV__, __DEV__.y, process.env.OTHER);\n// process.env.NODE_ENV\n";
+  t.write("main.js", src);
+  auto source_of = [](const std::string& body) {
+    auto b = body.find(",{},\"") + 5;
+    auto e = body.find("\\n//# sourceURL=");
+    return body.substr(b, e - b);
+  };
+  auto dev = call(app_of(t.root()), "GET /main.js");
+  REQUIRE(dev.status == 200);
+  CHECK(source_of(dev.body) ==
+        R"(var e = \"development\", s = 'process.env.NODE_ENV';\nif (\"development\"\n) x(__DEV__, __DEV__.y, process.env.OTHER);\n// process.env.NODE_ENV\n)");
+  CHECK_THAT(dev.body, Catch::EndsWith("\n],{\"shim\":1,\"env\":{\"NODE_ENV\":\"development\"}});\n"));
+
+  BundlerOptions o;
+  o.mode = BundlerOptions::Mode::production;
+  o.defines = {{"__DEV__", "false"}, {"process.env.OTHER", "42"}};
+  o.process_shim = false;
+  auto prod = call(app_of(t.root(), o), "GET /main.js");
+  REQUIRE(prod.status == 200);
+  CHECK(source_of(prod.body) ==
+        R"(var e = \"production\", s = 'process.env.NODE_ENV';\nif (\"production\"\n) x(false, false.y, 42);\n// process.env.NODE_ENV\n)");
+  CHECK_THAT(prod.body, Catch::EndsWith("\n]);\n"));
+
+  BundlerOptions bad;
+  bad.defines = {{"X", "1\n+2"}};
+  CHECK_THROWS_AS(Bundler(t.root(), bad), std::invalid_argument);
+  bad.defines = {{"a..b", "1"}};
+  CHECK_THROWS_AS(Bundler(t.root(), bad), std::invalid_argument);
+}
