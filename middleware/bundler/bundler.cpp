@@ -13,6 +13,7 @@
 
 #include "csgi/core/keys.hpp"
 #include "csgi/core/percent.hpp"
+#include "csgi/middleware/bundler/compress.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
 
 namespace csgi::mw {
@@ -24,6 +25,7 @@ std::string_view loader_text() noexcept;  // generated from require.js (loader_j
 namespace {
 
 using bundler::Closure;
+using bundler::Coding;
 using bundler::Graph;
 using bundler::GraphError;
 using bundler::Module;
@@ -195,9 +197,14 @@ public:
                         std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
       epoch = hex(r, 12);
     }
+    if (opt.gzip_level < 1 || opt.gzip_level > 9) throw std::invalid_argument("bundler: gzip_level must be 1..9");
+    if (opt.brotli_quality < 0 || opt.brotli_quality > 11)
+      throw std::invalid_argument("bundler: brotli_quality must be 0..11");
     std::string_view l = bundler::loader_text();
-    loader = std::make_shared<const std::string>(l);
     loader_hash = hex(fnv1a(l), 16);
+    loader = std::make_shared<Entry>();
+    loader->body = std::make_shared<const std::string>(l);
+    loader->etag = "\"" + loader_hash + "\"";
   }
 
   ~Impl() {
@@ -217,7 +224,37 @@ public:
     };
     std::vector<Check> stamps;  // stat mode: files and directories to re-check
     std::atomic<std::uint64_t> last_used{0};
+    // The gzip and brotli forms, each made once, on first demand (coded_body()).
+    std::string key;  // the cache key ("" for the loader)
+    std::once_flag once[2];
+    SharedBytes coded[2];
+    std::size_t coded_bytes = 0;  // counted in cached_bytes while cached (guarded by cmu)
+    std::size_t bytes() const { return body->size() + key.size() + coded_bytes; }
   };
+
+  static std::string etag_for(const std::string& etag, Coding c) {
+    if (c == Coding::identity) return etag;
+    std::string e = etag;
+    e.insert(e.size() - 1, "-" + std::string(bundler::coding_name(c)));
+    return e;
+  }
+
+  SharedBytes coded_body(Entry& en, Coding c) {
+    int i = c == Coding::gzip ? 0 : 1;
+    std::call_once(en.once[i], [&] {
+      auto data = std::make_shared<const std::string>(c == Coding::gzip ? bundler::gzip(*en.body, opt.gzip_level)
+                                                                        : bundler::brotli(*en.body, opt.brotli_quality));
+      ++compressions;
+      std::unique_lock lock(cmu);
+      en.coded[i] = data;
+      auto it = en.key.empty() ? cache.end() : cache.find(en.key);
+      if (it != cache.end() && it->second.get() == &en) {
+        en.coded_bytes += data->size();
+        cached_bytes += data->size();
+      }
+    });
+    return en.coded[i];
+  }
 
   Response handle(Env& env, std::string_view sub, std::string_view base) {
     ++requests;
@@ -275,47 +312,38 @@ public:
     } else {
       ++hits;
     }
-    return answer(env, *hit);
+    return answer(env, *hit, opt.cache_control, true);
   }
 
-  Response answer(Env& env, const Entry& en) {
-    Response r;
-    if (auto inm = env.get(keys::HTTP_IF_NONE_MATCH); !inm.empty() && etag_matches(inm, en.etag)) {
-      r.status = 304;
-      r.headers.add("ETag", en.etag);
-      r.headers.add("Cache-Control", opt.cache_control);
-      r.body = std::string();
-      return r;
-    }
-    r.headers.add("Content-Type", "application/javascript; charset=utf-8");
-    r.headers.add("ETag", en.etag);
-    r.headers.add("Cache-Control", opt.cache_control);
-    if (opt.debug_headers) {
-      r.headers.add("X-Bundle-Modules", std::to_string(en.modules));
-      if (!en.unbundled.empty()) r.headers.add("X-Bundle-Unbundled", en.unbundled);
-    }
-    r.body = en.body;
-    return r;
-  }
-
-  Response serve_loader(Env& env) {
-    std::string etag = "\"" + loader_hash + "\"";
-    std::string_view qs = env.get(keys::QUERY_STRING);
-    bool versioned = qs == "v=" + loader_hash;
-    std::string cc = versioned ? "public, max-age=31536000, immutable" : "no-cache";
+  /// The entry in the coding the client prefers, with its own ETag; 304 when that ETag matches.
+  Response answer(Env& env, Entry& en, const std::string& cache_control, bool debug) {
+    Coding c = opt.compress ? bundler::choose_coding(env.get(keys::HTTP_ACCEPT_ENCODING)) : Coding::identity;
+    std::string etag = etag_for(en.etag, c);
     Response r;
     if (auto inm = env.get(keys::HTTP_IF_NONE_MATCH); !inm.empty() && etag_matches(inm, etag)) {
       r.status = 304;
       r.headers.add("ETag", etag);
-      r.headers.add("Cache-Control", cc);
+      r.headers.add("Cache-Control", cache_control);
+      if (opt.compress) r.headers.add("Vary", "Accept-Encoding");
       r.body = std::string();
       return r;
     }
     r.headers.add("Content-Type", "application/javascript; charset=utf-8");
+    if (c != Coding::identity) r.headers.add("Content-Encoding", std::string(bundler::coding_name(c)));
     r.headers.add("ETag", etag);
-    r.headers.add("Cache-Control", cc);
-    r.body = loader;
+    r.headers.add("Cache-Control", cache_control);
+    if (opt.compress) r.headers.add("Vary", "Accept-Encoding");
+    if (debug && opt.debug_headers) {
+      r.headers.add("X-Bundle-Modules", std::to_string(en.modules));
+      if (!en.unbundled.empty()) r.headers.add("X-Bundle-Unbundled", en.unbundled);
+    }
+    r.body = c == Coding::identity ? en.body : coded_body(en, c);
     return r;
+  }
+
+  Response serve_loader(Env& env) {
+    bool versioned = env.get(keys::QUERY_STRING) == "v=" + loader_hash;
+    return answer(env, *loader, versioned ? "public, max-age=31536000, immutable" : "no-cache", false);
   }
 
   static bool bad_path(std::string_view p) {
@@ -366,12 +394,13 @@ public:
   }
 
   void store(const std::string& key, const std::shared_ptr<Entry>& en) {
-    std::size_t sz = en->body->size() + key.size();
+    en->key = key;
+    std::size_t sz = en->bytes();
     if (sz > opt.cache_bytes) return;  // served, not cached
     std::unique_lock lock(cmu);
     auto [it, inserted] = cache.try_emplace(key, en);
     if (!inserted) {
-      cached_bytes -= it->second->body->size() + key.size();
+      cached_bytes -= it->second->bytes();
       it->second = en;
     }
     cached_bytes += sz;
@@ -399,7 +428,7 @@ public:
         graph.source_bytes -= best_m->source->size();
         best_m->source = nullptr;
       } else if (best_b != cache.end()) {
-        cached_bytes -= best_b->second->body->size() + best_b->first.size();
+        cached_bytes -= best_b->second->bytes();
         cache.erase(best_b);
       } else {
         break;
@@ -535,14 +564,14 @@ public:
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
   std::string epoch;
-  SharedBytes loader;
+  std::shared_ptr<Entry> loader;
   std::string loader_hash;
 
   std::shared_mutex cmu;
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache;
   std::size_t cached_bytes = 0;
 
-  std::atomic<std::uint64_t> requests{0}, builds{0}, hits{0}, invalidations{0}, evictions{0};
+  std::atomic<std::uint64_t> requests{0}, builds{0}, hits{0}, invalidations{0}, evictions{0}, compressions{0};
 };
 
 Bundler::Bundler(std::string root, BundlerOptions options)
@@ -577,6 +606,7 @@ Bundler::Stats Bundler::stats() const {
   s.hits = impl_->hits;
   s.invalidations = impl_->invalidations;
   s.evictions = impl_->evictions;
+  s.compressions = impl_->compressions;
   {
     std::lock_guard lock(impl_->graph.mu);
     s.scans = impl_->graph.scans;

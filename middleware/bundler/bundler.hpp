@@ -53,6 +53,12 @@ struct BundlerOptions {
   bool prebuild = false;
   /// Cap on cached bundle bytes plus cached source bytes; least recently used entries go first.
   std::size_t cache_bytes = std::size_t{64} << 20;
+  /// Answers (bundles and the loader) also in gzip and brotli, chosen by Accept-Encoding (q-values,
+  /// identity), with `Vary: Accept-Encoding` and an ETag per coding. Each form is made once per cached
+  /// answer, on its first request; errors are never compressed or cached.
+  bool compress = true;
+  int gzip_level = 6;      // 1…9 (zlib)
+  int brotli_quality = 5;  // 0…11 (libbrotlienc; 11 is smallest and slowest)
   /// Cache-Control of bundle responses (their URL is not content-addressed: revalidate with the ETag).
   std::string cache_control = "no-cache";
   /// Adds X-Bundle-Modules and X-Bundle-Unbundled to bundle responses.
@@ -100,6 +106,7 @@ public:
     std::uint64_t scans = 0;         // files read and lexed
     std::uint64_t invalidations = 0; // change signals seen (inotify events or stat mismatches)
     std::uint64_t evictions = 0;
+    std::uint64_t compressions = 0;  // gzip/brotli forms made (at most one per coding per cached answer)
     std::size_t cached_bytes = 0;
     std::size_t modules = 0;         // modules known (ids assigned)
   };

@@ -12,7 +12,8 @@
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
-//       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim
+//       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim,
+//       --accept-encoding VALUE (sent with every request), --no-compress
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -36,12 +37,16 @@ int usage() {
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
                "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
                "                   [--mode development|production] [--define NAME=EXPR]... [--no-process-shim]\n"
+               "                   [--accept-encoding VALUE] [--no-compress]\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
 }
 
+std::string accept_encoding;  // --accept-encoding
+
 csgi::testing::TestResponse request(const csgi::App& app, const std::string& target, const std::string& inm = {}) {
   std::vector<std::pair<std::string, std::string>> headers;
+  if (!accept_encoding.empty()) headers.emplace_back("Accept-Encoding", accept_encoding);
   if (!inm.empty()) headers.emplace_back("If-None-Match", inm);
   return csgi::testing::call(app, "GET " + target, headers);
 }
@@ -106,6 +111,10 @@ int main(int argc, char** argv) {
       auto eq = m.find('=');
       if (eq == std::string::npos || eq == 0) return usage();
       opt.defines[m.substr(0, eq)] = m.substr(eq + 1);
+    } else if (a == "--accept-encoding" && i + 1 < argc) {
+      accept_encoding = argv[++i];
+    } else if (a == "--no-compress") {
+      opt.compress = false;
     } else if (a == "--no-process-shim") {
       opt.process_shim = false;
     } else if (a == "--prebuild") {
