@@ -367,7 +367,7 @@ std::uint64_t Graph::prebuild(ErrorStream& log) {
        !ec && it != end; it.increment(ec)) {
     const auto& p = it->path();
     auto ext = p.extension();
-    if ((ext == ".js" || ext == ".json") && it->is_regular_file(ec)) {
+    if ((ext == ".js" || ext == ".cjs" || ext == ".json") && it->is_regular_file(ec)) {
       std::string rel = p.string().substr(root.size() + 1);
       Resolved r = resolver_.real(rel);  // real path, inside the root
       if (r.status == Resolved::ok && r.path == rel) files.push_back(rel);

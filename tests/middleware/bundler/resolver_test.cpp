@@ -2,6 +2,8 @@
 // esbuild --bundle --platform=browser picks for the same trees), and through the middleware.
 #include "csgi/middleware/bundler/resolver.hpp"
 
+#include "csgi/middleware/bundler/module_graph.hpp"
+
 #include "bundler_fixture.hpp"
 
 using namespace bundler_test;
@@ -224,15 +226,22 @@ TEST_CASE("bundler: an edit of a browser field is seen on the next request", "[b
   Tree t;
   write_browser_package(t);
   t.write("main.js", "require('pkg');");
+  const std::string pkg_json = "node_modules/pkg/package.json";
   for (auto fresh : {Freshness::stat, Freshness::inotify}) {
     BundlerOptions o;
     o.freshness = fresh;
     auto app = app_of(t.root(), o);
-    t.write("node_modules/pkg/package.json", R"({"main": "./index.js", "browser": {"./index.js": "./browser-index.js"}})");
+    t.write(pkg_json, R"({"main": "./index.js", "browser": {"./index.js": "./browser-index.js"}})");
+    // Let the coarse clock pass the files' change times, so the build's stamps are not "racily clean"
+    // (that alone would force a re-check): only a stamp of the package.json itself can notice the edit.
+    auto ctime = bundler::stamp_of((t.dir / pkg_json).string()).ctime_ns;
+    for (int i = 0; i < 2000 && bundler::coarse_now_ns() <= ctime; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(bundler::coarse_now_ns() > ctime);
     auto res = call(app, "GET /main.js");
     REQUIRE(res.status == 200);
     CHECK(set_of(parse(res.body)).count("node_modules/pkg/browser-index.js"));
-    t.write("node_modules/pkg/package.json", R"({"main": "./index.js", "browser": {"./index.js": false}})");
+    t.write(pkg_json, R"({"main": "./index.js", "browser": {"./index.js": false}})");
     CHECK(eventually([&] { return set_of(parse(call(app, "GET /main.js").body)).count("(empty):node_modules/pkg/index.js") == 1; }));
   }
 }
