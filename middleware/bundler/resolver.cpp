@@ -41,6 +41,13 @@ bool names_file(const std::string& rel, const std::string& f) {
   return false;
 }
 
+// "name" or "@scope/name": the package part of a bare specifier.
+std::string_view package_name(std::string_view spec) {
+  std::size_t end = spec.find('/');
+  if (spec.starts_with('@') && end != std::string_view::npos) end = spec.find('/', end + 1);
+  return spec.substr(0, end);
+}
+
 Resolved empty_module(std::string label) { return {Resolved::ok, "(empty):" + std::move(label), {}, true}; }
 
 }  // namespace
@@ -63,6 +70,15 @@ bool is_node_builtin(std::string_view name) {
 }
 
 Resolver::Resolver(const std::string& root, ResolverOptions options) : opt_(std::move(options)) {
+  // "node:fs" and "fs" name the same builtin: keys are kept without the prefix.
+  for (auto it = opt_.builtins.begin(); it != opt_.builtins.end();) {
+    if (!it->first.starts_with("node:")) {
+      ++it;
+      continue;
+    }
+    opt_.builtins.try_emplace(it->first.substr(5), it->second);
+    it = opt_.builtins.erase(it);
+  }
   char buf[PATH_MAX];
   if (!realpath(root.c_str(), buf)) throw std::invalid_argument("bundler: root does not exist: " + root);
   root_ = buf;
@@ -286,34 +302,9 @@ Resolved Resolver::resolve_import_map(const std::string& from_dir, std::string_v
   return resolve_bare(pkg->dir, m.value, cx, true);
 }
 
-Resolved Resolver::resolve_bare(const std::string& from_dir, std::string_view spec, Ctx& cx, bool browser_map,
-                                bool builtin_map) const {
-  if (browser_map && opt_.platform == Platform::browser) {
-    if (auto pkg = enclosing_package(from_dir, cx)) {
-      auto it = pkg->info->browser_packages.find(spec);
-      if (it != pkg->info->browser_packages.end()) {
-        bool same = it->second && *it->second == spec;  // "x": "x" keeps the package
-        if (!same) return *browser_replace(*pkg, it->first, it->second, cx);
-      }
-    }
-  }
-  bool builtin = is_node_builtin(spec);
-  if (builtin && builtin_map) {
-    Resolved r = resolve_builtin(spec, cx);
-    if (r.status != Resolved::not_found || !r.detail.empty()) return r;
-  }
-  std::string builtin_help;
-  if (builtin) {
-    std::string name(spec.starts_with("node:") ? spec.substr(5) : spec);
-    builtin_help = "'" + name + "' is a Node builtin module, which browsers do not have; install a browser version (npm install " +
-                   name + ") or map it with the bundler's builtins option (BundlerOptions::builtins[\"" + name +
-                   "\"] = a package, a ./file or \"\" for an empty module; csgi-bundle --builtin " + name + "=...)";
-    if (spec.starts_with("node:")) return {Resolved::not_found, {}, builtin_help};
-  }
-  // A package name: "name" or "@scope/name", then an optional subpath.
-  std::size_t name_end = spec.find('/');
-  if (spec.starts_with('@') && name_end != std::string_view::npos) name_end = spec.find('/', name_end + 1);
-  std::string_view name = spec.substr(0, name_end);
+Resolved Resolver::load_node_module(const std::string& from_dir, std::string_view spec, Ctx& cx) const {
+  std::string_view name = package_name(spec);
+  std::size_t name_end = name.size() < spec.size() ? name.size() : std::string_view::npos;
   std::string_view subpath = name_end == std::string_view::npos ? std::string_view{} : spec.substr(name_end + 1);
   if (name == "." || name == ".." || name.find("/..") != std::string_view::npos || subpath.starts_with("..") ||
       subpath.find("/../") != std::string_view::npos || subpath.ends_with("/.."))
@@ -338,8 +329,40 @@ Resolved Resolver::resolve_bare(const std::string& from_dir, std::string_view sp
     if (dir.empty()) break;
     dir = dir_of(dir);
   }
-  if (builtin) return {Resolved::not_found, {}, builtin_help};
-  return {Resolved::not_found, {}, "cannot find package " + std::string(name) + " in any node_modules up to the root"};
+  return {Resolved::not_found, {}, {}};
+}
+
+Resolved Resolver::resolve_bare(const std::string& from_dir, std::string_view spec, Ctx& cx, bool browser_map,
+                                bool builtin_map) const {
+  if (browser_map && opt_.platform == Platform::browser) {
+    if (auto pkg = enclosing_package(from_dir, cx)) {
+      auto it = pkg->info->browser_packages.find(spec);
+      if (it != pkg->info->browser_packages.end()) {
+        bool same = it->second && *it->second == spec;  // "x": "x" keeps the package
+        if (!same) return *browser_replace(*pkg, it->first, it->second, cx);
+      }
+    }
+  }
+  bool builtin = is_node_builtin(spec);
+  if (builtin && builtin_map) {
+    Resolved r = resolve_builtin(spec, cx);
+    if (r.status != Resolved::not_found || !r.detail.empty()) return r;
+  }
+  std::string builtin_help;
+  if (builtin) {
+    std::string name(spec.starts_with("node:") ? spec.substr(5) : spec);
+    builtin_help = "'" + name + "' is a Node builtin module, which browsers do not have; install a browser version (npm install " +
+                   name + ") or map it with the bundler's builtins option (BundlerOptions::builtins[\"" + name +
+                   "\"] = a package, a ./file or \"\" for an empty module; csgi-bundle --builtin " + name + "=...)";
+    if (spec.starts_with("node:")) return {Resolved::not_found, {}, builtin_help};
+  }
+  Resolved r = load_node_module(from_dir, spec, cx);
+  if (r.status == Resolved::not_found && r.detail.empty()) {
+    if (builtin) return {Resolved::not_found, {}, builtin_help};
+    return {Resolved::not_found, {}, "cannot find package " + std::string(package_name(spec)) +
+                                         " in any node_modules up to the root"};
+  }
+  return r;
 }
 
 Resolved Resolver::resolve_in(std::string_view from_dir, std::string_view spec, Ctx& cx) const {

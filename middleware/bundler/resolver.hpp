@@ -92,6 +92,8 @@ private:
   Resolved resolve_bare(const std::string& from_dir, std::string_view spec, Ctx& cx, bool browser_map,
                         bool builtin_map = true) const;
   Resolved resolve_builtin(std::string_view spec, Ctx& cx) const;
+  /// `spec` from the node_modules of `from_dir` and each parent; not_found without detail when absent.
+  Resolved load_node_module(const std::string& from_dir, std::string_view spec, Ctx& cx) const;
   Resolved resolve_import_map(const std::string& from_dir, std::string_view spec, Ctx& cx) const;
   Resolved load_path(const std::string& rel, bool dir_only, Ctx& cx) const;
   Resolved load_as_file(const std::string& rel) const;

@@ -193,6 +193,11 @@ TEST_CASE("resolver: Node builtins say how to map them; the builtins option maps
   Resolved off = mapped.resolve("", "node:fs");
   CHECK((off.status == Resolved::ok && off.empty && off.path == "(empty):fs"));
   CHECK_THAT(path_of(mapped, "", "os"), Catch::Contains("the builtins option maps 'os' to 'missing-pkg', which cannot be found"));
+  bundler::ResolverOptions prefixed;
+  prefixed.builtins = {{"node:events", "events-shim"}};
+  bundler::Resolver by_prefixed_key(t.root(), prefixed);
+  CHECK(path_of(by_prefixed_key, "", "events") == "node_modules/events-shim/index.js");
+  CHECK(path_of(by_prefixed_key, "", "node:events") == "node_modules/events-shim/index.js");
 }
 
 TEST_CASE("bundler: browser mappings and builtins through the middleware", "[bundler][resolver]") {
