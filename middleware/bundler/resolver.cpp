@@ -33,12 +33,18 @@ std::string read_text(const std::string& file) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// A browser-field file key F names the file `rel` with or without an extension or "/index".
+// A browser-field file key `f` (root-relative) names `rel` (a required path, or a resolved file): the
+// key may add an extension or "/index" to it, as esbuild matches them, never take one away.
 bool names_file(const std::string& rel, const std::string& f) {
   if (rel == f) return true;
   for (const char* ext : {".js", ".json", "/index.js", "/index.json"})
-    if (rel == f + ext || f == rel + ext) return true;
+    if (f == rel + ext) return true;
   return false;
+}
+
+// A key without "./" names a file too when it looks like a path ("lib/node.js"), as esbuild reads it.
+bool path_like(std::string_view key) {
+  return !key.starts_with('@') && (key.find('/') != std::string_view::npos || key.ends_with(".js") || key.ends_with(".json"));
 }
 
 // "name" or "@scope/name": the package part of a bare specifier.
@@ -203,12 +209,12 @@ Resolved Resolver::load_path(const std::string& rel, bool dir_only, Ctx& cx) con
 Resolved Resolver::load_main(const std::string& rel, const PackageInfo* pkg, Ctx& cx) const {
   std::string base = rel.empty() ? std::string() : rel + "/";
   if (pkg) {
-    // The main field: "browser" (a string) then, for an import, "module", then "main" ("module" when
-    // there is no "main"), as esbuild picks them for the browser.
+    // The main field: "browser" (a string), then "module" for an import only, then "main", as esbuild
+    // picks them for the browser.
     std::string main = pkg->main;
     if (opt_.platform == Platform::browser) {
       if (!pkg->browser_main.empty()) main = pkg->browser_main;
-      else if (!pkg->module.empty() && (cx.kind == ImportKind::import || main.empty())) main = pkg->module;
+      else if (!pkg->module.empty() && cx.kind == ImportKind::import) main = pkg->module;
     }
     if (!main.empty()) {
       std::string m;
@@ -265,6 +271,10 @@ std::optional<Resolved> Resolver::browser_file(const std::string& rel, const Pac
   for (const auto& [k, v] : pkg.info->browser_files) {
     std::string f;
     if (join(pkg.dir, k, f) && names_file(rel, f)) return browser_replace(pkg, k, v, cx);
+  }
+  for (const auto& [k, v] : pkg.info->browser_packages) {
+    std::string f;
+    if (path_like(k) && join(pkg.dir, k, f) && names_file(rel, f)) return browser_replace(pkg, "./" + k, v, cx);
   }
   return std::nullopt;
 }

@@ -33,13 +33,15 @@ bundler::Resolver node_resolver(const std::string& root) {
 void write_browser_package(Tree& t) {
   t.write("node_modules/pkg/package.json", R"({"main": "./index.js", "browser": {
       "./index.js": "./browser-index.js", "./lib/node": "./lib/browser.js", "./lib/server.js": false,
-      "./missing.js": "./lib/browser.js", "fs": false, "events": "events-lite", "buffer": "buffer"}})");
+      "./missing.js": "./lib/browser.js", "lib/plain.js": "./lib/browser.js", "fs": false, "events": "events-lite",
+      "buffer": "buffer"}})");
   t.write("node_modules/pkg/index.js", "module.exports = 'node';");
   t.write("node_modules/pkg/browser-index.js", "module.exports = 'browser';");
   t.write("node_modules/pkg/lib/node.js", "");
   t.write("node_modules/pkg/lib/browser.js", "");
   t.write("node_modules/pkg/lib/server.js", "");
   t.write("node_modules/pkg/lib/user.js", "");
+  t.write("node_modules/pkg/lib/plain.js", "");
   t.write("node_modules/events-lite/index.js", "");
   t.write("node_modules/buffer/index.js", "");
 }
@@ -56,12 +58,14 @@ TEST_CASE("resolver: a string browser field replaces main on the browser platfor
   t.write("node_modules/m/esm.js", "");
   t.write("node_modules/only/package.json", R"({"module": "./esm.js"})");
   t.write("node_modules/only/esm.js", "");
+  t.write("node_modules/only/index.js", "");
   bundler::Resolver r(t.root());
   CHECK(path_of(r, "", "s") == "node_modules/s/browser.js");
-  // "module" is taken for an import, "main" for a require (esbuild's rule), "module" when alone.
+  // "module" is taken for an import only (esbuild's rule, even with no "main").
   CHECK(path_of(r, "", "m") == "node_modules/m/cjs.js");
   CHECK(path_of(r, "", "m", ImportKind::import) == "node_modules/m/esm.js");
-  CHECK(path_of(r, "", "only") == "node_modules/only/esm.js");
+  CHECK(path_of(r, "", "only") == "node_modules/only/index.js");
+  CHECK(path_of(r, "", "only", ImportKind::import) == "node_modules/only/esm.js");
   auto n = node_resolver(t.root());
   CHECK(path_of(n, "", "s") == "node_modules/s/node.js");
   CHECK(path_of(n, "", "m", ImportKind::import) == "node_modules/m/cjs.js");
@@ -74,9 +78,12 @@ TEST_CASE("resolver: an object browser field remaps the package's own requires a
   const std::string in = "node_modules/pkg/lib";
   // The main file, by the package's own map.
   CHECK(path_of(r, "", "pkg") == "node_modules/pkg/browser-index.js");
-  // Relative requires: by the file they reach (with or without extension) or by name alone.
+  // Relative requires: by name (a key may add an extension or /index, never drop one) or by the file
+  // they reach.
   CHECK(path_of(r, in, "./node") == "node_modules/pkg/lib/browser.js");
-  CHECK(path_of(r, in, "./node.js") == "node_modules/pkg/lib/browser.js");
+  CHECK(path_of(r, in, "./node.js") == "node_modules/pkg/lib/node.js");  // key "./lib/node": as esbuild
+  CHECK(path_of(r, in, "./server") == "(empty):node_modules/pkg/lib/server.js");
+  CHECK(path_of(r, in, "./plain") == "node_modules/pkg/lib/browser.js");  // key "lib/plain.js", no "./"
   CHECK(path_of(r, in, "../missing.js") == "node_modules/pkg/lib/browser.js");
   CHECK(path_of(r, in, "./user") == "node_modules/pkg/lib/user.js");
   // false: an empty module.
