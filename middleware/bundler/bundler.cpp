@@ -1,14 +1,19 @@
 #include "csgi/middleware/bundler/bundler.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <random>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "csgi/core/keys.hpp"
 #include "csgi/core/percent.hpp"
+#include "csgi/middleware/bundler/compress.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
 
 namespace csgi::mw {
@@ -20,6 +25,7 @@ std::string_view loader_text() noexcept;  // generated from require.js (loader_j
 namespace {
 
 using bundler::Closure;
+using bundler::Coding;
 using bundler::Graph;
 using bundler::GraphError;
 using bundler::Module;
@@ -100,6 +106,59 @@ bool etag_matches(std::string_view header, std::string_view etag) {
   return false;
 }
 
+bool dotted_name(std::string_view k) {
+  if (k.empty() || k.front() == '.' || k.back() == '.' || k.find("..") != std::string_view::npos) return false;
+  for (char c : k)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.')) return false;
+  return !std::isdigit(static_cast<unsigned char>(k.front()));
+}
+
+/// The defines in force: process.env.NODE_ENV by mode, then the user's (checked: dotted names, one-line
+/// values).
+std::map<std::string, std::string, std::less<>> defines_of(const BundlerOptions& o) {
+  std::map<std::string, std::string, std::less<>> d;
+  d["process.env.NODE_ENV"] = o.mode == BundlerOptions::Mode::production ? "\"production\"" : "\"development\"";
+  for (const auto& [k, v] : o.defines) {
+    if (!dotted_name(k)) throw std::invalid_argument("bundler: define name is not a dotted identifier: " + k);
+    if (v.empty() || v.find_first_of("\r\n") != std::string::npos || v.find("\xE2\x80\xA8") != std::string::npos ||
+        v.find("\xE2\x80\xA9") != std::string::npos)
+      throw std::invalid_argument("bundler: define value for " + k + " must be one non-empty line");
+    d[k] = v;
+  }
+  return d;
+}
+
+std::vector<std::string> roots_of(const std::map<std::string, std::string, std::less<>>& defines) {
+  std::vector<std::string> roots;
+  for (const auto& [k, v] : defines) {
+    std::string r = k.substr(0, k.find('.'));
+    if (std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  }
+  return roots;
+}
+
+/// Appends `src` with each chain's longest defined prefix replaced by its value, plus as many newlines
+/// as the replaced text held (so every later line keeps its number).
+void append_defined(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
+                    const std::map<std::string, std::string, std::less<>>& defines) {
+  std::size_t at = 0;
+  for (const auto& c : chains) {
+    for (std::size_t n = c.ends.size(); n > 0; --n) {
+      std::size_t cut = 0;
+      for (std::size_t i = 0; i < n; ++i) cut = c.path.find('.', cut + (i ? 1 : 0));
+      std::string_view name = std::string_view(c.path).substr(0, n == c.ends.size() ? c.path.size() : cut);
+      auto it = defines.find(name);
+      if (it == defines.end() || c.begin < at) continue;
+      out.append(src.substr(at, c.begin - at)).append(it->second);
+      std::string_view replaced = src.substr(c.begin, c.ends[n - 1] - c.begin);
+      out.append(std::size_t(std::count(replaced.begin(), replaced.end(), '\n')), '\n');
+      at = c.ends[n - 1];
+      break;
+    }
+  }
+  out.append(src.substr(at));
+}
+
 Response js_response(int status, std::string body) {
   Response r;
   r.status = status;
@@ -114,7 +173,13 @@ Response js_response(int status, std::string body) {
 class Bundler::Impl {
 public:
   Impl(std::string root, BundlerOptions o)
-      : opt(std::move(o)), graph(root, opt.freshness == BundlerOptions::Freshness::inotify) {
+      : opt(std::move(o)),
+        graph(root, opt.freshness == BundlerOptions::Freshness::inotify,
+              bundler::ResolverOptions{opt.platform == BundlerOptions::Platform::node ? bundler::Platform::node
+                                                                                      : bundler::Platform::browser,
+                                       opt.builtins},
+              bundler::ScanOptions{roots_of(defines_of(opt))}),
+        defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
     if (auto* w = graph.watcher()) {
@@ -132,9 +197,14 @@ public:
                         std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
       epoch = hex(r, 12);
     }
+    if (opt.gzip_level < 1 || opt.gzip_level > 9) throw std::invalid_argument("bundler: gzip_level must be 1..9");
+    if (opt.brotli_quality < 0 || opt.brotli_quality > 11)
+      throw std::invalid_argument("bundler: brotli_quality must be 0..11");
     std::string_view l = bundler::loader_text();
-    loader = std::make_shared<const std::string>(l);
     loader_hash = hex(fnv1a(l), 16);
+    loader = std::make_shared<Entry>();
+    loader->body = std::make_shared<const std::string>(l);
+    loader->etag = "\"" + loader_hash + "\"";
   }
 
   ~Impl() {
@@ -154,7 +224,37 @@ public:
     };
     std::vector<Check> stamps;  // stat mode: files and directories to re-check
     std::atomic<std::uint64_t> last_used{0};
+    // The gzip and brotli forms, each made once, on first demand (coded_body()).
+    std::string key;  // the cache key ("" for the loader)
+    std::once_flag once[2];
+    SharedBytes coded[2];
+    std::size_t coded_bytes = 0;  // counted in cached_bytes while cached (guarded by cmu)
+    std::size_t bytes() const { return body->size() + key.size() + coded_bytes; }
   };
+
+  static std::string etag_for(const std::string& etag, Coding c) {
+    if (c == Coding::identity) return etag;
+    std::string e = etag;
+    e.insert(e.size() - 1, "-" + std::string(bundler::coding_name(c)));
+    return e;
+  }
+
+  SharedBytes coded_body(Entry& en, Coding c) {
+    int i = c == Coding::gzip ? 0 : 1;
+    std::call_once(en.once[i], [&] {
+      auto data = std::make_shared<const std::string>(c == Coding::gzip ? bundler::gzip(*en.body, opt.gzip_level)
+                                                                        : bundler::brotli(*en.body, opt.brotli_quality));
+      ++compressions;
+      std::unique_lock lock(cmu);
+      en.coded[i] = data;
+      auto it = en.key.empty() ? cache.end() : cache.find(en.key);
+      if (it != cache.end() && it->second.get() == &en) {
+        en.coded_bytes += data->size();
+        cached_bytes += data->size();
+      }
+    });
+    return en.coded[i];
+  }
 
   Response handle(Env& env, std::string_view sub, std::string_view base) {
     ++requests;
@@ -212,47 +312,38 @@ public:
     } else {
       ++hits;
     }
-    return answer(env, *hit);
+    return answer(env, *hit, opt.cache_control, true);
   }
 
-  Response answer(Env& env, const Entry& en) {
-    Response r;
-    if (auto inm = env.get(keys::HTTP_IF_NONE_MATCH); !inm.empty() && etag_matches(inm, en.etag)) {
-      r.status = 304;
-      r.headers.add("ETag", en.etag);
-      r.headers.add("Cache-Control", opt.cache_control);
-      r.body = std::string();
-      return r;
-    }
-    r.headers.add("Content-Type", "application/javascript; charset=utf-8");
-    r.headers.add("ETag", en.etag);
-    r.headers.add("Cache-Control", opt.cache_control);
-    if (opt.debug_headers) {
-      r.headers.add("X-Bundle-Modules", std::to_string(en.modules));
-      if (!en.unbundled.empty()) r.headers.add("X-Bundle-Unbundled", en.unbundled);
-    }
-    r.body = en.body;
-    return r;
-  }
-
-  Response serve_loader(Env& env) {
-    std::string etag = "\"" + loader_hash + "\"";
-    std::string_view qs = env.get(keys::QUERY_STRING);
-    bool versioned = qs == "v=" + loader_hash;
-    std::string cc = versioned ? "public, max-age=31536000, immutable" : "no-cache";
+  /// The entry in the coding the client prefers, with its own ETag; 304 when that ETag matches.
+  Response answer(Env& env, Entry& en, const std::string& cache_control, bool debug) {
+    Coding c = opt.compress ? bundler::choose_coding(env.get(keys::HTTP_ACCEPT_ENCODING)) : Coding::identity;
+    std::string etag = etag_for(en.etag, c);
     Response r;
     if (auto inm = env.get(keys::HTTP_IF_NONE_MATCH); !inm.empty() && etag_matches(inm, etag)) {
       r.status = 304;
       r.headers.add("ETag", etag);
-      r.headers.add("Cache-Control", cc);
+      r.headers.add("Cache-Control", cache_control);
+      if (opt.compress) r.headers.add("Vary", "Accept-Encoding");
       r.body = std::string();
       return r;
     }
     r.headers.add("Content-Type", "application/javascript; charset=utf-8");
+    if (c != Coding::identity) r.headers.add("Content-Encoding", std::string(bundler::coding_name(c)));
     r.headers.add("ETag", etag);
-    r.headers.add("Cache-Control", cc);
-    r.body = loader;
+    r.headers.add("Cache-Control", cache_control);
+    if (opt.compress) r.headers.add("Vary", "Accept-Encoding");
+    if (debug && opt.debug_headers) {
+      r.headers.add("X-Bundle-Modules", std::to_string(en.modules));
+      if (!en.unbundled.empty()) r.headers.add("X-Bundle-Unbundled", en.unbundled);
+    }
+    r.body = c == Coding::identity ? en.body : coded_body(en, c);
     return r;
+  }
+
+  Response serve_loader(Env& env) {
+    bool versioned = env.get(keys::QUERY_STRING) == "v=" + loader_hash;
+    return answer(env, *loader, versioned ? "public, max-age=31536000, immutable" : "no-cache", false);
   }
 
   static bool bad_path(std::string_view p) {
@@ -303,12 +394,13 @@ public:
   }
 
   void store(const std::string& key, const std::shared_ptr<Entry>& en) {
-    std::size_t sz = en->body->size() + key.size();
+    en->key = key;
+    std::size_t sz = en->bytes();
     if (sz > opt.cache_bytes) return;  // served, not cached
     std::unique_lock lock(cmu);
     auto [it, inserted] = cache.try_emplace(key, en);
     if (!inserted) {
-      cached_bytes -= it->second->body->size() + key.size();
+      cached_bytes -= it->second->bytes();
       it->second = en;
     }
     cached_bytes += sz;
@@ -326,7 +418,7 @@ public:
       }
       for (std::size_t id = 0; id < graph.size(); ++id) {
         Module& m = graph.at(std::uint32_t(id));
-        if (m.source && m.last_used < best) {
+        if (m.source && !m.empty && m.last_used < best) {
           best = m.last_used;
           best_m = &m;
           best_b = cache.end();
@@ -336,7 +428,7 @@ public:
         graph.source_bytes -= best_m->source->size();
         best_m->source = nullptr;
       } else if (best_b != cache.end()) {
-        cached_bytes -= best_b->second->body->size() + best_b->first.size();
+        cached_bytes -= best_b->second->bytes();
         cache.erase(best_b);
       } else {
         break;
@@ -367,7 +459,7 @@ public:
     Resolved r = graph.resolve_entry(spec);
     if (r.status == Resolved::forbidden) return fail(403, shown, "module '" + shown + "' is outside the bundle root", {});
     if (r.status != Resolved::ok) return fail(404, shown, "cannot find module '" + shown + "': " + r.detail, {});
-    std::uint32_t entry = graph.intern(r.path);
+    std::uint32_t entry = graph.intern(r);
 
     // The loaded set, as bits over module ids.
     std::vector<bool> loaded;
@@ -410,12 +502,12 @@ public:
         body += ':' + std::to_string(e.target);
       }
       body += "},";
-      if (m.json) {
+      if (m.json || m.empty) {
         append_js_string(body, *src);
       } else {
         std::string text;
         text.reserve(src->size() + base.size() + m.path.size() + 20);
-        text.append(*src);
+        append_defined(text, *src, m.chains, defines);
         text.append("\n//# sourceURL=").append(base).push_back('/');
         text.append(percent_encode(m.path, true));
         append_js_string(body, text);
@@ -430,7 +522,9 @@ public:
         for (auto& u : m.unbundled)
           env.errors().write("bundler: not bundled: " + m.path + ":" + std::to_string(u.line) + " " + u.what);
     }
-    body += "\n]);\n";
+    body += "\n]";
+    if (opt.process_shim) body += ",{\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}}";
+    body += ");\n";
     // A header value: one line of visible ASCII (module names may hold anything).
     for (char& ch : unbundled)
       if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
@@ -442,9 +536,23 @@ public:
     if (opt.freshness == BundlerOptions::Freshness::stat) {
       for (auto id : c.order) {
         Module& m = graph.at(id);
+        if (m.empty) continue;
         en->stamps.push_back({graph.abs(m.path), m.stamp, m.read_at_ns});
       }
       for (auto& d : c.dirs) en->stamps.push_back({graph.abs(d), bundler::stamp_of(graph.abs(d)), started_at});
+      // The package.json files that may have decided a resolution (main, browser, exports, imports): those
+      // of every directory holding a module and of its parents. A rewrite leaves the directory's stamp alone.
+      std::unordered_set<std::string> pkgs;
+      for (auto& d : c.dirs) {
+        for (std::string a = d;; a = a.substr(0, a.rfind('/') == std::string::npos ? 0 : a.rfind('/'))) {
+          if (!pkgs.insert(a).second) break;
+          if (a.empty()) break;
+        }
+      }
+      for (auto& a : pkgs) {
+        std::string f = graph.abs(a.empty() ? std::string("package.json") : a + "/package.json");
+        en->stamps.push_back({f, bundler::stamp_of(f), started_at});
+      }
     }
     en->body = std::make_shared<const std::string>(std::move(body));
     en->last_used.store(graph.tick(), std::memory_order_relaxed);
@@ -454,15 +562,16 @@ public:
 
   BundlerOptions opt;
   Graph graph;
+  std::map<std::string, std::string, std::less<>> defines;
   std::string epoch;
-  SharedBytes loader;
+  std::shared_ptr<Entry> loader;
   std::string loader_hash;
 
   std::shared_mutex cmu;
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache;
   std::size_t cached_bytes = 0;
 
-  std::atomic<std::uint64_t> requests{0}, builds{0}, hits{0}, invalidations{0}, evictions{0};
+  std::atomic<std::uint64_t> requests{0}, builds{0}, hits{0}, invalidations{0}, evictions{0}, compressions{0};
 };
 
 Bundler::Bundler(std::string root, BundlerOptions options)
@@ -497,6 +606,7 @@ Bundler::Stats Bundler::stats() const {
   s.hits = impl_->hits;
   s.invalidations = impl_->invalidations;
   s.evictions = impl_->evictions;
+  s.compressions = impl_->compressions;
   {
     std::lock_guard lock(impl_->graph.mu);
     s.scans = impl_->graph.scans;

@@ -8,7 +8,8 @@
 ///
 /// URL forms under the mount (PATH_INFO relative to the mount):
 ///   /require.js            the loader (`?v=<hash>` form: cached immutably)
-///   /<root-relative path>  a module by path, resolved Node-style (extensionless, index.js, package main)
+///   /<root-relative path>  a module by path, resolved as esbuild does for the browser (options platform,
+///                          builtins; extensionless, index.js, package main, browser field, exports)
 ///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
 /// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids.
 ///
@@ -18,6 +19,7 @@
 /// 405 other methods than GET/HEAD.
 ///
 /// Reads:  REQUEST_METHOD, SCRIPT_NAME, PATH_INFO, QUERY_STRING, HTTP_IF_NONE_MATCH; csgi.errors.
+/// Module sources are sent as written, but for `defines` (process.env.NODE_ENV…) replaced in place.
 /// Writes: response headers Content-Type, ETag, Cache-Control, X-Bundle-Modules, X-Bundle-Unbundled
 ///         (debug: require(expr) and two-argument requires left out); nothing in the env.
 /// Order:  anywhere; outside compression if bundles should be compressed (the body is shared bytes).
@@ -26,6 +28,8 @@
 /// kept in members. Copies share the same caches.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,12 +53,40 @@ struct BundlerOptions {
   bool prebuild = false;
   /// Cap on cached bundle bytes plus cached source bytes; least recently used entries go first.
   std::size_t cache_bytes = std::size_t{64} << 20;
+  /// Answers (bundles and the loader) also in gzip and brotli, chosen by Accept-Encoding (q-values,
+  /// identity), with `Vary: Accept-Encoding` and an ETag per coding. Each form is made once per cached
+  /// answer, on its first request; errors are never compressed or cached.
+  bool compress = true;
+  int gzip_level = 6;      // 1…9 (zlib)
+  int brotli_quality = 5;  // 0…11 (libbrotlienc; 11 is smallest and slowest)
   /// Cache-Control of bundle responses (their URL is not content-addressed: revalidate with the ETag).
   std::string cache_control = "no-cache";
   /// Adds X-Bundle-Modules and X-Bundle-Unbundled to bundle responses.
   bool debug_headers = true;
   /// Logs left-out requires (require(expr), two-argument) to csgi.errors when a bundle is built.
   bool log_unbundled = false;
+  /// Module resolution. browser (as esbuild --platform=browser): the package.json "browser" field, and
+  /// the conditions "browser", "module", "require"/"import", "default" in exports/imports. node: no
+  /// browser field; conditions "node", "require"/"import", "default".
+  enum class Platform { browser, node } platform = Platform::browser;
+  /// Node builtins ("util", "events"; also required as "node:util") mapped to what the page gets
+  /// instead: a package resolved from the root's node_modules ("util/" or "events"), a root-relative
+  /// file ("./shims/util.js"), or "" for an empty module. An unmapped builtin that no node_modules
+  /// holds is a 404 naming the builtin, the requiring file and line, and this option.
+  std::map<std::string, std::string, std::less<>> builtins;
+  /// The build mode: the default value of process.env.NODE_ENV ("development", as esbuild without
+  /// --minify; "production").
+  enum class Mode { development, production } mode = Mode::development;
+  /// Compile-time replacements, as esbuild's --define: a free dotted name ("process.env.NODE_ENV",
+  /// "__DEV__", "process.env.API") → the JavaScript expression put in its place (""production"",
+  /// "false"). Outside strings, comments and regexes; not where the name is assigned to; the longest
+  /// defined prefix of a chain wins. Values are one line (line numbers never change); the constructor
+  /// throws std::invalid_argument otherwise. "process.env.NODE_ENV" defaults to the mode's name.
+  std::map<std::string, std::string, std::less<>> defines;
+  /// Modules see a free `process` (the page's own if it has one, else a small shim: env.NODE_ENV as
+  /// defined, browser, nextTick, argv, versions {}, cwd()) and `global` (globalThis), as browserify
+  /// gives them. Off: they are whatever the page has (esbuild's behaviour).
+  bool process_shim = true;
 };
 
 class Bundler {
@@ -74,6 +106,7 @@ public:
     std::uint64_t scans = 0;         // files read and lexed
     std::uint64_t invalidations = 0; // change signals seen (inotify events or stat mismatches)
     std::uint64_t evictions = 0;
+    std::uint64_t compressions = 0;  // gzip/brotli forms made (at most one per coding per cached answer)
     std::size_t cached_bytes = 0;
     std::size_t modules = 0;         // modules known (ids assigned)
   };

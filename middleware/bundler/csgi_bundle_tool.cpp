@@ -11,7 +11,9 @@
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
-//       --cache-bytes N
+//       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
+//       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim,
+//       --accept-encoding VALUE (sent with every request), --no-compress
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -33,12 +35,18 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
+               "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
+               "                   [--mode development|production] [--define NAME=EXPR]... [--no-process-shim]\n"
+               "                   [--accept-encoding VALUE] [--no-compress]\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
 }
 
+std::string accept_encoding;  // --accept-encoding
+
 csgi::testing::TestResponse request(const csgi::App& app, const std::string& target, const std::string& inm = {}) {
   std::vector<std::pair<std::string, std::string>> headers;
+  if (!accept_encoding.empty()) headers.emplace_back("Accept-Encoding", accept_encoding);
   if (!inm.empty()) headers.emplace_back("If-None-Match", inm);
   return csgi::testing::call(app, "GET " + target, headers);
 }
@@ -82,6 +90,33 @@ int main(int argc, char** argv) {
       else if (f == "stat") opt.freshness = csgi::mw::BundlerOptions::Freshness::stat;
       else if (f == "none") opt.freshness = csgi::mw::BundlerOptions::Freshness::none;
       else return usage();
+    } else if (a == "--platform" && i + 1 < argc) {
+      std::string p = argv[++i];
+      if (p == "browser") opt.platform = csgi::mw::BundlerOptions::Platform::browser;
+      else if (p == "node") opt.platform = csgi::mw::BundlerOptions::Platform::node;
+      else return usage();
+    } else if (a == "--builtin" && i + 1 < argc) {
+      std::string m = argv[++i];
+      auto eq = m.find('=');
+      if (eq == std::string::npos || eq == 0) return usage();
+      std::string to = m.substr(eq + 1);
+      opt.builtins[m.substr(0, eq)] = to == "false" ? std::string() : to;
+    } else if (a == "--mode" && i + 1 < argc) {
+      std::string m = argv[++i];
+      if (m == "development") opt.mode = csgi::mw::BundlerOptions::Mode::development;
+      else if (m == "production") opt.mode = csgi::mw::BundlerOptions::Mode::production;
+      else return usage();
+    } else if (a == "--define" && i + 1 < argc) {
+      std::string m = argv[++i];
+      auto eq = m.find('=');
+      if (eq == std::string::npos || eq == 0) return usage();
+      opt.defines[m.substr(0, eq)] = m.substr(eq + 1);
+    } else if (a == "--accept-encoding" && i + 1 < argc) {
+      accept_encoding = argv[++i];
+    } else if (a == "--no-compress") {
+      opt.compress = false;
+    } else if (a == "--no-process-shim") {
+      opt.process_shim = false;
     } else if (a == "--prebuild") {
       opt.prebuild = true;
     } else if (a == "--cache-bytes" && i + 1 < argc) {

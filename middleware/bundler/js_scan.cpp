@@ -111,7 +111,7 @@ std::string decode_string(std::string_view s) {
 
 class Lexer {
 public:
-  explicit Lexer(std::string_view src) : s_(src) {}
+  Lexer(std::string_view src, const ScanOptions& o) : s_(src), roots_(o.chain_roots) {}
 
   ScanResult run() {
     if (s_.size() >= 2 && s_[0] == '#' && s_[1] == '!') skip_line();
@@ -120,6 +120,7 @@ public:
       if (res_.error || p_ >= s_.size()) break;
       lex_token();
     }
+    if (chain_state_ != 0) end_chain(Tok::none, s_.size(), {});
     if (!res_.error && !braces_.empty()) {
       Brace b = braces_.back();
       fail_at(s_.size(), b.kind == Brace::tmpl ? "unterminated template literal (open ${ at line " +
@@ -396,6 +397,7 @@ private:
     // The matchers see every token first, with the previous token still in prev_.
     match_require(t, start, punct, text, whole_template);
     match_esm(t, start, punct, text, after_dot);
+    if (!roots_.empty()) match_chain(t, start, punct, text, after_dot);
 
     // A parameter list holding `require` followed by a body: `require` is a local inside that body.
     bool params_before = prev_ == Tok::punct && prev_punct_ == ")" && last_paren_require_;
@@ -548,6 +550,58 @@ private:
     }
   }
 
+  // An assignment operator (`=`, `+=`, `>>>=`, `??=`…) or `++`/`--` starts at `pos` (the lexer gives
+  // compound operators as two tokens).
+  bool assignment_at(std::size_t pos) const noexcept {
+    std::string_view r = s_.substr(pos);
+    if (r.starts_with("=")) return !(r.starts_with("==") || r.starts_with("=>"));
+    static constexpr std::array<std::string_view, 17> ops{">>>=", ">>=", "<<=", "**=", "&&=", "||=", "?\?=", "+=", "-=",
+                                                          "*=",   "/=",  "%=",  "&=",  "|=",  "^=",  "++", "--"};
+    for (auto op : ops)
+      if (r.starts_with(op)) return true;
+    return false;
+  }
+
+  // Member chains for defines: 0 idle, 1 after a name (a '.' may follow), 2 after the '.'.
+  void match_chain(Tok t, std::size_t start, std::string_view punct, std::string_view text, bool after_dot) {
+    if (chain_state_ == 1 && t == Tok::punct && punct == ".") {
+      chain_state_ = 2;
+      return;
+    }
+    if (chain_state_ == 2 && t == Tok::ident) {
+      chain_.path.append(".").append(text);
+      chain_.ends.push_back(start + text.size());
+      chain_state_ = 1;
+      return;
+    }
+    if (chain_state_ != 0) end_chain(t, start, punct);
+    if (t != Tok::ident || after_dot) return;
+    bool root = false;
+    for (const auto& r : roots_) root = root || r == text;
+    if (!root) return;
+    if (prev_ == Tok::ident && (prev_word_ == "var" || prev_word_ == "let" || prev_word_ == "const" ||
+                                prev_word_ == "function" || prev_word_ == "class"))
+      return;  // a declaration of the name, not a use
+    if ((prev_ == Tok::keyword_re && prev_word_ == "delete") ||
+        (prev_ == Tok::punct && (prev_punct_ == "++" || prev_punct_ == "--")))
+      return;
+    chain_ = MemberChain{start, {start + text.size()}, std::string(text)};
+    chain_state_ = 1;
+    chain_key_ = prev_ == Tok::punct && (prev_punct_ == "{" || prev_punct_ == ",") && !braces_.empty() &&
+                 braces_.back().kind == Brace::object;
+  }
+  // Closes the chain before token `t` (a dangling '.' is dropped); an assignment target is not kept.
+  void end_chain(Tok t, std::size_t start, std::string_view punct) {
+    bool dangling_dot = chain_state_ == 2;
+    chain_state_ = 0;
+    bool assigned = !dangling_dot && t == Tok::punct && assignment_at(start);
+    // A lone name as an object literal's key, shorthand property or method name is no reference.
+    bool key = chain_key_ && chain_.ends.size() == 1 && t == Tok::punct &&
+               (punct == ":" || punct == "," || punct == "}" || punct == "(");
+    if (!assigned && !key) res_.chains.push_back(std::move(chain_));
+    chain_ = {};
+  }
+
   std::string_view s_;
   std::size_t p_ = 0;
   ScanResult res_;
@@ -573,10 +627,15 @@ private:
   int esm_state_ = 0;
   std::string_view esm_word_;
   std::size_t esm_start_ = 0;
+
+  const std::vector<std::string>& roots_;
+  int chain_state_ = 0;
+  bool chain_key_ = false;
+  MemberChain chain_;
 };
 
 }  // namespace
 
-ScanResult scan(std::string_view source) { return Lexer(source).run(); }
+ScanResult scan(std::string_view source, const ScanOptions& options) { return Lexer(source, options).run(); }
 
 }  // namespace csgi::mw::bundler

@@ -14,6 +14,8 @@
 /// enclosing block). Comments between tokens are ignored, so `/*#__PURE__*/require("./x.js")` counts.
 /// `require(expr)`, `require()` and two-argument `require('x', cb)` are reported as unbundled, not errors.
 /// Static `import … from` / `export …` (ES module syntax) is reported: the bundler does not support it.
+/// Member chains rooted at chosen free names (`process.env.NODE_ENV`) are reported with their offsets,
+/// outside strings, comments and regexes, for replacement by defines.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,18 +34,32 @@ struct Unbundled {
   std::string what;  // "require(expr)", "require('x', ...)", "import()", …
 };
 
+/// A member chain `a.b.c` whose first name is a free identifier the caller asked for (ScanOptions),
+/// for compile-time defines. Not recorded when it is assigned to (`=`, `+=`…, `++`, `--`) or deleted.
+struct MemberChain {
+  std::size_t begin = 0;             // offset of the first name
+  std::vector<std::size_t> ends;     // offset just after each name: ends[i] closes the i+1-name prefix
+  std::string path;                  // "process.env.NODE_ENV" (names joined by '.')
+};
+
+struct ScanOptions {
+  /// First names of the chains to record ("process" for "process.env.NODE_ENV"); none by default.
+  std::vector<std::string> chain_roots;
+};
+
 struct ScanResult {
   std::vector<Dependency> deps;  // in source order, repeats kept
   std::vector<Unbundled> unbundled;
   /// ES module syntax: the first static import/export (line), and the specifiers it imports from.
   std::optional<std::uint32_t> esm_line;
   std::vector<Dependency> esm_imports;
+  std::vector<MemberChain> chains;  // in source order
   /// Set when the lexer cannot follow the source: "line L, column C: unterminated string literal".
   std::optional<std::string> error;
 };
 
 /// Scans `source` (UTF-8; other bytes ≥ 0x80 are treated as identifier characters). Never throws for
 /// bad input: problems land in `error`.
-ScanResult scan(std::string_view source);
+ScanResult scan(std::string_view source, const ScanOptions& options = {});
 
 }  // namespace csgi::mw::bundler

@@ -109,11 +109,8 @@ std::size_t Watcher::drain() {
 
 // --- Graph ---
 
-Graph::Graph(const std::string& root, bool use_inotify) : resolver_(root), use_inotify_(use_inotify) {
-  if (!use_inotify_) {
-    // No descriptor is needed.
-  }
-}
+Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options)
+    : resolver_(root, std::move(resolver_options)), scan_options_(std::move(scan_options)), use_inotify_(use_inotify) {}
 
 std::uint32_t Graph::intern(const std::string& path) {
   auto it = ids_.find(path);
@@ -125,6 +122,24 @@ std::uint32_t Graph::intern(const std::string& path) {
   m->json = path.ends_with(".json");
   modules_.push_back(std::move(m));
   ids_.emplace(path, id);
+  return id;
+}
+
+std::uint32_t Graph::intern_empty(const std::string& label) {
+  std::string key;
+  key.push_back('\0');  // never a file's path
+  key.append(label);
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  auto id = std::uint32_t(modules_.size());
+  auto m = std::make_unique<Module>();
+  m->path = label;
+  m->id = id;
+  m->empty = true;
+  m->scanned = true;
+  m->source = std::make_shared<const std::string>();
+  modules_.push_back(std::move(m));
+  ids_.emplace(std::move(key), id);
   return id;
 }
 
@@ -177,6 +192,7 @@ SharedBytes read_file(const std::string& abs_path, Stamp& stamp) {
 bool Graph::refresh(Module& m) {
   auto g = generation();
   m.last_used = tick();
+  if (m.empty) return true;
   if (m.checked_gen == g && m.scanned) return !m.error;
   std::string a = abs(m.path);
   if (use_inotify_ && watcher_.ok()) watcher_.watch(abs(dir_of(m.path)));  // before reading: no lost edit
@@ -191,6 +207,7 @@ bool Graph::refresh(Module& m) {
   m.scanned = true;
   m.deps.clear();
   m.unbundled.clear();
+  m.chains.clear();
   m.esm_line.reset();
   m.error.reset();
   m.edges.clear();
@@ -209,7 +226,7 @@ bool Graph::refresh(Module& m) {
   source_bytes += src->size();
   ++scans;
   if (m.json) return true;
-  ScanResult r = scan(*src);
+  ScanResult r = scan(*src, scan_options_);
   if (r.error) {
     m.error = m.path + ": " + *r.error;
     return false;
@@ -224,10 +241,12 @@ bool Graph::refresh(Module& m) {
   for (auto& d : r.deps)
     if (seen.insert(d.spec).second) m.deps.push_back(std::move(d));
   m.unbundled = std::move(r.unbundled);
+  m.chains = std::move(r.chains);
   return true;
 }
 
 SharedBytes Graph::source(Module& m) {
+  if (m.empty && !m.source) m.source = std::make_shared<const std::string>();
   if (m.source) return m.source;
   Stamp st;
   std::int64_t at = coarse_now_ns();
@@ -267,7 +286,7 @@ void Graph::resolve_edges(Module& m) {
     if (cached == resolutions_.end() && r.status == Resolved::ok) resolutions_.emplace(key, r);
     e.status = r.status;
     e.detail = r.detail;
-    if (r.status == Resolved::ok) e.target = intern(r.path);
+    if (r.status == Resolved::ok) e.target = intern(r);
     m.edges.push_back(std::move(e));
   }
   if (use_inotify_ && watcher_.ok()) {
@@ -307,7 +326,7 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
     }
     resolve_edges(m);
     out.order.push_back(id);
-    out.dirs.push_back(dir_of(m.path));
+    if (!m.empty) out.dirs.push_back(dir_of(m.path));
     return std::nullopt;
   };
   if (auto e = enter(entry)) return e;
@@ -348,9 +367,9 @@ std::uint64_t Graph::prebuild(ErrorStream& log) {
        !ec && it != end; it.increment(ec)) {
     const auto& p = it->path();
     auto ext = p.extension();
-    if ((ext == ".js" || ext == ".json") && it->is_regular_file(ec)) {
+    if ((ext == ".js" || ext == ".cjs" || ext == ".json") && it->is_regular_file(ec)) {
       std::string rel = p.string().substr(root.size() + 1);
-      Resolved r = resolver_.resolve("", "/" + rel);  // real path, inside the root
+      Resolved r = resolver_.real(rel);  // real path, inside the root
       if (r.status == Resolved::ok && r.path == rel) files.push_back(rel);
     }
   }

@@ -81,6 +81,7 @@ struct Module {
   std::string path;  // root-relative real path
   std::uint32_t id = 0;
   bool json = false;
+  bool empty = false;  // a module with no file and no source (a `false` mapping): path is its label
   Stamp stamp;
   std::int64_t read_at_ns = 0;  // coarse_now_ns() just before the source was read (see racy())
   SharedBytes source;  // null until read, or after eviction
@@ -88,6 +89,7 @@ struct Module {
   bool scanned = false;
   std::vector<Dependency> deps;  // unique specs, source order
   std::vector<Unbundled> unbundled;
+  std::vector<MemberChain> chains;  // uses of define roots (Graph's ScanOptions)
   std::optional<std::uint32_t> esm_line;
   std::optional<std::string> error;  // unreadable or unlexable: the message
   std::uint64_t checked_gen = ~std::uint64_t{0};
@@ -110,7 +112,7 @@ struct Closure {
 
 class Graph {
 public:
-  Graph(const std::string& root, bool use_inotify);
+  Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {});
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
@@ -121,6 +123,9 @@ public:
   void invalidate() noexcept { gen_.fetch_add(1, std::memory_order_acq_rel); }
 
   std::uint32_t intern(const std::string& path);
+  /// The module a resolution names: a file, or an empty module by its label.
+  std::uint32_t intern(const Resolved& r) { return r.empty ? intern_empty(r.path) : intern(r.path); }
+  std::uint32_t intern_empty(const std::string& label);
   Module& at(std::uint32_t id) { return *modules_[id]; }
   std::size_t size() const noexcept { return modules_.size(); }
 
@@ -146,6 +151,7 @@ private:
   void resolve_edges(Module& m);
 
   Resolver resolver_;
+  ScanOptions scan_options_;
   Watcher watcher_;
   bool use_inotify_;
   std::atomic<std::uint64_t> gen_{0};

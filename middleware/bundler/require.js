@@ -17,16 +17,32 @@
   var inflight = Object.create(null); // url -> Promise of the entry record
   var indirectEval = eval;
 
-  function Rec(table, id, path, deps, src) {
+  function Rec(table, id, path, deps, src, shim) {
     this.table = table; this.id = id; this.path = path; this.deps = deps; this.src = src; this.module = null;
+    this.shim = shim;
+  }
+
+  // `process` for modules when the server asks for the shim: the page's own, else a minimal browser one.
+  var processShim = null;
+  function processFor(opts) {
+    if (typeof global.process !== 'undefined') return global.process;
+    if (!processShim) {
+      var noop = function () { return processShim; };
+      processShim = { title: 'browser', browser: true, env: opts.env || {}, argv: [], version: '', versions: {},
+        platform: 'browser', cwd: function () { return '/'; }, on: noop, once: noop, off: noop, emit: noop,
+        removeListener: noop, listeners: function () { return []; },
+        nextTick: function (fn) { var a = [].slice.call(arguments, 1); Promise.resolve().then(function () { fn.apply(null, a); }); } };
+    }
+    return processShim;
   }
 
   // Called by a bundle response: registers its modules (each evaluated on first require).
-  function define(e, entry, mods) {
+  function define(e, entry, mods, opts) {
     if (e !== epoch) { epoch = e; byId = []; }  // the server restarted: its ids are new
+    var shim = opts && opts.shim ? opts : null;
     for (var i = 0; i < mods.length; i++) {
       var m = mods[i], rec = byPath[m[1]];
-      if (!rec) rec = byPath[m[1]] = new Rec(byId, m[0], m[1], m[2], m[3]);
+      if (!rec) rec = byPath[m[1]] = new Rec(byId, m[0], m[1], m[2], m[3], shim);
       byId[m[0]] = rec;
     }
     return { entry: byId[entry] || null };
@@ -81,7 +97,12 @@
       if (/\.json$/.test(rec.path)) {
         module.exports = JSON.parse(rec.src);
       } else {
-        var fn = indirectEval('(function (exports, require, module, __filename, __dirname) {' + rec.src + '\n})');
+        // With the shim, process and global are parameters of an outer function (a module's own
+        // `let process` still works); the source starts on the first line either way.
+        var params = '(exports, require, module, __filename, __dirname) {';
+        var fn = rec.shim
+          ? indirectEval('(function (process, global) { return function ' + params + rec.src + '\n}; })')(processFor(rec.shim), global)
+          : indirectEval('(function ' + params + rec.src + '\n})');
         fn.call(module.exports, module.exports, makeRequire(rec), module, '/' + rec.path, '/' + dirname(rec.path));
       }
     } catch (e) {

@@ -13,6 +13,7 @@
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/test_client.hpp"
+#include "bundler_fixture.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
 
 namespace fs = std::filesystem;
@@ -22,90 +23,7 @@ using csgi::testing::call;
 using Freshness = csgi::mw::BundlerOptions::Freshness;
 namespace bundler = csgi::mw::bundler;
 
-namespace {
-
-/// A temporary directory tree of module files, removed at the end.
-struct Tree {
-  fs::path dir;
-  Tree() {
-    char tmpl[] = "/tmp/csgi-bundler-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
-  ~Tree() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  void write(const std::string& rel, const std::string& text) {
-    fs::path p = dir / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
-  }
-  std::string root() const { return dir.string(); }
-};
-
-struct Bundle {
-  std::string epoch;
-  long entry = -1;
-  std::map<std::string, long> ids;  // path -> id, in this response
-  std::vector<std::string> paths;   // in order
-};
-
-/// Reads a bundle response: one module per line, each line "[id,"path",{deps},"source"]".
-Bundle parse(const std::string& body) {
-  Bundle b;
-  std::smatch m;
-  static const std::regex head(R"re(^csgiRequire\.define\("([0-9a-f]+)",(\d+),\[)re");
-  REQUIRE(std::regex_search(body, m, head));
-  b.epoch = m[1];
-  b.entry = std::stol(m[2]);
-  static const std::regex mod(R"re(^\[(\d+),"([^"]*)",)re");
-  std::size_t pos = 0;
-  while (pos < body.size()) {
-    std::size_t nl = body.find('\n', pos);
-    std::string line = body.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    if (std::regex_search(line, m, mod)) {
-      b.ids[m[2]] = std::stol(m[1]);
-      b.paths.push_back(m[2]);
-    }
-    if (nl == std::string::npos) break;
-    pos = nl + 1;
-  }
-  return b;
-}
-
-std::set<std::string> set_of(const Bundle& b) { return {b.paths.begin(), b.paths.end()}; }
-
-/// The have= bitset for a set of ids.
-std::string have(const std::vector<long>& ids) {
-  static const char* b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  long max = 0;
-  for (long i : ids) max = std::max(max, i);
-  std::string s((max / 6) + 1, 'A');
-  for (long i : ids) s[i / 6] = b64[(std::string_view(b64).find(s[i / 6])) | (1 << (i % 6))];
-  return s;
-}
-std::vector<long> ids_of(const Bundle& b) {
-  std::vector<long> v;
-  for (auto& [p, i] : b.ids) v.push_back(i);
-  return v;
-}
-
-csgi::App app_of(const std::string& root, BundlerOptions o = {}) {
-  auto b = std::make_shared<Bundler>(root, o);
-  return [b](csgi::Env& env) { return (*b)(env); };
-}
-
-/// Polls `fn` until it holds (bounded: 3 s), for changes noticed by the inotify thread.
-template <class F>
-bool eventually(F fn) {
-  for (int i = 0; i < 300; ++i) {
-    if (fn()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return fn();
-}
-
-}  // namespace
+using namespace bundler_test;
 
 TEST_CASE("bundler: a closure with Node resolution rules", "[bundler]") {
   Tree t;

@@ -143,3 +143,29 @@ TEST_CASE("scan: every prefix of a tricky source scans without crashing", "[bund
     CHECK(r.deps.size() <= 3);
   }
 }
+
+TEST_CASE("scan: member chains of chosen roots, for defines", "[bundler][lexer][defines]") {
+  csgi::mw::bundler::ScanOptions o;
+  o.chain_roots = {"process", "__DEV__"};
+  std::string src =
+      "a(process.env.NODE_ENV); 'process.env.NODE_ENV'; // process.env.NODE_ENV\n"
+      "/* process */ x = `${process.env.X} process.env.Y`; y = /process.env/g;\n"
+      "process\n  .env . NODE_ENV; o.process.env; o?.process; var process = 1;\n"
+      "process.env.A = 1; process.env.B += 2; process.env.C++; ++process.env.D; delete process.env.E;\n"
+      "process.env.F == 1; q = {process: 1, process}; __DEV__ && process.env.G.length; process.";
+  auto r = scan(src, o);
+  REQUIRE_FALSE(r.error);
+  std::vector<std::string> paths;
+  for (auto& c : r.chains) paths.push_back(c.path);
+  CHECK(paths == V{"process.env.NODE_ENV", "process.env.X", "process.env.NODE_ENV", "process.env.F", "__DEV__",
+                   "process.env.G.length", "process"});
+  // Offsets: the chain's text, each prefix's end; a chain across lines keeps its span.
+  auto& first = r.chains[0];
+  CHECK(src.substr(first.begin, first.ends.back() - first.begin) == "process.env.NODE_ENV");
+  REQUIRE(first.ends.size() == 3);
+  CHECK(src.substr(first.begin, first.ends[0] - first.begin) == "process");
+  auto& split = r.chains[2];
+  CHECK(src.substr(split.begin, split.ends.back() - split.begin) == "process\n  .env . NODE_ENV");
+  // Nothing is recorded unless asked for.
+  CHECK(scan(src).chains.empty());
+}
