@@ -183,7 +183,7 @@ public:
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
     if (auto* w = graph.watcher()) {
-      w->start([this] {
+      w->on_change([this] {
         graph.invalidate();
         ++invalidations;
       });
@@ -257,6 +257,7 @@ public:
   }
 
   Response handle(Env& env, std::string_view sub, std::string_view base) {
+    if (auto* w = graph.watcher()) w->ensure_running();
     ++requests;
     std::string_view method = env.get(keys::REQUEST_METHOD);
     if (method != "GET" && method != "HEAD") {

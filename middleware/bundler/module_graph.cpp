@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <mutex>
 
 namespace csgi::mw::bundler {
 
@@ -35,13 +37,74 @@ std::int64_t coarse_now_ns() noexcept {
 
 // --- Watcher ---
 
-Watcher::Watcher() { fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }
+namespace {
+std::atomic<unsigned> forks{0};
+void count_fork() noexcept { forks.fetch_add(1, std::memory_order_relaxed); }
+
+/// How many times this process's ancestors forked since the first call: changes in a forked child.
+unsigned fork_generation() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::pthread_atfork(nullptr, nullptr, count_fork); });
+  return forks.load(std::memory_order_relaxed);
+}
+}  // namespace
+
+Watcher::Watcher() {
+  fd_generation_ = fork_generation();
+  fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+}
 
 void Watcher::stop() {
+  std::lock_guard lock(start_mu_);
+  unsigned running = running_in_.load();
+  if (running == 0) return;
+  if (running != fork_generation() + 1) {  // the parent's thread: not in this process, forget its handle
+    ::new (static_cast<void*>(&thread_)) std::thread();
+    running_in_.store(0);
+    return;
+  }
   if (thread_.joinable()) {
     std::uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
     thread_.join();
+  }
+  running_in_.store(0);
+}
+
+void Watcher::ensure_running() {
+  unsigned want = fork_generation() + 1;
+  if (running_in_.load(std::memory_order_acquire) == want) return;
+  std::lock_guard lock(start_mu_);
+  if (running_in_.load() == want || fd_ < 0) return;
+  if (fd_generation_ != want - 1) adopt_after_fork();
+  start_locked();
+  running_in_.store(want, std::memory_order_release);
+}
+
+// In a forked child: the inotify instance is the parent's (shared with every sibling: whoever reads
+// first takes the events), and a thread the parent ran does not exist here (its handle is forgotten,
+// never joined). A new instance watches every directory again; what changed in between is unknown, so
+// the graph is told once that everything may have changed.
+void Watcher::adopt_after_fork() {
+  if (running_in_.load() != 0) ::new (static_cast<void*>(&thread_)) std::thread();
+  running_in_.store(0);
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+  stop_fd_ = -1;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  fd_generation_ = fork_generation();
+  std::unordered_set<std::string> dirs;
+  {
+    std::lock_guard lock(mu_);
+    dirs.swap(watched_);
+    dirs_.clear();
+  }
+  for (const auto& d : dirs) watch(d);
+  if (on_change_) {
+    try {
+      on_change_();
+    } catch (...) {
+    }
   }
 }
 
@@ -51,11 +114,11 @@ Watcher::~Watcher() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void Watcher::start(std::function<void()> on_change) {
-  if (fd_ < 0 || thread_.joinable()) return;
+void Watcher::start_locked() {
+  if (fd_ < 0) return;
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   if (stop_fd_ < 0) return;
-  thread_ = std::thread([this, cb = std::move(on_change)] {
+  thread_ = std::thread([this, cb = on_change_] {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     while (true) {
       int n = ::poll(fds, 2, -1);

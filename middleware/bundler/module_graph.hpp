@@ -42,14 +42,23 @@ std::int64_t coarse_now_ns() noexcept;
 /// sets it to the current time, and it cannot be set to the future.
 inline bool racy(const Stamp& s, std::int64_t since) noexcept { return s.exists && s.ctime_ns >= since; }
 
-/// inotify on the directories the graph has looked at. start() runs a thread that blocks on the
-/// descriptor and calls `on_change` after each batch of events, so requests pay nothing to notice edits
-/// (an edit shows up as soon as the thread has woken: microseconds).
+/// inotify on the directories the graph has looked at. A thread blocks on the descriptor and calls
+/// `on_change` after each batch of events, so requests pay nothing to notice edits (an edit shows up as
+/// soon as the thread has woken: microseconds).
+///
+/// The thread and the descriptor belong to one process. ensure_running() starts them in the process that
+/// serves: a prefork master that only built the stack starts nothing, and a process forked after they ran
+/// (where the thread does not exist and the inotify instance is shared with the parent, which would take
+/// the events) gets a descriptor of its own with every directory watched again, a thread of its own, and
+/// one `on_change` call for what changed before it watched.
 class Watcher {
 public:
   Watcher();
   ~Watcher();
-  void start(std::function<void()> on_change);
+  /// What to call after a batch of events; set before the first ensure_running().
+  void on_change(std::function<void()> fn) { on_change_ = std::move(fn); }
+  /// Starts (or, in a forked process, restarts) the thread. Cheap when it runs: one atomic load.
+  void ensure_running();
   /// Stops the thread (also done by the destructor).
   void stop();
   Watcher(const Watcher&) = delete;
@@ -61,9 +70,16 @@ public:
   std::size_t drain();
 
 private:
+  void start_locked();
+  void adopt_after_fork();
+
   int fd_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
+  std::function<void()> on_change_;
+  std::mutex start_mu_;
+  std::atomic<unsigned> running_in_{0};  // fork generation + 1 of the process whose thread runs; 0: none
+  unsigned fd_generation_ = 0;           // fork generation of the process that made fd_
   std::mutex mu_;
   std::unordered_map<int, std::string> dirs_;
   std::unordered_set<std::string> watched_;

@@ -1,5 +1,6 @@
 #include "csgi/middleware/bundler/bundler.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -322,6 +323,67 @@ TEST_CASE("bundler: edits, additions and removals while serving", "[bundler]") {
     }
   }
 }
+
+#if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer ends a child that starts a thread after a threaded fork
+namespace {
+/// Forks a process that serves `app` (as a prefork worker does): it answers once, says so on `ready`,
+/// waits for `go`, then reports on `result` whether an edit made meanwhile shows in the bundle.
+pid_t fork_worker(const csgi::App& app, int ready, int go, int result) {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  char ok = call(app, "GET /main.js").body.find("fork-v1") != std::string::npos ? '1' : '0';
+  char c = 0;
+  if (::write(ready, &ok, 1) != 1 || ::read(go, &c, 1) != 1) ::_exit(2);
+  bool seen = eventually([&] { return call(app, "GET /main.js").body.find("fork-v2") != std::string::npos; });
+  ok = seen ? '1' : '0';
+  ::_exit(::write(result, &ok, 1) == 1 ? 0 : 2);
+}
+}  // namespace
+
+TEST_CASE("bundler: each prefork worker sees edits (the inotify watcher is per process)", "[bundler]") {
+  for (bool parent_served : {false, true}) {
+    DYNAMIC_SECTION((parent_served ? "the parent served before fork" : "the parent only built the stack")) {
+      Tree t;
+      t.write("main.js", "require('./a');");
+      t.write("a.js", "module.exports = 'fork-v1';");
+      BundlerOptions o;
+      o.freshness = Freshness::inotify;
+      Bundler b(t.root(), o);
+      csgi::App app = [&b](csgi::Env& env) { return b(env); };
+      if (parent_served) REQUIRE_THAT(call(app, "GET /main.js").body, Catch::Contains("fork-v1"));
+      int ready[2], go[2], result[2];
+      REQUIRE(::pipe(ready) == 0);
+      REQUIRE(::pipe(go) == 0);
+      REQUIRE(::pipe(result) == 0);
+      std::vector<pid_t> kids;
+      for (int i = 0; i < 2; ++i) kids.push_back(fork_worker(app, ready[1], go[0], result[1]));
+      std::string got;
+      for (int i = 0; i < 2; ++i) {
+        char c = 0;
+        REQUIRE(::read(ready[0], &c, 1) == 1);
+        got += c;
+      }
+      CHECK(got == "11");
+      t.write("a.js", "module.exports = 'fork-v2';");  // same size
+      REQUIRE(::write(go[1], "gg", 2) == 2);
+      got.clear();
+      for (int i = 0; i < 2; ++i) {
+        char c = 0;
+        REQUIRE(::read(result[0], &c, 1) == 1);
+        got += c;
+      }
+      CHECK(got == "11");  // both workers saw the edit
+      for (pid_t k : kids) {
+        int status = 0;
+        ::waitpid(k, &status, 0);
+        CHECK(WIFEXITED(status));
+      }
+      for (int fd : {ready[0], ready[1], go[0], go[1], result[0], result[1]}) ::close(fd);
+      if (parent_served) CHECK(eventually([&] { return call(app, "GET /main.js").body.find("fork-v2") != std::string::npos; }));
+    }
+  }
+}
+#endif
 
 TEST_CASE("bundler: an edit in the same clock tick as the read is seen (racily clean stamps)", "[bundler]") {
   // File times come from a coarse clock (one kernel tick, a few ms): an edit of the same size right after
