@@ -14,6 +14,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/intrusive/list.hpp>
 
@@ -125,6 +126,33 @@ private:
 /// from its thread so that nothing touches it again. Returns "METHOD URI" of its request for the log.
 std::string abandon_faulted(Conn& c) noexcept;
 
+/// Where the app's threads post to an io thread (a delayed response's Responder and Writer hold it, so it
+/// outlives the io thread). Closed when the io thread goes: from then on a post is dropped and says so.
+class Mailbox {
+public:
+  explicit Mailbox(asio::io_context& ioc) noexcept : ioc_(&ioc) {}
+  /// Posts `f` (moved from only then) and returns true, or returns false once closed.
+  template <class F>
+  bool post(F& f) {
+    std::lock_guard lock(mu_);
+    if (!ioc_) return false;
+    asio::post(*ioc_, std::move(f));
+    return true;
+  }
+  bool on_io_thread() {
+    std::lock_guard lock(mu_);
+    return ioc_ && ioc_->get_executor().running_in_this_thread();
+  }
+  void close() noexcept {
+    std::lock_guard lock(mu_);
+    ioc_ = nullptr;
+  }
+
+private:
+  std::mutex mu_;
+  asio::io_context* ioc_;
+};
+
 class Conn;
 using ConnHook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 /// A connection's link in its thread's list (for timeouts and graceful stop); unlinks itself.
@@ -148,6 +176,7 @@ public:
   std::atomic<std::size_t> open{0};        // connections owned by this thread
   bool destroying = false;                 // set first in ~IoThread: handlers destroyed with ioc must not use the pool
   asio::io_context ioc{1};
+  std::shared_ptr<Mailbox> mailbox = std::make_shared<Mailbox>(ioc);  // closed first in ~IoThread
   Clock::time_point now = Clock::now();  // refreshed by the sweeper and on each readable event
   bool stopping = false;
   bool balance = true;                     // hand accepted connections to the least busy thread

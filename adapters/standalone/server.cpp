@@ -116,6 +116,8 @@ IoThread::~IoThread() {
   // Connections still pending after a graceful-timeout cut are destroyed with ioc, after the members
   // declared below it (the env pool among them).
   destroying = true;
+  // The app's threads may still hold Responders and Writers: what they do from now on is dropped.
+  mailbox->close();
   close_all_connections();
   listeners_.clear();
   for (int fd : owned_fds_) ::close(fd);
