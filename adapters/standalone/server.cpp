@@ -93,8 +93,9 @@ void reopen_logs(Shared& sh) {
 void LogErrorStream::write(std::string_view message) {
   std::string line(message);
   if (line.empty() || line.back() != '\n') line.push_back('\n');
-  if (f_.enabled())
-    f_.write(line);
+  std::lock_guard lock(mu_);
+  if (f_ && f_->enabled())
+    f_->write(line);
   else
     stderr_stream().write(message);
 }

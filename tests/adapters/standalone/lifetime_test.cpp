@@ -162,3 +162,30 @@ TEST_CASE("standalone: a started Writer dropped unclosed after the server is gon
   std::thread t = worker_f.get();
   t.join();
 }
+
+TEST_CASE("standalone: csgi.errors kept by an unanswered delayed response still works after the server is gone") {
+  // The env is the app's until it answers (APP-3); an app that logs from its own thread (cgi_bin: the
+  // script's stderr) may still be running when the server has gone.
+  std::promise<void> gone;
+  std::shared_future<void> server_gone = gone.get_future().share();
+  std::promise<std::thread> worker;
+  auto worker_f = worker.get_future();
+  {
+    Served s([&](Env& env) {
+      csgi::ErrorStream* errors = &env.errors();
+      return Response::delayed([&, errors](csgi::Responder r) {
+        worker.set_value(std::thread([r = std::move(r), errors, server_gone]() mutable {
+          server_gone.wait();
+          errors->write("lifetime_test: a line written after the server is gone");
+          r.respond(Response::text(200, "late"));
+        }));
+      });
+    });
+    int fd = connect_send(s.port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
+    ::close(fd);
+  }
+  gone.set_value();
+  std::thread t = worker_f.get();
+  t.join();
+}
