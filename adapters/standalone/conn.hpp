@@ -251,7 +251,7 @@ private:
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).
-std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, asio::io_context& ioc,
+std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
                                               std::chrono::milliseconds send_timeout);
 /// Tells a streaming Writer that its connection is gone: its writes return false from now on (delayed.cpp).
 void writer_gone(WriterState& st) noexcept;

@@ -535,7 +535,7 @@ bool Conn::blocking_send(std::string_view data) {
 }
 
 int Conn::take(std::string& pending) {
-  if (phase_ != Phase::app || hijacked_ || !on_io_thread()) return -1;
+  if (!on_io_thread() || phase_ != Phase::app || hijacked_) return -1;
   int fd = ::dup(fd_);
   if (fd < 0) return -1;
   int fl = ::fcntl(fd, F_GETFL);
@@ -553,8 +553,9 @@ int Conn::take(std::string& pending) {
 }
 
 bool Conn::send(int status, const Headers& headers) {
-  if (phase_ != Phase::app || http10_ || hijacked_ || dead_ || status < 100 || status > 199 || status == 101 ||
-      !on_io_thread())
+  // From another thread (a delayed response's app) nothing of the connection is read: false at once.
+  if (!on_io_thread() || phase_ != Phase::app || http10_ || hijacked_ || dead_ || status < 100 || status > 199 ||
+      status == 101)
     return false;
   if (status == 100) continue_pending_ = false;
   out_.append(sh_.status_line(status));

@@ -22,24 +22,62 @@ struct WriterState {
   // past it (0: not past). A write past it is cut there and returns false, as if the client had gone.
   bool counting = false;
   std::uint64_t declared = 0, left = 0, overrun = 0;
+  // Only the io thread locks it: an app thread that kept the last reference would destroy the connection
+  // off its thread, perhaps after the io thread is gone.
   std::weak_ptr<Conn> conn;
-  asio::io_context* ioc = nullptr;
+  std::shared_ptr<Mailbox> mailbox;
   std::chrono::milliseconds send_timeout{60000};
 
-  void post_flush(std::shared_ptr<WriterState> self) {
-    if (flush_posted) return;
-    flush_posted = true;
-    asio::post(*ioc, [self = std::move(self)] {
-      if (auto c = self->conn.lock()) {
-        c->on_writer_flush(self);
-      } else {
-        std::lock_guard lock(self->mu);
-        self->dead = true;
-        self->cv.notify_all();
-      }
-    });
+  void post_flush(std::shared_ptr<WriterState> self);  // with mu held
+};
+
+/// A call posted to the io thread for a writer. Destroyed without having run (its io thread went first),
+/// it tells the writer that its connection is gone, so that the app's writes fail instead of waiting.
+struct WriterCall {
+  std::shared_ptr<WriterState> st;
+  explicit WriterCall(std::shared_ptr<WriterState> s) noexcept : st(std::move(s)) {}
+  WriterCall(WriterCall&&) noexcept = default;
+  WriterCall& operator=(WriterCall&&) = delete;
+  ~WriterCall() {
+    if (st) writer_gone(*st);
   }
 };
+
+struct FlushCall : WriterCall {
+  using WriterCall::WriterCall;
+  void operator()() {
+    auto self = std::move(st);
+    if (auto c = self->conn.lock())
+      c->on_writer_flush(self);
+    else
+      writer_gone(*self);
+  }
+};
+
+struct StartCall : WriterCall {
+  StartCall(std::shared_ptr<WriterState> s, int status, Headers headers)
+      : WriterCall(std::move(s)), status(status), headers(std::make_shared<Headers>(std::move(headers))) {}
+  int status;
+  std::shared_ptr<Headers> headers;
+  void operator()() {
+    auto self = std::move(st);
+    if (auto c = self->conn.lock())
+      c->on_writer_start(self, status, std::move(*headers));
+    else
+      writer_gone(*self);
+  }
+};
+
+void WriterState::post_flush(std::shared_ptr<WriterState> self) {
+  if (flush_posted) return;
+  flush_posted = true;
+  FlushCall call(std::move(self));
+  if (mailbox->post(call)) return;
+  // The io thread is gone: nothing will be sent. (mu is held: the call must not end the writer itself.)
+  call.st.reset();
+  dead = true;
+  cv.notify_all();
+}
 
 class StreamWriter final : public Writer {
 public:
@@ -68,10 +106,7 @@ public:
     }
     append_body(st_->pending, chunk, st_->chunked && st_->framed);
     st_->post_flush(st_);
-    auto c = st_->conn.lock();
-    bool io_thread = c && c->on_io_thread();
-    c.reset();
-    if (!io_thread && st_->pending.size() + st_->unsent > writer_high_water) {
+    if (st_->pending.size() + st_->unsent > writer_high_water && !st_->dead && !st_->mailbox->on_io_thread()) {
       // Back-pressure for producers on other threads; a client that stops reading ends the wait.
       bool ok = st_->cv.wait_for(lock, st_->send_timeout, [&] {
         return st_->dead || st_->pending.size() + st_->unsent < writer_low_water;
@@ -93,54 +128,53 @@ private:
   std::shared_ptr<WriterState> st_;
 };
 
+/// The Responder of a delayed response. It reaches its connection only through the io thread's mailbox,
+/// so answering or dropping it after the connection, the io thread or the server is gone does nothing.
 class ConnResponder final : public ResponderImpl {
 public:
-  ConnResponder(std::weak_ptr<Conn> c, asio::io_context& ioc, std::chrono::milliseconds send_timeout)
-      : conn_(std::move(c)), ioc_(ioc), send_timeout_(send_timeout) {}
+  ConnResponder(std::weak_ptr<Conn> c, std::shared_ptr<Mailbox> mailbox, std::chrono::milliseconds send_timeout)
+      : conn_(std::move(c)), mailbox_(std::move(mailbox)), send_timeout_(send_timeout) {}
   ~ConnResponder() override {
     if (!answered_.exchange(true)) {
       // The app dropped the responder without answering: answer 500 rather than leave the client hanging.
-      asio::post(ioc_, [c = conn_] {
+      auto call = [c = conn_] {
         if (auto conn = c.lock()) conn->on_responder_dropped();
-      });
+      };
+      try {
+        mailbox_->post(call);
+      } catch (...) {
+      }
     }
   }
   void respond(Response r) override {
     if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
     if (r.is_delayed()) throw std::logic_error("csgi: Responder::respond given a delayed response");
-    auto shared = std::make_shared<Response>(std::move(r));
-    asio::post(ioc_, [c = conn_, shared] {
+    auto call = [c = conn_, shared = std::make_shared<Response>(std::move(r))] {
       if (auto conn = c.lock()) conn->on_delayed(std::move(*shared));
-    });
+    };
+    mailbox_->post(call);
   }
   WriterPtr start(int status, Headers headers) override {
     if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
     auto st = std::make_shared<WriterState>();
     st->conn = conn_;
-    st->ioc = &ioc_;
+    st->mailbox = mailbox_;
     st->send_timeout = send_timeout_;
-    auto h = std::make_shared<Headers>(std::move(headers));
-    asio::post(ioc_, [c = conn_, st, status, h] {
-      if (auto conn = c.lock()) {
-        conn->on_writer_start(st, status, std::move(*h));
-      } else {
-        std::lock_guard lock(st->mu);
-        st->dead = true;
-      }
-    });
+    StartCall call(st, status, std::move(headers));
+    mailbox_->post(call);  // not posted: the call, destroyed, ends the writer (its writes return false)
     return std::make_shared<StreamWriter>(st);
   }
 
 private:
   std::weak_ptr<Conn> conn_;
-  asio::io_context& ioc_;
+  std::shared_ptr<Mailbox> mailbox_;
   std::chrono::milliseconds send_timeout_;
   std::atomic<bool> answered_{false};
 };
 
-std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, asio::io_context& ioc,
+std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
                                               std::chrono::milliseconds send_timeout) {
-  return std::make_shared<ConnResponder>(std::move(conn), ioc, send_timeout);
+  return std::make_shared<ConnResponder>(std::move(conn), std::move(mailbox), send_timeout);
 }
 
 void writer_gone(WriterState& st) noexcept {

@@ -14,6 +14,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/intrusive/list.hpp>
 
@@ -57,14 +58,22 @@ private:
   void after_fork_child() noexcept override { mu_.unlock(); }
 };
 
-/// csgi.errors: one line per message into the error log (stderr by default).
+/// csgi.errors: one line per message into the error log (stderr by default). An app may keep it past
+/// the server (a delayed response answered late): the io threads' mailboxes keep it, and once the server
+/// is gone it writes to stderr.
 class LogErrorStream final : public ErrorStream {
 public:
-  explicit LogErrorStream(const LogFile& f) : f_(f) {}
+  explicit LogErrorStream(const LogFile& f) : f_(&f) {}
   void write(std::string_view message) override;
+  /// The log file is going: write to stderr from now on.
+  void detach() noexcept {
+    std::lock_guard lock(mu_);
+    f_ = nullptr;
+  }
 
 private:
-  const LogFile& f_;
+  std::mutex mu_;
+  const LogFile* f_;
 };
 
 /// What every io thread of a process shares.
@@ -74,7 +83,8 @@ struct Shared {
   std::vector<ListenSocket> listeners;
   LogFile access_log;
   LogFile error_log;
-  LogErrorStream errors{error_log};
+  std::shared_ptr<LogErrorStream> errors_owner = std::make_shared<LogErrorStream>(error_log);
+  LogErrorStream& errors = *errors_owner;
   std::atomic<std::size_t> connections{0};
   std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
   std::atomic<unsigned> accepting{0};  // io threads that have not closed their acceptors yet
@@ -86,6 +96,10 @@ struct Shared {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
   }
   void init_status_lines();
+  Shared() = default;
+  Shared(const Shared&) = delete;
+  Shared& operator=(const Shared&) = delete;
+  ~Shared() { errors_owner->detach(); }
 };
 
 class Conn;
@@ -125,6 +139,36 @@ private:
 /// from its thread so that nothing touches it again. Returns "METHOD URI" of its request for the log.
 std::string abandon_faulted(Conn& c) noexcept;
 
+/// Where the app's threads post to an io thread (a delayed response's Responder and Writer hold it, so it
+/// outlives the io thread). Closed when the io thread goes: from then on a post is dropped and says so.
+/// It also keeps the env's csgi.errors, which the app may use until it has answered.
+class Mailbox {
+public:
+  Mailbox(asio::io_context& ioc, std::shared_ptr<ErrorStream> errors) noexcept
+      : ioc_(&ioc), errors_(std::move(errors)) {}
+  /// Posts `f` (moved from only then) and returns true, or returns false once closed.
+  template <class F>
+  bool post(F& f) {
+    std::lock_guard lock(mu_);
+    if (!ioc_) return false;
+    asio::post(*ioc_, std::move(f));
+    return true;
+  }
+  bool on_io_thread() {
+    std::lock_guard lock(mu_);
+    return ioc_ && ioc_->get_executor().running_in_this_thread();
+  }
+  void close() noexcept {
+    std::lock_guard lock(mu_);
+    ioc_ = nullptr;
+  }
+
+private:
+  std::mutex mu_;
+  asio::io_context* ioc_;
+  std::shared_ptr<ErrorStream> errors_;
+};
+
 class Conn;
 using ConnHook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 /// A connection's link in its thread's list (for timeouts and graceful stop); unlinks itself.
@@ -148,6 +192,7 @@ public:
   std::atomic<std::size_t> open{0};        // connections owned by this thread
   bool destroying = false;                 // set first in ~IoThread: handlers destroyed with ioc must not use the pool
   asio::io_context ioc{1};
+  std::shared_ptr<Mailbox> mailbox = std::make_shared<Mailbox>(ioc, shared.errors_owner);  // closed first in ~IoThread
   Clock::time_point now = Clock::now();  // refreshed by the sweeper and on each readable event
   bool stopping = false;
   bool balance = true;                     // hand accepted connections to the least busy thread

@@ -10,7 +10,7 @@ void Conn::handle(Response res) {
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     phase_ = Phase::delayed;
     self_hold_ = shared_from_this();
-    auto responder = make_responder(weak_from_this(), t_.ioc, sh_.opt.send_timeout);
+    auto responder = make_responder(weak_from_this(), t_.mailbox, sh_.opt.send_timeout);
     Delayed fn = std::move(*d);
     try {
       AppScope scope(t_.fault_slot, this);

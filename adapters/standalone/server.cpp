@@ -93,8 +93,9 @@ void reopen_logs(Shared& sh) {
 void LogErrorStream::write(std::string_view message) {
   std::string line(message);
   if (line.empty() || line.back() != '\n') line.push_back('\n');
-  if (f_.enabled())
-    f_.write(line);
+  std::lock_guard lock(mu_);
+  if (f_ && f_->enabled())
+    f_->write(line);
   else
     stderr_stream().write(message);
 }
@@ -116,6 +117,8 @@ IoThread::~IoThread() {
   // Connections still pending after a graceful-timeout cut are destroyed with ioc, after the members
   // declared below it (the env pool among them).
   destroying = true;
+  // The app's threads may still hold Responders and Writers: what they do from now on is dropped.
+  mailbox->close();
   close_all_connections();
   listeners_.clear();
   for (int fd : owned_fds_) ::close(fd);

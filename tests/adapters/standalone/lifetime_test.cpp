@@ -1,0 +1,191 @@
+// What the app holds of a delayed response (the Responder, a started Writer) stays safe to use and to drop
+// after the connection, the io thread and the whole server are gone (spec §5.3: any thread, now or later).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "csgi/adapters/standalone/server.hpp"
+#include "csgi/core/response.hpp"
+
+using namespace std::chrono_literals;
+using csgi::Env;
+using csgi::Response;
+
+namespace {
+
+// Serves `app` until stop(); destroying it destroys the server (its io threads and their io_contexts).
+struct Served {
+  csgi::standalone::Server server;
+  std::thread thread;
+  int port = 0;
+  explicit Served(csgi::App app)
+      : server(std::move(app), [] {
+          csgi::standalone::ServerOptions opt;
+          opt.handle_signals = false;
+          opt.listen = {"127.0.0.1:0"};
+          opt.graceful_timeout = 200ms;
+          opt.on_listening = [](const std::string&) {};
+          return opt;
+        }()) {
+    thread = std::thread([this] { server.run(); });
+    REQUIRE(server.wait_listening());
+    auto a = server.addresses().front();
+    port = std::stoi(a.substr(a.rfind(':') + 1));
+  }
+  ~Served() {
+    server.stop();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+int connect_send(int port, std::string_view request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  return fd;
+}
+
+bool readable_within(int fd, std::chrono::milliseconds t) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(t.count())) == 1;
+}
+
+// Serves one request whose delayed response is handed to `late` on a thread of the app's own, which
+// runs it only once the server has been stopped and destroyed. `late` gets the Responder.
+void after_server(std::function<void(csgi::Responder)> late) {
+  std::promise<void> gone;
+  std::shared_future<void> server_gone = gone.get_future().share();
+  std::promise<std::thread> worker;
+  auto worker_f = worker.get_future();
+  {
+    Served s([&](Env&) {
+      return Response::delayed([&](csgi::Responder r) {
+        worker.set_value(std::thread([r = std::move(r), server_gone, late]() mutable {
+          server_gone.wait();
+          late(std::move(r));
+        }));
+      });
+    });
+    int fd = connect_send(s.port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
+    readable_within(fd, 50ms);  // a started writer's head may come; an unanswered responder sends nothing
+    ::close(fd);
+  }
+  gone.set_value();
+  std::thread t = worker_f.get();
+  t.join();
+}
+
+}  // namespace
+
+TEST_CASE("standalone: a Responder answered after the server is gone does nothing") {
+  after_server([](csgi::Responder r) { r.respond(Response::text(200, "late")); });
+}
+
+TEST_CASE("standalone: a Responder dropped after the server is gone does nothing") {
+  after_server([](csgi::Responder r) { std::optional<csgi::Responder> drop(std::move(r)); });
+}
+
+TEST_CASE("standalone: a Responder started after the server is gone gives a Writer whose writes fail") {
+  after_server([](csgi::Responder r) {
+    auto w = r.start(200, {{"Content-Type", "text/plain"}});
+    CHECK_FALSE(w->write("late"));
+    w->close();
+  });
+}
+
+TEST_CASE("standalone: a started Writer used after the server is gone says the client has gone") {
+  // Started on the io thread; written, closed and dropped on the app's thread after the server is gone.
+  std::promise<csgi::WriterPtr> started;
+  auto w_f = started.get_future();
+  std::promise<void> gone;
+  std::shared_future<void> server_gone = gone.get_future().share();
+  std::thread t;
+  {
+    Served s([&](Env&) {
+      return Response::delayed([&](csgi::Responder r) {
+        auto w = r.start(200, {{"Content-Type", "text/plain"}});
+        t = std::thread([w, server_gone]() mutable {
+          server_gone.wait();
+          bool ok = true;
+          for (int i = 0; i < 64 && ok; ++i) ok = w->write(std::string(64 * 1024, 'x'));  // past the high water
+          CHECK_FALSE(ok);
+          w->close();
+          w.reset();
+        });
+        started.set_value(nullptr);
+      });
+    });
+    int fd = connect_send(s.port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    REQUIRE(w_f.wait_for(5s) == std::future_status::ready);
+    CHECK(readable_within(fd, 5000ms));  // the head
+    ::close(fd);
+  }
+  gone.set_value();
+  t.join();
+}
+
+TEST_CASE("standalone: a started Writer dropped unclosed after the server is gone does nothing") {
+  std::promise<void> gone;
+  std::shared_future<void> server_gone = gone.get_future().share();
+  std::promise<std::thread> worker;
+  auto worker_f = worker.get_future();
+  {
+    Served s([&](Env&) {
+      return Response::delayed([&](csgi::Responder r) {
+        auto w = r.start(200, {{"Content-Type", "text/plain"}});
+        worker.set_value(std::thread([w, server_gone]() mutable {
+          server_gone.wait();
+          w.reset();
+        }));
+      });
+    });
+    int fd = connect_send(s.port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
+    ::close(fd);
+  }
+  gone.set_value();
+  std::thread t = worker_f.get();
+  t.join();
+}
+
+TEST_CASE("standalone: csgi.errors kept by an unanswered delayed response still works after the server is gone") {
+  // The env is the app's until it answers (APP-3); an app that logs from its own thread (cgi_bin: the
+  // script's stderr) may still be running when the server has gone.
+  std::promise<void> gone;
+  std::shared_future<void> server_gone = gone.get_future().share();
+  std::promise<std::thread> worker;
+  auto worker_f = worker.get_future();
+  {
+    Served s([&](Env& env) {
+      csgi::ErrorStream* errors = &env.errors();
+      return Response::delayed([&, errors](csgi::Responder r) {
+        worker.set_value(std::thread([r = std::move(r), errors, server_gone]() mutable {
+          server_gone.wait();
+          errors->write("lifetime_test: a line written after the server is gone");
+          r.respond(Response::text(200, "late"));
+        }));
+      });
+    });
+    int fd = connect_send(s.port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
+    ::close(fd);
+  }
+  gone.set_value();
+  std::thread t = worker_f.get();
+  t.join();
+}
