@@ -573,7 +573,10 @@ void stream_body(Process& proc, const Responder& r, Response head, std::string r
 void work(Job& job, const Responder& r) {
   while (true) {
     Head h = read_head(*job.proc, job.st->options.max_header_bytes);
-    if (h.failure) return r.respond(std::move(*h.failure));
+    if (h.failure) {
+      job.proc->close();
+      return r.respond(std::move(*h.failure));
+    }
     if (is_local_redirect(h.parsed)) {
       job.proc->close();  // the script's own body is not used (RFC 3875 §6.2.2)
       if (redirect_async(job, r, h.parsed.location)) continue;
@@ -581,7 +584,7 @@ void work(Job& job, const Responder& r) {
     }
     Response res = head_response(h.parsed);
     if (status_has_no_body(res.status)) {
-      discard_output(*job.proc);
+      discard_output(*job.proc);  // its exit status and last stderr lines are logged while the env is valid
       res.body = std::string();
       return r.respond(std::move(res));
     }
@@ -591,6 +594,8 @@ void work(Job& job, const Responder& r) {
 
 /// The worker's whole run. Nothing escapes: a failure before the answer drops the responder, which the
 /// adapter answers with a 500 (ADP-11).
+/// Once the response is complete the env (csgi.errors with it) may be gone (APP-3): what the script
+/// still says after that is not logged.
 void run_worker(std::shared_ptr<Job> job, Responder r) noexcept {
   try {
     work(*job, r);
@@ -599,7 +604,10 @@ void run_worker(std::shared_ptr<Job> job, Responder r) noexcept {
   } catch (...) {
   }
   try {
-    if (job->proc) job->proc->close();
+    if (job->proc) {
+      job->proc->forget_errors();
+      job->proc->close();
+    }
   } catch (...) {
   }
 }

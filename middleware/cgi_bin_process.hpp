@@ -83,6 +83,8 @@ public:
   /// The slot this process gives back when closed (calling-thread mode).
   void hold(Slot slot) { slot_ = std::move(slot); }
   void log(const std::string& what);
+  /// Logs nothing from now on (the response is complete: csgi.errors may be gone).
+  void forget_errors() noexcept { errors_ = nullptr; }
 
 private:
   void kill_group();

@@ -61,6 +61,7 @@ print "got ", length($body), " bytes: ", substr($body, 0, 10), "\n";
     write("notfound.sh", "#!/bin/sh\nprintf 'Status: 404 Not Found\\nContent-Type: text/html\\n\\n<p>nope</p>'\n", true);
     write("garbage.sh", "#!/bin/sh\necho 'this is not a header'\necho\n", true);
     write("silent.sh", "#!/bin/sh\nexit 3\n", true);
+    write("late.sh", "#!/bin/sh\nprintf 'Status: 204 No Content\\r\\n\\r\\n'\nexec 1>&-\necho late-stderr >&2\nexit 4\n", true);
     write("plain.txt", "not executable\n", false);
     write("info.php", "<?php header('X-Php: 1'); echo 'php ', $_SERVER['GATEWAY_INTERFACE'], ' ', $_GET['a']; ?>", false);
     fs::create_directories(dir / "sub");
@@ -241,6 +242,11 @@ TEST_CASE("cgi_bin: redirects, script errors, refusals") {
   auto silent = testing::call(app, "GET /cgi/silent.sh", {}, {}, mounted());
   CHECK(silent.status == 502);
   CHECK(silent.errors.find("exited with status 3") != std::string::npos);
+  // Logged before the answer: once it is complete, csgi.errors may be gone (APP-3).
+  auto late = testing::call(app, "GET /cgi/late.sh", {}, {}, mounted());
+  CHECK(late.status == 204);
+  CHECK(late.errors.find("late-stderr") != std::string::npos);
+  CHECK(late.errors.find("exited with status 4") != std::string::npos);
   CHECK(testing::call(app, "GET /cgi/sub/deep.sh/a/b", {}, {}, mounted()).body == "/cgi/sub/deep.sh|/a/b");
   CHECK(testing::call(app, "GET /cgi/plain.txt", {}, {}, mounted()).status == 403);
   CHECK(testing::call(app, "GET /cgi/nothere.sh", {}, {}, mounted()).status == 404);
