@@ -30,8 +30,7 @@ namespace {
 
 constexpr const char* needs = "--wsgi needs the Python host module: ";
 
-const csgi_python_host* open_host() {
-  std::string dir = package_dir();
+const csgi_python_host* open_host(const std::string& dir) {
   if (dir.empty())
     throw std::runtime_error(std::string(needs) + "no csgi Python package directory is known for this program "
                              "(set CSGI_PYTHON_DIR to the directory holding csgi/)");
@@ -70,13 +69,13 @@ std::string package_dir() {
 }
 
 App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
-  const csgi_python_host* host = open_host();
+  std::string dir = package_dir();
+  const csgi_python_host* host = open_host(dir);
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   App app;
   const void* peer = nullptr;
   char err[1024] = "";
-  std::string dir = package_dir();
   if (host->load_wsgi_app(spec.c_str(), argv.data(), static_cast<int>(argv.size()), dir.c_str(), &app, &peer, err,
                           sizeof err) != 0)
     throw std::runtime_error(err);
