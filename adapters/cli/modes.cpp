@@ -4,7 +4,7 @@
 #include "csgi/adapters/cli/layer_modes.hpp"
 #include "csgi/core/app_library.hpp"
 #ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt when libpython can be embedded
-#include "csgi/bindings/src/embed.hpp"
+#include "csgi/bindings/python_host.hpp"
 #endif
 
 namespace csgi::cli {
@@ -23,11 +23,12 @@ const std::vector<Mode>& modes() {
 #ifdef CSGI_EMBED_PYTHON
       {"wsgi", "MODULE:APP", Mode::Kind::source, "serve a Python WSGI app (embedded Python)",
        "Imports MODULE (from the current directory first) and serves its WSGI callable APP (default: "
-       "application, then app; APP may be a.b or make_app()) in embedded Python. The GIL is taken per "
+       "application, then app; APP may be a.b or make_app()) in embedded Python, loaded only for this mode "
+       "(the Python host module beside the csgi package). The GIL is taken per "
        "request, so threads serialise on Python: use --workers N for CPU-bound apps. A Python exception "
        "answers 500 with its traceback in the error log. sys.argv is [\"csgi\", --app-arg values...]. "
        "See docs/python.md.",
-       [](const ModeArgs& a, App) { return python::embed::load_wsgi_app(a.value, a.app_args); }},
+       [](const ModeArgs& a, App) { return python_host::load_wsgi_app(a.value, a.app_args); }},
 #endif
       {"static", "DIR", Mode::Kind::layer, "serve the files under DIR (in front of the app, if any)",
        "Files under DIR are served as by the static middleware (sendfile, ETag/Last-Modified/304, Range, "

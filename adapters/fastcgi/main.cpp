@@ -11,7 +11,7 @@
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
 #include "csgi/core/app_library.hpp"
 #ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt: --wsgi MODULE:APP serves a Python WSGI app
-#include "csgi/bindings/src/embed.hpp"
+#include "csgi/bindings/python_host.hpp"
 #endif
 
 int main(int argc, char** argv) {
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   try {
 #ifdef CSGI_EMBED_PYTHON
     if (!wsgi_spec.empty())
-      app = csgi::python::embed::load_wsgi_app(wsgi_spec, app_args);
+      app = csgi::python_host::load_wsgi_app(wsgi_spec, app_args);
     else
 #endif
       app = csgi::load_app(app_path, app_args);

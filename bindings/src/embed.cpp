@@ -1,37 +1,28 @@
-// The embedding side of `csgi serve --wsgi` / `csgi-fcgi --wsgi` (embed.hpp): starts libpython, imports
-// the csgi package and goes through its capsule (embed_api.hpp) for everything else, so the GIL
-// bookkeeping and the WSGI bridge exist once, in the extension module.
-#include "embed.hpp"
-
+// The Python host module, libcsgi_python_host.so (python_host_abi.h): the embedding side of
+// `csgi serve --wsgi` / `csgi-fcgi --wsgi`. Starts libpython, imports the csgi package and goes through
+// its capsule (embed_api.hpp) for everything else, so the GIL bookkeeping and the WSGI bridge exist once,
+// in the extension module. Uses only csgi's core headers, no csgi library: the program that loads it owns
+// the server and the log registry.
 #include <Python.h>
 
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <memory>
+#include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "csgi/bindings/python_host_abi.h"
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/log_files.hpp"
 #include "embed_api.hpp"
 
-// Where the csgi package is (bindings/CMakeLists.txt): in the build tree, for this program as built there
-// (CSGI_PYTHON_BUILD_PROGRAM_DIR), and under the install prefix, relative to the installed program.
-#ifndef CSGI_PYTHON_PACKAGE_DIR
-#define CSGI_PYTHON_PACKAGE_DIR ""
-#endif
-#ifndef CSGI_PYTHON_BUILD_PROGRAM_DIR
-#define CSGI_PYTHON_BUILD_PROGRAM_DIR ""
-#endif
-#ifndef CSGI_PYTHON_INSTALL_RELATIVE_DIR
-#define CSGI_PYTHON_INSTALL_RELATIVE_DIR ""
-#endif
 #ifndef CSGI_PYTHON_PROGRAM
 #define CSGI_PYTHON_PROGRAM "/usr/bin/python3"
 #endif
 
-namespace csgi::python::embed {
+namespace csgi::python::host {
 namespace {
 
 const csgi_python_embed_api* g_api = nullptr;
@@ -64,25 +55,8 @@ void start_interpreter(const std::vector<std::string>& args) {
     throw std::runtime_error(std::string("cannot start Python: ") + (st.err_msg ? st.err_msg : "unknown error"));
 }
 
-// $CSGI_PYTHON_DIR; else the build tree's package for the program in the build tree; else the package
-// installed beside the program (bin/../lib/python3/dist-packages). An installed program never looks in
-// the tree it was built in: that may hold other sources by now, or be gone.
-std::string package_dir() {
-  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) return e;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path program_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  if (ec || program_dir.empty()) return {};
-  if (*CSGI_PYTHON_BUILD_PROGRAM_DIR && fs::equivalent(program_dir, CSGI_PYTHON_BUILD_PROGRAM_DIR, ec))
-    return CSGI_PYTHON_PACKAGE_DIR;
-  if (!*CSGI_PYTHON_INSTALL_RELATIVE_DIR) return {};
-  return (program_dir / CSGI_PYTHON_INSTALL_RELATIVE_DIR).lexically_normal().string();
-}
-
-void put_package_dir_first() {
-  std::string dir = package_dir();
-  std::error_code ec;
-  if (dir.empty() || !std::filesystem::is_directory(std::filesystem::path(dir) / "csgi", ec)) return;
+void put_package_dir_first(const std::string& dir) {
+  if (dir.empty()) return;
   PyObject* path = PySys_GetObject("path");  // borrowed
   PyObject* d = PyUnicode_DecodeFSDefault(dir.c_str());
   if (!path || !d || PyList_Insert(path, 0, d) < 0) {
@@ -92,31 +66,31 @@ void put_package_dir_first() {
   Py_DECREF(d);
 }
 
-// The extension has its own copy of csgi::log_files (csgi.mw.access_log's writers are there): linked to
-// this program's, so that the server's SIGUSR1 reopens them and a worker flushes them before it exits.
-void link_extension_logs(PyObject* mod) {
+// The extension's copy of csgi::log_files (csgi.mw.access_log's writers are there), for the program to
+// link to its own.
+const void* extension_log_peer(PyObject* mod) {
   PyObject* file = PyObject_GetAttrString(mod, "__file__");
   const char* path = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : nullptr;
   void* handle = path ? ::dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
   Py_XDECREF(file);
   PyErr_Clear();
-  if (!handle) return;
+  if (!handle) return nullptr;
   using PeerFn = const log_files::Peer* (*)();
   auto peer = reinterpret_cast<PeerFn>(::dlsym(handle, "csgi_log_files_v1"));
-  static std::shared_ptr<void> link;  // for the life of the process: the extension is never unloaded
-  if (peer && peer()) link = log_files::link(*peer(), nullptr);
+  const void* p = peer ? peer() : nullptr;
   ::dlclose(handle);  // drops the reference RTLD_NOLOAD took; Python keeps the module loaded
+  return p;
 }
 
-}  // namespace
-
-App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
+App load(const std::string& spec, const std::vector<std::string>& args, const std::string& package_dir,
+         const void** log_peer) {
   if (Py_IsInitialized()) throw std::runtime_error("--wsgi: Python is already running in this process");
   start_interpreter(args);
-  put_package_dir_first();
+  put_package_dir_first(package_dir);
   PyObject* mod = PyImport_ImportModule("csgi._csgi");
-  if (!mod) fail("--wsgi: cannot import the csgi Python package (set CSGI_PYTHON_DIR to its directory)");
-  link_extension_logs(mod);
+  if (!mod) fail("--wsgi: cannot import the csgi Python package from " + package_dir +
+                 " (set CSGI_PYTHON_DIR to its directory)");
+  *log_peer = extension_log_peer(mod);
   PyObject* cap = PyObject_GetAttrString(mod, "_embed_api");
   Py_DECREF(mod);
   const void* p = cap ? PyCapsule_GetPointer(cap, CSGI_PY_EMBED_CAPSULE) : nullptr;
@@ -134,4 +108,28 @@ App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args)
   return app;
 }
 
-}  // namespace csgi::python::embed
+int load_wsgi_app(const char* spec, const char* const* argv, int argc, const char* package_dir, void* app_out,
+                  const void** log_peer_out, char* err, size_t err_size) noexcept {
+  *log_peer_out = nullptr;
+  try {
+    *static_cast<App*>(app_out) = load(spec, std::vector<std::string>(argv, argv + argc), package_dir, log_peer_out);
+    return 0;
+  } catch (const std::exception& e) {
+    if (err_size) {
+      std::strncpy(err, e.what(), err_size - 1);
+      err[err_size - 1] = '\0';
+    }
+    return -1;
+  }
+}
+
+}  // namespace
+
+}  // namespace csgi::python::host
+
+extern "C" __attribute__((visibility("default"))) const csgi_python_host* csgi_python_host_v1() {
+  static const csgi_python_host host{CSGI_PYTHON_HOST_ABI_VERSION, csgi::detail::cxx_abi_tag(),
+                                     csgi::detail::core_layout_tag(), sizeof(csgi::App),
+                                     &csgi::python::host::load_wsgi_app};
+  return &host;
+}

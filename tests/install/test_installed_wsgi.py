@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """`csgi serve --wsgi` installed into a temporary prefix imports the csgi Python package installed beside it,
-not the build tree's package whose path is compiled in; the program in the build tree still uses the build
+and loads the Python host module (libcsgi_python_host.so) from there, not the build tree's whose path is
+compiled in; the program in the build tree still uses the build
 tree's; CSGI_PYTHON_DIR overrides both. Where an unprivileged mount namespace is available, the installed
 program is also run with the build tree hidden under an empty tmpfs, so the compiled-in path cannot work.
 
@@ -28,12 +29,15 @@ APP = '''
 import csgi, csgi._csgi
 def application(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
-    return [csgi._csgi.__file__.encode()]
+    with open("/proc/self/maps") as f:
+        host = sorted({l.split(None, 5)[-1].strip() for l in f if "libcsgi_python_host.so" in l})
+    return [";".join([csgi._csgi.__file__] + host).encode()]
 '''
 
 
 def served_package(argv, env, cwd=WORK):
-    """Starts `argv` (a csgi serve --wsgi command), asks it once, stops it; the csgi._csgi file it imported."""
+    """Starts `argv` (a csgi serve --wsgi command), asks it once, stops it; the csgi._csgi file it imported,
+    or an error. Also an error unless it runs exactly one host module, the one in that package directory."""
     p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     try:
@@ -56,7 +60,12 @@ def served_package(argv, env, cwd=WORK):
                     data += d
                 s.close()
                 head, _, body = data.partition(b"\r\n\r\n")
-                return os.path.realpath(body.decode()) if head.startswith(b"HTTP/1.1 200") else "error: " + data.decode()
+                if not head.startswith(b"HTTP/1.1 200"):
+                    return "error: " + data.decode()
+                files = [os.path.realpath(f) for f in body.decode().split(";")]
+                if len(files) != 2 or os.path.dirname(files[1]) != os.path.dirname(files[0]):
+                    return "error: the host module is not the one beside the package: " + body.decode()
+                return files[0]
         return "did not start: " + "".join(out)
     finally:
         os.killpg(p.pid, 15)

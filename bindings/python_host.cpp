@@ -1,0 +1,89 @@
+// The program side of --wsgi (python_host.hpp): finds the Python host module beside the csgi package,
+// dlopen()s it and asks it for the app. Nothing here needs Python's headers or library.
+#include "csgi/bindings/python_host.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+#include "csgi/bindings/python_host_abi.h"
+#include "csgi/core/app_library.hpp"
+#include "csgi/core/log_files.hpp"
+
+// Where the csgi package is (bindings/CMakeLists.txt): in the build tree, for this program as built there
+// (CSGI_PYTHON_BUILD_PROGRAM_DIR), and under the install prefix, relative to the installed program.
+#ifndef CSGI_PYTHON_PACKAGE_DIR
+#define CSGI_PYTHON_PACKAGE_DIR ""
+#endif
+#ifndef CSGI_PYTHON_BUILD_PROGRAM_DIR
+#define CSGI_PYTHON_BUILD_PROGRAM_DIR ""
+#endif
+#ifndef CSGI_PYTHON_INSTALL_RELATIVE_DIR
+#define CSGI_PYTHON_INSTALL_RELATIVE_DIR ""
+#endif
+
+namespace csgi::python_host {
+namespace {
+
+constexpr const char* needs = "--wsgi needs the Python host module: ";
+
+const csgi_python_host* open_host(const std::string& dir) {
+  if (dir.empty())
+    throw std::runtime_error(std::string(needs) + "no csgi Python package directory is known for this program "
+                             "(set CSGI_PYTHON_DIR to the directory holding csgi/)");
+  std::string file = (std::filesystem::path(dir) / "csgi" / CSGI_PYTHON_HOST_FILE).string();
+  // RTLD_GLOBAL: the module's libpython serves the symbols of the C extensions Python imports later.
+  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!handle)
+    throw std::runtime_error(std::string(needs) + "cannot load it (" + ::dlerror() +
+                             "); build the csgi_python target, install csgi's python component, or set "
+                             "CSGI_PYTHON_DIR to the directory holding csgi/" CSGI_PYTHON_HOST_FILE);
+  // Never closed: the interpreter it started lives until the process exits.
+  auto entry = reinterpret_cast<csgi_python_host_entry_fn>(::dlsym(handle, CSGI_PYTHON_HOST_ENTRY));
+  const csgi_python_host* host = entry ? entry() : nullptr;
+  if (!host) throw std::runtime_error(std::string(needs) + file + " has no " CSGI_PYTHON_HOST_ENTRY " entry");
+  if (host->abi_version != CSGI_PYTHON_HOST_ABI_VERSION || host->cxx_abi != detail::cxx_abi_tag() ||
+      host->core_layout != detail::core_layout_tag() || host->app_size != sizeof(App))
+    throw std::runtime_error("--wsgi: " + file + " was built from other csgi sources than this program");
+  return host;
+}
+
+}  // namespace
+
+// $CSGI_PYTHON_DIR; else the build tree's package for the program in the build tree; else the package
+// installed beside the program (bin/../lib/python3/dist-packages). An installed program never looks in
+// the tree it was built in: that may hold other sources by now, or be gone.
+std::string package_dir() {
+  if (const char* e = std::getenv("CSGI_PYTHON_DIR"); e && *e) return e;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path program_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (ec || program_dir.empty()) return {};
+  if (*CSGI_PYTHON_BUILD_PROGRAM_DIR && fs::equivalent(program_dir, CSGI_PYTHON_BUILD_PROGRAM_DIR, ec))
+    return CSGI_PYTHON_PACKAGE_DIR;
+  if (!*CSGI_PYTHON_INSTALL_RELATIVE_DIR) return {};
+  return (program_dir / CSGI_PYTHON_INSTALL_RELATIVE_DIR).lexically_normal().string();
+}
+
+App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
+  std::string dir = package_dir();
+  const csgi_python_host* host = open_host(dir);
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  App app;
+  const void* peer = nullptr;
+  char err[1024] = "";
+  if (host->load_wsgi_app(spec.c_str(), argv.data(), static_cast<int>(argv.size()), dir.c_str(), &app, &peer, err,
+                          sizeof err) != 0)
+    throw std::runtime_error(err);
+  // The extension has its own copy of csgi::log_files (csgi.mw.access_log's writers are there): linked to
+  // this program's, so that the server's SIGUSR1 reopens them and a worker flushes them before it exits.
+  static std::shared_ptr<void> link;  // for the life of the process: the extension is never unloaded
+  if (peer) link = log_files::link(*static_cast<const log_files::Peer*>(peer), nullptr);
+  return app;
+}
+
+}  // namespace csgi::python_host

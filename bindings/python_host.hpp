@@ -1,0 +1,29 @@
+#pragma once
+/// Serving a Python WSGI app from a csgi server program: `csgi serve --wsgi module:app` (adapters/cli) and
+/// `csgi-fcgi --wsgi module:app` (adapters/fastcgi) call load_wsgi_app() and serve what it returns.
+/// The interpreter lives in the Python host module (python_host_abi.h), loaded with dlopen() on the first
+/// call: a program built with this file has no libpython among its dependencies.
+#include <string>
+#include <vector>
+
+#include "csgi/core/app.hpp"
+
+namespace csgi::python_host {
+
+/// The csgi Python package directory (the one holding csgi/): $CSGI_PYTHON_DIR when set; else the build
+/// tree's for the program as built there; else the one installed beside the program
+/// (<prefix>/bin → <prefix>/lib/python3/dist-packages). "" when none is known.
+std::string package_dir();
+
+/// Loads <package_dir>/csgi/libcsgi_python_host.so (RTLD_GLOBAL: C extension modules resolve libpython's
+/// symbols through it), then has it start the interpreter (Python's signal handlers not installed,
+/// sys.argv = ["csgi", args...], sys.executable = the Python csgi was built for), put the package
+/// directory and the current directory on sys.path, import `spec` ("module:attr" as gunicorn: attr may be
+/// a.b or make_app(); default `application`, then `app`) and return it as a csgi::App. The calling thread
+/// then gives up the GIL for serving: requests take it per call, and prefork masters forking from this
+/// thread keep the interpreter consistent. Python is finalised at exit. Throws std::runtime_error (the
+/// Python traceback printed to stderr first); "--wsgi needs the Python host module: ..." when the module
+/// or libpython cannot be loaded.
+App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args = {});
+
+}  // namespace csgi::python_host
