@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -238,7 +239,10 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
     vary = true;
     std::string_view ae = env.get(keys::HTTP_ACCEPT_ENCODING);
     if (range.empty() && !ae.empty()) {
-      for (auto [coding, ext] : {std::pair{"br", ".br"}, std::pair{"gzip", ".gz"}}) {
+      // The coding the client prefers (higher q); brotli first when it likes both alike.
+      std::array<std::pair<const char*, const char*>, 2> codings{{{"br", ".br"}, {"gzip", ".gz"}}};
+      if (accepted_q(ae, "gzip") > accepted_q(ae, "br")) std::swap(codings[0], codings[1]);
+      for (auto [coding, ext] : codings) {
         if (accepted_q(ae, coding) <= 0) continue;
         Opened sib = root.open(std::string(relative) + ext);
         if (!sib || !sib.is_file()) continue;

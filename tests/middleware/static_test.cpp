@@ -247,6 +247,9 @@ TEST_CASE("static: precompressed siblings when Accept-Encoding allows", "[static
   CHECK(gz.body == "GZ-BYTES");
   CHECK(gz.header("Content-Encoding") == "gzip");
   CHECK(gz.header("ETag") != br.header("ETag"));
+  // The client's preference (q) decides between the two; brotli on a tie.
+  CHECK(get(app, "/app.js", {{"Accept-Encoding", "br;q=0.5, gzip"}}).header("Content-Encoding") == "gzip");
+  CHECK(get(app, "/app.js", {{"Accept-Encoding", "gzip;q=0.5, br;q=0.9"}}).header("Content-Encoding") == "br");
   auto plain = get(app, "/app.js");
   CHECK(plain.body == "console.log(1)");
   CHECK_FALSE(plain.headers.has("Content-Encoding"));
