@@ -13,6 +13,15 @@ Builder& Builder::use(Layer l) {
   return *this;
 }
 
+Builder& Builder::use(LayerFunction fn) {
+  if (!fn) throw std::invalid_argument("Builder::use: empty function");
+  auto shared = std::make_shared<const LayerFunction>(std::move(fn));
+  layers_.push_back([shared](App next) -> App {
+    return [shared, next = std::move(next)](Env& env) { return (*shared)(env, next); };
+  });
+  return *this;
+}
+
 Builder& Builder::enable_if(Condition cond, Layer l) {
   if (!cond || !l) throw std::invalid_argument("Builder::enable_if: empty condition or layer");
   layers_.push_back([cond = std::move(cond), l = std::move(l)](App next) -> App {

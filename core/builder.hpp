@@ -2,10 +2,14 @@
 /// Composes middleware around an app (Plack::Builder). The first use() is the OUTERMOST layer: for
 ///   Builder().use<A>().use<B>().run(app)
 /// a request passes A, then B, then app; the response passes B, then A (tests/core/builder_test.cpp
-/// pins this).
+/// pins this). A layer can also be a function of the env and the next app:
+///   Builder().use([](csgi::Env& env, const csgi::App& next) {
+///     return csgi::on_headers(next(env), [](csgi::Response& r) { r.headers.add("X-Powered-By", "csgi"); });
+///   })
 ///
 /// mount() routes by location to several apps (UrlMap semantics); run() and mount() are exclusive.
 /// build() throws std::logic_error on misuse (no app; both run() and mount()).
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +17,9 @@
 #include "csgi/core/app.hpp"
 
 namespace csgi {
+
+/// A middleware written as one function: the env and the next app in, the response out.
+using LayerFunction = std::function<Response(Env&, const App& next)>;
 
 class Builder {
 public:
@@ -23,6 +30,9 @@ public:
     return *this;
   }
   Builder& use(Layer l);
+  /// Adds a layer written as a function `Response(Env&, const App& next)`; it is shared by every request
+  /// and thread (APP-2).
+  Builder& use(LayerFunction fn);
   /// Adds middleware M that runs only for requests where `cond(env)` is true (Plack's enable_if).
   template <class M, class... Options>
   Builder& enable_if(Condition cond, Options&&... options) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -158,6 +159,14 @@ Response on_response(Response res, ResponseCallback cb) {
   BodyFilter f = cb(res);
   if (f) res.body = filter_body(std::move(res.body), f);
   return res;
+}
+
+Response on_headers(Response res, std::function<void(Response&)> fn) {
+  if (!fn) throw std::invalid_argument("on_headers: empty function");
+  return on_response(std::move(res), [fn = std::move(fn)](Response& r) -> BodyFilter {
+    fn(r);
+    return nullptr;
+  });
 }
 
 }  // namespace csgi

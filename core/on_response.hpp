@@ -21,6 +21,11 @@ using ResponseCallback = std::function<BodyFilter(Response&)>;
 
 Response on_response(Response res, ResponseCallback cb);
 
+/// The common case of on_response: `fn(res)` may change the status and headers (of a complete response
+/// now, of a delayed one when it answers through respond() or start()); the body passes untouched.
+///   return csgi::on_headers(next(env), [](csgi::Response& r) { r.headers.add("X-Powered-By", "csgi"); });
+Response on_headers(Response res, std::function<void(Response&)> fn);
+
 /// A stream reading a file body in chunks (used when a file body has to be filtered).
 StreamPtr file_stream(FileBody file, std::size_t chunk_size = 65536);
 

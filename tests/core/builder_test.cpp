@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "csgi/core/on_response.hpp"
 #include "csgi/core/test_client.hpp"
 
 using namespace csgi;
@@ -44,6 +45,23 @@ TEST_CASE("Builder: layers given as functions compose in the same order", "[buil
   };
   App app = Builder().use(l).use<Tag>("T").run(trace_app).build();
   CHECK(testing::call(app, "GET /").body == "LT");
+}
+
+TEST_CASE("Builder: a layer written as a function of the env and the next app", "[builder][order]") {
+  auto fn = [](std::string tag) {
+    return [tag](Env& env, const App& next) {
+      env.set("trace", std::string(env.get("trace")) + tag);
+      return on_headers(next(env), [tag](Response& r) {
+        r.headers.set("X-Trace", std::string(r.headers.get("X-Trace").value_or("")) + tag);
+      });
+    };
+  };
+  App app = Builder().use(fn("F")).use<Tag>("T").use(fn("G")).run(trace_app).build();
+  auto res = testing::call(app, "GET /");
+  CHECK(res.body == "FTG");                // the first use() is the outermost, function or class
+  CHECK(res.header("X-Trace") == "GTF");
+  CHECK(testing::call(app, "GET /").body == "FTG");  // the function is shared, its layer rebuilt per build()
+  CHECK_THROWS_AS(Builder().use(LayerFunction{}), std::invalid_argument);
 }
 
 TEST_CASE("Builder: enable_if runs the middleware only where the condition holds", "[builder]") {

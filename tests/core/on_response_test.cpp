@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "csgi/core/app.hpp"
 #include "csgi/core/test_client.hpp"
@@ -88,4 +90,47 @@ TEST_CASE("on_response: delayed responses, complete and through a writer", "[on_
   CHECK(res.closed);
   CHECK(res.header("X-Seen") == "yes");
   CHECK(res.body == "<one ><two>[end]");
+}
+
+TEST_CASE("on_headers: a header added to a delayed response survives its answer", "[on_response][on_headers]") {
+  auto add_header = [](Response r) {
+    return on_headers(std::move(r), [](Response& res) { res.headers.add("X-Powered-By", "csgi"); });
+  };
+  // Adding to the delayed response's own headers is lost: they are ignored (§5.3), hence on_headers.
+  Response naive = Response::delayed([](Responder r) { r.respond(Response::text(200, "x")); });
+  naive.headers.add("X-Powered-By", "csgi");
+  CHECK(testing::drain(std::move(naive)).header("X-Powered-By").empty());
+
+  auto later = testing::drain(add_header(Response::delayed([](Responder r) {
+    std::thread([r] { r.respond(Response::text(202, "later")); }).detach();
+  })));
+  CHECK(later.status == 202);
+  CHECK(later.body == "later");
+  CHECK(later.header("X-Powered-By") == "csgi");
+
+  auto streamed = testing::drain(add_header(Response::delayed([](Responder r) {
+    auto w = r.start(200, {{"Content-Type", "text/plain"}});
+    w->write("a");
+    w->write("b");
+    w->close();
+  })));
+  CHECK(streamed.streamed);
+  CHECK(streamed.body == "ab");
+  CHECK(streamed.header("X-Powered-By") == "csgi");
+
+  auto now = testing::drain(add_header(Response::text(200, "now")));
+  CHECK(now.body == "now");
+  CHECK(now.header("X-Powered-By") == "csgi");
+}
+
+TEST_CASE("on_headers: the body passes untouched, a file stays a file", "[on_response][on_headers]") {
+  std::string path = "/tmp/csgi_on_headers_test.txt";
+  std::ofstream(path) << "file";
+  Response res;
+  res.body = FileBody::open(path);
+  Response out = on_headers(std::move(res), [](Response& r) { r.status = 203; });
+  CHECK(out.status == 203);
+  CHECK(std::holds_alternative<FileBody>(out.body));
+  std::remove(path.c_str());
+  CHECK_THROWS_AS(on_headers(Response::text(200, ""), nullptr), std::invalid_argument);
 }
