@@ -266,7 +266,7 @@ public:
   void respond(Response r) override {
     std::lock_guard lock(st_->mu);
     if (std::exchange(st_->answered, true)) throw std::logic_error("the responder was already used");
-    if (st_->out) {
+    if (st_->out && st_->ok) {  // not ok: the client has gone, nothing more is sent
       try {
         st_->ok = send_complete(r, *st_->env, *st_->out) && st_->out->flush();
       } catch (const std::exception& e) {
@@ -281,7 +281,7 @@ public:
     std::lock_guard lock(st_->mu);
     if (std::exchange(st_->answered, true)) throw std::logic_error("the responder was already used");
     auto writer = std::make_shared<StreamWriter>(st_);
-    if (st_->out) {
+    if (st_->out && st_->ok) {
       std::string head;
       try {
         std::optional<std::uint64_t> declared = status_has_no_body(status) ? std::nullopt : declared_length(headers);
@@ -318,12 +318,12 @@ bool send_delayed(Delayed& d, Env& env, Output& out, const SendOptions& options)
     std::lock_guard lock(st->mu);
     if (!st->answered) st->failed = true, st->done = true;
   }
+  // The env and csgi.input stay the app's until it has answered (APP-4), also once the client has gone:
+  // from then on nothing more is sent and the writer's write() returns false, so the app can stop.
   std::unique_lock lock(st->mu);
   while (!st->done) {
-    if (st->cv.wait_for(lock, options.gone_poll) == std::cv_status::timeout && out.client_gone()) {
+    if (st->cv.wait_for(lock, options.gone_poll) == std::cv_status::timeout && st->ok && out.client_gone())
       st->ok = false;
-      break;
-    }
   }
   bool ok = st->ok;
   if (st->failed && !st->answered) ok = send_error(env, out, 500);

@@ -4,6 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
 #include "csgi/core/io.hpp"
 
 using csgi::Env;
@@ -187,4 +192,52 @@ TEST_CASE("cgi response writer: a file shorter than its length fails the respons
   CHECK(q.body() == "hello");
   CHECK(q.errors.text().find("fell short of its Content-Length: declared 100, produced 5") != std::string::npos);
   std::remove(path.c_str());
+}
+
+namespace {
+struct GoneOutput final : csgi::cgi::Output {
+  std::string data;
+  bool write(std::string_view b) override {
+    data.append(b);
+    return true;
+  }
+  bool flush() override { return true; }
+  bool client_gone() override { return true; }
+};
+}  // namespace
+
+TEST_CASE("cgi response writer: the env outlives a client gone before a delayed answer (APP-4)") {
+  // The client leaves while the app's thread still works; the adapter may reuse or free the env and the
+  // input only once the app has answered, so the answer still reads them.
+  auto env = std::make_unique<Env>();
+  csgi::StringErrorStream errors;
+  csgi::StringInput input("payload");
+  env->set("REQUEST_METHOD", "POST");
+  env->set("REQUEST_URI", "/late");
+  env->set_object<csgi::ErrorStream>("csgi.errors", &errors);
+  env->set_object<csgi::Input>("csgi.input", &input);
+  GoneOutput out;
+  std::atomic<bool> answered{false};
+  std::string seen;
+  bool wrote = true;
+  std::thread worker;
+  Response r = Response::delayed([&](csgi::Responder res) {
+    worker = std::thread([&, res] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past a few client_gone() polls
+      seen = std::string(env->get("REQUEST_URI")) + " " + env->input().read_all();
+      auto w = res.start(200, {{"Content-Type", "text/plain"}});
+      wrote = w->write("late");  // false: the client has gone
+      w->close();
+      answered = true;
+    });
+  });
+  csgi::cgi::SendOptions o;
+  o.gone_poll = std::chrono::milliseconds(5);
+  CHECK_FALSE(csgi::cgi::send_response(std::move(r), *env, out, o));
+  CHECK(answered);  // send_response returned only once the app had answered
+  env.reset();      // what an adapter does next: the env is gone (ASan: a later read is a use after free)
+  worker.join();
+  CHECK(seen == "/late payload");
+  CHECK_FALSE(wrote);
+  CHECK(out.data.empty());
 }
