@@ -76,16 +76,12 @@ Response ConditionalGet::operator()(Env& env) {
   bool conditional = (method == "GET" || method == "HEAD") &&
                      (env.contains(keys::HTTP_IF_NONE_MATCH) || env.contains(keys::HTTP_IF_MODIFIED_SINCE));
   if (!conditional) return next_(env);
-  // Copy what the callback needs: a delayed response may answer after the env is gone.
-  std::string inm(env.get(keys::HTTP_IF_NONE_MATCH));
-  bool has_inm = env.contains(keys::HTTP_IF_NONE_MATCH);
-  std::string ims(env.get(keys::HTTP_IF_MODIFIED_SINCE));
-  std::string m(method);
-  return on_response(next_(env), [inm = std::move(inm), has_inm, ims = std::move(ims), m = std::move(m)](Response& res) -> BodyFilter {
+  // The env is valid until the response is complete (APP-4): a delayed answer reads it then.
+  return on_response(next_(env), [&env](Response& res) -> BodyFilter {
     if (res.status != 200) return nullptr;
     std::string_view etag = res.headers.get("ETag").value_or("");
     std::string_view lm = res.headers.get("Last-Modified").value_or("");
-    if (!evaluate(m, has_inm, inm, ims, etag, lm)) return nullptr;
+    if (!not_modified(env, etag, lm)) return nullptr;
     return make_not_modified(res);
   });
 }
