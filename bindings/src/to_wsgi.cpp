@@ -461,9 +461,13 @@ public:
       }
     }
     if (chan_) {
-      std::lock_guard lock(chan_->mu);
+      // The env and the input stay the app's until its writer is closed or dropped (APP-4); write()
+      // returns false from now on, so a well-behaved app closes at once.
+      ReleaseGil nogil;
+      std::unique_lock lock(chan_->mu);
       chan_->consumer_gone = true;
       chan_->cv.notify_all();
+      chan_->cv.wait(lock, [&] { return chan_->writer_closed; });
     }
     stream_.reset();
     chan_.reset();

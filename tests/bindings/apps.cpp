@@ -4,6 +4,7 @@
 //   stream           five chunks through a StreamPtr
 //   delayed          a delayed response answered at once
 //   writer           a delayed response streamed through a Writer from another thread
+//   late_env FILE    a Writer streamed until the host stops reading; then writes PATH_INFO and the body to FILE
 //   file PATH [OFF LEN]  a FileBody
 //   shared           SharedBytes body
 //   work MS          sleeps MS milliseconds (I/O-like work), then "done"
@@ -13,6 +14,7 @@
 //   status N         an empty response with status N
 //   stack            a Builder stack: a header-adding layer around mounts /hello, /echo, /stream
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -75,6 +77,20 @@ csgi::App make_app(const csgi::AppArgs& args) {
   if (name == "stream") return stream;
   if (name == "delayed") return delayed;
   if (name == "writer") return writer;
+  if (name == "late_env") {  // writes until the host stops reading, then reads the env into file arg(1)
+    std::string path = arg(1);
+    return [path](csgi::Env& env) {
+      return csgi::Response::delayed([path, &env](csgi::Responder r) {
+        std::thread([r, path, &env] {
+          auto w = r.start(200, {{"Content-Type", "text/plain"}});
+          for (int i = 0; i < 1000 && w->write("part\n"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          std::ofstream(path) << env.get("PATH_INFO") << ' ' << env.input().read_all();
+          w->close();
+        }).detach();
+      });
+    };
+  }
   if (name == "later") {  // a delayed response answered from a thread of its own after arg(1) ms
     int ms = std::stoi(arg(1, "100"));
     return [ms](csgi::Env&) {

@@ -189,6 +189,15 @@ def test_writer_stops_when_host_closes_early(load):
     result.close()
 
 
+def test_env_outlives_host_close_until_the_writer_closes(load, tmp_path):
+    # APP-4: the host closing the body early does not end the env while the app's writer is open.
+    out = tmp_path / "seen"
+    result = load("late_env", str(out))(environ(path="/le", method="POST", body=b"payload"), lambda s, h, e=None: None)
+    assert next(result) == b"part\n"
+    result.close()  # returns once the app has closed its writer
+    assert out.read_text() == "/le payload"
+
+
 def test_file_body_uses_host_file_wrapper(load, tmp_path):
     data = os.urandom(200000)
     p = tmp_path / "f.bin"
