@@ -8,6 +8,7 @@
 #include "csgi/middleware/content_length.hpp"
 #include "csgi/middleware/deflate.hpp"
 #include "csgi/middleware/head.hpp"
+#include "csgi/middleware/ranges.hpp"
 #include "csgi/middleware/runtime.hpp"
 #include "csgi/middleware/static.hpp"
 #include "csgi/middleware/static_prefix.hpp"
@@ -54,6 +55,11 @@ void bind_middleware(py::module_& m) {
   mwm.def("head", [] { return make_layer_object(layer<mw::Head>()); }, "Drops the body of HEAD responses.");
   mwm.def("conditional_get", [] { return make_layer_object(layer<mw::ConditionalGet>()); },
           "Answers 304 to matching If-None-Match / If-Modified-Since.");
+  mwm.def("ranges", [](std::size_t max_ranges) {
+    if (max_ranges == 0) throw py::value_error("max_ranges must be at least 1");
+    return make_layer_object(layer<mw::Ranges>(mw::RangesOptions{max_ranges}));
+  }, py::arg("max_ranges") = 16,
+     "Range, If-Range and 416 on 200 file and complete bodies; adds Accept-Ranges (csgi::mw::Ranges).");
   mwm.def("deflate", [](int level, std::size_t min_length) {
     mw::DeflateOptions o;
     o.level = level;
