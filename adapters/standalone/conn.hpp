@@ -35,7 +35,6 @@
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
-#include "csgi/core/range.hpp"
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/server_stats.hpp"
 
@@ -218,7 +217,6 @@ private:
   bool prebody_ready_ = false;
   // Copied from the parser once the head is parsed (the parser goes before the response may end).
   std::string_view expect_;
-  std::string_view range_, if_range_;
   Clock::time_point deadline_{};
 
   // Response state.

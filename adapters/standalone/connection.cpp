@@ -141,8 +141,6 @@ void Conn::begin_request() {
   prebody_pos_ = 0;
   prebody_ready_ = false;
   expect_ = {};
-  range_ = {};
-  if_range_ = {};
   continue_pending_ = false;
   response_started_ = false;
   status_ = 0;
@@ -218,8 +216,6 @@ void Conn::process() {
         return;
       }
       expect_ = parser_->expect;
-      range_ = parser_->range;
-      if_range_ = parser_->if_range;
       has_body_ = !parser_->is_done();
       if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
       // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
