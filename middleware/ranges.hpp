@@ -20,8 +20,9 @@
 /// Reads:  REQUEST_METHOD, HTTP_RANGE, HTTP_IF_RANGE; response ETag, Last-Modified, Content-Type,
 ///         Accept-Ranges, Content-Range
 /// Writes: response status, headers (Accept-Ranges, Content-Range, Content-Length, Content-Type) and body
-/// Order:  outside the app that sets ETag/Last-Modified; inside Deflate and ConditionalGet (a 304 or a
-///         compressed stream is not rangeable, and 304 comes before ranges in RFC 9110 §13.2.2).
+/// Order:  outside ConditionalGet (its 304 is decided before Range, RFC 9110 §13.2.2: ConditionalGet
+///         acts on 200s only, so inside a Ranges it never sees a 206) and outside the app that sets
+///         ETag/Last-Modified. A Deflate inside turns bodies into streams, which are not ranged.
 #include <cstddef>
 #include <string>
 #include <string_view>

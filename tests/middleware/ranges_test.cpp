@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "csgi/middleware/conditional_get.hpp"
 #include "files_test_util.hpp"
 
 using namespace csgi;
@@ -159,4 +160,13 @@ TEST_CASE("ranges: the next app is required; max_ranges bounds the list", "[rang
   App two = wrap<Ranges>([](Env&) { return Response::text(200, body); }, RangesOptions{2});
   CHECK(get(two, {{"Range", "bytes=0-0,2-2,4-4"}}).status == 200);
   CHECK(get(two, {{"Range", "bytes=0-0,2-2"}}).status == 206);
+}
+
+TEST_CASE("ranges: outside conditional_get, a matching If-None-Match is 304 before any Range", "[ranges]") {
+  mwtest::TempDir dir;
+  auto file = dir.write("body.txt", body);
+  App app = mwtest::linted(mwtest::body_app(Kind::file, 200, validators(), body, file.string()),
+                           [](App a) { return wrap<Ranges>(wrap<ConditionalGet>(a)); });
+  CHECK(get(app, {{"Range", "bytes=0-0"}, {"If-None-Match", "\"v1\""}}).status == 304);
+  CHECK(get(app, {{"Range", "bytes=0-0"}, {"If-None-Match", "\"v0\""}}).status == 206);
 }
