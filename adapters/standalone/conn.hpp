@@ -37,7 +37,6 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/range.hpp"
 #include "csgi/core/request_env.hpp"
-#include "csgi/core/server_stats.hpp"
 
 namespace csgi::standalone::detail {
 
