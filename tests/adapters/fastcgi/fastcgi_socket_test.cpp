@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <fstream>
@@ -212,6 +213,28 @@ TEST_CASE("csgi::run() picks FastCGI when fd 0 is a listening socket (an app.fcg
   CHECK(WIFEXITED(*status));
 }
 #endif
+
+TEST_CASE("server_status under csgi-fcgi shows the FastCGI adapter's own counts", "[EXT-7]") {
+  TempDir dir;
+  std::string sock = dir / "app.sock";
+  Process app({CSGI_FCGI_BIN, "--app", CSGI_PROCESS_APP, "--listen", "unix:" + sock, "--threads", "2"},
+              log_path(dir, "app"));
+  REQUIRE(wait_for_unix(sock));
+  for (int i = 0; i < 3; ++i) CHECK(parse_cgi_response(fastcgi_request(sock, base("/hello")).stdout_data).status == 200);
+  Params p = base("/server-status");
+  p[1].second = "/server-status?json";  // REQUEST_URI
+  p[2].second = "json";                 // QUERY_STRING
+  auto page = parse_cgi_response(fastcgi_request(sock, p).stdout_data);
+  REQUIRE(page.status == 200);
+  nlohmann::json j = nlohmann::json::parse(page.body);
+  CHECK(j["adapter"] == "fastcgi");
+  CHECK(j["requests"]["total"] == 3);
+  CHECK(j["statuses"]["200"] == 3);
+  CHECK(j["bytes_sent"] == 3 * 5);  // "hello" three times: the adapter counts the bytes it wrote
+  CHECK(j["workers"]["busy"] == 1);  // the page's own request
+  auto status = app.stop(SIGTERM, 8s);
+  REQUIRE(status.has_value());
+}
 
 TEST_CASE("csgi-fcgi reopens the app's access log on SIGUSR1, as logrotate expects after a rename") {
   for (std::string workers : {"1", "2"}) {
