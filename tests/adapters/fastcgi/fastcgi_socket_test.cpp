@@ -236,6 +236,21 @@ TEST_CASE("server_status under csgi-fcgi shows the FastCGI adapter's own counts"
   REQUIRE(status.has_value());
 }
 
+TEST_CASE("server_status under csgi-cgi: no counters across requests, the page says 501", "[EXT-7]") {
+  std::string cmd = std::string("env -i GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=GET REQUEST_URI=/server-status "
+                                "QUERY_STRING= SERVER_NAME=localhost SERVER_PORT=80 SERVER_PROTOCOL=HTTP/1.1 ") +
+                    CSGI_CGI_BIN + " --app " + CSGI_PROCESS_APP + " </dev/null 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  auto res = parse_cgi_response(out);
+  CHECK(res.status == 501);
+  CHECK(res.body.find("csgix.server_stats") != std::string::npos);
+}
+
 TEST_CASE("csgi-fcgi reopens the app's access log on SIGUSR1, as logrotate expects after a rename") {
   for (std::string workers : {"1", "2"}) {
     DYNAMIC_SECTION("--workers " << workers) {
