@@ -36,7 +36,6 @@
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/request_env.hpp"
-#include "csgi/core/server_stats.hpp"
 
 namespace csgi::standalone::detail {
 

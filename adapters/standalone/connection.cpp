@@ -51,7 +51,7 @@ Conn::~Conn() {
 
 void Conn::start() {
   t_.add(*this);
-  ServerStats::global().connection_opened();
+  sh_.stats->connection_opened();
   set_deadline(sh_.opt.header_timeout);
   wait_read();
 }
@@ -294,6 +294,7 @@ void Conn::request_ready() {
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
+  env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
   clear_deadline();
 
   Response res;
@@ -328,7 +329,7 @@ void Conn::request_ready() {
     error_code ec;
     socket_.close(ec);
     phase_ = Phase::closed;
-    ServerStats::global().connection_closed();  // the app owns it now: no longer one of ours
+    sh_.stats->connection_closed();  // the app owns it now: no longer one of ours
     t_.release_env(std::move(env_));
     return;
   }
@@ -370,7 +371,7 @@ void Conn::linger() {
 void Conn::close_now() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
-  ServerStats::global().connection_closed();
+  sh_.stats->connection_closed();
   self_hold_.reset();
   clear_deadline();
   error_code ec;

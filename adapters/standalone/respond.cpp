@@ -325,7 +325,7 @@ void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool
 // The response is complete in the output buffer (maybe not yet written).
 void Conn::finish_response() {
   self_hold_.reset();
-  ServerStats::global().record_response(status_, sent_body_);
+  sh_.stats->record_response(status_, sent_body_);
   log_access();
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.

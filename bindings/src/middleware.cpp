@@ -10,6 +10,7 @@
 #include "csgi/middleware/head.hpp"
 #include "csgi/middleware/ranges.hpp"
 #include "csgi/middleware/runtime.hpp"
+#include "csgi/middleware/server_status.hpp"
 #include "csgi/middleware/static.hpp"
 #include "csgi/middleware/static_prefix.hpp"
 #include "gil.hpp"
@@ -84,6 +85,14 @@ void bind_middleware(py::module_& m) {
     return make_layer_object(layer<mw::StaticPrefix>(o));
   }, py::arg("prefixes"), py::arg("root"), py::arg("pass_through") = false, py::arg("strip_prefix") = false,
      "Serves requests under `prefixes` from `root`; the rest goes to the next app.");
+  mwm.def("server_status", [](std::string path, std::string title) {
+    mw::ServerStatusOptions o;
+    o.path = std::move(path);
+    o.title = std::move(title);
+    return make_layer_object(layer<mw::ServerStatus>(std::move(o)));
+  }, py::arg("path") = std::string("/server-status"), py::arg("title") = std::string("csgi server status"),
+     "A status page at `path` (HTML, ?json, ?auto) over the serving adapter's counters (csgix.server_stats): "
+     "csgi.serve() and `csgi serve --wsgi` have them; a host without them (gunicorn, uWSGI) gets 501.");
 }
 
 }  // namespace csgi::python
