@@ -27,6 +27,13 @@ std::size_t CleanupHandlers::size() const {
   return handlers_.size();
 }
 
+void CleanupHandlers::move_to(CleanupHandlers& to) {
+  if (&to == this) return;
+  std::scoped_lock lock(mu_, to.mu_);
+  for (auto& h : handlers_) to.handlers_.push_back(std::move(h));
+  handlers_.clear();
+}
+
 void CleanupHandlers::run(Env& env) noexcept {
   for (std::size_t i = 0;; ++i) {
     Handler h;

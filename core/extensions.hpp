@@ -59,6 +59,8 @@ public:
   /// Runs every handler once, in the order added. An exception from one handler is written to the env's
   /// csgi.errors and the others still run. Handlers added while running run too. Called by the adapter.
   void run(Env& env) noexcept;
+  /// Moves the handlers not yet run to the end of `to`'s (an adapter handing a request's env on).
+  void move_to(CleanupHandlers& to);
 
 private:
   mutable std::mutex mu_;

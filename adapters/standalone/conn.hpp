@@ -101,6 +101,41 @@ inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
 
 struct WriterState;
 
+/// A delayed response's request, kept when its connection closed before the response was complete
+/// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
+/// this is destroyed. It stands in for the connection's csgi.input, csgix.io and csgix.informational,
+/// which fail from then on.
+struct HeldRequest final : Input, Hijack, Informational {
+  std::unique_ptr<Env> env;
+  std::unique_ptr<char[]> buf;
+  CleanupHandlers cleanup;
+  ~HeldRequest() override {
+    if (env && cleanup.size() > 0) cleanup.run(*env);
+  }
+  std::size_t read(char*, std::size_t) override {
+    throw BadRequest("client closed the connection before the end of the body");
+  }
+  int take(std::string&) override { return -1; }
+  bool send(int, const Headers&) override { return false; }
+};
+
+/// Where a delayed response's Responder, and its Writer, keep the request of a connection that closed
+/// before the response was complete. finish() ends that: the held request is destroyed, and a
+/// connection that closes afterwards tears its env down itself.
+struct RequestKeeper {
+  std::mutex mu;
+  bool complete = false;
+  std::unique_ptr<HeldRequest> held;
+  void finish() noexcept {
+    std::unique_ptr<HeldRequest> h;
+    {
+      std::lock_guard lock(mu);
+      complete = true;
+      h = std::move(held);
+    }
+  }
+};
+
 class Conn final : public std::enable_shared_from_this<Conn>,
                    public Input,
                    public Hijack,
@@ -171,6 +206,8 @@ private:
   void on_writable(error_code ec);
   void after_flush();
   void close_now();
+  void drop_env() noexcept;
+  bool hand_over(RequestKeeper& k);
   void linger();
   void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
   void clear_deadline() { deadline_ = {}; }
@@ -242,6 +279,9 @@ private:
   StreamPtr stream_;
   // Streaming writer in progress.
   std::shared_ptr<WriterState> writer_;
+  // The Responder (and Writer) of a delayed response not yet complete; it takes the env if the
+  // connection closes first (APP-4).
+  std::weak_ptr<RequestKeeper> keeper_;
   // Keeps the connection alive while only the app's responder or writer refers to it (every entry
   // point into the connection holds its own reference, so dropping this one never frees it mid-call).
   std::shared_ptr<Conn> self_hold_;
@@ -249,7 +289,8 @@ private:
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).
 std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
-                                              std::chrono::milliseconds send_timeout);
+                                              std::chrono::milliseconds send_timeout,
+                                              std::weak_ptr<RequestKeeper>& keeper);
 /// Tells a streaming Writer that its connection is gone: its writes return false from now on (delayed.cpp).
 void writer_gone(WriterState& st) noexcept;
 

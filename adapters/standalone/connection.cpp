@@ -40,11 +40,7 @@ Conn::~Conn() {
   if (writer_) {
     writer_gone(*writer_);
   }
-  if (env_) {
-    if (cleanup_.size() > 0) cleanup_.run(*env_);
-    env_->clear();
-    t_.release_env(std::move(env_));
-  }
+  drop_env();
   sh_.connections.fetch_sub(1, std::memory_order_relaxed);
   t_.open.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -387,12 +383,51 @@ void Conn::close_now() {
     stream_.reset();
   }
   file_.reset();
-  if (env_) {
-    if (cleanup_.size() > 0) cleanup_.run(*env_);
-    env_->clear();
-    t_.release_env(std::move(env_));
-  }
+  drop_env();
   node_.unlink();
+}
+
+// The request's env, when the connection closes: handed to the delayed response's Responder or Writer
+// while that response is not complete (APP-4), else its cleanup handlers run and it goes back to the pool.
+void Conn::drop_env() noexcept {
+  if (!env_) return;
+  if (auto k = keeper_.lock()) {
+    keeper_.reset();
+    try {
+      if (hand_over(*k)) return;
+    } catch (...) {
+    }
+  }
+  if (cleanup_.size() > 0) cleanup_.run(*env_);
+  env_->clear();
+  t_.release_env(std::move(env_));
+}
+
+// Moves the env, what its views point into and the cleanup handlers into a HeldRequest, and points the
+// env's connection objects at it; only values of existing keys are overwritten (the app's thread may be
+// reading the env). csgi.errors stays valid: the Responder and Writer keep the error stream through their
+// mailbox. Never back to the pool: the holder may end on another thread.
+bool Conn::hand_over(RequestKeeper& k) {
+  std::lock_guard lock(k.mu);
+  if (k.complete) return false;
+  auto h = std::make_unique<HeldRequest>();
+  std::unique_ptr<char[]> fresh(new char[cap_]);
+  Env& env = *env_;
+  // Values that point into the connection or the server rather than the read buffer: copied.
+  for (std::string_view key : {keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::SERVER_NAME, keys::SERVER_PORT,
+                               keys::SCRIPT_NAME}) {
+    std::string v(env.get(key));
+    if (!v.empty()) env.set(key, v);
+  }
+  env.set_object<Input>(keys::input, static_cast<Input*>(h.get()));
+  env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(h.get()));
+  env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(h.get()));
+  env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &h->cleanup);
+  cleanup_.move_to(h->cleanup);
+  h->buf = std::exchange(buf_, std::move(fresh));
+  h->env = std::move(env_);
+  k.held = std::move(h);
+  return true;
 }
 
 void Conn::on_timeout() {

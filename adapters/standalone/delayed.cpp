@@ -26,6 +26,7 @@ struct WriterState {
   // off its thread, perhaps after the io thread is gone.
   std::weak_ptr<Conn> conn;
   std::shared_ptr<Mailbox> mailbox;
+  std::shared_ptr<RequestKeeper> keeper;  // the response is complete when the writer is closed or dropped
   std::chrono::milliseconds send_timeout{60000};
 
   void post_flush(std::shared_ptr<WriterState> self);  // with mu held
@@ -83,11 +84,15 @@ class StreamWriter final : public Writer {
 public:
   explicit StreamWriter(std::shared_ptr<WriterState> st) : st_(std::move(st)) {}
   ~StreamWriter() override {
-    std::lock_guard lock(st_->mu);
-    if (st_->closed || st_->dead) return;
-    st_->closed = true;
-    st_->aborted = true;
-    st_->post_flush(st_);
+    {
+      std::lock_guard lock(st_->mu);
+      if (!st_->closed && !st_->dead) {
+        st_->closed = true;
+        st_->aborted = true;
+        st_->post_flush(st_);
+      }
+    }
+    st_->keeper->finish();
   }
   bool write(std::string_view chunk) override {
     std::unique_lock lock(st_->mu);
@@ -116,12 +121,16 @@ public:
     return !st_->dead;
   }
   void close() override {
-    std::lock_guard lock(st_->mu);
-    if (st_->closed) return;
-    st_->closed = true;
-    if (st_->dead) return;
-    if (st_->framed && st_->chunked && !st_->head_only) st_->pending.append("0\r\n\r\n");
-    st_->post_flush(st_);
+    {
+      std::lock_guard lock(st_->mu);
+      if (st_->closed) return;
+      st_->closed = true;
+      if (!st_->dead) {
+        if (st_->framed && st_->chunked && !st_->head_only) st_->pending.append("0\r\n\r\n");
+        st_->post_flush(st_);
+      }
+    }
+    st_->keeper->finish();
   }
 
 private:
@@ -130,7 +139,9 @@ private:
 
 /// The Responder of a delayed response. It reaches its connection only through the io thread's mailbox,
 /// so answering or dropping it after the connection, the io thread or the server is gone does nothing.
-class ConnResponder final : public ResponderImpl {
+class ConnResponder final : public ResponderImpl,
+                            public RequestKeeper,
+                            public std::enable_shared_from_this<ConnResponder> {
 public:
   ConnResponder(std::weak_ptr<Conn> c, std::shared_ptr<Mailbox> mailbox, std::chrono::milliseconds send_timeout)
       : conn_(std::move(c)), mailbox_(std::move(mailbox)), send_timeout_(send_timeout) {}
@@ -145,6 +156,7 @@ public:
       } catch (...) {
       }
     }
+    finish();
   }
   void respond(Response r) override {
     if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
@@ -153,6 +165,7 @@ public:
       if (auto conn = c.lock()) conn->on_delayed(std::move(*shared));
     };
     mailbox_->post(call);
+    finish();
   }
   WriterPtr start(int status, Headers headers) override {
     if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
@@ -160,6 +173,7 @@ public:
     st->conn = conn_;
     st->mailbox = mailbox_;
     st->send_timeout = send_timeout_;
+    st->keeper = std::shared_ptr<RequestKeeper>(shared_from_this(), static_cast<RequestKeeper*>(this));
     StartCall call(st, status, std::move(headers));
     mailbox_->post(call);  // not posted: the call, destroyed, ends the writer (its writes return false)
     return std::make_shared<StreamWriter>(st);
@@ -173,8 +187,11 @@ private:
 };
 
 std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
-                                              std::chrono::milliseconds send_timeout) {
-  return std::make_shared<ConnResponder>(std::move(conn), std::move(mailbox), send_timeout);
+                                              std::chrono::milliseconds send_timeout,
+                                              std::weak_ptr<RequestKeeper>& keeper) {
+  auto r = std::make_shared<ConnResponder>(std::move(conn), std::move(mailbox), send_timeout);
+  keeper = std::shared_ptr<RequestKeeper>(r, static_cast<RequestKeeper*>(r.get()));
+  return r;
 }
 
 void writer_gone(WriterState& st) noexcept {

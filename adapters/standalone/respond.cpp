@@ -10,7 +10,7 @@ void Conn::handle(Response res) {
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     phase_ = Phase::delayed;
     self_hold_ = shared_from_this();
-    auto responder = make_responder(weak_from_this(), t_.mailbox, sh_.opt.send_timeout);
+    auto responder = make_responder(weak_from_this(), t_.mailbox, sh_.opt.send_timeout, keeper_);
     Delayed fn = std::move(*d);
     try {
       AppScope scope(t_.fault_slot, this);
@@ -325,6 +325,7 @@ void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool
 // The response is complete in the output buffer (maybe not yet written).
 void Conn::finish_response() {
   self_hold_.reset();
+  keeper_.reset();
   sh_.stats->record_response(status_, sent_body_);
   log_access();
   if (cleanup_.size() > 0) {

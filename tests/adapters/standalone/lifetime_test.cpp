@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -15,6 +16,8 @@
 #include <thread>
 
 #include "csgi/adapters/standalone/server.hpp"
+#include "csgi/core/extensions.hpp"
+#include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
 
 using namespace std::chrono_literals;
@@ -188,4 +191,135 @@ TEST_CASE("standalone: csgi.errors kept by an unanswered delayed response still 
   gone.set_value();
   std::thread t = worker_f.get();
   t.join();
+}
+
+// APP-4: the env and csgi.input of a delayed response stay the request's until the response is complete,
+// also when the client or the whole server has gone before.
+namespace {
+
+struct Seen {
+  std::string path, uri, header, remote;
+  bool match(std::string_view tag) const {
+    return path == "/late/" + std::string(tag) && uri == "/late/" + std::string(tag) + "?q=" + std::string(tag) &&
+           header == std::string(tag) && remote == "127.0.0.1";
+  }
+};
+
+Seen read_env(const Env& env) {
+  return {std::string(env.get(csgi::keys::PATH_INFO)), std::string(env.get(csgi::keys::REQUEST_URI)),
+          std::string(env.get("HTTP_X_TAG")), std::string(env.get(csgi::keys::REMOTE_ADDR))};
+}
+
+std::string late_request(std::string_view tag) {
+  return "GET /late/" + std::string(tag) + "?q=" + std::string(tag) + " HTTP/1.1\r\nHost: t\r\nX-Tag: " +
+         std::string(tag) + "\r\n\r\n";
+}
+
+// Closes with a reset, so that the server's next send fails at once.
+void reset_close(int fd) {
+  linger l{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  ::close(fd);
+}
+
+// Requests other envs from the io thread's pool, each with its own values, answered at once.
+void other_requests(int port, int n) {
+  for (int i = 0; i < n; ++i) {
+    std::string tag = "other" + std::to_string(i) + std::string(40, 'z');
+    int fd = connect_send(port, "GET /now/" + tag + "?q=" + tag + " HTTP/1.1\r\nHost: t\r\nX-Tag: " + tag + "\r\n\r\n");
+    CHECK(readable_within(fd, 5000ms));
+    ::close(fd);
+  }
+}
+
+// The app: /late/* answers late from a thread of its own, which gets the Responder and the env; every
+// other request is answered at once. Cleanup handlers record when they run.
+struct LateApp {
+  std::promise<std::thread> worker;
+  std::function<void(csgi::Responder, Env&)> late;
+  std::atomic<int> cleaned{0};
+  csgi::App app() {
+    return [this](Env& env) {
+      if (env.get(csgi::keys::PATH_INFO).substr(0, 6) != "/late/") return Response::text(200, "now");
+      if (auto* c = env.object<csgi::CleanupHandlers>(csgi::keys::x::cleanup_handlers))
+        c->add([this](Env&) { cleaned.fetch_add(1); });
+      return Response::delayed([this, &env](csgi::Responder r) {
+        worker.set_value(std::thread([this, r = std::move(r), &env]() mutable { late(std::move(r), env); }));
+      });
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("standalone: a delayed response answered after the client and the server are gone still reads its env [APP-4]") {
+  LateApp a;
+  std::promise<void> gone;
+  std::shared_future<void> server_gone = gone.get_future().share();
+  Seen seen;
+  int cleaned_before_answer = -1;
+  a.late = [&](csgi::Responder r, Env& env) {
+    server_gone.wait();
+    seen = read_env(env);
+    char c;
+    CHECK_THROWS(env.input().read(&c, 1));  // the connection is gone: the body cannot be read
+    cleaned_before_answer = a.cleaned.load();
+    r.respond(Response::text(200, "late"));
+  };
+  auto worker_f = a.worker.get_future();
+  {
+    Served s(a.app());
+    int fd = connect_send(s.port, late_request("first"));
+    REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
+    reset_close(fd);
+    other_requests(s.port, 4);
+  }
+  gone.set_value();
+  std::thread t = worker_f.get();
+  t.join();
+  CHECK(seen.match("first"));
+  CHECK(cleaned_before_answer == 0);  // cleanup handlers run once the response is complete (EXT-4)
+  CHECK(a.cleaned.load() == 1);
+}
+
+TEST_CASE("standalone: a Writer of a client gone reads its env while other requests reuse the io thread [APP-4]") {
+  LateApp a;
+  std::promise<void> failed;
+  std::promise<void> others_done;
+  Seen seen;
+  bool write_failed = false;
+  int cleaned_before_close = -1;
+  a.late = [&](csgi::Responder r, Env& env) {
+    auto w = r.start(200, {{"Content-Type", "text/plain"}});
+    // The client reset the connection: writes fail once the server has seen it.
+    for (int i = 0; i < 500 && !write_failed; ++i) {
+      write_failed = !w->write(std::string(1024, 'x'));
+      if (!write_failed) std::this_thread::sleep_for(10ms);
+    }
+    failed.set_value();
+    others_done.get_future().wait();
+    seen = read_env(env);
+    char c;
+    CHECK_THROWS(env.input().read(&c, 1));
+    cleaned_before_close = a.cleaned.load();
+    w->close();
+  };
+  auto worker_f = a.worker.get_future();
+  auto failed_f = failed.get_future();
+  std::thread t;
+  {
+    Served s(a.app());
+    int fd = connect_send(s.port, late_request("second"));
+    REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
+    t = worker_f.get();
+    reset_close(fd);
+    REQUIRE(failed_f.wait_for(10s) == std::future_status::ready);
+    other_requests(s.port, 4);  // the io thread's pooled envs are taken and filled again
+    others_done.set_value();
+    t.join();
+  }
+  CHECK(write_failed);
+  CHECK(seen.match("second"));
+  CHECK(cleaned_before_close == 0);
+  CHECK(a.cleaned.load() == 1);
 }
