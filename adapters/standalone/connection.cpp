@@ -37,10 +37,10 @@ Conn::~Conn() {
     } catch (...) {
     }
   }
+  drop_env();  // first: a writer that learns the client is gone may read the env at once
   if (writer_) {
     writer_gone(*writer_);
   }
-  drop_env();
   sh_.connections.fetch_sub(1, std::memory_order_relaxed);
   t_.open.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -372,6 +372,8 @@ void Conn::close_now() {
   clear_deadline();
   error_code ec;
   socket_.close(ec);
+  // The env first: a writer that learns the client is gone may read the env at once.
+  drop_env();
   if (writer_) {
     writer_gone(*writer_);
   }
@@ -383,7 +385,6 @@ void Conn::close_now() {
     stream_.reset();
   }
   file_.reset();
-  drop_env();
   node_.unlink();
 }
 

@@ -274,15 +274,15 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
   {
     std::lock_guard lock(st->mu);
     st->unsent = out_.size() - out_pos_;
-    if (dead_) st->dead = true;
   }
   st->cv.notify_all();
   if (phase_ == Phase::closed) return;
   if (dead_) {
-    // The client is gone: the writer's next write() says so, and nothing more will be sent.
-    writer_.reset();
+    // The client is gone: the writer's next write() says so (once the env is handed over), and
+    // nothing more will be sent.
     keep_alive_ = false;
     close_now();
+    writer_.reset();
     return;
   }
   if (!done && !aborted) {
