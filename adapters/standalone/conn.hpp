@@ -49,7 +49,6 @@ inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
 inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
 inline constexpr std::size_t writer_low_water = 256 * 1024;
-inline constexpr std::size_t drain_limit = 64 * 1024;         // unread request body drained to keep the connection
 
 inline bool has_ctl(std::string_view s) {
   for (unsigned char c : s)
@@ -141,7 +140,7 @@ public:
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  enum class Phase { reading, app, delayed, writer, stream, file, lingering, closed };
+  enum class Phase { reading, app, delayed, discarding, writer, stream, file, lingering, closed };
 
   // Reading and parsing.
   void wait_read();
@@ -151,6 +150,11 @@ private:
   void begin_request();
   void request_ready();
   void reject(int status, std::string_view why);
+  // The body the app left unread (ADP-9).
+  bool body_unread() const noexcept;
+  void hold_for_body(Response res);
+  bool discard_body();
+  void resume_held();
 
   // Responding.
   void handle(Response res);
@@ -210,6 +214,8 @@ private:
   bool counted_ = true;
   std::uint64_t content_length_ = 0;
   bool has_body_ = false;
+  std::uint64_t discarded_ = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
+  std::optional<Response> held_;  // a complete response waiting while its request's unread body is discarded
   std::size_t scan_pos_ = 0;  // head_complete() scanned up to here (relative to begin_)
   // A Content-Length body too big for the buffer but within --body-buffer-bytes, read before the app
   // runs; the parser is fed from here when the app reads it.
