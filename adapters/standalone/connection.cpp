@@ -510,6 +510,10 @@ void Conn::on_shutdown(bool hurry) {
   // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the
   // graceful timeout, and a request that arrives is answered with Connection: close. A second stop
   // request (hurry) closes idle connections at once.
+  if (phase_ == Phase::discarding) {
+    resume_held();  // answered now, with Connection: close, instead of after the unread body
+    return;
+  }
   if (hurry && phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
     close_now();
 }
