@@ -115,14 +115,13 @@ private:
   std::uint64_t pos_ = 0;
 };
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 bool if_range_allows(const Env& env, std::string_view etag, std::string_view last_modified) {
   const Value* v = env.find(keys::HTTP_IF_RANGE);
   if (!v || !v->is_text()) return true;
   std::string_view ir = v->text();
   while (!ir.empty() && ir.front() == ' ') ir.remove_prefix(1);
-  if (starts_with(ir, "\"") || starts_with(ir, "W/")) return etag_matches(ir, etag, false);
+  if (ir.starts_with('"') || ir.starts_with("W/")) return etag_matches(ir, etag, false);
   auto a = parse_http_date(ir);
   auto b = parse_http_date(last_modified);
   return a && b && *a == *b;
@@ -224,7 +223,7 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
   const StaticOptions& o = s_->o;
   const Root& root = *s_->root;
   std::string type(s_->mime->lookup(relative, o.default_type));
-  if (!o.charset.empty() && starts_with(type, "text/")) type += "; charset=" + o.charset;
+  if (!o.charset.empty() && type.starts_with("text/")) type += "; charset=" + o.charset;
 
   std::string etag = o.etag ? file_etag(file.st) : std::string();
   std::string lm = o.last_modified ? http_date(file.st.st_mtim.tv_sec) : std::string();

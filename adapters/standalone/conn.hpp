@@ -38,6 +38,7 @@
 #include "csgi/core/range.hpp"
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -56,17 +57,7 @@ inline bool has_ctl(std::string_view s) {
   return false;
 }
 
-inline bool token_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
-
-inline bool valid_name(std::string_view s) {
-  if (s.empty()) return false;
-  for (unsigned char c : s)
-    if (!token_char(c) || c == 0) return false;
-  return true;
-}
+inline bool valid_name(std::string_view s) { return is_token(s); }
 
 inline void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
