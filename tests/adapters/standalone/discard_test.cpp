@@ -26,11 +26,12 @@ namespace {
 
 constexpr std::string_view next_request = "GET /next HTTP/1.1\r\nHost: x\r\n\r\n";
 
-/// /next answers "next"; /stream answers a two-chunk pull stream; anything else "ok", without reading
-/// the body.
+/// /next answers "next"; /stream answers a two-chunk pull stream; /delayed "ok" through a Responder;
+/// anything else "ok". None reads the body.
 Response app(Env& env) {
   auto path = env.get(csgi::keys::PATH_INFO);
   if (path == "/next") return Response::text(200, "next");
+  if (path == "/delayed") return Response::delayed([](csgi::Responder r) { r.respond(Response::text(200, "ok")); });
   if (path == "/stream") {
     struct Two : csgi::Stream {
       int n = 0;
@@ -164,6 +165,13 @@ TEST_CASE("standalone: an unread chunked body split across TCP writes is discard
                  {chunked_post(), "1", "0;e", "xt=1\r", "\n0123456789abcdef", "\r\n3\r\nab", "c\r\n0\r", "\nX-T: 1\r\n",
                   "\r", "\n" + std::string(next_request)},
                  30ms);
+  require_kept(r);
+}
+
+TEST_CASE("standalone: an unread chunked body under a delayed response is discarded as it comes",
+          "[standalone][ADP-9]") {
+  Running srv;
+  Reply r = talk(srv.port, {chunked_post("/delayed"), "5;e=1\r\nhel", "lo\r\n0\r\n\r\n" + std::string(next_request)}, 30ms);
   require_kept(r);
 }
 
