@@ -11,16 +11,17 @@
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/percent.hpp"
+#include "csgi/core/server_stats.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 42> kRules = {
+constexpr std::array<std::string_view, 43> kRules = {
     "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
     "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "CORE-1", "CORE-2", "CORE-3", "CORE-4",
-    "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "RES-1",
+    "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
     "RES-12", "RES-13", "RES-14", "MW-3",    "MW-5",
 };
@@ -106,10 +107,10 @@ void need_bool(const Env& env, std::string_view key, std::string_view rule) {
 constexpr std::array<std::string_view, 9> kCoreKeys = {keys::version,   keys::url_scheme,   keys::input,
                                                        keys::errors,    keys::multithread,  keys::multiprocess,
                                                        keys::run_once,  keys::nonblocking,  keys::streaming};
-constexpr std::array<std::string_view, 11> kExtKeys = {
+constexpr std::array<std::string_view, 12> kExtKeys = {
     keys::x::io,       keys::x::input_buffered, keys::x::logger,          keys::x::session,
     keys::x::session_options, keys::x::harakiri, keys::x::harakiri_commit, keys::x::cleanup,
-    keys::x::cleanup_handlers, keys::x::informational, keys::x::request_body_limit};
+    keys::x::cleanup_handlers, keys::x::informational, keys::x::request_body_limit, keys::x::server_stats};
 
 template <std::size_t N>
 bool known(const std::array<std::string_view, N>& list, std::string_view key) {
@@ -156,6 +157,7 @@ void check_extensions(const Env& env) {
   need_object<SessionOptions>(env, keys::x::session_options, "csgi::SessionOptions", "EXT-1");
   need_object<CleanupHandlers>(env, keys::x::cleanup_handlers, "csgi::CleanupHandlers", "EXT-1");
   need_object<Informational>(env, keys::x::informational, "csgi::Informational", "EXT-1");
+  need_object<ServerStats>(env, keys::x::server_stats, "csgi::ServerStats", "EXT-7");
   if (env.flag(keys::x::cleanup) && !env.object<CleanupHandlers>(keys::x::cleanup_handlers))
     fail("EXT-4", "csgix.cleanup is true but csgix.cleanup.handlers is missing");
 }

@@ -1,6 +1,6 @@
 #pragma once
-/// Range requests (RFC 9110 §14): parsing `Range: bytes=…` against a representation size. Used by the
-/// static app and by adapters that serve file bodies.
+/// Range requests (RFC 9110 §14): parsing `Range: bytes=…` against a representation size. Used by
+/// csgi::mw::Ranges (middleware/ranges.hpp), which the static app calls; adapters never range.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -11,11 +11,6 @@ std::int64_t now_ns() noexcept {
 
 ServerStats::ServerStats() noexcept { start_ns_.store(now_ns(), std::memory_order_relaxed); }
 
-ServerStats& ServerStats::global() noexcept {
-  static ServerStats stats;
-  return stats;
-}
-
 void ServerStats::attach_adapter(std::string_view name) noexcept {
   adapter_len_.store(name.size(), std::memory_order_relaxed);
   adapter_.store(name.data() ? name.data() : "", std::memory_order_release);

@@ -1,10 +1,12 @@
 #pragma once
-/// Process-wide server counters for status pages (Apache mod_status, nginx stub_status, Monkey's
-/// Cheetah). Adapters record connections, requests and worker counts; the server_status middleware
-/// reads a snapshot. Every counter is a relaxed std::atomic: recording costs one uncontended atomic
-/// add, no lock, no allocation.
+/// One server's counters for status pages (Apache mod_status, nginx stub_status, Monkey's Cheetah).
+/// Each adapter instance owns one (shared by its threads; a prefork worker has its own copy), records
+/// connections, requests and worker counts into it, and hands it to the app in every env as
+/// `csgix.server_stats` (keys::x::server_stats, spec EXT-7); the server_status middleware reads a snapshot
+/// from there. Every counter is a relaxed std::atomic: recording costs one uncontended atomic add, no
+/// lock, no allocation.
 ///
-///   auto& s = csgi::ServerStats::global();
+///   csgi::ServerStats s;                      // a member of the adapter's server object
 ///   s.attach_adapter("standalone");           // once, at start: the adapter feeds the counters
 ///   s.set_workers(4);
 ///   s.connection_opened();  ...  s.connection_closed();
@@ -42,9 +44,6 @@ public:
   ServerStats() noexcept;
   ServerStats(const ServerStats&) = delete;
   ServerStats& operator=(const ServerStats&) = delete;
-
-  /// The process-wide instance.
-  static ServerStats& global() noexcept;
 
   /// Called by an adapter once when it starts serving: it will feed the counters itself, so
   /// middleware fallbacks stop recording. `name` must be a string literal (it is kept as a view).

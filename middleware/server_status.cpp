@@ -83,9 +83,7 @@ std::string start_date(const ServerStats::Snapshot& s) {
 
 }  // namespace
 
-ServerStatusApp::ServerStatusApp(ServerStatusOptions options) : options_(std::move(options)) {
-  if (!options_.stats) throw std::invalid_argument("ServerStatus: no stats");
-}
+ServerStatusApp::ServerStatusApp(ServerStatusOptions options) : options_(std::move(options)) {}
 
 ServerStatusApp::Format ServerStatusApp::negotiate(const Env& env) {
   std::string_view q = env.get(keys::QUERY_STRING);
@@ -180,7 +178,11 @@ Response ServerStatusApp::operator()(Env& env) const {
     r.headers.add("Allow", "GET, HEAD");
     return r;
   }
-  ServerStats::Snapshot s = options_.stats->snapshot();
+  const ServerStats* stats = options_.stats ? options_.stats : env.object<ServerStats>(keys::x::server_stats);
+  if (!stats)
+    return Response::error(501, "server status: this adapter keeps no server statistics (no csgix.server_stats in "
+                                "the env); give ServerStatusOptions::stats to count in the middleware");
+  ServerStats::Snapshot s = stats->snapshot();
   Response r;
   switch (negotiate(env)) {
     case Format::json: r = Response::text(200, render_json(s), "application/json"); break;
@@ -201,7 +203,7 @@ ServerStatus::ServerStatus(App next, ServerStatusOptions options)
 
 Response ServerStatus::operator()(Env& env) {
   ServerStats* stats = options_.stats;
-  bool record = options_.record && !stats->adapter_attached();
+  bool record = stats && options_.record && !stats->adapter_attached();
   if (record) stats->request_started();
   Response res;
   try {

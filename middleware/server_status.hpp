@@ -1,15 +1,18 @@
 #pragma once
 /// ServerStatus (Apache mod_status, nginx stub_status, Monkey's Cheetah): a page with the server's
 /// uptime, workers (busy/total), open and accepted connections, requests served, bytes sent and
-/// per-status counts, from csgi::ServerStats (which the adapters feed).
+/// per-status counts, from the csgi::ServerStats the adapter serving the request hands over as
+/// `csgix.server_stats` (spec EXT-7), or from ServerStatusOptions::stats when one is given.
 ///
 /// As HTML by default; as JSON with `?json` / `?format=json` or when Accept prefers application/json to
 /// text/html; as plain "Key: value" lines with `?auto` / `?format=text` (mod_status's machine form).
 /// ServerStatusApp is the page alone (mount it); ServerStatus is middleware that answers at `path` and
-/// passes everything else on — and, while no adapter feeds the stats (ServerStats::adapter_attached()),
-/// records the requests passing through it (status at header time; bytes unknown), so the page is
-/// useful behind any adapter.
-/// Reads:  PATH_INFO, QUERY_STRING, HTTP_ACCEPT, REQUEST_METHOD.
+/// passes everything else on. Without `stats` and without csgix.server_stats in the env (CGI, a C++ app
+/// hosted by a WSGI server) the page answers 501 and says why. With `stats` given, the page shows that
+/// object and the middleware records the requests passing through it (status at header time; bytes
+/// unknown) unless an adapter feeds it (ServerStats::adapter_attached()), so the page works behind any
+/// adapter.
+/// Reads:  PATH_INFO, QUERY_STRING, HTTP_ACCEPT, REQUEST_METHOD, csgix.server_stats.
 /// Writes: nothing in the env; on the page: Cache-Control: no-store, Vary: Accept.
 /// Order:  outermost if it records (it then counts what the whole stack answers); protect the page
 ///         with access or auth_basic placed outside it.
@@ -23,9 +26,10 @@ namespace csgi::mw {
 struct ServerStatusOptions {
   /// Where the middleware serves the page (exact PATH_INFO match). Unused by ServerStatusApp.
   std::string path = "/server-status";
-  /// The counters shown (and recorded by the middleware); the process-wide ones by default.
-  ServerStats* stats = &ServerStats::global();
-  /// Middleware: record passing requests while no adapter feeds the counters.
+  /// The counters shown and recorded by the middleware instead of the adapter's; null (the default): the
+  /// adapter's, from csgix.server_stats.
+  ServerStats* stats = nullptr;
+  /// Middleware: record passing requests into `stats` while no adapter feeds it.
   bool record = true;
   std::string title = "csgi server status";
 };
@@ -33,7 +37,6 @@ struct ServerStatusOptions {
 /// The status page as an app.
 class ServerStatusApp {
 public:
-  /// Throws std::invalid_argument when stats is null.
   explicit ServerStatusApp(ServerStatusOptions options = {});
   Response operator()(Env& env) const;
 
@@ -50,7 +53,7 @@ private:
 
 class ServerStatus {
 public:
-  /// Throws std::invalid_argument when stats is null or path does not start with '/'.
+  /// Throws std::invalid_argument when path does not start with '/'.
   explicit ServerStatus(App next, ServerStatusOptions options = {});
   Response operator()(Env& env);
 

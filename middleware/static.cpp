@@ -1,22 +1,18 @@
 #include "csgi/middleware/static.hpp"
 
-#include <unistd.h>
-
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <stdexcept>
 #include <system_error>
 
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/percent.hpp"
-#include "csgi/core/range.hpp"
 #include "csgi/core/text.hpp"
 #include "csgi/middleware/accept_encoding.hpp"
 #include "csgi/middleware/conditional_get.hpp"
+#include "csgi/middleware/ranges.hpp"
 
 namespace csgi::mw {
 
@@ -32,99 +28,6 @@ std::string hex(std::uint64_t v) {
   char buf[17];
   int n = std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
   return std::string(buf, static_cast<std::size_t>(n));
-}
-
-std::string boundary() {
-  static const std::uint64_t seed = [] {
-    std::random_device rd;
-    return (std::uint64_t{rd()} << 32) ^ rd();
-  }();
-  static std::atomic<std::uint64_t> counter{0};
-  std::uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (counter.fetch_add(1, std::memory_order_relaxed) + 1);
-  x ^= x >> 31;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 29;
-  return "csgi-" + hex(x);
-}
-
-std::string part_head(const std::string& b, std::string_view type, const ByteRange& r, std::uint64_t size) {
-  std::string h = "--" + b + "\r\nContent-Type: ";
-  h.append(type);
-  h += "\r\nContent-Range: bytes " + std::to_string(r.first) + "-" + std::to_string(r.last) + "/" +
-       std::to_string(size) + "\r\n\r\n";
-  return h;
-}
-
-/// multipart/byteranges over an open file: part headers from memory, part data by pread in chunks.
-class MultipartStream final : public Stream {
-public:
-  MultipartStream(std::shared_ptr<FileHandle> f, std::vector<ByteRange> ranges, std::string b, std::string type,
-                  std::uint64_t size)
-      : f_(std::move(f)), ranges_(std::move(ranges)), b_(std::move(b)), type_(std::move(type)), size_(size) {}
-
-  static std::uint64_t length(const std::vector<ByteRange>& ranges, const std::string& b, std::string_view type,
-                              std::uint64_t size) {
-    std::uint64_t n = 0;
-    for (const ByteRange& r : ranges) n += part_head(b, type, r, size).size() + r.length() + 2;
-    return n + 2 + b.size() + 4;
-  }
-
-  bool next(std::string& out) override {
-    if (!f_) return false;
-    if (i_ == ranges_.size()) {
-      out = "--" + b_ + "--\r\n";
-      f_.reset();
-      return true;
-    }
-    const ByteRange& r = ranges_[i_];
-    out.clear();
-    if (!in_part_) {
-      out = part_head(b_, type_, r, size_);
-      in_part_ = true;
-      pos_ = r.first;
-    }
-    std::uint64_t left = r.last + 1 - pos_;
-    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, 65536));
-    std::size_t base = out.size();
-    out.resize(base + want);
-    std::size_t got = 0;
-    while (got < want) {
-      ssize_t n = ::pread(f_->fd(), out.data() + base + got, want - got, static_cast<off_t>(pos_ + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::system_error(errno, std::generic_category(), "read (multipart/byteranges)");
-      if (n == 0) throw std::runtime_error("file shrank while serving multipart/byteranges");
-      got += static_cast<std::size_t>(n);
-    }
-    pos_ += want;
-    if (pos_ == r.last + 1) {
-      out += "\r\n";
-      in_part_ = false;
-      ++i_;
-    }
-    return true;
-  }
-  void close() override { f_.reset(); }
-
-private:
-  std::shared_ptr<FileHandle> f_;
-  std::vector<ByteRange> ranges_;
-  std::string b_, type_;
-  std::uint64_t size_;
-  std::size_t i_ = 0;
-  bool in_part_ = false;
-  std::uint64_t pos_ = 0;
-};
-
-
-bool if_range_allows(const Env& env, std::string_view etag, std::string_view last_modified) {
-  const Value* v = env.find(keys::HTTP_IF_RANGE);
-  if (!v || !v->is_text()) return true;
-  std::string_view ir = v->text();
-  while (!ir.empty() && ir.front() == ' ') ir.remove_prefix(1);
-  if (ir.starts_with('"') || ir.starts_with("W/")) return etag_matches(ir, etag, false);
-  auto a = parse_http_date(ir);
-  auto b = parse_http_date(last_modified);
-  return a && b && *a == *b;
 }
 
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -268,52 +171,22 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
   }
 
   std::uint64_t size = static_cast<std::uint64_t>(file.st.st_size);
-  FileBody body;
-  body.path = root.path() + "/" + std::string(relative) + (encoding.empty() ? "" : encoding == "br" ? ".br" : ".gz");
-  body.file = file.file;
-
-  RangeResult rr;
-  if (!range.empty() && encoding.empty() && env.get(keys::REQUEST_METHOD) == "GET" && if_range_allows(env, etag, lm))
-    rr = parse_range(range, size, o.max_ranges);
-
-  if (rr.kind == RangeResult::Kind::unsatisfiable) {
-    Response r = Response::error(416);
-    r.headers.add("Content-Range", "bytes */" + std::to_string(size));
-    add_common(r.headers);
-    return r;
-  }
   res.headers.add("Content-Type", type);
   if (!encoding.empty()) res.headers.add("Content-Encoding", encoding);
   res.headers.add("Accept-Ranges", "bytes");
   add_common(res.headers);
-
-  if (rr.kind == RangeResult::Kind::satisfiable && rr.ranges.size() == 1) {
-    const ByteRange& r = rr.ranges.front();
-    res.status = 206;
-    res.headers.add("Content-Range",
-                    "bytes " + std::to_string(r.first) + "-" + std::to_string(r.last) + "/" + std::to_string(size));
-    res.headers.add("Content-Length", std::to_string(r.length()));
-    body.offset = r.first;
-    body.length = r.length();
-    res.body = std::move(body);
-    return res;
-  }
-  if (rr.kind == RangeResult::Kind::satisfiable) {
-    std::string b = boundary();
-    res.status = 206;
-    res.headers.set("Content-Type", "multipart/byteranges; boundary=" + b);
-    res.headers.add("Content-Length", std::to_string(MultipartStream::length(rr.ranges, b, type, size)));
-    res.body = StreamPtr(std::make_shared<MultipartStream>(body.file, std::move(rr.ranges), std::move(b), type, size));
-    return res;
-  }
   res.headers.add("Content-Length", std::to_string(size));
   if (head) {
     res.body = std::string();
-  } else {
-    body.offset = 0;
-    body.length = size;
-    res.body = std::move(body);
+    return res;
   }
+  FileBody body;
+  body.path = root.path() + "/" + std::string(relative) + (encoding.empty() ? "" : encoding == "br" ? ".br" : ".gz");
+  body.file = file.file;
+  body.offset = 0;
+  body.length = size;
+  res.body = std::move(body);
+  apply_ranges(RangeRequest::from(env), res, o.max_ranges);
   return res;
 }
 

@@ -6,9 +6,10 @@
 /// Files go out as FileBody (adapters use sendfile) with Content-Type from /etc/mime.types (+ built-in
 /// fallback; text/* gets "; charset=utf-8"), Content-Length, Last-Modified, a strong ETag
 /// ("size-mtime"), Accept-Ranges and the configured Cache-Control. If-None-Match/If-Modified-Since → 304.
-/// Range (GET only, honouring If-Range): one range → 206 with Content-Range; several → 206
-/// multipart/byteranges; more than `max_ranges`, or ranges adding up to more than the file → the whole
-/// file (200); none satisfiable → 416 with `Content-Range: bytes */size`. With `precompressed`, a
+/// Range and If-Range by `apply_ranges` (ranges.hpp, the same code as the Ranges middleware): one range
+/// → 206 with Content-Range (still a file: sendfile); several → 206 multipart/byteranges; more than
+/// `max_ranges`, or ranges adding up to more than the file → the whole file (200); none satisfiable →
+/// 416 with `Content-Range: bytes */size`. With `precompressed`, a
 /// `name.br` or `name.gz` sibling is sent instead (Content-Encoding, Vary: Accept-Encoding) when the
 /// request's Accept-Encoding allows it and no Range is asked for. A directory: `/dir` → 301 `/dir/` (the
 /// Location rebuilt from SCRIPT_NAME and the checked path with runs of '/' collapsed, so `//dir` never

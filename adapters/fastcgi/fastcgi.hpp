@@ -11,6 +11,8 @@
 /// SCRIPT_NAME/PATH_INFO normalised, `script_name` override). csgi.input is the FastCGI stdin stream read
 /// to its end (seekable: kept in memory, then in a temp file). csgi.errors is the process's stderr (the
 /// front server's error log under mod_fcgid).
+/// csgix.server_stats: this process's counters (requests, statuses, body bytes, requests in progress),
+/// shared by its threads, for the server_status middleware (spec EXT-7).
 /// Stop: SIGTERM or SIGINT stops accepting, wakes the threads idle in accept() or waiting on a kept
 /// connection, lets requests in flight finish (up to `graceful_timeout`) and returns 0.
 /// `workers` > 1: a master process forks that many children sharing the socket, restarts a child that

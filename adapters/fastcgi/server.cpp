@@ -20,6 +20,7 @@
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
 #include "csgi/core/io.hpp"
 #include "csgi/core/log_files.hpp"
+#include "csgi/core/server_stats.hpp"
 
 namespace csgi::fastcgi {
 
@@ -30,10 +31,14 @@ namespace {
 int wake_signal() { return SIGRTMIN + 4; }
 extern "C" void on_wake(int) {}
 
+/// The FastCGI stdout stream. It also notes, for the server's counters, the status of the head (the
+/// first write: cgi::format_head's "Status: NNN ..." block) and the body bytes written after it.
 class FcgiOutput final : public cgi::Output {
 public:
   explicit FcgiOutput(FCGX_Request& r) : r_(r) {}
   bool write(std::string_view bytes) override {
+    if (status_ < 0) status_ = head_status(bytes);
+    else body_bytes_ += bytes.size();
     return FCGX_PutStr(bytes.data(), static_cast<int>(bytes.size()), r_.out) == static_cast<int>(bytes.size());
   }
   bool flush() override { return FCGX_FFlush(r_.out) == 0; }
@@ -41,9 +46,25 @@ public:
     pollfd p{r_.ipcFd, POLLRDHUP, 0};
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
   }
+  /// The status sent, 0 when no head went out.
+  int status() const noexcept { return status_ < 0 ? 0 : status_; }
+  std::uint64_t body_bytes() const noexcept { return body_bytes_; }
 
 private:
+  static int head_status(std::string_view head) noexcept {
+    constexpr std::string_view prefix = "Status: ";
+    if (head.size() < prefix.size() + 3 || head.substr(0, prefix.size()) != prefix) return 0;
+    int status = 0;
+    for (char c : head.substr(prefix.size(), 3)) {
+      if (c < '0' || c > '9') return 0;
+      status = status * 10 + (c - '0');
+    }
+    return status;
+  }
+
   FCGX_Request& r_;
+  int status_ = -1;  // -1 until the head is written
+  std::uint64_t body_bytes_ = 0;
 };
 
 struct Shared {
@@ -51,6 +72,7 @@ struct Shared {
   cgi::EnvOptions env_options;
   std::uint64_t max_body = 0;
   int listen_fd = -1;
+  ServerStats stats;  // this process's counters, in every env as csgix.server_stats
   std::atomic<bool> stopping{false};
   std::atomic<int> running{0};
 };
@@ -78,6 +100,7 @@ void worker(Shared& s, WorkerSlot& slot) {
       continue;
     }
     env.clear();
+    env.set_object<ServerStats>(keys::x::server_stats, &s.stats);
     cgi::SpoolInput input(
         [&req](char* buf, std::size_t n) -> std::size_t {
           int got = FCGX_GetStr(buf, static_cast<int>(std::min<std::size_t>(n, 1 << 30)), req.in);
@@ -87,7 +110,10 @@ void worker(Shared& s, WorkerSlot& slot) {
         },
         s.max_body);
     FcgiOutput out(req);
-    if (!cgi::handle_request(s.app, env, req.envp, s.env_options, input, errors, out)) {
+    s.stats.request_started();
+    bool ok = cgi::handle_request(s.app, env, req.envp, s.env_options, input, errors, out);
+    s.stats.request_finished(out.status(), out.body_bytes());
+    if (!ok) {
       // The response is incomplete: end it so that the front server does not take it as whole. A closed
       // connection alone is not enough: nginx without fastcgi_keep_conn takes the close for the end of
       // the response and keeps its client's connection, so a short body would swallow the next response.
@@ -143,6 +169,8 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
   s.env_options.multithread = threads > 1;
   s.env_options.multiprocess = o.workers > 1 || spawned;
   s.env_options.run_once = false;
+  s.stats.attach_adapter("fastcgi");
+  s.stats.set_workers(static_cast<std::uint64_t>(o.workers > 1 ? o.workers : 1));
 
   std::vector<std::unique_ptr<WorkerSlot>> slots;
   std::vector<std::thread> pool;

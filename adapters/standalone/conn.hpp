@@ -35,9 +35,7 @@
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
-#include "csgi/core/range.hpp"
 #include "csgi/core/request_env.hpp"
-#include "csgi/core/server_stats.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi::standalone::detail {
@@ -215,7 +213,6 @@ private:
   bool prebody_ready_ = false;
   // Copied from the parser once the head is parsed (the parser goes before the response may end).
   std::string_view expect_;
-  std::string_view range_, if_range_;
   Clock::time_point deadline_{};
 
   // Response state.

@@ -51,7 +51,7 @@ Conn::~Conn() {
 
 void Conn::start() {
   t_.add(*this);
-  ServerStats::global().connection_opened();
+  sh_.stats->connection_opened();
   set_deadline(sh_.opt.header_timeout);
   wait_read();
 }
@@ -149,8 +149,6 @@ void Conn::begin_request() {
   prebody_pos_ = 0;
   prebody_ready_ = false;
   expect_ = {};
-  range_ = {};
-  if_range_ = {};
   continue_pending_ = false;
   response_started_ = false;
   status_ = 0;
@@ -227,8 +225,6 @@ void Conn::process() {
         return;
       }
       expect_ = parser_->expect;
-      range_ = parser_->range;
-      if_range_ = parser_->if_range;
       has_body_ = !parser_->is_done();
       if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
       // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
@@ -307,6 +303,7 @@ void Conn::request_ready() {
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
+  env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
   clear_deadline();
 
   Response res;
@@ -341,7 +338,7 @@ void Conn::request_ready() {
     error_code ec;
     socket_.close(ec);
     phase_ = Phase::closed;
-    ServerStats::global().connection_closed();  // the app owns it now: no longer one of ours
+    sh_.stats->connection_closed();  // the app owns it now: no longer one of ours
     t_.release_env(std::move(env_));
     return;
   }
@@ -437,7 +434,7 @@ void Conn::linger() {
 void Conn::close_now() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
-  ServerStats::global().connection_closed();
+  sh_.stats->connection_closed();
   self_hold_.reset();
   clear_deadline();
   error_code ec;

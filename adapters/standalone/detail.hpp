@@ -22,6 +22,7 @@
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/log_files.hpp"
+#include "csgi/core/server_stats.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -86,6 +87,7 @@ struct Shared {
   std::shared_ptr<LogErrorStream> errors_owner = std::make_shared<LogErrorStream>(error_log);
   LogErrorStream& errors = *errors_owner;
   std::atomic<std::size_t> connections{0};
+  ServerStats* stats = nullptr;  // the server's own (Server::stats()), in the env as csgix.server_stats
   std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
   std::atomic<unsigned> accepting{0};  // io threads that have not closed their acceptors yet
   bool multithread = false;

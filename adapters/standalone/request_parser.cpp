@@ -93,8 +93,6 @@ void RequestParser::on_field_impl(http::field f, boost::beast::string_view name,
       break;
     }
     case http::field::expect: expect = trim_ows(v); break;
-    case http::field::range: range = v; break;
-    case http::field::if_range: if_range = v; break;
     default: break;
   }
   add_header(env_, sv(name), v);

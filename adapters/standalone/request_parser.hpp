@@ -33,7 +33,7 @@ public:
   const char* reject_why = "";   // its reason, for the error body and the log
   bool http10 = false;
   bool head = false;             // a HEAD request
-  std::string_view expect, range, if_range;
+  std::string_view expect;
 
   /// The status to answer for a parse error `ec` (a framing rule's own status first).
   int status_for(const boost::system::error_code& ec) const;

@@ -187,38 +187,7 @@ void Conn::send_file(FileBody& f, int status, Headers& headers) {
   std::uint64_t off = std::min(f.offset, fsize);
   std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
   if (!status_has_no_body(status) && !head_) check_complete_length(headers, len);
-  if (status == 200 && !range_.empty() && (env_->get(keys::REQUEST_METHOD) == "GET" || head_)) {
-    bool use_range = true;
-    if (!if_range_.empty()) {
-      // If-Range: only when it matches the validator of this response exactly (strong comparison).
-      auto etag = headers.get("etag");
-      auto lm = headers.get("last-modified");
-      use_range = (etag && *etag == if_range_ && etag->substr(0, 2) != "W/") || (lm && *lm == if_range_);
-    }
-    if (use_range) {
-      RangeResult rr = parse_range(range_, len);
-      if (rr.kind == RangeResult::Kind::unsatisfiable) {
-        Headers h;
-        h.add("Content-Range", "bytes */" + std::to_string(len));
-        h.add("Content-Type", "text/plain; charset=utf-8");
-        std::string body = "416 Range Not Satisfiable\n";
-        write_head(416, h, body.size(), false);
-        if (!head_) out_.append(body);
-        finish_response();
-        return;
-      }
-      if (rr.kind == RangeResult::Kind::satisfiable && rr.ranges.size() == 1) {
-        const ByteRange& r = rr.ranges.front();
-        headers.set("Content-Range", "bytes " + std::to_string(r.first) + "-" + std::to_string(r.last) + "/" +
-                                         std::to_string(len));
-        status = 206;
-        off += r.first;
-        len = r.length();
-      }
-    }
-  }
   bool no_body = status_has_no_body(status);
-  if (status == 200 && !headers.has("accept-ranges")) headers.add("Accept-Ranges", "bytes");
   write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
   if (head_ || no_body || len == 0) {
     finish_response();
@@ -359,7 +328,7 @@ void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool
 // The response is complete in the output buffer (maybe not yet written).
 void Conn::finish_response() {
   self_hold_.reset();
-  ServerStats::global().record_response(status_, sent_body_);
+  sh_.stats->record_response(status_, sent_body_);
   log_access();
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.

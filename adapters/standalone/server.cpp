@@ -343,6 +343,7 @@ struct Server::Impl {
   std::vector<std::string> addresses;
   std::vector<std::unique_ptr<IoThread>> threads;
   Shared* shared = nullptr;
+  ServerStats stats;  // this server's counters: its io threads record, the app reads csgix.server_stats
 
   int notify_fd = -1;   // worker → master: "I contained a fault and am leaving" (the worker's pid)
   pid_t master_pid = 0;
@@ -374,6 +375,8 @@ void Server::stop() {
   impl_->stop_requested = true;
   for (auto& t : impl_->threads) t->stop();
 }
+
+ServerStats& Server::stats() noexcept { return impl_->stats; }
 
 std::vector<std::string> Server::addresses() const {
   std::lock_guard lock(impl_->mu);
@@ -473,8 +476,9 @@ int Server::Impl::run() {
   sh.init_status_lines();
   sh.multithread = opt.threads > 1;
   sh.multiprocess = opt.workers > 0;
-  ServerStats::global().attach_adapter("standalone");
-  ServerStats::global().set_workers(opt.workers > 0 ? opt.workers : 1);
+  sh.stats = &stats;
+  stats.attach_adapter("standalone");
+  stats.set_workers(opt.workers > 0 ? opt.workers : 1);
   try {
     sh.access_log.open(opt.access_log);
     sh.error_log.open(opt.error_log);

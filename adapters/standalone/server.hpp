@@ -1,7 +1,7 @@
 #pragma once
 /// The standalone HTTP/1.1 server (docs/standalone.md): runs any csgi::App over HTTP/1.0 and 1.1 with
 /// keep-alive, pipelining, chunked bodies, file bodies by sendfile(2), delayed and streaming responses,
-/// and the csgix.io / csgix.cleanup / csgix.informational extensions.
+/// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats extensions.
 ///
 /// Threads and workers. Each of `threads` io threads runs its own io_context with its own connections;
 /// the app is called on the io thread that owns the connection. An app that blocks (or reads a slow
@@ -30,6 +30,10 @@
 #include <vector>
 
 #include "csgi/core/app.hpp"
+
+namespace csgi {
+class ServerStats;
+}
 
 namespace csgi::standalone {
 
@@ -88,6 +92,9 @@ public:
   std::vector<std::string> addresses() const;
   /// Blocks until the server listens (or run() failed); true when it listens.
   bool wait_listening(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  /// This server's counters, which it hands to the app as csgix.server_stats (spec EXT-7). In a prefork
+  /// worker, that worker's own.
+  ServerStats& stats() noexcept;
 
   struct Impl;
 

@@ -8,7 +8,9 @@
 #include "csgi/middleware/content_length.hpp"
 #include "csgi/middleware/deflate.hpp"
 #include "csgi/middleware/head.hpp"
+#include "csgi/middleware/ranges.hpp"
 #include "csgi/middleware/runtime.hpp"
+#include "csgi/middleware/server_status.hpp"
 #include "csgi/middleware/static.hpp"
 #include "csgi/middleware/static_prefix.hpp"
 #include "gil.hpp"
@@ -54,6 +56,11 @@ void bind_middleware(py::module_& m) {
   mwm.def("head", [] { return make_layer_object(layer<mw::Head>()); }, "Drops the body of HEAD responses.");
   mwm.def("conditional_get", [] { return make_layer_object(layer<mw::ConditionalGet>()); },
           "Answers 304 to matching If-None-Match / If-Modified-Since.");
+  mwm.def("ranges", [](std::size_t max_ranges) {
+    if (max_ranges == 0) throw py::value_error("max_ranges must be at least 1");
+    return make_layer_object(layer<mw::Ranges>(mw::RangesOptions{max_ranges}));
+  }, py::arg("max_ranges") = 16,
+     "Range, If-Range and 416 on 200 file and complete bodies; adds Accept-Ranges (csgi::mw::Ranges).");
   mwm.def("deflate", [](int level, std::size_t min_length) {
     mw::DeflateOptions o;
     o.level = level;
@@ -78,6 +85,14 @@ void bind_middleware(py::module_& m) {
     return make_layer_object(layer<mw::StaticPrefix>(o));
   }, py::arg("prefixes"), py::arg("root"), py::arg("pass_through") = false, py::arg("strip_prefix") = false,
      "Serves requests under `prefixes` from `root`; the rest goes to the next app.");
+  mwm.def("server_status", [](std::string path, std::string title) {
+    mw::ServerStatusOptions o;
+    o.path = std::move(path);
+    o.title = std::move(title);
+    return make_layer_object(layer<mw::ServerStatus>(std::move(o)));
+  }, py::arg("path") = std::string("/server-status"), py::arg("title") = std::string("csgi server status"),
+     "A status page at `path` (HTML, ?json, ?auto) over the serving adapter's counters (csgix.server_stats): "
+     "csgi.serve() and `csgi serve --wsgi` have them; a host without them (gunicorn, uWSGI) gets 501.");
 }
 
 }  // namespace csgi::python

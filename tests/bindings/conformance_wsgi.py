@@ -15,6 +15,8 @@ import tempfile
 import threading
 import time
 
+import csgi
+
 SMALL = 4096
 BIG = 1300000
 
@@ -102,8 +104,24 @@ def writer(lines):
         yield item
 
 
+RANGED_ETAG = '"csgi-conformance-small"'
+RANGED_LAST_MODIFIED = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+
+def ranged_file(environ, start_response):
+    """The small file with fixed validators: what csgi.mw.ranges() narrows (Range is the app's, ADP-16)."""
+    start_response("200 OK", [("Content-Type", "application/octet-stream"), ("ETag", RANGED_ETAG),
+                              ("Last-Modified", RANGED_LAST_MODIFIED), ("Content-Length", str(SMALL))])
+    return environ["wsgi.file_wrapper"](open(SMALL_PATH, "rb"), 65536)
+
+
+RANGED = csgi.mw.ranges()(ranged_file)
+
+
 def application(environ, start_response):
     test = environ.get("HTTP_X_CSGI_TEST", "")
+    if test == "file_ranged":
+        return RANGED(environ, start_response)
     path = environ.get("PATH_INFO", "")
     if not test and (path == "/canary" or path.endswith("/canary")):
         return text(start_response, "canary")

@@ -25,6 +25,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/lint.hpp"
 #include "csgi/core/url_map.hpp"
+#include "csgi/middleware/ranges.hpp"
 
 namespace {
 
@@ -359,10 +360,25 @@ Response length_breaker(std::string_view test) {
   return r;
 }
 
+// The small file with fixed validators (its bytes never change), for Range and If-Range.
+constexpr const char* kRangedEtag = "\"csgi-conformance-small\"";
+constexpr const char* kRangedLastModified = "Mon, 02 Jan 2006 15:04:05 GMT";
+
 App make_conformance_app(const AppArgs& args) {
   auto files = std::make_shared<Files>(args.empty() ? std::string() : args.front());
+  // Range is the app's (ADP-16): the file_ranged case goes through csgi::mw::Ranges, file_fd does not.
+  App ranged = wrap<mw::Ranges>([files](Env&) {
+    return Response{200,
+                    {{"Content-Type", "application/octet-stream"},
+                     {"ETag", kRangedEtag},
+                     {"Last-Modified", kRangedLastModified}},
+                    FileBody::open(files->small)};
+  });
   // Every request runs under Lint, so the adapter's env and the responses are checked too (ADP-7).
-  App linted = wrap<Lint>([files](Env& env) { return dispatch(*files, env); });
+  App linted = wrap<Lint>([files, ranged](Env& env) {
+    if (env.get("HTTP_X_CSGI_TEST") == "file_ranged") return ranged(env);
+    return dispatch(*files, env);
+  });
   return [linted](Env& env) {
     std::string_view test = env.get("HTTP_X_CSGI_TEST");
     if (test.starts_with("length_") && (test.ends_with("_over") || test.ends_with("_short")))

@@ -13,6 +13,7 @@
 
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/request.hpp"
+#include "csgi/core/server_stats.hpp"
 #include "csgi/core/test_client.hpp"
 
 using namespace csgi;
@@ -378,6 +379,16 @@ TEST_CASE("Lint rejects: extension values of the wrong kind", "[lint][EXT-1]") {
   CHECK(env_breach([](Env& e) { e.set(keys::x::harakiri, "yes"); }) == "EXT-1");
   CHECK(env_breach([](Env& e) { e.set_int(keys::x::request_body_limit, -1); }) == "EXT-1");
   CHECK(env_breach([](Env& e) { e.set(keys::x::logger, "stderr"); }) == "EXT-1");
+}
+
+TEST_CASE("Lint rejects: csgix.server_stats of the wrong kind", "[lint][EXT-7]") {
+  ServerStats stats;
+  int not_stats = 0;
+  CHECK(env_breach([](Env& e) { e.set(keys::x::server_stats, "stats"); }) == "EXT-7");
+  CHECK(env_breach([](Env& e) { e.set_int(keys::x::server_stats, 1); }) == "EXT-7");
+  CHECK(env_breach([&](Env& e) { e.set_object(keys::x::server_stats, &not_stats); }) == "EXT-7");
+  CHECK(env_breach([](Env& e) { e.set_object<ServerStats>(keys::x::server_stats, nullptr); }) == "EXT-7");
+  CHECK(env_breach([&](Env& e) { e.set_object<ServerStats>(keys::x::server_stats, &stats); }).empty());
 }
 
 TEST_CASE("Lint rejects: harakiri.commit without csgix.harakiri", "[lint][EXT-3]") {

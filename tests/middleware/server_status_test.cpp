@@ -9,6 +9,15 @@
 using namespace csgi;
 using namespace csgi::mwtest;
 
+namespace {
+/// Call options that hand `stats` to the app as an adapter does (csgix.server_stats).
+testing::Options from_adapter(ServerStats& stats) {
+  testing::Options o;
+  o.setup = [&stats](Env& env) { env.set_object<ServerStats>(keys::x::server_stats, &stats); };
+  return o;
+}
+}  // namespace
+
 TEST_CASE("server_stats: counters, classes, exact statuses, gauges kept on reset") {
   ServerStats s;
   s.set_workers(4);
@@ -126,18 +135,54 @@ TEST_CASE("server_status: no recording once an adapter feeds the stats; app form
   mw::ServerStatusOptions bad;
   bad.path = "status";
   CHECK_THROWS_AS(mw::ServerStatus(page, bad), std::invalid_argument);
-  bad = {};
-  bad.stats = nullptr;
-  CHECK_THROWS_AS(mw::ServerStatusApp(bad), std::invalid_argument);
+}
+
+TEST_CASE("server_status: the page shows the adapter's counters from csgix.server_stats", "[EXT-7]") {
+  ServerStats adapter;
+  adapter.attach_adapter("in-memory");
+  adapter.connection_opened();
+  adapter.record_response(200, 10);
+  adapter.record_response(404);
+  App app = lint(wrap<mw::ServerStatus>(answer(Kind::complete, 200, "x")));
+  auto json = testing::call(app, "GET /server-status?json", {}, "", from_adapter(adapter));
+  REQUIRE(json.status == 200);
+  nlohmann::json j = nlohmann::json::parse(json.body);
+  CHECK(j["adapter"] == "in-memory");
+  CHECK(j["requests"]["total"] == 2);
+  CHECK(j["statuses"]["404"] == 1);
+  CHECK(j["connections"]["total"] == 1);
+  // The adapter records; the middleware does not count on top of it.
+  CHECK(testing::call(app, "GET /", {}, "", from_adapter(adapter)).body == "x");
+  CHECK(adapter.snapshot().requests_total == 2);
+  auto page = testing::call(lint(mw::ServerStatusApp{}), "GET /?auto", {}, "", from_adapter(adapter));
+  CHECK(page.body.find("Total Accesses: 2\n") != std::string::npos);
+
+  // An explicit stats object wins over the adapter's.
+  ServerStats own;
+  mw::ServerStatusOptions o;
+  o.stats = &own;
+  App counted = lint(wrap<mw::ServerStatus>(answer(Kind::complete, 200, "x"), o));
+  testing::call(counted, "GET /", {}, "", from_adapter(adapter));
+  auto mine = testing::call(counted, "GET /server-status?json", {}, "", from_adapter(adapter));
+  CHECK(nlohmann::json::parse(mine.body)["requests"]["total"] == 1);
+  CHECK(adapter.snapshot().requests_total == 2);
+}
+
+TEST_CASE("server_status: 501 with a reason when the adapter provides no stats and none is given") {
+  App app = lint(wrap<mw::ServerStatus>(answer(Kind::complete, 200, "x")));
+  CHECK(testing::call(app, "GET /").body == "x");
+  auto res = testing::call(app, "GET /server-status");
+  CHECK(res.status == 501);
+  CHECK(res.body.find("csgix.server_stats") != std::string::npos);
+  CHECK(testing::call(lint(mw::ServerStatusApp{}), "GET /?json").status == 501);
+  CHECK(testing::call(lint(mw::ServerStatusApp{}), "POST /", {}, "x").status == 405);
 }
 
 TEST_CASE("server_status: the JSON form is valid JSON whatever the adapter's name holds") {
   ServerStats stats;
   stats.attach_adapter("odd \"name\"\\\n");
   stats.connection_opened();
-  mw::ServerStatusOptions o;
-  o.stats = &stats;
-  auto res = testing::call(lint(mw::ServerStatusApp(o)), "GET /?json");
+  auto res = testing::call(lint(mw::ServerStatusApp{}), "GET /?json", {}, "", from_adapter(stats));
   nlohmann::json j = nlohmann::json::parse(res.body);
   CHECK(j["adapter"] == "odd \"name\"\\\n");
   CHECK(j["connections"]["open"] == 1);

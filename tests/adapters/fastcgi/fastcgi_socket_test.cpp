@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <fstream>
@@ -212,6 +213,43 @@ TEST_CASE("csgi::run() picks FastCGI when fd 0 is a listening socket (an app.fcg
   CHECK(WIFEXITED(*status));
 }
 #endif
+
+TEST_CASE("server_status under csgi-fcgi shows the FastCGI adapter's own counts", "[EXT-7]") {
+  TempDir dir;
+  std::string sock = dir / "app.sock";
+  Process app({CSGI_FCGI_BIN, "--app", CSGI_PROCESS_APP, "--listen", "unix:" + sock, "--threads", "2"},
+              log_path(dir, "app"));
+  REQUIRE(wait_for_unix(sock));
+  for (int i = 0; i < 3; ++i) CHECK(parse_cgi_response(fastcgi_request(sock, base("/hello")).stdout_data).status == 200);
+  Params p = base("/server-status");
+  p[1].second = "/server-status?json";  // REQUEST_URI
+  p[2].second = "json";                 // QUERY_STRING
+  auto page = parse_cgi_response(fastcgi_request(sock, p).stdout_data);
+  REQUIRE(page.status == 200);
+  nlohmann::json j = nlohmann::json::parse(page.body);
+  CHECK(j["adapter"] == "fastcgi");
+  CHECK(j["requests"]["total"] == 3);
+  CHECK(j["statuses"]["200"] == 3);
+  CHECK(j["bytes_sent"] == 3 * 5);  // "hello" three times: the adapter counts the bytes it wrote
+  CHECK(j["workers"]["busy"] == 1);  // the page's own request
+  auto status = app.stop(SIGTERM, 8s);
+  REQUIRE(status.has_value());
+}
+
+TEST_CASE("server_status under csgi-cgi: no counters across requests, the page says 501", "[EXT-7]") {
+  std::string cmd = std::string("env -i GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=GET REQUEST_URI=/server-status "
+                                "QUERY_STRING= SERVER_NAME=localhost SERVER_PORT=80 SERVER_PROTOCOL=HTTP/1.1 ") +
+                    CSGI_CGI_BIN + " --app " + CSGI_PROCESS_APP + " </dev/null 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  auto res = parse_cgi_response(out);
+  CHECK(res.status == 501);
+  CHECK(res.body.find("csgix.server_stats") != std::string::npos);
+}
 
 TEST_CASE("csgi-fcgi reopens the app's access log on SIGUSR1, as logrotate expects after a rename") {
   for (std::string workers : {"1", "2"}) {

@@ -2,9 +2,9 @@
 // gateway front server of fronts.hpp — nginx (4 variants), Apache mod_fcgid (.htaccess), lighttpd, and
 // the CGI adapter through Apache mod_cgid — each at / and /app. Prints a table of cases × front servers;
 // every cell passes or is skipped with the reason given below (the front server decides that part).
-// Groups run: core and extensions. Not run: http1 and framing (the front server speaks HTTP, not the
-// adapter), range (the gateway adapters send FileBody whole; Range is the app's or a middleware's job),
-// limits and timeouts (front server settings). Also: nginx guarding /admin in front of csgi-fcgi, where
+// Groups run: core, extensions and range (Range is the app's csgi::mw::Ranges, so every column answers
+// alike; the adapters pass the response through, ADP-16). Not run: http1 and framing (the front server
+// speaks HTTP, not the adapter), limits and timeouts (front server settings). Also: nginx guarding /admin in front of csgi-fcgi, where
 // a dot segment nginx resolved must not route to /admin in the app.
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
@@ -32,7 +32,7 @@ struct Row {
 /// Runs the suite against one front; returns case → result.
 std::map<std::string, Row> run_suite(const Front& f, std::string& raw, int& failed) {
   std::string cmd = "/usr/bin/python3 " + source_dir() + "/tests/conformance/run_conformance.py --name '" + f.name +
-                    "' --url http://127.0.0.1:" + std::to_string(f.port) + f.prefix + " --groups core,extensions";
+                    "' --url http://127.0.0.1:" + std::to_string(f.port) + f.prefix + " --groups core,extensions,range";
   for (const auto& s : common_skips) cmd += " --skip '" + s + "'";
   if (f.name.rfind("apache", 0) == 0)
     cmd += " --skip 'repeated response header=Apache merges repeated response fields from CGI/FastCGI into one "

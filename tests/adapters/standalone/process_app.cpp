@@ -1,5 +1,6 @@
 // A CSGI_APP library for the process tests (test_process.py): /hello, /slow (200 ms), /crash (SIGSEGV in
-// the worker, on purpose), /pid (the serving process). With the app argument "access-log=PATH" the app is
+// the worker, on purpose), /pid (the serving process), /server-status (the server_status middleware over
+// the adapter's csgix.server_stats). With the app argument "access-log=PATH" the app is
 // wrapped in the access_log middleware writing to PATH: its writer is made when the library is loaded,
 // in the process that later forks the workers.
 #include <signal.h>
@@ -10,6 +11,7 @@
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/middleware/access_log.hpp"
+#include "csgi/middleware/server_status.hpp"
 
 namespace {
 csgi::App make_process_app(const csgi::AppArgs& args) {
@@ -20,6 +22,7 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
     return csgi::Response::text(200, "hello");
   };
+  app = csgi::wrap<csgi::mw::ServerStatus>(std::move(app));
   for (const std::string& a : args)
     if (a.rfind("access-log=", 0) == 0) {
       csgi::mw::AccessLogOptions o;

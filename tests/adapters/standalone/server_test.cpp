@@ -18,6 +18,7 @@
 
 #include "csgi/core/response.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/middleware/server_status.hpp"
 
 using namespace std::chrono_literals;
 using csgi::Env;
@@ -145,9 +146,37 @@ TEST_CASE("standalone: Writer::write returns false once the client has gone") {
   REQUIRE(fut.wait_for(15s) == std::future_status::ready);
   CHECK(fut.get());
   // And the connection is closed then, not kept until a timeout (send or graceful, 10 s and more).
-  auto& stats = csgi::ServerStats::global();
+  auto& stats = run.server.stats();
   for (int i = 0; i < 250 && stats.snapshot().connections_open > 0; ++i) std::this_thread::sleep_for(20ms);
   CHECK(stats.snapshot().connections_open == 0);
+}
+
+TEST_CASE("standalone: two servers in one process each show their own counts on their status pages", "[EXT-7]") {
+  auto make = [] {
+    return csgi::App(csgi::mw::ServerStatus([](Env&) { return Response::text(200, "hi"); }));
+  };
+  Running a(make(), {});
+  Running b(make(), {});
+  for (int i = 0; i < 3; ++i) CHECK(get(a.port, "/").find("\r\n\r\nhi") != std::string::npos);
+  CHECK(get(b.port, "/missing").find("\r\n\r\nhi") != std::string::npos);
+  // Each page counts its own server's requests before it: 3 on a, 1 on b (the adapter records each
+  // response once it is written, so the page's own request is not among them).
+  std::string pa = get(a.port, "/server-status?auto");
+  std::string pb = get(b.port, "/server-status?auto");
+  CHECK(pa.find("Total Accesses: 3\n") != std::string::npos);
+  CHECK(pb.find("Total Accesses: 1\n") != std::string::npos);
+  CHECK(pa.find("ConnsTotal: 4\n") != std::string::npos);
+  CHECK(pb.find("ConnsTotal: 2\n") != std::string::npos);
+  CHECK(a.server.stats().snapshot().adapter == "standalone");
+  CHECK(&a.server.stats() != &b.server.stats());
+  // The app sees its own server's counters in the env (EXT-7).
+  std::atomic<const csgi::ServerStats*> seen{nullptr};
+  Running c([&seen](Env& env) {
+    seen = env.object<csgi::ServerStats>(csgi::keys::x::server_stats);
+    return Response::text(200, "ok");
+  }, {});
+  get(c.port, "/");
+  CHECK(seen.load() == &c.server.stats());
 }
 
 TEST_CASE("standalone: a responder dropped unanswered gives 500") {
