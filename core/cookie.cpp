@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "csgi/core/http_date.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -61,21 +62,7 @@ void check_attribute(std::string_view what, std::string_view v) {
 
 }  // namespace
 
-bool is_cookie_name(std::string_view name) noexcept {
-  if (name.empty()) return false;
-  for (unsigned char c : name) {
-    bool tchar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!tchar) {
-      switch (c) {
-        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-': case '.':
-        case '^': case '_': case '`': case '|': case '~': tchar = true; break;
-        default: break;
-      }
-    }
-    if (!tchar) return false;
-  }
-  return true;
-}
+bool is_cookie_name(std::string_view name) noexcept { return is_token(name); }
 
 void parse_cookies_into(std::string_view h, Params& out) {
   std::size_t i = 0;

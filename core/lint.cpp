@@ -12,6 +12,7 @@
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/percent.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -66,14 +67,6 @@ bool is_digits(std::string_view s) noexcept {
 bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
-/// RFC 9110 token character.
-bool is_tchar(char c) noexcept {
-  if (is_alpha(c) || is_digit(c)) return true;
-  for (char t : std::string_view("!#$%&'*+-.^_`|~"))
-    if (c == t) return true;
-  return false;
-}
-
 bool has_ctl(std::string_view s, bool allow_tab) noexcept {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
@@ -81,8 +74,6 @@ bool has_ctl(std::string_view s, bool allow_tab) noexcept {
   }
   return false;
 }
-
-bool starts_with(std::string_view s, std::string_view p) noexcept { return s.substr(0, p.size()) == p; }
 
 std::string_view type_name(const Value& v) {
   switch (v.type()) {
@@ -135,9 +126,9 @@ void check_keys(const Env& env, std::string_view namespace_rule) {
     bool dotted = e.key.find('.') != std::string_view::npos;
     if (!dotted && !e.value.is_text())
       fail("ENV-14", str("CGI key ", e.key, " (no dot) must hold text, got ", type_name(e.value)));
-    if (starts_with(e.key, "csgi.") && !known(kCoreKeys, e.key) && !starts_with(e.key, "csgi.request."))
+    if (e.key.starts_with("csgi.") && !known(kCoreKeys, e.key) && !e.key.starts_with("csgi.request."))
       fail(namespace_rule, str(e.key, " is not a csgi.* key of this spec: csgi. is reserved for the core keys"));
-    if (starts_with(e.key, "csgix.") && !known(kExtKeys, e.key))
+    if (e.key.starts_with("csgix.") && !known(kExtKeys, e.key))
       fail(namespace_rule,
            str(e.key, " is not a csgix.* extension of this spec: keep your own keys under <name>., or add the "
                       "extension to spec/csgi.md and Lint"));
@@ -427,9 +418,7 @@ std::span<const std::string_view> Lint::rules() noexcept { return kRules; }
 void Lint::check_env(const Env& env) {
   check_keys(env, "ENV-15");
   std::string_view method = need_text(env, keys::REQUEST_METHOD, "ENV-1");
-  bool token = !method.empty();
-  for (char c : method) token = token && is_tchar(c);
-  if (!token) fail("ENV-1", str("REQUEST_METHOD must be a non-empty token, got ", quote(method)));
+  if (!is_token(method)) fail("ENV-1", str("REQUEST_METHOD must be a non-empty token, got ", quote(method)));
 
   std::string_view script = need_text(env, keys::SCRIPT_NAME, "ENV-2");
   std::string_view path = need_text(env, keys::PATH_INFO, "ENV-2");
@@ -462,7 +451,7 @@ void Lint::check_env(const Env& env) {
   if (!is_digits(port)) fail("ENV-8", str("SERVER_PORT must be decimal digits, got ", quote(port)));
 
   for (const Env::Entry& e : env) {
-    if (!starts_with(e.key, "HTTP_")) continue;
+    if (!e.key.starts_with("HTTP_")) continue;
     std::string_view rest = e.key.substr(5);
     bool ok = !rest.empty();
     for (char c : rest) ok = ok && ((c >= 'A' && c <= 'Z') || is_digit(c) || c == '_');
@@ -479,7 +468,7 @@ void Lint::check_env(const Env& env) {
   if (const Value* v = env.find(keys::CONTENT_TYPE); v && !v->is_text()) fail("ENV-11", "CONTENT_TYPE must be text");
 
   std::string_view proto = need_text(env, keys::SERVER_PROTOCOL, "ENV-12");
-  bool proto_ok = starts_with(proto, "HTTP/") &&
+  bool proto_ok = proto.starts_with("HTTP/") &&
                   ((proto.size() == 6 && is_digit(proto[5])) ||
                    (proto.size() == 8 && is_digit(proto[5]) && proto[6] == '.' && is_digit(proto[7])));
   if (!proto_ok) fail("ENV-12", str("SERVER_PROTOCOL must be HTTP/<major>[.<minor>], got ", quote(proto)));

@@ -12,6 +12,7 @@
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/percent.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -67,10 +68,6 @@ void for_each_param(std::string_view v, F&& f) {
     }
     if (!key.empty()) f(key, std::move(value));
   }
-}
-
-bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
 // RFC 8187 ext-value: charset'language'percent-encoded. The bytes are kept as they are (UTF-8 in practice).

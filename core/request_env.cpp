@@ -63,7 +63,7 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
 
   std::string_view decoded = canonical_path(env, path);
   std::string_view script = conn.script_name;
-  if (!script.empty() && decoded.substr(0, script.size()) == script &&
+  if (!script.empty() && decoded.starts_with(script) &&
       (decoded.size() == script.size() || decoded[script.size()] == '/')) {
     decoded.remove_prefix(script.size());
   } else {

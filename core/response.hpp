@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "csgi/core/text.hpp"
+
 namespace csgi {
 
 struct Header {
@@ -21,9 +23,6 @@ struct Header {
   std::string value;
   bool operator==(const Header&) const = default;
 };
-
-/// Case-insensitive ASCII comparison for header names.
-bool iequals(std::string_view a, std::string_view b) noexcept;
 
 /// An ordered list of header fields; names compare case-insensitively; repeats are kept (RES-3).
 class Headers {

@@ -1,9 +1,40 @@
 #pragma once
-/// Small text helpers shared by core, middleware and adapters.
+/// Small text helpers shared by core, middleware and adapters: the one place for HTTP token characters
+/// and case-insensitive comparison. (Case-sensitive prefix and suffix tests are std::string_view's
+/// starts_with and ends_with.)
+#include <array>
 #include <string>
 #include <string_view>
 
 namespace csgi {
+
+namespace text_detail {
+inline constexpr std::array<bool, 256> tchar_table = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = t[c - 'a' + 'A'] = true;
+  for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~")) t[c] = true;
+  return t;
+}();
+}  // namespace text_detail
+
+/// RFC 9110 §5.6.2 tchar: a character of a token (a method, a field name, a cookie name).
+constexpr bool is_tchar(char c) noexcept { return text_detail::tchar_table[static_cast<unsigned char>(c)]; }
+
+/// A non-empty RFC 9110 token: tchar only.
+constexpr bool is_token(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!is_tchar(c)) return false;
+  return true;
+}
+
+/// Case-insensitive ASCII comparison (header names, tokens).
+bool iequals(std::string_view a, std::string_view b) noexcept;
+/// `s` starts with `prefix`, ASCII case-insensitively.
+bool istarts_with(std::string_view s, std::string_view prefix) noexcept;
+/// `s` ends with `suffix`, ASCII case-insensitively.
+bool iends_with(std::string_view s, std::string_view suffix) noexcept;
 
 /// `s` without leading and trailing spaces and tabs (RFC 9110 OWS).
 std::string_view trim_ows(std::string_view s) noexcept;

@@ -47,7 +47,7 @@ void UrlMap::map(std::string location, App app) {
   std::string host;
   std::string_view loc = location;
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (loc.substr(0, scheme.size()) == scheme) {
+    if (loc.starts_with(scheme)) {
       loc.remove_prefix(scheme.size());
       auto slash = loc.find('/');
       host = csgi::to_lower(loc.substr(0, slash));

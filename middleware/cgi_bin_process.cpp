@@ -14,6 +14,8 @@
 #include <system_error>
 #include <thread>
 
+#include "csgi/core/text.hpp"
+
 namespace csgi::mw {
 
 namespace cgi_bin_detail {
@@ -24,10 +26,6 @@ constexpr long long cancel_slice_ms = 100;  // how often a waiting pump looks wh
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
-}
-bool token_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
 }
 
 }  // namespace
@@ -281,11 +279,10 @@ Parsed parse_head(std::string_view head) {
       return p;
     }
     std::string_view name = line.substr(0, colon);
-    for (char c : name)
-      if (!token_char(c)) {
-        p.error = "malformed header name";
-        return p;
-      }
+    if (!is_token(name)) {
+      p.error = "malformed header name";
+      return p;
+    }
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);

@@ -20,7 +20,6 @@ namespace csgi::mw {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 bool equal_constant_time(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;  // lengths are fixed per scheme: no secret leaks
@@ -72,7 +71,7 @@ unsigned itoa64_index(char c) {
 /// "rounds=N$" after a $5$/$6$ prefix; 5000 (the default) when absent.
 double sha_crypt_rounds(std::string_view params) {
   constexpr std::string_view key = "rounds=";
-  if (!starts_with(params, key)) return 5000;
+  if (!params.starts_with(key)) return 5000;
   double n = 0;
   for (std::size_t i = key.size(); i < params.size() && params[i] >= '0' && params[i] <= '9' && n < 1e9; ++i)
     n = n * 10 + (params[i] - '0');
@@ -91,24 +90,24 @@ double yescrypt_work(std::string_view params) {
 
 double Htpasswd::cost(std::string_view hash) {
   // Microseconds per check measured on one x86-64 core (libxcrypt 4.4, OpenSSL 3); only the order matters.
-  if (starts_with(hash, "{SHA}")) return 1;
-  if (starts_with(hash, "$2")) {
+  if (hash.starts_with("{SHA}")) return 1;
+  if (hash.starts_with("$2")) {
     auto digit = [&](std::size_t i) { return hash.size() > i && hash[i] >= '0' && hash[i] <= '9'; };
     unsigned c = digit(4) && digit(5) ? static_cast<unsigned>((hash[4] - '0') * 10 + (hash[5] - '0')) : 0;
     return std::ldexp(48.0, static_cast<int>(std::min(c, 31u)));
   }
-  if (starts_with(hash, "$y$")) return yescrypt_work(hash.substr(3)) * 0.12;
-  if (starts_with(hash, "$6$")) return sha_crypt_rounds(hash.substr(3)) * 0.28;
-  if (starts_with(hash, "$5$")) return sha_crypt_rounds(hash.substr(3)) * 0.2;
-  if (starts_with(hash, "$1$")) return 100;
+  if (hash.starts_with("$y$")) return yescrypt_work(hash.substr(3)) * 0.12;
+  if (hash.starts_with("$6$")) return sha_crypt_rounds(hash.substr(3)) * 0.28;
+  if (hash.starts_with("$5$")) return sha_crypt_rounds(hash.substr(3)) * 0.2;
+  if (hash.starts_with("$1$")) return 100;
   return 5;  // DES
 }
 
 bool Htpasswd::supported(std::string_view hash) {
-  if (starts_with(hash, "{SHA}")) return hash.size() == 5 + 28;
-  bool known = starts_with(hash, "$2y$") || starts_with(hash, "$2b$") || starts_with(hash, "$2a$") ||
-               starts_with(hash, "$1$") || starts_with(hash, "$5$") || starts_with(hash, "$6$") ||
-               starts_with(hash, "$y$") || is_des(hash);
+  if (hash.starts_with("{SHA}")) return hash.size() == 5 + 28;
+  bool known = hash.starts_with("$2y$") || hash.starts_with("$2b$") || hash.starts_with("$2a$") ||
+               hash.starts_with("$1$") || hash.starts_with("$5$") || hash.starts_with("$6$") ||
+               hash.starts_with("$y$") || is_des(hash);
   if (!known) return false;
   std::string h(hash);
   int r = crypt_checksalt(h.c_str());
@@ -116,7 +115,7 @@ bool Htpasswd::supported(std::string_view hash) {
 }
 
 bool Htpasswd::verify_hash(std::string_view hash, std::string_view password) {
-  if (starts_with(hash, "{SHA}")) return verify_sha1(hash.substr(5), password);
+  if (hash.starts_with("{SHA}")) return verify_sha1(hash.substr(5), password);
   return verify_crypt(hash, password);
 }
 
@@ -139,7 +138,7 @@ Htpasswd Htpasswd::parse(std::string_view text, std::string_view source) {
     std::string_view hash = line.substr(colon + 1);
     // Apache allows trailing ":comment" fields after the hash; bcrypt and crypt hashes hold no ':'.
     if (auto c2 = hash.find(':'); c2 != std::string_view::npos) hash = hash.substr(0, c2);
-    if (starts_with(hash, "$apr1$"))
+    if (hash.starts_with("$apr1$"))
       throw std::invalid_argument(where() + "Apache MD5 ($apr1$) is not supported by libcrypt; regenerate the "
                                             "entry for '" + std::string(user) + "' with htpasswd -B");
     if (!supported(hash))

@@ -54,12 +54,6 @@ constexpr std::pair<const char*, const char*> builtin[] = {
     {"swf", "application/x-shockwave-flash"}, {"jar", "application/java-archive"},
 };
 
-bool starts_with_ci(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
-}
-bool ends_with_ci(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && iequals(s.substr(s.size() - suffix.size()), suffix);
-}
 
 }  // namespace
 
@@ -134,8 +128,8 @@ std::string_view MimeTypes::lookup(std::string_view filename, std::string_view f
 bool is_compressible_type(std::string_view t) noexcept {
   if (auto semi = t.find(';'); semi != std::string_view::npos) t = t.substr(0, semi);
   while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
-  if (starts_with_ci(t, "text/")) return true;
-  if (ends_with_ci(t, "+json") || ends_with_ci(t, "+xml")) return true;
+  if (istarts_with(t, "text/")) return true;
+  if (iends_with(t, "+json") || iends_with(t, "+xml")) return true;
   static constexpr std::string_view exact[] = {
       "application/json",       "application/javascript", "application/x-javascript",
       "application/xml",        "application/wasm",       "application/ld+json",

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "csgi/core/text.hpp"
+
 namespace csgi::mw {
 
 namespace {
@@ -31,17 +33,6 @@ std::vector<std::string_view> split_list(std::string_view s) {
     s.remove_prefix(comma + 1);
   }
   return out;
-}
-
-bool iequal_ascii(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
 }
 
 /// Parses an RFC 7239 Forwarded value into hops; nullopt when it is malformed or empty.
@@ -78,9 +69,9 @@ std::optional<std::vector<Hop>> parse_forwarded(std::string_view s, std::vector<
       while (i < s.size() && s[i] != ';' && s[i] != ',' && s[i] != ' ' && s[i] != '\t') ++i;
       value = s.substr(v, i - v);
     }
-    if (iequal_ascii(key, "for")) cur.node = value;
-    else if (iequal_ascii(key, "proto")) cur.proto = value;
-    else if (iequal_ascii(key, "host")) cur.host = value;
+    if (iequals(key, "for")) cur.node = value;
+    else if (iequals(key, "proto")) cur.proto = value;
+    else if (iequals(key, "host")) cur.host = value;
     skip_ws();
     if (i >= s.size()) {
       hops.push_back(cur);
@@ -235,9 +226,9 @@ Client walk(const std::vector<Hop>& hops, const CidrSet& trusted) {
 void apply_scheme_host(Env& env, const Hop& hop, const ReverseProxyOptions& o) {
   bool scheme_set = false;
   std::string_view scheme = env.get(keys::url_scheme, "http");
-  if (o.use_proto && (iequal_ascii(hop.proto, "http") || iequal_ascii(hop.proto, "https"))) {
+  if (o.use_proto && (iequals(hop.proto, "http") || iequals(hop.proto, "https"))) {
     env.set("reverse_proxy.url_scheme", scheme);
-    env.set(keys::url_scheme, iequal_ascii(hop.proto, "https") ? "https" : "http");
+    env.set(keys::url_scheme, iequals(hop.proto, "https") ? "https" : "http");
     scheme = env.get(keys::url_scheme);
     scheme_set = true;
   }

@@ -4,17 +4,13 @@
 #include <stdexcept>
 
 #include "csgi/core/keys.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::mw {
 
 namespace {
 
 using Segment = Router::Segment;
-
-bool is_tchar(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
 
 bool is_name(std::string_view s) noexcept {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
@@ -127,7 +123,7 @@ Router& Router::route(const std::vector<std::string>& methods, std::string_view 
   if (!app) throw std::invalid_argument("Router: empty app for \"" + std::string(pattern) + "\"");
   if (methods.empty()) throw std::invalid_argument("Router: no method for \"" + std::string(pattern) + "\"");
   for (const auto& m : methods)
-    if (m.empty() || !std::all_of(m.begin(), m.end(), is_tchar))
+    if (!is_token(m))
       throw std::invalid_argument("Router: \"" + m + "\" is not an HTTP method");
   Route r{methods, std::string(pattern), parse_pattern(pattern), {}, std::move(app)};
   for (const auto& s : r.segments)

@@ -30,8 +30,6 @@ std::string hex(std::uint64_t v) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 /// A query string fit for a Location header: what RFC 3986 allows in a query (and valid %XX escapes)
@@ -128,7 +126,7 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
   const StaticOptions& o = s_->o;
   const Root& root = *s_->root;
   std::string type(s_->mime->lookup(relative, o.default_type));
-  if (!o.charset.empty() && starts_with(type, "text/")) type += "; charset=" + o.charset;
+  if (!o.charset.empty() && type.starts_with("text/")) type += "; charset=" + o.charset;
 
   std::string etag = o.etag ? file_etag(file.st) : std::string();
   std::string lm = o.last_modified ? http_date(file.st.st_mtim.tv_sec) : std::string();

@@ -19,7 +19,7 @@ Response StaticPrefix::operator()(Env& env) {
   std::string_view path = env.get(keys::PATH_INFO);
   const std::string* hit = nullptr;
   for (const std::string& p : prefixes_)
-    if (path.substr(0, p.size()) == p) {
+    if (path.starts_with(p)) {
       hit = &p;
       break;
     }

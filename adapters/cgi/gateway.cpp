@@ -18,8 +18,7 @@ std::string_view trim_trailing_slashes(std::string_view s) {
 /// `prefix` (without trailing '/') is a prefix of `path` ending on a segment boundary.
 bool is_mount_prefix(std::string_view path, std::string_view prefix) {
   if (prefix.empty()) return true;
-  return path.size() >= prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
-         (path.size() == prefix.size() || path[prefix.size()] == '/');
+  return path.starts_with(prefix) && (path.size() == prefix.size() || path[prefix.size()] == '/');
 }
 
 /// The path part of a request target, canonical as populate_env makes it (decoded once, no dot segments).

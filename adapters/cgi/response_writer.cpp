@@ -13,20 +13,12 @@
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::cgi {
 
 namespace {
 
-bool is_tchar(unsigned char c) {
-  if (c >= '0' && c <= '9') return true;
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-': case '.':
-    case '^': case '_': case '`': case '|': case '~': return true;
-    default: return false;
-  }
-}
 
 void log_error(Env& env, std::string_view what) noexcept {
   try {
@@ -345,8 +337,7 @@ std::string format_head(int status, const Headers& headers, std::optional<std::u
   head += "\r\n";
   for (const Header& h : headers) {
     if (h.name.empty()) throw std::invalid_argument("empty response header name");
-    for (unsigned char c : h.name)
-      if (!is_tchar(c)) throw std::invalid_argument("invalid response header name: " + h.name);
+    if (!is_token(h.name)) throw std::invalid_argument("invalid response header name: " + h.name);
     for (unsigned char c : h.value)
       if (c == '\r' || c == '\n' || c == '\0')
         throw std::invalid_argument("response header " + h.name + " holds CR, LF or NUL");

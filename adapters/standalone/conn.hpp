@@ -36,6 +36,7 @@
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/request_env.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -47,7 +48,6 @@ inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
 inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
 inline constexpr std::size_t writer_low_water = 256 * 1024;
-inline constexpr std::size_t drain_limit = 64 * 1024;         // unread request body drained to keep the connection
 
 inline bool has_ctl(std::string_view s) {
   for (unsigned char c : s)
@@ -55,17 +55,7 @@ inline bool has_ctl(std::string_view s) {
   return false;
 }
 
-inline bool token_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
-
-inline bool valid_name(std::string_view s) {
-  if (s.empty()) return false;
-  for (unsigned char c : s)
-    if (!token_char(c) || c == 0) return false;
-  return true;
-}
+inline bool valid_name(std::string_view s) { return is_token(s); }
 
 inline void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -174,7 +164,7 @@ public:
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  enum class Phase { reading, app, delayed, writer, stream, file, lingering, closed };
+  enum class Phase { reading, app, delayed, discarding, writer, stream, file, lingering, closed };
 
   // Reading and parsing.
   void wait_read();
@@ -184,6 +174,11 @@ private:
   void begin_request();
   void request_ready();
   void reject(int status, std::string_view why);
+  // The body the app left unread (ADP-9).
+  bool body_unread() const noexcept;
+  void hold_for_body(Response res);
+  bool discard_body();
+  void resume_held();
 
   // Responding.
   void handle(Response res);
@@ -245,6 +240,8 @@ private:
   bool counted_ = true;
   std::uint64_t content_length_ = 0;
   bool has_body_ = false;
+  std::uint64_t discarded_ = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
+  std::optional<Response> held_;  // a complete response waiting while its request's unread body is discarded
   std::size_t scan_pos_ = 0;  // head_complete() scanned up to here (relative to begin_)
   // A Content-Length body too big for the buffer but within --body-buffer-bytes, read before the app
   // runs; the parser is fed from here when the app reads it.

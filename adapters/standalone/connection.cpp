@@ -92,6 +92,14 @@ void Conn::on_read(error_code ec, std::size_t n) {
     end_ += n;
   }
   if (phase_ == Phase::reading) process();
+  else if (phase_ == Phase::discarding) {
+    if (discard_body()) {
+      resume_held();
+      return;
+    }
+    set_deadline(sh_.opt.body_timeout);
+    wait_read();
+  }
 }
 
 bool Conn::make_room() {
@@ -151,7 +159,8 @@ void Conn::process() {
         error_code ec;
         std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
         begin_ += used;
-        if (ec && ec != http::error::need_more) {
+        discarded_ += used;
+        if ((ec && ec != http::error::need_more) || (!parser_->is_done() && discarded_ > sh_.opt.discard_body_bytes)) {
           keep_alive_ = false;
           draining_ = false;
           linger();
@@ -332,6 +341,60 @@ void Conn::request_ready() {
   handle(std::move(res));
 }
 
+// True while the request has body bytes that the app has not read and the connection may be kept.
+bool Conn::body_unread() const noexcept {
+  return keep_alive_ && active_ && parser_ && !prebody_ready_ && !parser_->is_done();
+}
+
+// A complete response to a request whose body the app left unread waits until that body is discarded,
+// so its head can say whether the connection stays: it does when the body ends within
+// --discard-body-bytes; otherwise (or on a timeout, the client closing, a malformed chunk) the response
+// carries Connection: close and no byte after it is parsed as a request.
+void Conn::hold_for_body(Response res) {
+  parser_->discard = true;
+  discarded_ = 0;
+  if (discard_body()) {
+    start_body(res);
+    return;
+  }
+  held_ = std::move(res);
+  phase_ = Phase::discarding;
+  set_deadline(sh_.opt.body_timeout);
+  // Earlier pipelined responses go out while the body comes.
+  if (!flush() && !dead_) wait_write();
+  if (phase_ == Phase::discarding) wait_read();
+}
+
+// Discards buffered body bytes; true when the body is settled (ended, or the connection is to close),
+// false when more bytes are needed.
+bool Conn::discard_body() {
+  const std::uint64_t limit = sh_.opt.discard_body_bytes;
+  for (;;) {
+    if (parser_->is_done()) return true;
+    auto left = parser_->content_length_remaining();
+    if (discarded_ > limit || (!parser_->chunked() && left && *left > limit - discarded_)) break;
+    error_code ec;
+    std::size_t used = begin_ < end_ ? parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec) : 0;
+    begin_ += used;
+    discarded_ += used;
+    if (ec && ec != http::error::need_more) break;
+    if (used > 0) continue;
+    if (peer_eof_ || dead_ || !make_room()) break;
+    return false;
+  }
+  keep_alive_ = false;
+  return true;
+}
+
+void Conn::resume_held() {
+  phase_ = Phase::reading;
+  clear_deadline();
+  Response res = std::move(*held_);
+  held_.reset();
+  start_body(res);
+  if (phase_ == Phase::reading) process();
+}
+
 void Conn::reject(int status, std::string_view why) {
   // Framing is lost: answer, then close (the bytes after this request are never served: no smuggling).
   if (!env_) env_ = t_.acquire_env();
@@ -434,6 +497,11 @@ bool Conn::hand_over(RequestKeeper& k) {
 void Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
   clear_deadline();
+  if (phase_ == Phase::discarding) {
+    keep_alive_ = false;
+    resume_held();
+    return;
+  }
   if (phase_ == Phase::reading && (end_ > begin_ || active_) && !response_started_ && !draining_) {
     // Slow header or body: 408, then close.
     reject(408, "request timeout");
@@ -475,6 +543,10 @@ void Conn::on_shutdown(bool hurry) {
   // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the
   // graceful timeout, and a request that arrives is answered with Connection: close. A second stop
   // request (hurry) closes idle connections at once.
+  if (phase_ == Phase::discarding) {
+    resume_held();  // answered now, with Connection: close, instead of after the unread body
+    return;
+  }
   if (hurry && phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
     close_now();
 }

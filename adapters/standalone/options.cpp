@@ -39,6 +39,9 @@ po::options_description server_options(const ServerOptions& d) {
     ("body-buffer-bytes", po::value<std::uint64_t>()->default_value(d.body_buffer_bytes),
      "bytes; a Content-Length body up to this size is read before the app runs (a slow client holds "
      "no thread); larger and chunked bodies are read while the app reads them")
+    ("discard-body-bytes", po::value<std::uint64_t>()->default_value(d.discard_body_bytes),
+     "bytes; a request body the app did not read is discarded up to this size and the connection kept; "
+     "a longer one closes the connection after the response")
     ("max-body-bytes", po::value<std::uint64_t>()->default_value(d.max_body_bytes),
      "request body bytes, Content-Length or chunked; more: 413")
     ("max-connections", po::value<std::size_t>()->default_value(d.max_connections),
@@ -71,6 +74,7 @@ void apply_server_options(const po::variables_map& vm, ServerOptions& opt) {
   if (vm.count("max-header-bytes")) opt.max_header_bytes = vm["max-header-bytes"].as<std::size_t>();
   if (vm.count("max-header-count")) opt.max_header_count = vm["max-header-count"].as<std::size_t>();
   if (vm.count("max-body-bytes")) opt.max_body_bytes = vm["max-body-bytes"].as<std::uint64_t>();
+  if (vm.count("discard-body-bytes")) opt.discard_body_bytes = vm["discard-body-bytes"].as<std::uint64_t>();
   if (vm.count("body-buffer-bytes")) opt.body_buffer_bytes = vm["body-buffer-bytes"].as<std::uint64_t>();
   if (vm.count("max-connections")) opt.max_connections = vm["max-connections"].as<std::size_t>();
   secs("header-timeout", opt.header_timeout);

@@ -69,6 +69,9 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
 }
 
 void Conn::start_body(Response& res) {
+  if (body_unread() && (std::holds_alternative<std::string>(res.body) ||
+                        std::holds_alternative<SharedBytes>(res.body) || std::holds_alternative<FileBody>(res.body)))
+    return hold_for_body(std::move(res));
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
   bool no_body = status_has_no_body(status);
   if (auto* s = std::get_if<std::string>(&res.body)) {
@@ -345,10 +348,13 @@ void Conn::finish_response() {
     parser_.reset();
   }
   if (keep_alive_ && parser_ && !parser_->is_done()) {
-    // The app did not read the whole body: drain a small rest, otherwise close.
-    if (!parser_->chunked() && content_length_ <= drain_limit) {
+    // A streamed response ended before the app read the whole body: discard a small rest (process()),
+    // otherwise close.
+    auto left = parser_->content_length_remaining();
+    if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
       parser_->discard = true;
       draining_ = true;
+      discarded_ = 0;
     } else {
       keep_alive_ = false;
     }

@@ -57,6 +57,9 @@ struct ServerOptions {
   // A Content-Length body up to this size is read (without holding a thread) before the app runs, so a
   // slow client cannot stall the io thread; larger and chunked bodies are read as the app reads them.
   std::uint64_t body_buffer_bytes = 1ull << 20;
+  // A request body the app did not read is discarded up to this many bytes and the connection kept; a
+  // longer one (Content-Length or chunked) ends the connection after the response (Connection: close).
+  std::uint64_t discard_body_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
 
   // Timeouts.

@@ -610,6 +610,18 @@ def _(s):
     c.close()
 
 
+@case("http1", "a chunked body the app did not read is skipped; the next request is served (ADP-9)")
+def _(s):
+    c = s.conn()
+    body = b"5;ext=1\r\nhello\r\n00A\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n"
+    c.send(s.raw(["Transfer-Encoding: chunked"], body, test="noread", method="POST") + s.raw([], path="/seq/next"))
+    r = c.read_response()
+    r2 = c.read_response()
+    expect(r.status == 200 and r.header("Connection") is None and r2.body == b"next",
+           "got %r then %r" % (r, r2))
+    c.close()
+
+
 @case("http1", "a delayed response never answered gives 500, not a hang (ADP-11)")
 def _(s):
     expect(s.request("delayed_dropped").status == 500)

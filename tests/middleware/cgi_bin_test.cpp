@@ -1,4 +1,5 @@
 #include "csgi/middleware/cgi_bin.hpp"
+#include "csgi/middleware/cgi_bin_process.hpp"
 
 #include <catch2/catch.hpp>
 #include <arpa/inet.h>
@@ -667,4 +668,11 @@ TEST_CASE("cgi_bin: a server stopping with a script running finishes its answer 
   srv.reset();  // joins run()
   CHECK(cgi.running() == 0);
   ::close(slow);
+}
+
+TEST_CASE("cgi_bin: a script's header name must be an RFC 9110 token (NUL included)", "[cgi_bin]") {
+  using csgi::mw::cgi_bin_detail::parse_head;
+  CHECK(parse_head("Content-Type: text/plain\r\nX-Ok: 1\r\n").error.empty());
+  CHECK(parse_head("Bad Name: 1\r\n").error == "malformed header name");
+  CHECK(parse_head(std::string_view("X-A\0B: 1\r\n", 10)).error == "malformed header name");
 }
