@@ -25,4 +25,5 @@ regex="^($(IFS='|'; echo "${names[*]}"))\$"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-ctest --test-dir "$build" --output-on-failure -R "$regex"
+# A test that sets no TIMEOUT of its own gets 900 s: a hang fails the run instead of holding it.
+ctest --test-dir "$build" --output-on-failure --timeout 900 -R "$regex"
