@@ -17,6 +17,7 @@
 #include "csgi/core/io.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
+#include "running.hpp"
 
 using namespace std::chrono_literals;
 using csgi::Env;
@@ -46,26 +47,8 @@ Response app(Env& env) {
   return Response::text(200, "ok");
 }
 
-struct Running {
-  csgi::standalone::Server server;
-  std::thread thread;
-  int port = 0;
-  explicit Running(csgi::standalone::ServerOptions opt) : server(app, [&] {
-    opt.handle_signals = false;
-    opt.listen = {"127.0.0.1:0"};
-    opt.on_listening = [](const std::string&) {};
-    return opt;
-  }()) {
-    thread = std::thread([this] { server.run(); });
-    REQUIRE(server.wait_listening());
-    auto a = server.addresses().front();
-    port = std::stoi(a.substr(a.rfind(':') + 1));
-  }
-  Running() : Running(csgi::standalone::ServerOptions{}) {}
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
+struct Running : csgi::standalone_test::Running {
+  explicit Running(csgi::standalone::ServerOptions opt = {}) : csgi::standalone_test::Running(app, std::move(opt)) {}
 };
 
 struct Reply {

@@ -16,6 +16,7 @@
 
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/response.hpp"
+#include "running.hpp"
 
 using namespace std::chrono_literals;
 using csgi::Env;
@@ -23,48 +24,32 @@ using csgi::Response;
 
 namespace {
 
-struct Running {
-  std::string log = "/tmp/csgi-framing-errors-" + std::to_string(::getpid()) + ".log";
-  csgi::standalone::Server server;
-  std::thread thread;
-  int port = 0;
-  explicit Running(csgi::App app)
-      : server(std::move(app), [this] {
-          ::unlink(log.c_str());
-          csgi::standalone::ServerOptions opt;
-          opt.handle_signals = false;
-          opt.listen = {"127.0.0.1:0"};
-          opt.error_log = log;
-          opt.on_listening = [](const std::string&) {};
-          return opt;
-        }()) {
-    thread = std::thread([this] { server.run(); });
-    REQUIRE(server.wait_listening());
-    auto a = server.addresses().front();
-    port = std::stoi(a.substr(a.rfind(':') + 1));
-  }
+/// The shared Running with csgi.errors going to a file the test reads.
+std::string error_log_path() { return "/tmp/csgi-framing-errors-" + std::to_string(::getpid()) + ".log"; }
+
+csgi::standalone::ServerOptions logged() {
+  ::unlink(error_log_path().c_str());
+  csgi::standalone::ServerOptions opt;
+  opt.error_log = error_log_path();
+  return opt;
+}
+
+struct Running : csgi::standalone_test::Running {
+  explicit Running(csgi::App app) : csgi::standalone_test::Running(std::move(app), logged()) {}
   ~Running() {
     server.stop();
-    thread.join();
-    ::unlink(log.c_str());
+    if (thread.joinable()) thread.join();
+    ::unlink(error_log_path().c_str());
   }
   std::string errors() const {
-    std::ifstream in(log);
+    std::ifstream in(error_log_path());
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
   }
 };
 
-int connect_tcp(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
-}
+using csgi::standalone_test::connect_tcp;
 
 /// Sends `requests` on one connection and reads until the server closes it (or `wait` passes). `closed`
 /// says which of the two it was.

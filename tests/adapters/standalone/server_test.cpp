@@ -17,50 +17,17 @@
 #include <thread>
 
 #include "csgi/core/response.hpp"
+#include "running.hpp"
 #include "csgi/core/server_stats.hpp"
 #include "csgi/middleware/server_status.hpp"
 
 using namespace std::chrono_literals;
 using csgi::Env;
 using csgi::Response;
+using csgi::standalone_test::Running;
+using csgi::standalone_test::connect_tcp;
 
 namespace {
-
-// Runs a Server on a background thread for the scope of a test.
-struct Running {
-  csgi::standalone::Server server;
-  std::thread thread;
-  std::future<int> result;
-  int port = 0;
-  Running(csgi::App app, csgi::standalone::ServerOptions opt)
-      : server(std::move(app), [&] {
-          opt.handle_signals = false;
-          if (opt.listen.empty()) opt.listen = {"127.0.0.1:0"};
-          opt.on_listening = [](const std::string&) {};
-          return opt;
-        }()) {
-    std::packaged_task<int()> task([this] { return server.run(); });
-    result = task.get_future();
-    thread = std::thread(std::move(task));
-    REQUIRE(server.wait_listening());
-    auto a = server.addresses().front();
-    if (a.rfind("unix:", 0) != 0) port = std::stoi(a.substr(a.rfind(':') + 1));
-  }
-  ~Running() {
-    server.stop();
-    if (thread.joinable()) thread.join();
-  }
-};
-
-int connect_tcp(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
-}
 
 void send_all(int fd, std::string_view s) {
   while (!s.empty()) {

@@ -1,0 +1,53 @@
+#pragma once
+// The standalone server run in-process for a test: on 127.0.0.1, port 0, on a thread of its own for the
+// test's scope, signals left to the test. Shared by the socket tests of tests/adapters/standalone.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "csgi/adapters/standalone/server.hpp"
+
+namespace csgi::standalone_test {
+
+struct Running {
+  csgi::standalone::Server server;
+  std::thread thread;
+  std::future<int> result;  // what run() returned
+  int port = 0;             // 0 on a Unix socket
+  explicit Running(csgi::App app, csgi::standalone::ServerOptions opt = {})
+      : server(std::move(app), [&] {
+          opt.handle_signals = false;
+          if (opt.listen.empty()) opt.listen = {"127.0.0.1:0"};
+          opt.on_listening = [](const std::string&) {};
+          return opt;
+        }()) {
+    std::packaged_task<int()> task([this] { return server.run(); });
+    result = task.get_future();
+    thread = std::thread(std::move(task));
+    REQUIRE(server.wait_listening());
+    auto a = server.addresses().front();
+    if (a.rfind("unix:", 0) != 0) port = std::stoi(a.substr(a.rfind(':') + 1));
+  }
+  ~Running() {
+    server.stop();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+/// A connected TCP socket to 127.0.0.1:port.
+inline int connect_tcp(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+}  // namespace csgi::standalone_test
