@@ -27,6 +27,9 @@ po::options_description server_options(const ServerOptions& d) {
     ("threads,t", po::value<unsigned>()->default_value(d.threads), "io threads per process")
     ("workers,w", po::value<unsigned>()->default_value(d.workers),
      "0: serve in this process; N: a master process forks N workers, restarts any that dies")
+    ("app-threads", po::value<unsigned>()->default_value(d.app_threads),
+     "0: the app runs on the io thread that owns the connection (for apps that never block); N: on a "
+     "pool of N threads with one queue, the io threads keep serving while the app blocks")
     ("reuseport", po::bool_switch(), "one SO_REUSEPORT socket per io thread instead of one shared socket")
     ("script-name", po::value<std::string>()->default_value(d.script_name),
      "serve the app under this prefix (SCRIPT_NAME); other paths get 404")
@@ -66,6 +69,7 @@ void apply_server_options(const po::variables_map& vm, ServerOptions& opt) {
   if (vm.count("listen")) opt.listen = vm["listen"].as<std::vector<std::string>>();
   if (vm.count("threads")) opt.threads = vm["threads"].as<unsigned>();
   if (vm.count("workers")) opt.workers = vm["workers"].as<unsigned>();
+  if (vm.count("app-threads")) opt.app_threads = vm["app-threads"].as<unsigned>();
   if (vm.count("reuseport")) opt.reuseport = vm["reuseport"].as<bool>();
   if (vm.count("script-name")) opt.script_name = vm["script-name"].as<std::string>();
   if (vm.count("access-log")) opt.access_log = vm["access-log"].as<std::string>();
@@ -83,6 +87,7 @@ void apply_server_options(const po::variables_map& vm, ServerOptions& opt) {
   secs("send-timeout", opt.send_timeout);
   secs("graceful-timeout", opt.graceful_timeout);
   if (opt.threads == 0 || opt.threads > 1024) throw std::invalid_argument("--threads must be 1…1024");
+  if (opt.app_threads > 4096) throw std::invalid_argument("--app-threads must be 0…4096");
   if (opt.workers > 1024) throw std::invalid_argument("--workers must be 0…1024");
   if (opt.max_header_bytes < 256) throw std::invalid_argument("--max-header-bytes must be at least 256");
   if (opt.max_request_line < 64) throw std::invalid_argument("--max-request-line must be at least 64");
