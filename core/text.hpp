@@ -43,6 +43,13 @@ constexpr bool has_ctl(std::string_view s, bool allow_tab) noexcept {
   return false;
 }
 
+/// `path` is `prefix` or lies under it: `prefix` followed by '/' (a mount point, a directory). An empty
+/// prefix holds every path; "/a" holds "/a" and "/a/b" but not "/ab".
+constexpr bool within_prefix(std::string_view path, std::string_view prefix) noexcept {
+  return path.starts_with(prefix) &&
+         (prefix.empty() || path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/');
+}
+
 /// Case-insensitive ASCII comparison (header names, tokens).
 bool iequals(std::string_view a, std::string_view b) noexcept;
 /// `s` starts with `prefix`, ASCII case-insensitively.
