@@ -190,6 +190,7 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
     if (sig == SIGUSR1) reopen_logs();
   }
   s.stopping.store(true);
+  s.stats.begin_drain();
   auto deadline = std::chrono::steady_clock::now() + o.graceful_timeout;
   while (s.running.load() > 0) {
     for (auto& slot : slots)
