@@ -77,7 +77,7 @@ std::string defaults_text(const OptionSpec& row) {
   return out;
 }
 
-std::string none(const Options&) { return {}; }
+std::string off(const Options&) { return "off"; }
 void ignore(Options&, const std::string&) {}
 
 // clang-format off
@@ -85,10 +85,10 @@ const std::vector<OptionSpec> table = {
   {"fastcgi", 0, nullptr, H | F | C, false,
    "serve over FastCGI: on the listening socket a front server passes as fd 0 (mod_fcgid, spawn-fcgi, "
    "lighttpd bin-path, systemd), or on the one --listen address",
-   none, ignore},
+   off, ignore},
   {"cgi", 0, nullptr, H | F | C, false,
    "serve one CGI/1.1 request: the environment, stdin and stdout of this process",
-   none, ignore},
+   off, ignore},
   {"listen", 'l', "ADDR", H | F, true,
    "where to listen: HOST:PORT, [IPV6]:PORT, :PORT (all IPv4), PORT or unix:/PATH. HTTP: repeatable; "
    "without it the sockets systemd passes in LISTEN_FDS, if any. FastCGI: at most one",
@@ -113,7 +113,7 @@ const std::vector<OptionSpec> table = {
    [](Options& o, const std::string& v) { o.server.app_threads = static_cast<unsigned>(whole(v, 0, 4096)); }},
   {"reuseport", 0, nullptr, H, false,
    "one SO_REUSEPORT socket per io thread instead of one shared socket",
-   none, [](Options& o, const std::string&) { o.server.reuseport = true; }},
+   off, [](Options& o, const std::string&) { o.server.reuseport = true; }},
   {"script-name", 0, "PATH", H | F | C, false,
    "mount the app under this prefix (SCRIPT_NAME; empty or /prefix). HTTP: other paths get 404. "
    "FastCGI, CGI: a fixed mount point instead of the one derived from the front server's variables "
