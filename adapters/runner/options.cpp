@@ -81,7 +81,8 @@ std::string off(const Options&) { return "off"; }
 void ignore(Options&, const std::string&) {}
 
 // clang-format off
-const std::vector<OptionSpec> table = {
+std::vector<OptionSpec> make_table() {
+  return {
   {"fastcgi", 0, nullptr, H | F | C, false,
    "serve over FastCGI: on the listening socket a front server passes as fd 0 (mod_fcgid, spawn-fcgi, "
    "lighttpd bin-path, systemd), or on the one --listen address",
@@ -182,7 +183,8 @@ const std::vector<OptionSpec> table = {
   {"socket-mode", 0, "OCTAL", F, false, "permissions of the unix socket created for --listen unix:/PATH",
    [](const Options&) { return std::string("as the umask leaves them"); },
    [](Options& o, const std::string& v) { o.socket_mode = static_cast<int>(whole(v, 0, 07777, 8)); }},
-};
+  };
+}
 // clang-format on
 
 // Spellings kept from the former csgi-fcgi/csgi-cgi parsers: deprecated name → row.
@@ -247,17 +249,20 @@ Options default_options(Adapter adapter) {
   return o;
 }
 
-const std::vector<OptionSpec>& option_table() { return table; }
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = make_table();
+  return table;
+}
 
 const OptionSpec* find_option(std::string_view name) {
-  for (const OptionSpec& row : table)
+  for (const OptionSpec& row : option_table())
     if (name == row.name) return &row;
   return nullptr;
 }
 
 po::options_description describe() {
   po::options_description o("Server options");
-  for (const OptionSpec& row : table) {
+  for (const OptionSpec& row : option_table()) {
     std::string help = row.help;
     if (std::string d = defaults_text(row); !d.empty()) help += ". Default: " + d;
     if (row.adapters != all_adapters) help += ". [" + adapters_text(row.adapters) + "]";
@@ -274,7 +279,7 @@ po::options_description describe() {
 
 std::string options_markdown() {
   std::string out = "| option | default | adapters | meaning |\n|---|---|---|---|\n";
-  for (const OptionSpec& row : table) {
+  for (const OptionSpec& row : option_table()) {
     std::string name = "`--" + std::string(row.name) + (row.value_name ? std::string(" ") + row.value_name : "") + "`";
     if (row.short_name) name += ", `-" + std::string(1, row.short_name) + "`";
     std::string d = defaults_text(row);
@@ -326,7 +331,7 @@ Parsed parse(int argc, char** argv, int first, const po::options_description& ex
 
   if (p.vm.count("csgi-words") && p.options.adapter != Adapter::cgi)
     throw UsageError("unexpected argument '" + p.vm["csgi-words"].as<std::vector<std::string>>().front() + "'");
-  for (const OptionSpec& row : table)
+  for (const OptionSpec& row : option_table())
     if (given(p.vm, row.name)) apply_row(p.options, row, values(p.vm, row), row.name);
   for (const auto& [old, now] : deprecated) {
     if (!given(p.vm, old)) continue;
