@@ -1,8 +1,8 @@
 #include "csgi/core/env.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
