@@ -19,6 +19,7 @@
 
 #include "csgi/core/io.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/middleware/bundler/esm_transform.hpp"
 #include "csgi/middleware/bundler/js_scan.hpp"
 #include "csgi/middleware/bundler/resolver.hpp"
 
@@ -107,6 +108,7 @@ struct Module {
   std::vector<Unbundled> unbundled;
   std::vector<MemberChain> chains;  // uses of define roots (Graph's ScanOptions)
   std::optional<std::uint32_t> esm_line;
+  std::optional<EsmModule> esm;      // an ES module: its transform (deps are its import requests)
   std::optional<std::string> error;  // unreadable or unlexable: the message
   std::uint64_t checked_gen = ~std::uint64_t{0};
   std::vector<Edge> edges;

@@ -154,11 +154,11 @@ TEST_CASE("bundler: paths leaving the root are 403", "[bundler]") {
   CHECK(call(app, "GET /x/../main.js").status == 200);
 }
 
-TEST_CASE("bundler: unlexable sources and ES modules are clear 422 errors, never cached", "[bundler]") {
+TEST_CASE("bundler: unlexable sources and untransformable ES modules are clear 422 errors, never cached", "[bundler]") {
   Tree t;
   t.write("main.js", "require('./bad');");
   t.write("bad.js", "var ok = 1;\nvar s = 'never closed;\n");
-  t.write("esm.js", "import x from './y.js';\n");
+  t.write("esm.js", "import x from './y.js';\nawait x;\n");
   t.write("y.js", "");
   csgi::StringErrorStream log;
   csgi::testing::Options opt;
@@ -175,7 +175,11 @@ TEST_CASE("bundler: unlexable sources and ES modules are clear 422 errors, never
   CHECK_THAT(log.text(), Catch::Contains("unterminated string literal"));
   auto esm = call(app, "GET /esm.js", {}, {}, opt);
   CHECK(esm.status == 422);
-  CHECK_THAT(esm.body, Catch::Contains("ES module syntax"));
+  CHECK_THAT(esm.body, Catch::Contains("esm.js: line 2: top-level await is not supported"));
+  t.write("esm.js", "import x from './y.js';\nx;\n");
+  auto esm_fixed = call(app, "GET /esm.js", {}, {}, opt);
+  CHECK(esm_fixed.status == 200);
+  CHECK(parse(esm_fixed.body).paths == std::vector<std::string>{"esm.js", "y.js"});
 
   t.write("bad.js", "var ok = 1;\nvar s = 'closed';\n");
   auto fixed = call(app, "GET /main.js", {}, {}, opt);
