@@ -43,8 +43,9 @@ function startServer(root) {
 
 async function chromiumCases() {
   const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
-  if (!chromium || !args.playwright || !fs.existsSync(args.playwright)) {
-    console.log('skipped: chromium or playwright-core not available');
+  const serveTool = path.join(path.dirname(args.tool), 'csgi-bundle-serve');
+  if (!chromium || !args.playwright || !fs.existsSync(args.playwright) || !fs.existsSync(serveTool)) {
+    console.log('skipped: the Chromium differential (chromium, playwright-core or csgi-bundle-serve missing)');
     return false;
   }
   const { chromium: pw } = require(path.resolve(args.playwright));
@@ -109,8 +110,8 @@ async function interopCase() {
 
 async function main() {
   await interopCase();
-  const browser = await chromiumCases();
-  console.log(`bundler_esm: ${browser ? cases.length - 1 : 0} cases as Chromium's native modules, interop as esbuild`);
+  if (!(await chromiumCases())) process.exit(77);
+  console.log(`bundler_esm: ${cases.length - 1} cases as Chromium's native modules, interop as esbuild`);
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,116 @@
+#include "csgi/middleware/bundler/esm_transform.hpp"
+
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+using csgi::mw::bundler::EsmModule;
+using csgi::mw::bundler::ScanOptions;
+using csgi::mw::bundler::Token;
+
+namespace {
+
+EsmModule transform(std::string_view src) {
+  std::vector<Token> tokens;
+  ScanOptions o;
+  o.tokens = &tokens;
+  auto r = csgi::mw::bundler::scan(src, o);
+  REQUIRE_FALSE(r.error);
+  return csgi::mw::bundler::transform_esm(src, tokens);
+}
+
+// The module text the loader runs: the prefix, then the source with the edits.
+std::string body(std::string_view src) {
+  EsmModule m = transform(src);
+  INFO(src);
+  REQUIRE_FALSE(m.error);
+  std::string out = m.prefix;
+  std::size_t at = 0;
+  for (auto& e : m.edits) {
+    out.append(src.substr(at, e.begin - at)).append(e.text);
+    at = e.end;
+  }
+  out.append(src.substr(at));
+  CHECK(std::count(out.begin(), out.end(), '\n') == std::count(src.begin(), src.end(), '\n'));  // lines kept
+  return out;
+}
+
+std::string error(std::string_view src) {
+  EsmModule m = transform(src);
+  INFO(src);
+  REQUIRE(m.error);
+  return *m.error;
+}
+
+}  // namespace
+
+TEST_CASE("esm transform: import forms bind namespaces and rewrite references in place", "[bundler][esm]") {
+  std::string b = body("import d, { a, b as c, \"x y\" as q } from './m.js';\nimport * as ns from './n.js';\n"
+                       "import './side.js';\nd(a, c, q, ns.a);\n");
+  CHECK(b.starts_with("'use strict';__csgi.e({});const __csgi_i0=__csgi.ns(\"./m.js\"),__csgi_i1=__csgi.ns(\"./n.js\"),"
+                      "__csgi_i2=__csgi.ns(\"./side.js\");const ns=__csgi_i1;yield;\n\n\n"));
+  CHECK_THAT(b, Catch::EndsWith("(0, __csgi_i0.default)(__csgi_i0.a, __csgi_i0.b, __csgi_i0[\"x y\"], ns.a);\n"));
+  auto m = transform("import {a} from './m.js';\nexport {b} from './o.js';\nimport './m.js';");
+  REQUIRE(m.requests.size() == 2);  // unique, in source order, resolved as imports
+  CHECK(m.requests[0].spec == "./m.js");
+  CHECK(m.requests[1].spec == "./o.js");
+  CHECK(m.requests[1].line == 2);
+  CHECK(m.requests[0].import);
+  CHECK(m.meta == R"({"d":["./m.js","./o.js"],"x":[],"r":[["b","./o.js","b"]],"s":[]})");
+}
+
+TEST_CASE("esm transform: export forms become getters on the first line", "[bundler][esm]") {
+  std::string b = body("export let count = 0, other = f(1, 2);\nexport function inc() { count++; }\n"
+                       "export class K {}\nexport { count as alias, inc as default };\n");
+  CHECK(b.starts_with("'use strict';__csgi.e({\"count\":function(){return count},\"other\":function(){return other},"
+                      "\"inc\":function(){return inc},\"K\":function(){return K},\"alias\":function(){return count},"
+                      "\"default\":function(){return inc}});yield; let count = 0, other = f(1, 2);\n function inc()"));
+  CHECK_THAT(body("export default 1 + 2;"), Catch::EndsWith("yield;const __csgi_default = 1 + 2;"));
+  CHECK_THAT(body("export default function () {}"), Catch::Contains("Object.defineProperty(__csgi_default,'name',{value:'default'})"));
+  CHECK_THAT(body("export default function () {}"), Catch::EndsWith(" function __csgi_default () {}"));
+  CHECK_THAT(body("export default class extends B {}"), Catch::EndsWith(" class __csgi_default extends B {}"));
+  CHECK_THAT(body("export default async function named() {}"), Catch::Contains("\"default\":function(){return named}"));
+  auto m = transform("export * from './a.js';\nexport * as ns from './b.js';\nexport { x as y } from './c.js';");
+  CHECK(m.meta == R"({"d":["./a.js","./b.js","./c.js"],"x":[],"r":[["ns","./b.js","*"],["y","./c.js","x"]],"s":["./a.js"]})");
+  // An imported binding exported again reads through the namespace.
+  CHECK_THAT(body("import { a } from './a.js';\nexport { a as b };"), Catch::Contains("\"b\":function(){return __csgi_i0.a}"));
+}
+
+TEST_CASE("esm transform: property names, keys, members and shorthands", "[bundler][esm]") {
+  std::string b = body("import { x, f } from './m.js';\n"
+                       "o.x; o?.x; ({ x: 1, f() {}, get x() {}, [x]: x, y: x ? x : f });\n"
+                       "class C { x = 1; f() {} static x\n  y = x }\n({ x, f });\nswitch (1) { case x: break; }\n"
+                       "f`t`;\n");
+  CHECK_THAT(b, Catch::Contains("o.x; o?.x; ({ x: 1, f() {}, get x() {}, [__csgi_i0.x]: __csgi_i0.x, y: __csgi_i0.x ? "
+                                "__csgi_i0.x : __csgi_i0.f });"));
+  CHECK_THAT(b, Catch::Contains("class C { x = 1; f() {} static x\n  y = __csgi_i0.x }"));
+  CHECK_THAT(b, Catch::Contains("({ x: __csgi_i0.x, f: __csgi_i0.f });"));
+  CHECK_THAT(b, Catch::Contains("case __csgi_i0.x: break;"));
+  CHECK_THAT(b, Catch::Contains("(0, __csgi_i0.f)`t`;"));
+  CHECK_THAT(body("const u = import.meta.url; import('./x.js');"),
+             Catch::EndsWith("const u = __csgi.meta.url; __csgi.import('./x.js');"));
+  // Strings, comments, templates and regexes are not touched.
+  CHECK_THAT(body("import { x } from './m.js';\n'x'; /* x */ `x ${x}`; /x/;"),
+             Catch::EndsWith("'x'; /* x */ `x ${__csgi_i0.x}`; /x/;"));
+}
+
+TEST_CASE("esm transform: what it cannot prove is a clear error, not a miscompile", "[bundler][esm]") {
+  const char* imp = "import { x } from './m.js';\n";
+  for (std::string tail : {"var x = 1;", "function f() { let x; }", "function f(x) {}", "const g = (a, x) => a;",
+                           "const g = x => x;", "const { x } = o;", "let [a, x] = o;", "try {} catch (x) {}",
+                           "function x() {}", "class x {}", "x: for (;;) break x;", "for (let i = 0, x = 1;;) {}",
+                           "({ m(x) {} });"}) {
+    INFO(tail);
+    CHECK_THAT(error(imp + tail), Catch::Contains("line 2: 'x' is imported and also declared"));
+  }
+  CHECK(error("await f();") == "line 1: top-level await is not supported (use it inside an async function)");
+  CHECK_THAT(error("for await (const a of b) {}"), Catch::Contains("top-level await"));
+  CHECK_FALSE(transform("async function f() { await g(); }\nconst h = async () => await g();\n"
+                        "class A { async m() { await 1; } }\nexport {};").error);
+  CHECK_THAT(error("export const { a, b } = o;"), Catch::Contains("destructuring"));
+  CHECK_THAT(error("import j from './j.json' with { type: 'json' };"), Catch::Contains("import attributes"));
+  CHECK_THAT(error("export const a = 1;\nexport { a };"), Catch::Contains("line 2: duplicate export 'a'"));
+  CHECK_THAT(error("import { a } from './x.js';\nimport { a } from './y.js';"), Catch::Contains("imported twice"));
+  CHECK_THAT(error("export const __csgi_i0 = 1;"), Catch::Contains("reserved"));
+  CHECK_THAT(error("import { a } from x;"), Catch::Contains("from '<module>'"));
+}
