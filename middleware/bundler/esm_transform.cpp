@@ -501,7 +501,7 @@ private:
     if ((w == "in" || w == "of") && cur.decl) cur.decl = false;
     if (w == "case") cur.case_label = true;
     if (w == "class") cur.class_pending = true;
-    if (w == "import") return dynamic_import(i);
+    if (w == "import" && !member_name(st, i)) return dynamic_import(i);
     if (w == "await" && !member_name(st, i) && !in_function(st))
       return fail(i, "top-level await is not supported (use it inside an async function)");
     bool imported = bindings_.count(std::string(w)) != 0;
@@ -563,7 +563,7 @@ private:
       out_.edits.push_back({t_[i].begin, t_[i].end, "__csgi.import"});
     } else if (punct(i + 1, ".") && word(i + 2, "meta")) {
       out_.edits.push_back({t_[i].begin, t_[i + 2].end, "__csgi.meta"});
-    } else {
+    } else if (!punct(i + 1, ":")) {  // `import:` is an object key
       fail(i, "'import' is only allowed as a top-level declaration, import(…) or import.meta");
     }
   }

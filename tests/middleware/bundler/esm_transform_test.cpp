@@ -89,6 +89,8 @@ TEST_CASE("esm transform: property names, keys, members and shorthands", "[bundl
   CHECK_THAT(b, Catch::Contains("(0, __csgi_i0.f)`t`;"));
   CHECK_THAT(body("const u = import.meta.url; import('./x.js');"),
              Catch::EndsWith("const u = __csgi.meta.url; __csgi.import('./x.js');"));
+  CHECK_THAT(body("const k = { import: 1, import() {} }; class D { import() {} }"),
+             Catch::EndsWith("const k = { import: 1, import() {} }; class D { import() {} }"));
   // Strings, comments, templates and regexes are not touched.
   CHECK_THAT(body("import { x } from './m.js';\n'x'; /* x */ `x ${x}`; /x/;"),
              Catch::EndsWith("'x'; /* x */ `x ${__csgi_i0.x}`; /x/;"));
