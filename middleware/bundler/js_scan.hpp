@@ -13,7 +13,8 @@
 /// `function require`, a function or arrow parameter named `require`; the shadow lasts to the end of the
 /// enclosing block). Comments between tokens are ignored, so `/*#__PURE__*/require("./x.js")` counts.
 /// `require(expr)`, `require()` and two-argument `require('x', cb)` are reported as unbundled, not errors.
-/// Static `import … from` / `export …` (ES module syntax) is reported: the bundler does not support it.
+/// Static `import … from` / `export …` (ES module syntax) is reported; with ScanOptions::tokens the
+/// tokens are handed out for the ES module transform (esm_transform.hpp).
 /// Member chains rooted at chosen free names (`process.env.NODE_ENV`) are reported with their offsets,
 /// outside strings, comments and regexes, for replacement by defines.
 #include <cstdint>
