@@ -500,7 +500,7 @@ private:
     }
     if ((w == "in" || w == "of") && cur.decl) cur.decl = false;
     if (w == "case") cur.case_label = true;
-    if (w == "class") cur.class_pending = true;
+    if (w == "class" && (is_word(i + 1) || punct(i + 1, "{"))) cur.class_pending = true;  // not a key `class:`
     if (w == "import" && !member_name(st, i)) return dynamic_import(i);
     if (w == "await" && !member_name(st, i) && !in_function(st))
       return fail(i, "top-level await is not supported (use it inside an async function)");
@@ -547,7 +547,9 @@ private:
     if (cur.kind == Level::object) {
       std::size_t q = p;
       if (q != npos && (modifier(q) || punct(q, "*"))) q = q == 0 ? npos : q - 1;
-      if (q != npos && (punct(q, "{") || punct(q, ",")) && (punct(i + 1, ":") || punct(i + 1, "("))) return true;
+      // A method is `name(…) {`: a call `x()` in a block taken for an object literal stays a reference.
+      bool method = punct(i + 1, "(") && match_[i + 1] != npos && punct(match_[i + 1] + 1, "{");
+      if (q != npos && (punct(q, "{") || punct(q, ",")) && (punct(i + 1, ":") || method)) return true;
       return false;
     }
     if (cur.kind == Level::klass) {

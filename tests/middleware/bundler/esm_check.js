@@ -4,7 +4,8 @@
 //                     --loader <require.js> [--playwright <playwright-core>]
 // * Chromium (headless, Debian's): every case directory but interop/ is opened twice in the same
 //   browser, natively as <script type=module src=main.js> and through csgi-bundle-serve's
-//   /bundle/require.js (require.async of the same main.js); the printed lines must be identical.
+//   /bundle/require.js (require.async of the same main.js); the printed lines must be identical. uuid/
+//   runs uuid's own dist/esm-browser from the corpus.
 // * esbuild (Node vm): the interop/ case (ES modules importing CommonJS and back) bundled by esbuild
 //   --bundle --format=iife and through the loader print the same lines.
 const assert = require('assert');
@@ -51,6 +52,8 @@ async function chromiumCases() {
   const { chromium: pw } = require(path.resolve(args.playwright));
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'csgi-esm-'));
   fs.cpSync(args.cases, root, { recursive: true });
+  fs.cpSync(path.join(args.corpus, 'node_modules/uuid/dist/esm-browser'), path.join(root, 'uuid/esm-browser'),
+    { recursive: true });
   for (const c of cases) {
     const end = selfEnding(c) ? '' : `<script type="module">print('END')</script>`;
     fs.writeFileSync(path.join(root, c, 'native.html'),
@@ -78,7 +81,8 @@ async function chromiumCases() {
       const ours = await run('csgi.html');
       assert.ok(native.endsWith('END'), `case ${c}: the native run did not finish:\n${native}`);
       assert.strictEqual(ours, native, `case ${c}: csgi loader vs native <script type=module>`);
-      console.log(`ok: ${c}: ${native.split('\n').length} lines as native modules`);
+      console.log(`ok: ${c}: ${native.split("\n").length} lines as native modules`);
+      if (process.env.VERBOSE) console.log(native);
     }
   } finally {
     await browser.close();

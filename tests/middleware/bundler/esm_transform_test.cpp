@@ -91,6 +91,11 @@ TEST_CASE("esm transform: property names, keys, members and shorthands", "[bundl
              Catch::EndsWith("const u = __csgi.meta.url; __csgi.import('./x.js');"));
   CHECK_THAT(body("const k = { import: 1, import() {} }; class D { import() {} }"),
              Catch::EndsWith("const k = { import: 1, import() {} }; class D { import() {} }"));
+  // A block after a line ended by ASI, which the lexer takes for an object literal: calls stay references.
+  CHECK_THAT(body("import { x } from './m.js';\nlet a = b\n{ x() }"), Catch::EndsWith("{ (0, __csgi_i0.x)() }"));
+  // `class` as a key does not make the next object literal a class body.
+  CHECK_THAT(body("import { x } from './m.js';\n({ class: 1, o: { x } });"),
+             Catch::EndsWith("({ class: 1, o: { x: __csgi_i0.x } });"));
   // Strings, comments, templates and regexes are not touched.
   CHECK_THAT(body("import { x } from './m.js';\n'x'; /* x */ `x ${x}`; /x/;"),
              Catch::EndsWith("'x'; /* x */ `x ${__csgi_i0.x}`; /x/;"));
