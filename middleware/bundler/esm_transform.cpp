@@ -29,6 +29,7 @@ struct Level {
   bool function = false;     // a function body
   int ternary = 0;           // '?' waiting for their ':'
   bool decl = false;         // inside `var/let/const` declarators
+  std::string_view decl_word;  // which of them
   bool decl_binding = false; // the next token starts a declarator
   bool case_label = false;   // after `case`, before its ':'
   bool arrow = false;        // inside a concise arrow body
@@ -44,6 +45,12 @@ public:
     for (std::size_t i = 0; i < t_.size() && !out_.error; ++i)
       if (parent_[i] == npos && is_word(i) && !after_dot(i) && (text(i) == "import" || text(i) == "export"))
         i = statement(i);
+    if (!out_.error) {  // first the scopes of local declarations of imported names, then the rewrites
+      std::size_t kept = out_.edits.size();
+      references();
+      out_.edits.resize(kept);
+      collecting_ = false;
+    }
     if (!out_.error) references();
     if (!out_.error) finish();
     return std::move(out_);
@@ -495,6 +502,7 @@ private:
     if (w.starts_with("__csgi")) return fail(i, "names starting with __csgi are reserved by the bundler");
     if (w == "var" || w == "let" || w == "const") {
       cur.decl = true;
+      cur.decl_word = w;
       cur.decl_binding = true;
       return;
     }
@@ -504,9 +512,8 @@ private:
     if (w == "import" && !member_name(st, i)) return dynamic_import(i);
     if (w == "await" && !member_name(st, i) && !in_function(st))
       return fail(i, "top-level await is not supported (use it inside an async function)");
-    bool imported = bindings_.count(std::string(w)) != 0;
-    bool ns = namespaces_.count(std::string(w)) != 0;
-    if (!imported && !ns) return;
+    // A namespace import is a const binding of its own: JavaScript resolves it.
+    if (bindings_.count(std::string(w)) == 0 || (!collecting_ && shadowed(w, i))) return;
     std::size_t p = i == 0 ? npos : i - 1;
     auto prev_is = [&](std::initializer_list<std::string_view> ws) {
       if (p == npos) return false;
@@ -515,15 +522,19 @@ private:
       return false;
     };
     const std::string redeclared = "'" + std::string(w) +
-                                   "' is imported and also declared or used as a label here; the bundler "
-                                   "cannot tell the scopes apart (rename one of them)";
+                                   "' is imported and also declared here in a way the bundler cannot scope "
+                                   "(see docs/bundler.md; rename one of them)";
     if (member_name(st, i)) return;
-    if (binding || cur.params || punct(i + 1, "=>") || prev_is({"function", "class", "break", "continue"}) ||
+    if (binding || cur.params || punct(i + 1, "=>")) {
+      if (!collecting_ || !declare(st, i, binding)) return fail(i, redeclared);
+      return;
+    }
+    if (prev_is({"function", "class", "break", "continue"}) ||
         (p != npos && punct(p, "*") && p > 0 && word(p - 1, "function")))
       return fail(i, redeclared);
     if (punct(i + 1, ":") && cur.kind != Level::object && cur.ternary == 0 && !cur.case_label)
       return fail(i, redeclared);
-    if (ns) return;  // a namespace import is a const binding of its own
+    if (collecting_) return;
     const std::string& expr = bindings_[std::string(w)].expr;
     if (cur.kind == Level::object && p != npos && (punct(p, "{") || punct(p, ",")) &&
         (punct(i + 1, ",") || punct(i + 1, "}") || punct(i + 1, "="))) {
@@ -533,6 +544,53 @@ private:
     bool call = punct(i + 1, "(") || punct(i + 1, "?.") ||
                 (i + 1 < t_.size() && (t_[i + 1].kind == Token::tmpl || t_[i + 1].kind == Token::tmpl_open));
     out_.edits.push_back({t_[i].begin, t_[i].end, call ? "(0, " + expr + ")" : expr});
+  }
+
+  bool shadowed(std::string_view w, std::size_t i) const {
+    for (auto& sh : shadows_)
+      if (sh.name == w && i >= sh.from && i <= sh.to) return true;
+    return false;
+  }
+
+  // The end of the braced body of the function whose parameter list opens at `open` (npos: none).
+  std::size_t body_end(std::size_t open) const {
+    std::size_t close = match_[open];
+    if (close == npos) return npos;
+    std::size_t b = punct(close + 1, "{") ? close + 1 : punct(close + 1, "=>") && punct(close + 2, "{") ? close + 2 : npos;
+    return b == npos ? npos : match_[b];
+  }
+
+  // Records the scope of a local declaration of an imported name at token i: a simple parameter (of a
+  // function, method, catch or arrow with a braced body), a `var` (its function body), a `let`/`const`
+  // (its block, or a `for (…) {…}`). False for any other form (patterns, default values, concise arrows).
+  bool declare(const std::vector<Level>& st, std::size_t i, bool binding) {
+    const Level& cur = st.back();
+    std::size_t from = npos, to = npos, p = i - 1;
+    if (binding && cur.decl_word == "var") {
+      for (auto it = st.rbegin(); it != st.rend(); ++it)
+        if (it->function && it->kind == Level::block) {
+          from = it->open;
+          to = match_[it->open];
+          break;
+        }
+    } else if (binding && cur.kind == Level::block) {
+      from = cur.open;
+      to = match_[cur.open];
+    } else if (binding && cur.kind == Level::paren && cur.open > 0 && word(cur.open - 1, "for") &&
+               match_[cur.open] != npos && punct(match_[cur.open] + 1, "{")) {
+      from = cur.open;
+      to = match_[match_[cur.open] + 1];
+    } else if (!binding && cur.kind == Level::paren && paren_params_.count(cur.open) && (punct(p, "(") || punct(p, ",")) &&
+               (punct(i + 1, ",") || punct(i + 1, ")") || punct(i + 1, "="))) {
+      from = cur.open;
+      to = body_end(cur.open);
+    } else if (!binding && punct(i + 1, "=>") && punct(i + 2, "{")) {
+      from = i;
+      to = match_[i + 2];
+    }
+    if (from == npos || to == npos) return false;
+    shadows_.push_back({std::string(text(i)), from, to});
+    return true;
   }
 
   // A property name in an object literal or a class body (a key, a method, a field), not a reference.
@@ -617,6 +675,12 @@ private:
   std::vector<std::pair<std::uint32_t, std::uint32_t>> removed_;
   std::set<std::size_t> paren_params_, colon_object_;
   bool default_function_ = false;
+  struct Shadow {
+    std::string name;
+    std::size_t from, to;  // token range where the name is a local
+  };
+  std::vector<Shadow> shadows_;
+  bool collecting_ = true;
 };
 
 }  // namespace

@@ -103,12 +103,12 @@ TEST_CASE("esm transform: property names, keys, members and shorthands", "[bundl
 
 TEST_CASE("esm transform: what it cannot prove is a clear error, not a miscompile", "[bundler][esm]") {
   const char* imp = "import { x } from './m.js';\n";
-  for (std::string tail : {"var x = 1;", "function f() { let x; }", "function f(x) {}", "const g = (a, x) => a;",
-                           "const g = x => x;", "const { x } = o;", "let [a, x] = o;", "try {} catch (x) {}",
-                           "function x() {}", "class x {}", "x: for (;;) break x;", "for (let i = 0, x = 1;;) {}",
-                           "({ m(x) {} });"}) {
+  for (std::string tail : {"var x = 1;", "const g = (a, x) => a;", "const g = x => x;", "const { x } = o;",
+                           "let [a, x] = o;", "function x() {}", "class x {}", "x: for (;;) break x;",
+                           "function f(a = x) {}", "function f({ x }) {}", "for (let x of y) g(x);",
+                           "if (a) { let b = 1, { x } = o; }"}) {
     INFO(tail);
-    CHECK_THAT(error(imp + tail), Catch::Contains("line 2: 'x' is imported and also declared"));
+    CHECK_THAT(error(imp + tail), Catch::Contains("line 2: 'x' is imported and also declared here in a way"));
   }
   CHECK(error("await f();") == "line 1: top-level await is not supported (use it inside an async function)");
   CHECK_THAT(error("for await (const a of b) {}"), Catch::Contains("top-level await"));
@@ -120,4 +120,32 @@ TEST_CASE("esm transform: what it cannot prove is a clear error, not a miscompil
   CHECK_THAT(error("import { a } from './x.js';\nimport { a } from './y.js';"), Catch::Contains("imported twice"));
   CHECK_THAT(error("export const __csgi_i0 = 1;"), Catch::Contains("reserved"));
   CHECK_THAT(error("import { a } from x;"), Catch::Contains("from '<module>'"));
+}
+
+TEST_CASE("esm transform: locals named like an import keep their scope", "[bundler][esm]") {
+  std::string b = body("import { x } from './m.js';\n"
+                       "x;\n"
+                       "function f(a, x = 1) { return x; }\n"
+                       "function g() { if (a) { var x = 1; } return x; }\n"
+                       "{ x; let x = 2; }\n"
+                       "const h = (a, x) => { return x; }, k = x => { return x; };\n"
+                       "try {} catch (x) { x; }\n"
+                       "for (const x of [1]) { x; }\n"
+                       "for (let i = 0, x = 1; i < x; i++) { x; }\n"
+                       "({ m(x) { return x; } });\n"
+                       "x;\n");
+  CHECK_THAT(b, Catch::EndsWith("yield;\n"
+                                "__csgi_i0.x;\n"
+                                "function f(a, x = 1) { return x; }\n"
+                                "function g() { if (a) { var x = 1; } return x; }\n"
+                                "{ x; let x = 2; }\n"
+                                "const h = (a, x) => { return x; }, k = x => { return x; };\n"
+                                "try {} catch (x) { x; }\n"
+                                "for (const x of [1]) { x; }\n"
+                                "for (let i = 0, x = 1; i < x; i++) { x; }\n"
+                                "({ m(x) { return x; } });\n"
+                                "__csgi_i0.x;\n"));
+  // A namespace import is a const of its own: JavaScript scopes it, nothing is rewritten or refused.
+  CHECK_THAT(body("import * as ns from './m.js';\nfunction f(ns) { return ns; }\nns;"),
+             Catch::EndsWith("function f(ns) { return ns; }\nns;"));
 }

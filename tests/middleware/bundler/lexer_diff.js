@@ -10,9 +10,10 @@
 // ES modules (the files acorn parses only with sourceType "module", .mjs included) also go through the
 // import/export transform, checked against acorn's tree: the same import requests in the same order, the
 // same export names, exactly the references to imported bindings rewritten (every Identifier node naming
-// one, nothing else), and a result that parses as the loader's generator function. A refusal is allowed
-// only for the documented limits (a redeclared import name, top-level await, destructuring exports,
-// import attributes); any other refusal of a file acorn accepts is a difference.
+// one that no enclosing scope redeclares, nothing else), and a result that parses as the loader's
+// generator function. A refusal is allowed only for the documented limits (a local of an import's name
+// the bundler cannot scope, top-level await, destructuring exports, import attributes); any other
+// refusal of a file acorn accepts is a difference.
 const assert = require('assert');
 const fs = require('fs');
 const path = require('path');
@@ -90,14 +91,60 @@ function esmReference(ast) {
     else if (s.type === 'ExportAllDeclaration' && s.exported) exports.push(s.exported.name || s.exported.value);
   }
   const refs = new Set();
-  walk.full(ast, (node) => {
-    if (node.type === 'Identifier' && locals.has(node.name) && !skip.some(([a, b]) => node.start >= a && node.end <= b))
-      refs.add(node.start);
+  walk.fullAncestor(ast, (node, _st, ancestors) => {
+    if (node.type !== 'Identifier' || !locals.has(node.name) || skip.some(([a, b]) => node.start >= a && node.end <= b)) return;
+    for (let k = ancestors.length - 2; k > 0; k--) if (scopeDeclares(ancestors[k], node.name, node)) return;
+    refs.add(node.start);
   });
   return { requests, exports: exports.sort(), refs };
 }
 
-const allowedRefusal = /is imported and also declared|top-level await|destructuring|import attributes/;
+// Names bound by a pattern; the `var` names of a function body (not of nested functions).
+function patternNames(p, out = []) {
+  if (!p) return out;
+  if (p.type === 'Identifier') out.push(p.name);
+  else if (p.type === 'ObjectPattern') for (const q of p.properties) patternNames(q.type === 'RestElement' ? q.argument : q.value, out);
+  else if (p.type === 'ArrayPattern') for (const q of p.elements) patternNames(q, out);
+  else if (p.type === 'AssignmentPattern') patternNames(p.left, out);
+  else if (p.type === 'RestElement') patternNames(p.argument, out);
+  return out;
+}
+function varNames(node, out = []) {
+  if (!node || typeof node.type !== 'string') return out;
+  if (node.type === 'VariableDeclaration' && node.kind === 'var') for (const d of node.declarations) patternNames(d.id, out);
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'type' || !v || typeof v !== 'object') continue;
+    for (const c of Array.isArray(v) ? v : [v]) if (c && typeof c.type === 'string' && !/Function/.test(c.type)) varNames(c, out);
+  }
+  return out;
+}
+function lexicalNames(statements) {
+  const out = [];
+  for (const s of statements) {
+    if (s.type === 'VariableDeclaration' && s.kind !== 'var') for (const d of s.declarations) patternNames(d.id, out);
+    if ((s.type === 'FunctionDeclaration' || s.type === 'ClassDeclaration') && s.id) out.push(s.id.name);
+  }
+  return out;
+}
+// Whether `scope` (an ancestor of the Identifier `id`) declares `name` where `id` stands.
+function scopeDeclares(scope, name, id) {
+  const t = scope.type;
+  if (/Function/.test(t)) {
+    const inParams = scope.params.some((p) => id.start >= p.start && id.end <= p.end);
+    if (scope.params.some((p) => patternNames(p).includes(name))) return true;
+    if (t === 'FunctionExpression' && scope.id && scope.id.name === name) return true;
+    return !inParams && scope.body.type === 'BlockStatement' && varNames(scope.body).includes(name);
+  }
+  if (t === 'BlockStatement' || t === 'StaticBlock') return lexicalNames(scope.body).includes(name);
+  if (t === 'SwitchStatement') return lexicalNames(scope.cases.flatMap((c) => c.consequent)).includes(name);
+  if (t === 'CatchClause') return patternNames(scope.param).includes(name);
+  if (t === 'ClassExpression') return !!scope.id && scope.id.name === name;
+  const decl = t === 'ForStatement' ? scope.init : (t === 'ForInStatement' || t === 'ForOfStatement') ? scope.left : null;
+  return !!decl && decl.type === 'VariableDeclaration' && decl.kind !== 'var' &&
+    decl.declarations.some((d) => patternNames(d.id).includes(name));
+}
+
+const allowedRefusal = /is imported and also declared here in a way the bundler cannot scope|top-level await|destructuring|import attributes/;
 function checkEsm(f, src, ast, got, problems) {
   if (got.esm_error) {
     if (!allowedRefusal.test(got.esm_error)) problems.push(`${f}: transform refused valid module: ${got.esm_error}`);
