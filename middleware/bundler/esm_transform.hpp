@@ -9,9 +9,11 @@
 /// a reference to an imported binding `x` becomes `__csgi_iN.x` (a read through the namespace: live);
 /// `import(…)` becomes `__csgi.import(…)`, `import.meta` becomes `__csgi.meta`.
 ///
-/// The transform works on the lexer's tokens, not a parse tree: where it cannot prove that an
-/// identifier is a reference to an import (a redeclaration of the name anywhere, a label of that name)
-/// it refuses the module (`error`), as it does top-level `await`.
+/// The transform works on the lexer's tokens, not a parse tree. A local named like an import is scoped
+/// where its extent is exact (a simple parameter of a function with a braced body, `catch`, `var` in
+/// its function, `let`/`const` in their block); where it cannot prove that an identifier is a reference
+/// to an import (a pattern, a concise arrow's parameter, a label of that name) it refuses the module
+/// (`error`), as it does top-level `await`.
 #include <cstdint>
 #include <optional>
 #include <string>
