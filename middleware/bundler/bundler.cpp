@@ -171,6 +171,7 @@ void append_module(std::string& out, std::string_view src, const std::vector<bun
   std::size_t at = 0;
   for (const auto& e : edits) {
     if (e.begin < at) continue;
+    if (e.end > src.size()) break;  // the file changed since it was scanned: this answer is stale anyway
     out.append(src.substr(at, e.begin - at)).append(e.text);
     at = e.end;
   }

@@ -354,6 +354,7 @@ void Graph::resolve_edges(Module& m) {
     Edge e;
     e.spec = d.spec;
     e.line = d.line;
+    e.import = d.import;
     key.assign(dir).push_back(d.import ? '\1' : '\0');
     key.append(d.spec);
     auto cached = resolutions_.find(key);
@@ -420,10 +421,10 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
       GraphError e;
       e.status = edge.status == Resolved::forbidden ? 403 : 404;
       e.spec = edge.spec;
-      e.message = "cannot find module '" + edge.spec + "' required from " + m.path + ":" + std::to_string(edge.line) +
+      const char* how = edge.import ? "' imported from " : "' required from ";
+      e.message = "cannot find module '" + edge.spec + how + m.path + ":" + std::to_string(edge.line) +
                   (edge.detail.empty() ? "" : " (" + edge.detail + ")");
-      if (edge.status == Resolved::forbidden)
-        e.message = "module '" + edge.spec + "' required from " + m.path + " is outside the root";
+      if (edge.status == Resolved::forbidden) e.message = "module '" + edge.spec + how + m.path + " is outside the root";
       e.chain = chain();
       return e;
     }
@@ -444,7 +445,7 @@ std::uint64_t Graph::prebuild(ErrorStream& log) {
        !ec && it != end; it.increment(ec)) {
     const auto& p = it->path();
     auto ext = p.extension();
-    if ((ext == ".js" || ext == ".cjs" || ext == ".json") && it->is_regular_file(ec)) {
+    if ((ext == ".js" || ext == ".cjs" || ext == ".mjs" || ext == ".json") && it->is_regular_file(ec)) {
       std::string rel = p.string().substr(root.size() + 1);
       Resolved r = resolver_.real(rel);  // real path, inside the root
       if (r.status == Resolved::ok && r.path == rel) files.push_back(rel);

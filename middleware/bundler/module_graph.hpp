@@ -92,6 +92,7 @@ struct Edge {
   Resolved::Status status = Resolved::not_found;
   std::uint32_t target = 0;
   std::string detail;
+  bool import = false;  // an ES import/export … from (else a require())
 };
 
 struct Module {

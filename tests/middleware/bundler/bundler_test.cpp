@@ -495,3 +495,35 @@ TEST_CASE("bundler: concurrent requests while files change", "[bundler]") {
   for (auto& th : threads) th.join();
   CHECK(bad == 0);
 }
+
+TEST_CASE("bundler: ES modules: import edges, the transformed row, subtraction, missing imports", "[bundler][esm]") {
+  Tree t;
+  t.write("app.js", "import { count } from './counter.js';\nimport cjs from './cjs.js';\n"
+                    "export const shown = count + 1;\nconsole.log(process.env.NODE_ENV);\n");
+  t.write("counter.js", "export let count = 0;\n");
+  t.write("cjs.js", "module.exports = 1;\n");
+  t.write("more.js", "export * from './counter.js';\nexport { shown } from './app.js';\n");
+  t.write("broken.js", "import { x } from './nope.js';\n");
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /app.js");
+  REQUIRE(res.status == 200);
+  auto first = parse(res.body);
+  CHECK(first.paths == std::vector<std::string>{"app.js", "counter.js", "cjs.js"});
+  // The row: dependency map by specifier, the source with the prefix on its first line and every line
+  // kept (defines applied too), then the import/export table.
+  CHECK_THAT(res.body, Catch::Contains(
+      "\"app.js\",{\"./counter.js\":" + std::to_string(first.ids["counter.js"]) + ",\"./cjs.js\":" +
+      std::to_string(first.ids["cjs.js"]) + "},\"'use strict';__csgi.e({\\\"shown\\\":function(){return shown}});"
+      "const __csgi_i0=__csgi.ns(\\\"./counter.js\\\"),__csgi_i1=__csgi.ns(\\\"./cjs.js\\\");yield;\\n\\n"
+      " const shown = __csgi_i0.count + 1;\\nconsole.log(\\\"development\\\");\\n\\n//# sourceURL=/app.js\","
+      "{\"d\":[\"./counter.js\",\"./cjs.js\"],\"x\":[\"shown\"],\"r\":[],\"s\":[]}]"));
+  CHECK_THAT(res.body, Catch::Contains("[" + std::to_string(first.ids["cjs.js"]) + ",\"cjs.js\",{},\"module.exports = 1;"));
+
+  auto second = call(app, "GET /more.js?e=" + first.epoch + "&have=" + have(ids_of(first)));
+  REQUIRE(second.status == 200);
+  CHECK(parse(second.body).paths == std::vector<std::string>{"more.js"});  // closure − loaded
+
+  auto missing = call(app, "GET /broken.js");
+  CHECK(missing.status == 404);
+  CHECK_THAT(missing.body, Catch::Contains("cannot find module './nope.js' imported from broken.js:1"));
+}
