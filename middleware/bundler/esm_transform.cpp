@@ -235,7 +235,10 @@ private:
       return j;
     }
     std::size_t req = request(str);
-    for (auto& p : named) bind(p.at, p.local, ns_var(req) + member(p.imported));
+    for (auto& p : named) {
+      bind(p.at, p.local, ns_var(req) + member(p.imported));
+      wanted_.push_back({out_.requests[req].spec, p.imported});
+    }
     if (!ns.empty()) {
       if (bindings_.count(ns) || namespaces_.count(ns)) fail(j, "'" + ns + "' is imported twice");
       namespaces_[ns] = req;
@@ -284,6 +287,7 @@ private:
         for (auto& [name, alias] : list) {
           add_export(j, alias);
           reexports_.push_back({alias, out_.requests[req].spec, name});
+          wanted_.push_back({out_.requests[req].spec, name});
         }
         last = str;
       } else {
@@ -659,6 +663,8 @@ private:
     auto& re = meta["r"] = nlohmann::json::array();
     for (auto& r : reexports_) re.push_back({r.name, r.spec, r.imported});
     meta["s"] = stars_;
+    auto& w = meta["i"] = nlohmann::json::array();
+    for (auto& [spec, name] : wanted_) w.push_back({spec, name});
     out_.meta = meta.dump();
   }
 
@@ -672,6 +678,7 @@ private:
   std::vector<std::pair<std::string, std::string>> locals_;  // exported name, local expression
   std::vector<ReExport> reexports_;
   std::vector<std::string> stars_;
+  std::vector<std::pair<std::string, std::string>> wanted_;  // (specifier, name) each import names
   std::vector<std::pair<std::uint32_t, std::uint32_t>> removed_;
   std::set<std::size_t> paren_params_, colon_object_;
   bool default_function_ = false;

@@ -33,7 +33,7 @@ struct EsmModule {
   std::string prefix;                 // put before the first line (no line break)
   std::vector<EsmEdit> edits;         // in source order, not overlapping
   std::vector<Dependency> requests;   // the modules it imports or re-exports from, source order, unique
-  std::string meta;                   // JSON for the loader: {"d":[…],"x":[…],"r":[[…]],"s":[…]}
+  std::string meta;                   // JSON for the loader: {"d":[…],"x":[…],"r":[[…]],"s":[…],"i":[[…]]}
   std::optional<std::string> error;   // "line L: …": not transformable (a 422)
 };
 

@@ -162,6 +162,11 @@
     var fn = rec.shim ? indirectEval('(function (process, global) { return ' + src + '; })')(processFor(rec.shim), global)
       : indirectEval(src);
     (rec.gen = fn.call(undefined, api)).next();
+    rec.esm.i.forEach(function (w) {  // linking fails on a name the imported module does not export
+      var d = dep(rec, w[0]);
+      if (d.esm && !(w[1] in nsOf(d))) throw (rec.error = new SyntaxError("The requested module '" + w[0] +
+        "' does not provide an export named '" + w[1] + "'"));
+    });
     return ns;
   }
   function cjsNs(rec) {  // esbuild's __toESM: default = module.exports (unless __esModule), keys as getters

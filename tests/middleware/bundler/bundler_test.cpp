@@ -516,7 +516,8 @@ TEST_CASE("bundler: ES modules: import edges, the transformed row, subtraction, 
       std::to_string(first.ids["cjs.js"]) + "},\"'use strict';__csgi.e({\\\"shown\\\":function(){return shown}});"
       "const __csgi_i0=__csgi.ns(\\\"./counter.js\\\"),__csgi_i1=__csgi.ns(\\\"./cjs.js\\\");yield;\\n\\n"
       " const shown = __csgi_i0.count + 1;\\nconsole.log(\\\"development\\\");\\n\\n//# sourceURL=/app.js\","
-      "{\"d\":[\"./counter.js\",\"./cjs.js\"],\"x\":[\"shown\"],\"r\":[],\"s\":[]}]"));
+      "{\"d\":[\"./counter.js\",\"./cjs.js\"],\"x\":[\"shown\"],\"r\":[],\"s\":[],"
+      "\"i\":[[\"./counter.js\",\"count\"],[\"./cjs.js\",\"default\"]]}]"));
   CHECK_THAT(res.body, Catch::Contains("[" + std::to_string(first.ids["cjs.js"]) + ",\"cjs.js\",{},\"module.exports = 1;"));
 
   auto second = call(app, "GET /more.js?e=" + first.epoch + "&have=" + have(ids_of(first)));

@@ -56,7 +56,7 @@ TEST_CASE("esm transform: import forms bind namespaces and rewrite references in
   CHECK(m.requests[1].spec == "./o.js");
   CHECK(m.requests[1].line == 2);
   CHECK(m.requests[0].import);
-  CHECK(m.meta == R"({"d":["./m.js","./o.js"],"x":[],"r":[["b","./o.js","b"]],"s":[]})");
+  CHECK(m.meta == R"({"d":["./m.js","./o.js"],"x":[],"r":[["b","./o.js","b"]],"s":[],"i":[["./m.js","a"],["./o.js","b"]]})");
 }
 
 TEST_CASE("esm transform: export forms become getters on the first line", "[bundler][esm]") {
@@ -71,7 +71,7 @@ TEST_CASE("esm transform: export forms become getters on the first line", "[bund
   CHECK_THAT(body("export default class extends B {}"), Catch::EndsWith(" class __csgi_default extends B {}"));
   CHECK_THAT(body("export default async function named() {}"), Catch::Contains("\"default\":function(){return named}"));
   auto m = transform("export * from './a.js';\nexport * as ns from './b.js';\nexport { x as y } from './c.js';");
-  CHECK(m.meta == R"({"d":["./a.js","./b.js","./c.js"],"x":[],"r":[["ns","./b.js","*"],["y","./c.js","x"]],"s":["./a.js"]})");
+  CHECK(m.meta == R"({"d":["./a.js","./b.js","./c.js"],"x":[],"r":[["ns","./b.js","*"],["y","./c.js","x"]],"s":["./a.js"],"i":[["./c.js","x"]]})");
   // An imported binding exported again reads through the namespace.
   CHECK_THAT(body("import { a } from './a.js';\nexport { a as b };"), Catch::Contains("\"b\":function(){return __csgi_i0.a}"));
 }

@@ -9,5 +9,10 @@ import('./lazy.js').then((ns) => {
   return Promise.all([p1.catch((e) => e), p2.catch((e) => e)]);
 }).then(([e1, e2]) => {
   print('errors: ' + e1.message + ' same: ' + (e1 === e2));
+  return import('./bad-import.js');
+}).then(() => print('linked?'), (e) => {
+  print('link error: ' + e.name + ': ' + e.message);
+  return import('./bad-import.js').catch((e2) => print('again: ' + e2.message));
+}).then(() => {
   print('END');
 });
