@@ -626,7 +626,9 @@ private:
     if (punct(i + 1, "(")) {
       out_.edits.push_back({t_[i].begin, t_[i].end, "__csgi.import"});
     } else if (punct(i + 1, ".") && word(i + 2, "meta")) {
-      out_.edits.push_back({t_[i].begin, t_[i + 2].end, "__csgi.meta"});
+      auto gone = s_.substr(t_[i].begin, t_[i + 2].end - t_[i].begin);  // `import\n.meta` keeps its line
+      out_.edits.push_back({t_[i].begin, t_[i + 2].end,
+                            "__csgi.meta" + std::string(std::size_t(std::count(gone.begin(), gone.end(), '\n')), '\n')});
     } else if (!punct(i + 1, ":")) {  // `import:` is an object key
       fail(i, "'import' is only allowed as a top-level declaration, import(…) or import.meta");
     }

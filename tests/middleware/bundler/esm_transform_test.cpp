@@ -87,6 +87,7 @@ TEST_CASE("esm transform: property names, keys, members and shorthands", "[bundl
   CHECK_THAT(b, Catch::Contains("({ x: __csgi_i0.x, f: __csgi_i0.f });"));
   CHECK_THAT(b, Catch::Contains("case __csgi_i0.x: break;"));
   CHECK_THAT(b, Catch::Contains("(0, __csgi_i0.f)`t`;"));
+  CHECK_THAT(body("const u = import\n  .meta.url;"), Catch::EndsWith("const u = __csgi.meta\n.url;"));
   CHECK_THAT(body("const u = import.meta.url; import('./x.js');"),
              Catch::EndsWith("const u = __csgi.meta.url; __csgi.import('./x.js');"));
   CHECK_THAT(body("const k = { import: 1, import() {} }; class D { import() {} }"),
