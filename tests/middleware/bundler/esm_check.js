@@ -5,7 +5,7 @@
 // * Chromium (headless, Debian's): every case directory but interop/ is opened twice in the same
 //   browser, natively as <script type=module src=main.js> and through csgi-bundle-serve's
 //   /bundle/require.js (require.async of the same main.js); the printed lines must be identical. uuid/
-//   runs uuid's own dist/esm-browser from the corpus.
+//   and ramda/ run uuid's dist/esm-browser and ramda's es/ (~300 modules) from the corpus.
 // * esbuild (Node vm): the interop/ case (ES modules importing CommonJS and back) bundled by esbuild
 //   --bundle --format=iife and through the loader print the same lines.
 const assert = require('assert');
@@ -54,6 +54,7 @@ async function chromiumCases() {
   fs.cpSync(args.cases, root, { recursive: true });
   fs.cpSync(path.join(args.corpus, 'node_modules/uuid/dist/esm-browser'), path.join(root, 'uuid/esm-browser'),
     { recursive: true });
+  fs.cpSync(path.join(args.corpus, 'node_modules/ramda/es'), path.join(root, 'ramda/es'), { recursive: true });
   for (const c of cases) {
     const end = selfEnding(c) ? '' : `<script type="module">print('END')</script>`;
     fs.writeFileSync(path.join(root, c, 'native.html'),
