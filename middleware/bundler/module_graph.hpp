@@ -118,7 +118,7 @@ struct Module {
 
 /// Why a closure could not be built.
 struct GraphError {
-  int status = 404;          // 404 missing, 403 forbidden, 422 unlexable or ES module syntax
+  int status = 404;          // 404 missing, 403 forbidden, 422 unlexable or an ES module the transform refuses
   std::string message;
   std::string spec;          // the require() argument that failed ("" for 422)
   std::vector<std::string> chain;  // entry … the module where it failed

@@ -524,6 +524,18 @@ TEST_CASE("bundler: ES modules: import edges, the transformed row, subtraction, 
   REQUIRE(second.status == 200);
   CHECK(parse(second.body).paths == std::vector<std::string>{"more.js"});  // closure − loaded
 
+  // An import resolves with the "import" condition and the module field; a require beside it does not.
+  t.write("node_modules/dual/package.json", R"({"main": "./cjs.js", "module": "./esm.js",
+      "exports": {".": {"import": "./esm.js", "require": "./cjs.js"}}})");
+  t.write("node_modules/dual/esm.js", "export default 1;");
+  t.write("node_modules/dual/cjs.js", "module.exports = 1;");
+  t.write("both.js", "import d from 'dual';\nimport './req.js';\n");
+  t.write("req.js", "require('dual');");
+  auto both = call(app, "GET /both.js");
+  REQUIRE(both.status == 200);
+  CHECK(parse(both.body).paths ==
+        std::vector<std::string>{"both.js", "node_modules/dual/esm.js", "req.js", "node_modules/dual/cjs.js"});
+
   auto missing = call(app, "GET /broken.js");
   CHECK(missing.status == 404);
   CHECK_THAT(missing.body, Catch::Contains("cannot find module './nope.js' imported from broken.js:1"));
