@@ -347,22 +347,68 @@ private:
     blank(i, i);
     std::size_t k = j + 1;
     for (;;) {
-      if (!is_word(k)) {
-        fail(k, "export of a destructuring pattern is not supported (export the names one by one)");
+      std::vector<std::size_t> names;
+      std::size_t last = k;
+      if ((punct(k, "{") || punct(k, "[")) && match_[k] != npos) {
+        if (!pattern_names(k, names)) {
+          fail(k, "this destructuring pattern in an export is not supported (export the names one by one)");
+          return k;
+        }
+        last = match_[k];
+      } else if (is_word(k)) {
+        names.push_back(k);
+      } else {
+        fail(k, "expected a name in an exported declaration");
         return k;
       }
-      add_export(k, std::string(text(k)));
-      locals_.push_back({std::string(text(k)), std::string(text(k))});
+      for (auto n : names) {
+        add_export(n, std::string(text(n)));
+        locals_.push_back({std::string(text(n)), std::string(text(n))});
+      }
       // Skip the initializer: to a ',' or ';' at the statement's depth, or the end of the statement.
-      std::size_t m = k + 1;
+      std::size_t m = last + 1;
       for (; m < t_.size(); ++m) {
         if (parent_[m] != npos) continue;
         if (punct(m, ",") || punct(m, ";")) break;
-        if (m > k + 1 && newline_between(m - 1, m) && starts_statement(m - 1, m)) break;
+        if (m > last + 1 && newline_between(m - 1, m) && starts_statement(m - 1, m)) break;
       }
-      if (!punct(m, ",")) return k;
+      if (!punct(m, ",")) return last;
       k = m + 1;
     }
+  }
+
+  // The names a destructuring pattern opening at `open` binds (`{ a, b: c, d = 1, ...e }`, `[f, , [g]]`).
+  bool pattern_names(std::size_t open, std::vector<std::size_t>& names) const {
+    std::size_t close = match_[open];
+    bool object = punct(open, "{");
+    for (std::size_t q = open + 1; q < close;) {
+      if (punct(q, ",")) {
+        ++q;
+        continue;
+      }
+      bool rest = punct(q, "...");
+      if (rest) ++q;
+      std::size_t target = q;
+      if (object && !rest) {
+        std::size_t key_end = punct(q, "[") ? match_[q] : q;
+        if (key_end == npos) return false;
+        if (punct(key_end + 1, ":")) target = key_end + 2;
+        else if (!is_word(q)) return false;
+      }
+      if ((punct(target, "{") || punct(target, "[")) && match_[target] != npos) {
+        if (!pattern_names(target, names)) return false;
+        q = match_[target] + 1;
+      } else if (is_word(target)) {
+        names.push_back(target);
+        q = target + 1;
+      } else {
+        return false;
+      }
+      if (punct(q, "="))  // a default value: to the next ',' of this pattern
+        while (q < close && !(punct(q, ",") && parent_[q] == open)) ++q;
+      if (q < close && !punct(q, ",")) return false;
+    }
+    return true;
   }
   // After `prev` and a line break, whether token `m` cannot continue the expression (ASI applies).
   bool starts_statement(std::size_t prev, std::size_t m) const {

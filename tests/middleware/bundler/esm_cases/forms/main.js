@@ -1,4 +1,4 @@
-import def, { one, two as deux, Klass, fn, v, "quoted name" as quoted } from './lib.js';
+import def, { one, two as deux, Klass, fn, v, "quoted name" as quoted, dx, dz, drest } from './lib.js';
 import anon from './anon.js';
 import AnonClass from './anon-class.js';
 import * as ns from './lib.js';
@@ -22,3 +22,4 @@ print('this: ' + this);
 print('strict: ' + (function () { return this; })());
 print('meta: ' + import.meta.url.split('/').pop());
 print('side effect ran: ' + globalThis.sideRan);
+print('destructured: ' + dx + ' ' + dz + ' ' + JSON.stringify(drest));
