@@ -137,24 +137,43 @@ std::vector<std::string> roots_of(const std::map<std::string, std::string, std::
   return roots;
 }
 
-/// Appends `src` with each chain's longest defined prefix replaced by its value, plus as many newlines
+/// The replacements for defines: each chain's longest defined prefix by its value, plus as many newlines
 /// as the replaced text held (so every later line keeps its number).
-void append_defined(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
-                    const std::map<std::string, std::string, std::less<>>& defines) {
-  std::size_t at = 0;
+std::vector<bundler::EsmEdit> define_edits(std::string_view src, const std::vector<bundler::MemberChain>& chains,
+                                           const std::map<std::string, std::string, std::less<>>& defines) {
+  std::vector<bundler::EsmEdit> edits;
   for (const auto& c : chains) {
     for (std::size_t n = c.ends.size(); n > 0; --n) {
       std::size_t cut = 0;
       for (std::size_t i = 0; i < n; ++i) cut = c.path.find('.', cut + (i ? 1 : 0));
       std::string_view name = std::string_view(c.path).substr(0, n == c.ends.size() ? c.path.size() : cut);
       auto it = defines.find(name);
-      if (it == defines.end() || c.begin < at) continue;
-      out.append(src.substr(at, c.begin - at)).append(it->second);
+      if (it == defines.end()) continue;
       std::string_view replaced = src.substr(c.begin, c.ends[n - 1] - c.begin);
-      out.append(std::size_t(std::count(replaced.begin(), replaced.end(), '\n')), '\n');
-      at = c.ends[n - 1];
+      edits.push_back({std::uint32_t(c.begin), std::uint32_t(c.ends[n - 1]),
+                       it->second + std::string(std::size_t(std::count(replaced.begin(), replaced.end(), '\n')), '\n')});
       break;
     }
+  }
+  return edits;
+}
+
+/// Appends `src` with the define replacements and, for an ES module, its transform (prefix and edits);
+/// a define inside a range the transform rewrites is dropped.
+void append_module(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
+                   const std::map<std::string, std::string, std::less<>>& defines, const bundler::EsmModule* esm) {
+  std::vector<bundler::EsmEdit> edits = define_edits(src, chains, defines);
+  if (esm) {
+    out.append(esm->prefix);
+    edits.insert(edits.end(), esm->edits.begin(), esm->edits.end());
+    std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  }
+  std::size_t at = 0;
+  for (const auto& e : edits) {
+    if (e.begin < at) continue;
+    if (e.end > src.size()) break;  // the file changed since it was scanned: this answer is stale anyway
+    out.append(src.substr(at, e.begin - at)).append(e.text);
+    at = e.end;
   }
   out.append(src.substr(at));
 }
@@ -508,10 +527,11 @@ public:
       } else {
         std::string text;
         text.reserve(src->size() + base.size() + m.path.size() + 20);
-        append_defined(text, *src, m.chains, defines);
+        append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr);
         text.append("\n//# sourceURL=").append(base).push_back('/');
         text.append(percent_encode(m.path, true));
         append_js_string(body, text);
+        if (m.esm) body += ',' + m.esm->meta;
       }
       body += ']';
       for (auto& u : m.unbundled) {

@@ -1,9 +1,10 @@
 #pragma once
-/// csgi::mw::Bundler — serves CommonJS modules to browsers as dynamic bundles (docs/bundler.md).
+/// csgi::mw::Bundler — serves CommonJS and ES modules to browsers as dynamic bundles (docs/bundler.md).
 ///
 /// The page loads `<mount>/require.js` (the client loader) and calls `require(path, cb)`; the loader asks
 /// for `<mount>/<path>?e=<epoch>&have=<set>` and receives, as one JavaScript response, every module in the
-/// transitive closure of `path`'s `require('literal')` calls that is not in the page's loaded set. Each
+/// transitive closure of `path`'s `require('literal')` calls and static imports that is not in the page's
+/// loaded set. Each
 /// module is a string evaluated on its first require with its own `//# sourceURL=`.
 ///
 /// URL forms under the mount (PATH_INFO relative to the mount):
@@ -15,11 +16,12 @@
 ///
 /// Status: 200 bundle; 304 (If-None-Match); 404 missing module (body: JS that fails the pending require
 /// with the requirer chain); 403 a path leaving the root (`..`, encoded dots or slashes, symlinks out);
-/// 422 a module the lexer cannot follow or that uses ES module syntax; 400 a malformed `have`;
+/// 422 a module the lexer cannot follow or an ES module the transform refuses; 400 a malformed `have`;
 /// 405 other methods than GET/HEAD.
 ///
 /// Reads:  REQUEST_METHOD, SCRIPT_NAME, PATH_INFO, QUERY_STRING, HTTP_IF_NONE_MATCH; csgi.errors.
-/// Module sources are sent as written, but for `defines` (process.env.NODE_ENV…) replaced in place.
+/// Module sources are sent as written, but for `defines` (process.env.NODE_ENV…) replaced in place and
+/// ES modules transformed for the loader (lines kept).
 /// Writes: response headers Content-Type, ETag, Cache-Control, X-Bundle-Modules, X-Bundle-Unbundled
 ///         (debug: require(expr) and two-argument requires left out); nothing in the env.
 /// Order:  anywhere; outside compression if bundles should be compressed (the body is shared bytes).

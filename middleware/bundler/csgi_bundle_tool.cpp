@@ -10,6 +10,7 @@
 //   csgi-bundle [opts] --time ROOT TARGET  cold build (construct + first request) and hit timings, in µs
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
+//                                          (ES modules also: esm_requests, esm_exports, esm_rewrites, esm_body or esm_error)
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
 //       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim,
@@ -24,6 +25,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "csgi/middleware/bundler/esm_transform.hpp"
 
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/test_client.hpp"
@@ -51,6 +54,38 @@ csgi::testing::TestResponse request(const csgi::App& app, const std::string& tar
   return csgi::testing::call(app, "GET " + target, headers);
 }
 
+// The ES module transform of `src`: its requests, export names, the byte ranges of rewritten references
+// to imports, and the module text the loader runs (or the refusal).
+void esm_details(const std::string& src, nlohmann::ordered_json& j) {
+  std::vector<csgi::mw::bundler::Token> tokens;
+  csgi::mw::bundler::ScanOptions o;
+  o.tokens = &tokens;
+  csgi::mw::bundler::scan(src, o);
+  auto m = csgi::mw::bundler::transform_esm(src, tokens);
+  if (m.error) {
+    j["esm_error"] = *m.error;
+    return;
+  }
+  nlohmann::ordered_json requests = nlohmann::ordered_json::array(), rewrites = nlohmann::ordered_json::array();
+  for (const auto& d : m.requests) requests.push_back(d.spec);
+  std::string body = m.prefix;
+  std::size_t at = 0;
+  for (const auto& e : m.edits) {
+    if (e.text.starts_with("__csgi_i") || e.text.starts_with("(0, __csgi_i") || e.text.find(": __csgi_i") != std::string::npos)
+      rewrites.push_back({e.begin, e.end});
+    body.append(src, at, e.begin - at).append(e.text);
+    at = e.end;
+  }
+  body.append(src, at);
+  auto meta = nlohmann::ordered_json::parse(m.meta);
+  nlohmann::ordered_json names = meta["x"];
+  for (const auto& r : meta["r"]) names.push_back(r[0]);
+  j["esm_requests"] = std::move(requests);
+  j["esm_exports"] = std::move(names);
+  j["esm_rewrites"] = std::move(rewrites);
+  j["esm_body"] = std::move(body);
+}
+
 int print_deps(const std::vector<std::string>& files) {
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
@@ -63,6 +98,7 @@ int print_deps(const std::vector<std::string>& files) {
                                 {"unbundled", r.unbundled.size()},
                                 {"esm", static_cast<bool>(r.esm_line)},
                                 {"error", r.error ? nlohmann::ordered_json(*r.error) : nullptr}};
+    if (r.esm_line && !r.error) esm_details(src, j);
     std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
   }

@@ -111,7 +111,7 @@ std::string decode_string(std::string_view s) {
 
 class Lexer {
 public:
-  Lexer(std::string_view src, const ScanOptions& o) : s_(src), roots_(o.chain_roots) {}
+  Lexer(std::string_view src, const ScanOptions& o) : s_(src), roots_(o.chain_roots), tokens_(o.tokens) {}
 
   ScanResult run() {
     if (s_.size() >= 2 && s_[0] == '#' && s_[1] == '!') skip_line();
@@ -391,6 +391,7 @@ private:
 
   // --- the token consumer: structure, regex context, require detection ---
   void feed(Tok t, std::size_t start, std::string_view punct = {}, std::string_view text = {}, bool whole_template = false) {
+    if (tokens_) record(t, start, whole_template);
     bool after_dot = prev_ == Tok::punct && (prev_punct_ == "." || prev_punct_ == "?.");
     bool prev_free_require = prev_ == Tok::ident && prev_word_ == "require" && !prev_was_property_;
 
@@ -409,6 +410,7 @@ private:
       if (punct == "{") {
         bool block = brace_is_block();
         braces_.push_back({block ? Brace::block : Brace::object, start});
+        if (tokens_) tokens_->back().object = !block;
         if (pending_shadow_) shadows_.push_back(braces_.size());
         pending_shadow_ = false;
       } else if (punct == "}") {
@@ -420,6 +422,7 @@ private:
         braces_.pop_back();
         while (!shadows_.empty() && shadows_.back() > braces_.size()) shadows_.pop_back();
         if (b.kind == Brace::tmpl) {
+          if (tokens_) tokens_->pop_back();  // the '}' is part of the template token that follows
           lex_template_part(start, false);
           return;
         }
@@ -467,6 +470,22 @@ private:
     prev_was_property_ = false;
     if (t == Tok::tmpl_head) return;  // lex_template_part sets prev_ to "${"
     set_prev(t);
+  }
+
+  void record(Tok t, std::size_t start, bool whole_template) {
+    Token::Kind k = Token::punct;
+    bool cont = start < s_.size() && s_[start] == '}';  // a template part after a substitution
+    switch (t) {
+      case Tok::ident: k = Token::ident; break;
+      case Tok::string: k = Token::string; break;
+      case Tok::tmpl: k = whole_template ? Token::tmpl : Token::tmpl_close; break;
+      case Tok::tmpl_head: k = cont ? Token::tmpl_mid : Token::tmpl_open; break;
+      case Tok::number: k = Token::number; break;
+      case Tok::regex: k = Token::regex; break;
+      case Tok::priv: k = Token::priv; break;
+      default: k = Token::punct;
+    }
+    tokens_->push_back({k, std::uint32_t(start), std::uint32_t(p_), false});
   }
 
   bool require_is_free() const noexcept { return shadows_.empty(); }
@@ -629,6 +648,7 @@ private:
   std::size_t esm_start_ = 0;
 
   const std::vector<std::string>& roots_;
+  std::vector<Token>* tokens_;
   int chain_state_ = 0;
   bool chain_key_ = false;
   MemberChain chain_;

@@ -13,7 +13,8 @@
 /// `function require`, a function or arrow parameter named `require`; the shadow lasts to the end of the
 /// enclosing block). Comments between tokens are ignored, so `/*#__PURE__*/require("./x.js")` counts.
 /// `require(expr)`, `require()` and two-argument `require('x', cb)` are reported as unbundled, not errors.
-/// Static `import … from` / `export …` (ES module syntax) is reported: the bundler does not support it.
+/// Static `import … from` / `export …` (ES module syntax) is reported; with ScanOptions::tokens the
+/// tokens are handed out for the ES module transform (esm_transform.hpp).
 /// Member chains rooted at chosen free names (`process.env.NODE_ENV`) are reported with their offsets,
 /// outside strings, comments and regexes, for replacement by defines.
 #include <cstdint>
@@ -27,6 +28,25 @@ namespace csgi::mw::bundler {
 struct Dependency {
   std::string spec;        // the literal, escapes decoded
   std::uint32_t line = 0;  // 1-based
+  bool import = false;     // named by an ES import/export (resolved with the "import" condition)
+};
+
+/// One token, as the lexer saw it (ScanOptions::tokens).
+struct Token {
+  enum Kind : std::uint8_t {
+    ident,       // identifiers and keywords
+    punct,       // operators and brackets
+    string,      // '…' or "…"
+    tmpl,        // a whole template without substitutions
+    tmpl_open,   // `…${
+    tmpl_mid,    // }…${
+    tmpl_close,  // }…`
+    number,
+    regex,
+    priv,        // #name
+  } kind;
+  std::uint32_t begin = 0, end = 0;  // offsets into the source
+  bool object = false;               // a '{' the lexer took for an object literal (not a block)
 };
 
 struct Unbundled {
@@ -45,6 +65,8 @@ struct MemberChain {
 struct ScanOptions {
   /// First names of the chains to record ("process" for "process.env.NODE_ENV"); none by default.
   std::vector<std::string> chain_roots;
+  /// When set, every token is appended here (for the ES module transform).
+  std::vector<Token>* tokens = nullptr;
 };
 
 struct ScanResult {

@@ -272,6 +272,7 @@ bool Graph::refresh(Module& m) {
   m.unbundled.clear();
   m.chains.clear();
   m.esm_line.reset();
+  m.esm.reset();
   m.error.reset();
   m.edges.clear();
   m.edges_gen = ~std::uint64_t{0};
@@ -294,13 +295,24 @@ bool Graph::refresh(Module& m) {
     m.error = m.path + ": " + *r.error;
     return false;
   }
+  std::unordered_set<std::string> seen;
   if (r.esm_line) {
     m.esm_line = r.esm_line;
-    m.error = m.path + ": line " + std::to_string(*r.esm_line) +
-              ": ES module syntax (static import/export) is not supported; use require()";
-    return false;
+    std::vector<Token> tokens;
+    ScanOptions with_tokens = scan_options_;
+    with_tokens.tokens = &tokens;
+    r = scan(*src, with_tokens);
+    EsmModule t = transform_esm(*src, tokens);
+    if (t.error) {
+      m.error = m.path + ": " + *t.error + " (ES module not supported by the bundler's transform)";
+      return false;
+    }
+    m.deps = std::move(t.requests);
+    m.esm = std::move(t);
+    m.unbundled = std::move(r.unbundled);
+    m.chains = std::move(r.chains);
+    return true;
   }
-  std::unordered_set<std::string> seen;
   for (auto& d : r.deps)
     if (seen.insert(d.spec).second) m.deps.push_back(std::move(d));
   m.unbundled = std::move(r.unbundled);
@@ -342,10 +354,13 @@ void Graph::resolve_edges(Module& m) {
     Edge e;
     e.spec = d.spec;
     e.line = d.line;
-    key.assign(dir).push_back('\0');
+    e.import = d.import;
+    key.assign(dir).push_back(d.import ? '\1' : '\0');
     key.append(d.spec);
     auto cached = resolutions_.find(key);
-    Resolved r = cached != resolutions_.end() ? cached->second : resolver_.resolve(dir, d.spec, &probed);
+    Resolved r = cached != resolutions_.end()
+                     ? cached->second
+                     : resolver_.resolve(dir, d.spec, &probed, d.import ? ImportKind::import : ImportKind::require);
     if (cached == resolutions_.end() && r.status == Resolved::ok) resolutions_.emplace(key, r);
     e.status = r.status;
     e.detail = r.detail;
@@ -406,10 +421,10 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
       GraphError e;
       e.status = edge.status == Resolved::forbidden ? 403 : 404;
       e.spec = edge.spec;
-      e.message = "cannot find module '" + edge.spec + "' required from " + m.path + ":" + std::to_string(edge.line) +
+      const char* how = edge.import ? "' imported from " : "' required from ";
+      e.message = "cannot find module '" + edge.spec + how + m.path + ":" + std::to_string(edge.line) +
                   (edge.detail.empty() ? "" : " (" + edge.detail + ")");
-      if (edge.status == Resolved::forbidden)
-        e.message = "module '" + edge.spec + "' required from " + m.path + " is outside the root";
+      if (edge.status == Resolved::forbidden) e.message = "module '" + edge.spec + how + m.path + " is outside the root";
       e.chain = chain();
       return e;
     }
@@ -430,7 +445,7 @@ std::uint64_t Graph::prebuild(ErrorStream& log) {
        !ec && it != end; it.increment(ec)) {
     const auto& p = it->path();
     auto ext = p.extension();
-    if ((ext == ".js" || ext == ".cjs" || ext == ".json") && it->is_regular_file(ec)) {
+    if ((ext == ".js" || ext == ".cjs" || ext == ".mjs" || ext == ".json") && it->is_regular_file(ec)) {
       std::string rel = p.string().substr(root.size() + 1);
       Resolved r = resolver_.real(rel);  // real path, inside the root
       if (r.status == Resolved::ok && r.path == rel) files.push_back(rel);

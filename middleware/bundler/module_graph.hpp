@@ -19,6 +19,7 @@
 
 #include "csgi/core/io.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/middleware/bundler/esm_transform.hpp"
 #include "csgi/middleware/bundler/js_scan.hpp"
 #include "csgi/middleware/bundler/resolver.hpp"
 
@@ -91,6 +92,7 @@ struct Edge {
   Resolved::Status status = Resolved::not_found;
   std::uint32_t target = 0;
   std::string detail;
+  bool import = false;  // an ES import/export … from (else a require())
 };
 
 struct Module {
@@ -107,6 +109,7 @@ struct Module {
   std::vector<Unbundled> unbundled;
   std::vector<MemberChain> chains;  // uses of define roots (Graph's ScanOptions)
   std::optional<std::uint32_t> esm_line;
+  std::optional<EsmModule> esm;      // an ES module: its transform (deps are its import requests)
   std::optional<std::string> error;  // unreadable or unlexable: the message
   std::uint64_t checked_gen = ~std::uint64_t{0};
   std::vector<Edge> edges;
@@ -115,7 +118,7 @@ struct Module {
 
 /// Why a closure could not be built.
 struct GraphError {
-  int status = 404;          // 404 missing, 403 forbidden, 422 unlexable or ES module syntax
+  int status = 404;          // 404 missing, 403 forbidden, 422 unlexable or an ES module the transform refuses
   std::string message;
   std::string spec;          // the require() argument that failed ("" for 422)
   std::vector<std::string> chain;  // entry … the module where it failed

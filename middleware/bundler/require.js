@@ -2,7 +2,9 @@
  *   require(name, function (err, exports) { ... })   load name and what it needs, then call back
  *   require.async(name).then(exports => ...)          the same as a Promise
  *   require(name)                                     synchronous, for modules already delivered
- * Inside modules, require('literal') is synchronous (the bundle delivered it); require(name, cb) loads. */
+ * Inside modules, require('literal') is synchronous (the bundle delivered it); require(name, cb) loads.
+ * ES modules (rows with an import/export table) run as the server transformed them: linked, then
+ * evaluated depth first in import order, as a browser runs <script type=module>. */
 (function (global) {
   'use strict';
   if (global.csgiRequire && global.csgiRequire.define) return;
@@ -42,7 +44,7 @@
     var shim = opts && opts.shim ? opts : null;
     for (var i = 0; i < mods.length; i++) {
       var m = mods[i], rec = byPath[m[1]];
-      if (!rec) rec = byPath[m[1]] = new Rec(byId, m[0], m[1], m[2], m[3], shim);
+      if (!rec) { rec = byPath[m[1]] = new Rec(byId, m[0], m[1], m[2], m[3], shim); rec.esm = m[4] || null; }
       byId[m[0]] = rec;
     }
     return { entry: byId[entry] || null };
@@ -91,6 +93,7 @@
   }
 
   function load(rec) {
+    if (rec.esm) { evaluate(rec); return rec.cjs || (rec.cjs = copyProps(def({}, '__esModule', true), rec.ns)); }
     if (rec.module) return rec.module.exports;  // done, or in progress (a cycle sees partial exports)
     var module = rec.module = { id: rec.path, filename: '/' + rec.path, exports: {}, loaded: false };
     try {
@@ -113,14 +116,89 @@
     return module.exports;
   }
 
+  // --- ES modules: namespaces (getters, sorted names), link (first generator step), evaluation ---
+  function def(o, k, v, get) { return Object.defineProperty(o, k, get ? { enumerable: true, get: v } : { value: v }); }
+  function copyProps(to, from) {  // esbuild's __copyProps: getters for the keys `to` lacks
+    Object.keys(from).forEach(function (k) { if (!(k in to)) def(to, k, function () { return from[k]; }, true); });
+    return to;
+  }
+  function dep(rec, spec) {
+    var d = rec.table[rec.deps[spec]];
+    if (!d) throw new Error("module '" + spec + "' imported by " + rec.path + ' was not delivered');
+    return d;
+  }
+  function exportsOf(rec, seen) {  // export name -> getter; names two `export *` give are left out
+    var out = Object.create(null), from = Object.create(null), m = rec.esm;
+    if (seen.indexOf(rec) >= 0) return out;
+    seen.push(rec);
+    m.s.forEach(function (s) {
+      var d = dep(rec, s), sub = d.esm ? exportsOf(d, seen) : null;
+      if (!sub) return (rec.cjsStars = rec.cjsStars || []).push(d);
+      for (var n in sub) if (n !== 'default') { out[n] = from[n] && from[n] !== d ? null : sub[n]; from[n] = d; }
+    });
+    m.x.forEach(function (n) { out[n] = function () { return rec.locals[n](); }; });
+    m.r.forEach(function (r) {
+      var d = dep(rec, r[1]);
+      out[r[0]] = r[2] === '*' ? function () { return nsOf(d); } : function () { return nsOf(d)[r[2]]; };
+    });
+    return out;
+  }
+  function nsOf(rec) {
+    if (rec.ns) return rec.ns;
+    var ns = rec.ns = def(Object.create(null), Symbol.toStringTag, 'Module');
+    if (!rec.esm) return ns;  // a CommonJS module's: filled once it has run (cjsNs)
+    var ex = exportsOf(rec, []);
+    Object.keys(ex).sort().forEach(function (n) { if (ex[n]) def(ns, n, ex[n], true); });
+    if (!rec.cjsStars) Object.preventExtensions(ns);
+    var api = { e: function (getters) { rec.locals = getters; }, ns: function (s) { return nsOf(dep(rec, s)); },
+      meta: { url: base + '/' + rec.path.split('/').map(encodeURIComponent).join('/') },
+      'import': function (s) {
+        return entryFor(nameFrom(dirname(rec.path), String(s))).then(function (d) {
+          if (!d.esm) return cjsNs(d);
+          evaluate(d); return d.ns;
+        });
+      } };
+    var src = '(function* (__csgi) {' + rec.src + '\n})';
+    var fn = rec.shim ? indirectEval('(function (process, global) { return ' + src + '; })')(processFor(rec.shim), global)
+      : indirectEval(src);
+    (rec.gen = fn.call(undefined, api)).next();
+    rec.esm.i.forEach(function (w) {  // linking fails on a name the imported module does not export
+      var d = dep(rec, w[0]);
+      if (d.esm && !(w[1] in nsOf(d))) throw (rec.error = new SyntaxError("The requested module '" + w[0] +
+        "' does not provide an export named '" + w[1] + "'"));
+    });
+    return ns;
+  }
+  function cjsNs(rec) {  // esbuild's __toESM: default = module.exports (unless __esModule), keys as getters
+    if (rec.error) throw rec.error;  // imported, a module runs once: its error stays, as for ES modules
+    var ns = nsOf(rec), ex;
+    try { ex = load(rec); } catch (e) { rec.error = e; throw e; }
+    if (!rec.filled) { rec.filled = true; if (!(ex && ex.__esModule)) def(ns, 'default', function () { return ex; }, true); copyProps(ns, Object(ex)); }
+    return ns;
+  }
+  function evaluate(rec) {
+    if (rec.error) throw rec.error;
+    if (rec.state) return;  // done, or in progress (a cycle: its bindings are as far as they got)
+    nsOf(rec);
+    rec.state = 1;
+    try {
+      rec.esm.d.forEach(function (s) { var d = dep(rec, s); if (d.esm) evaluate(d); else cjsNs(d); });
+      (rec.cjsStars || []).forEach(function (d) { copyProps(rec.ns, cjsNs(d)); });
+      rec.gen.next();
+    } catch (e) { rec.error = e; throw e; }
+    rec.state = 2;
+  }
+
+  function nameFrom(dir, spec) {
+    if (!isRelative(spec)) return spec;
+    var name = join(dir, spec);
+    return name === null ? spec : '/' + name;  // null: let the server refuse it
+  }
+
   function makeRequire(rec) {
     var dir = dirname(rec.path);
     function require(spec, cb) {
-      if (arguments.length > 1 || typeof cb === 'function') {
-        var name = isRelative(spec) ? join(dir, spec) : spec;
-        if (name === null) return requireAsync(spec, cb);  // let the server refuse it
-        return requireAsync(isRelative(spec) ? '/' + name : name, cb);
-      }
+      if (arguments.length > 1 || typeof cb === 'function') return requireAsync(nameFrom(dir, spec), cb);
       var id = rec.deps[spec];
       var dep = id !== undefined && rec.table[id] ? rec.table[id] : findDelivered(dir, String(spec));
       if (!dep) {
@@ -187,7 +265,7 @@
   }
 
   function requireAsync(name, cb) {
-    var p = entryFor(String(name)).then(load);
+    var p = entryFor(String(name)).then(function (rec) { return rec.esm ? (evaluate(rec), rec.ns) : load(rec); });
     if (typeof cb === 'function') {
       p.then(function (exports) { cb(null, exports); }, function (err) { cb(err); });
       return undefined;
@@ -203,7 +281,7 @@
       err.code = 'MODULE_NOT_FOUND'; err.module = name; err.chain = [];
       throw err;
     }
-    return load(rec);
+    return rec.esm ? (evaluate(rec), rec.ns) : load(rec);
   }
   csgiRequire.async = function (name) { return requireAsync(name); };
   csgiRequire.define = define;

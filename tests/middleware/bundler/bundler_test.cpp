@@ -154,11 +154,11 @@ TEST_CASE("bundler: paths leaving the root are 403", "[bundler]") {
   CHECK(call(app, "GET /x/../main.js").status == 200);
 }
 
-TEST_CASE("bundler: unlexable sources and ES modules are clear 422 errors, never cached", "[bundler]") {
+TEST_CASE("bundler: unlexable sources and untransformable ES modules are clear 422 errors, never cached", "[bundler]") {
   Tree t;
   t.write("main.js", "require('./bad');");
   t.write("bad.js", "var ok = 1;\nvar s = 'never closed;\n");
-  t.write("esm.js", "import x from './y.js';\n");
+  t.write("esm.js", "import x from './y.js';\nawait x;\n");
   t.write("y.js", "");
   csgi::StringErrorStream log;
   csgi::testing::Options opt;
@@ -175,7 +175,11 @@ TEST_CASE("bundler: unlexable sources and ES modules are clear 422 errors, never
   CHECK_THAT(log.text(), Catch::Contains("unterminated string literal"));
   auto esm = call(app, "GET /esm.js", {}, {}, opt);
   CHECK(esm.status == 422);
-  CHECK_THAT(esm.body, Catch::Contains("ES module syntax"));
+  CHECK_THAT(esm.body, Catch::Contains("esm.js: line 2: top-level await is not supported"));
+  t.write("esm.js", "import x from './y.js';\nx;\n");
+  auto esm_fixed = call(app, "GET /esm.js", {}, {}, opt);
+  CHECK(esm_fixed.status == 200);
+  CHECK(parse(esm_fixed.body).paths == std::vector<std::string>{"esm.js", "y.js"});
 
   t.write("bad.js", "var ok = 1;\nvar s = 'closed';\n");
   auto fixed = call(app, "GET /main.js", {}, {}, opt);
@@ -490,4 +494,49 @@ TEST_CASE("bundler: concurrent requests while files change", "[bundler]") {
   for (int i = 0; i < 50; ++i) t.write("a.js", "module.exports = " + std::to_string(i) + ";");
   for (auto& th : threads) th.join();
   CHECK(bad == 0);
+}
+
+TEST_CASE("bundler: ES modules: import edges, the transformed row, subtraction, missing imports", "[bundler][esm]") {
+  Tree t;
+  t.write("app.js", "import { count } from './counter.js';\nimport cjs from './cjs.js';\n"
+                    "export const shown = count + 1;\nconsole.log(process.env.NODE_ENV);\n");
+  t.write("counter.js", "export let count = 0;\n");
+  t.write("cjs.js", "module.exports = 1;\n");
+  t.write("more.js", "export * from './counter.js';\nexport { shown } from './app.js';\n");
+  t.write("broken.js", "import { x } from './nope.js';\n");
+  auto app = app_of(t.root());
+  auto res = call(app, "GET /app.js");
+  REQUIRE(res.status == 200);
+  auto first = parse(res.body);
+  CHECK(first.paths == std::vector<std::string>{"app.js", "counter.js", "cjs.js"});
+  // The row: dependency map by specifier, the source with the prefix on its first line and every line
+  // kept (defines applied too), then the import/export table.
+  CHECK_THAT(res.body, Catch::Contains(
+      "\"app.js\",{\"./counter.js\":" + std::to_string(first.ids["counter.js"]) + ",\"./cjs.js\":" +
+      std::to_string(first.ids["cjs.js"]) + "},\"'use strict';__csgi.e({\\\"shown\\\":function(){return shown}});"
+      "const __csgi_i0=__csgi.ns(\\\"./counter.js\\\"),__csgi_i1=__csgi.ns(\\\"./cjs.js\\\");yield;\\n\\n"
+      " const shown = __csgi_i0.count + 1;\\nconsole.log(\\\"development\\\");\\n\\n//# sourceURL=/app.js\","
+      "{\"d\":[\"./counter.js\",\"./cjs.js\"],\"x\":[\"shown\"],\"r\":[],\"s\":[],"
+      "\"i\":[[\"./counter.js\",\"count\"],[\"./cjs.js\",\"default\"]]}]"));
+  CHECK_THAT(res.body, Catch::Contains("[" + std::to_string(first.ids["cjs.js"]) + ",\"cjs.js\",{},\"module.exports = 1;"));
+
+  auto second = call(app, "GET /more.js?e=" + first.epoch + "&have=" + have(ids_of(first)));
+  REQUIRE(second.status == 200);
+  CHECK(parse(second.body).paths == std::vector<std::string>{"more.js"});  // closure − loaded
+
+  // An import resolves with the "import" condition and the module field; a require beside it does not.
+  t.write("node_modules/dual/package.json", R"({"main": "./cjs.js", "module": "./esm.js",
+      "exports": {".": {"import": "./esm.js", "require": "./cjs.js"}}})");
+  t.write("node_modules/dual/esm.js", "export default 1;");
+  t.write("node_modules/dual/cjs.js", "module.exports = 1;");
+  t.write("both.js", "import d from 'dual';\nimport './req.js';\n");
+  t.write("req.js", "require('dual');");
+  auto both = call(app, "GET /both.js");
+  REQUIRE(both.status == 200);
+  CHECK(parse(both.body).paths ==
+        std::vector<std::string>{"both.js", "node_modules/dual/esm.js", "req.js", "node_modules/dual/cjs.js"});
+
+  auto missing = call(app, "GET /broken.js");
+  CHECK(missing.status == 404);
+  CHECK_THAT(missing.body, Catch::Contains("cannot find module './nope.js' imported from broken.js:1"));
 }

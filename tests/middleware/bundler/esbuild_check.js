@@ -3,7 +3,8 @@
 // `browser` field (string and object, `false` entries) and `exports` with browser/require conditions,
 //   node esbuild_check.js <csgi-bundle> <corpus prefix> <require.js>
 // the bundle of `require('<pkg>')` holds exactly the files `esbuild --bundle --platform=browser` reads
-// for the same line (its metafile inputs; its "(disabled):x" is our "(empty):x"), and a small script
+// for the same line (its metafile inputs; its "(disabled):x" is our "(empty):x"; trees with ES imports
+// too), and a small script
 // prints the same through esbuild's bundle and through the csgi loader, each in a fresh vm context.
 const assert = require('assert');
 const fs = require('fs');
@@ -50,6 +51,18 @@ const trees = {
     'node_modules/self/i.js': "require('#dep')", 'node_modules/self/dep-b.js': '', 'node_modules/self/dep.js': '',
     'node_modules/q/package.json': JSON.stringify({ main: './index.js', browser: { './index.js': './b.js' }, exports: { '.': './index.js' } }),
     'node_modules/q/index.js': '', 'node_modules/q/b.js': '',
+  },
+  // ES imports take the `import` condition and the `module` main field; a require beside them does not.
+  'es imports': {
+    'main.js': "import d from 'dual'; import c from 'cond'; import * as o from 'only'; import './lib/req.js'; export { d, c, o };",
+    'lib/req.js': "require('cond');",
+    'node_modules/dual/package.json': JSON.stringify({ main: './cjs.js', module: './esm.js' }),
+    'node_modules/dual/cjs.js': '', 'node_modules/dual/esm.js': "export default 'esm';",
+    'node_modules/cond/package.json': JSON.stringify({ exports: { '.': { import: './i.mjs', require: './r.cjs' } } }),
+    'node_modules/cond/i.mjs': "export default 'import'; export * from './more.js';", 'node_modules/cond/more.js': 'export const m = 1;',
+    'node_modules/cond/r.cjs': '',
+    'node_modules/only/package.json': JSON.stringify({ browser: './b.js', module: './m.js' }),
+    'node_modules/only/b.js': 'export const b = 1;', 'node_modules/only/m.js': '',
   },
 };
 

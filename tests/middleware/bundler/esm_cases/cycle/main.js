@@ -1,0 +1,2 @@
+import { a, callB } from './a.js';
+print('main: ' + a + ' ' + callB());

@@ -1,0 +1,2 @@
+import { nope } from './dep.js';
+print('never evaluated ' + nope);

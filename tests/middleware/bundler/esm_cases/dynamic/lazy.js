@@ -1,0 +1,3 @@
+print('lazy evaluated');
+export const x = 'lazy x';
+export default 2;

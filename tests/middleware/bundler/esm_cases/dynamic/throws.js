@@ -1,0 +1,2 @@
+print('throws evaluated');
+throw new Error('boom');

@@ -1,0 +1,2 @@
+export const fromStar = 'from star';
+export default 'not re-exported';

@@ -1,0 +1,2 @@
+export default { v: 1 };
+export const extra = 'extra';

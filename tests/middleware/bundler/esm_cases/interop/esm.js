@@ -1,0 +1,2 @@
+export default 'esm default';
+export const x = 'esm x';

@@ -1,0 +1,10 @@
+import cjs, { a, f } from './plain.cjs.js';
+import * as ns from './plain.cjs.js';
+import marked, { named } from './marked.cjs.js';
+import * as markedNs from './marked.cjs.js';
+import fromCjs from './requires-esm.js';
+print('default = module.exports: ' + JSON.stringify(cjs) + ' ' + (cjs === ns.default));
+print('named: ' + a + ' ' + f());
+print('namespace keys: ' + Object.keys(ns).sort().join(','));
+print('__esModule default: ' + marked + ' ' + named + ' ' + Object.keys(markedNs).sort().join(','));
+print('require of an ES module: ' + fromCjs);

@@ -1,0 +1,3 @@
+Object.defineProperty(exports, '__esModule', { value: true });
+exports.default = 'the default export';
+exports.named = 'named';

@@ -1,0 +1,2 @@
+exports.a = 'A';
+exports.f = function () { return 'F ' + (this === undefined); };

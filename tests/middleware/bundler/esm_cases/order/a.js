@@ -1,0 +1,2 @@
+import './shared.js';
+print('a');

@@ -1,0 +1,4 @@
+import './shared.js';
+import './c.js';
+print('b');
+export const b = 'b value';

@@ -1,0 +1,2 @@
+export const x = 'X';
+export function f() { return 'F'; }
