@@ -22,8 +22,9 @@ py::object make_layer_object(Layer layer);
 namespace {
 
 mw::StaticOptions static_options(std::string root, std::vector<std::string> index_files, std::string cache_control,
-                                 bool precompressed, bool allow_dotfiles) {
+                                 bool precompressed, bool allow_dotfiles, bool cache = true) {
   mw::StaticOptions o;
+  o.cache = cache;
   o.root = std::move(root);
   o.index_files = std::move(index_files);
   o.cache_control = std::move(cache_control);
@@ -38,14 +39,16 @@ void bind_middleware(py::module_& m) {
   m.def(
       "static",
       [](std::string root, std::vector<std::string> index_files, std::string cache_control, bool precompressed,
-         bool allow_dotfiles) {
+         bool allow_dotfiles, bool cache) {
         App app = mw::Static(static_options(std::move(root), std::move(index_files), std::move(cache_control),
-                                            precompressed, allow_dotfiles));
+                                            precompressed, allow_dotfiles, cache));
         return py::cast(new AppHandle(std::move(app)), py::return_value_policy::take_ownership);
       },
       py::arg("root"), py::arg("index_files") = std::vector<std::string>{"index.html"},
       py::arg("cache_control") = std::string(), py::arg("precompressed") = false, py::arg("allow_dotfiles") = false,
-      "The files under `root` (csgi::mw::Static: sendfile, ETag/Last-Modified/304, ranges) as a csgi.App.");
+      py::arg("cache") = true,
+      "The files under `root` (csgi::mw::Static: sendfile, ETag/Last-Modified/304, ranges; with `cache`, files "
+      "kept open and small ones in memory, each change seen by the next request) as a csgi.App.");
 
   py::module_ mwm = m.def_submodule("mw", "C++ middleware as csgi.Layer objects for Builder.use().");
   mwm.def("runtime", [](std::string header) {

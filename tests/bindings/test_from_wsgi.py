@@ -301,10 +301,12 @@ def test_python_app_called_from_many_cxx_threads(load):
 def test_python_app_behind_cxx_middleware_and_static_beside_it(tmp_path):
     (tmp_path / "a.txt").write_text("static text")
     app = (csgi.Builder().use(csgi.mw.runtime()).use(csgi.mw.content_length())
-           .mount("/files", csgi.static(str(tmp_path))).mount("/", text_app).build())
+           .mount("/files", csgi.static(str(tmp_path), cache=False)).mount("/", text_app).build())
     r = call(app, "GET /files/a.txt")
     assert r.status == 200 and r.body == b"static text" and r.file
     assert r.header("X-Runtime") and r.header("ETag")
+    cached = call(csgi.static(str(tmp_path)), "GET /a.txt")  # a small file from memory, not a descriptor
+    assert cached.status == 200 and cached.body == b"static text" and not cached.file
     r = call(app, "GET /hi")
     assert r.status == 200 and r.body == b"path=/hi qs=" and r.header("X-Runtime")
     r = call(app, "GET /files/../etc/passwd")  # the path is /etc/passwd (ENV-5): the app at /, not static
