@@ -2,6 +2,7 @@
 
 #include "csgi/middleware/bundler/bundler.hpp"
 #include "csgi/middleware/directory.hpp"
+#include "csgi/middleware/health.hpp"
 #include "csgi/middleware/static_prefix.hpp"
 
 namespace csgi::cli {
@@ -27,6 +28,11 @@ App make_bundle_layer(const ModeArgs& args, App inner) {
     return [b](Env& env) { return (*b)(env); };
   }
   return wrap<mw::Bundler>(std::move(inner), args.value, std::move(o));
+}
+
+App make_health_layer(const ModeArgs&, App inner) {
+  if (!inner) inner = [](Env&) { return Response::error(404); };
+  return wrap<mw::Health>(std::move(inner));
 }
 
 }  // namespace csgi::cli

@@ -41,6 +41,12 @@ const std::vector<Mode>& modes() {
        "loader at /bundle/require.js; other paths go to the app (or --static). Edits are picked up through "
        "inotify. See docs/bundler.md.",
        make_bundle_layer},
+      {"health", nullptr, Mode::Kind::layer, "answer health checks at /readyz and /livez",
+       "GET /readyz answers 200 \"ready\" while the server takes new work and 503 \"draining\" from the "
+       "moment a graceful stop begins (SIGTERM, or a worker replaced on SIGHUP), so a load balancer stops "
+       "sending before connections close; GET /livez answers 200 while the process answers. Put it first "
+       "to keep the checks in front of every other layer. See docs/middleware/health.md.",
+       make_health_layer},
   };
   return table;
 }

@@ -126,10 +126,18 @@ std::vector<OptionSpec> make_table() {
      o.server.script_name = v;
      o.script_name_given = true;
    }},
-  {"access-log", 0, "FILE", H, false,
-   "append one combined-format line per request to FILE (- for stdout)",
+  {"access-log", 0, "FILE", H | F | C, false,
+   "append one line per request to FILE (- for stdout, not under CGI), in --access-log-format",
    [](const Options&) { return std::string("none"); },
    [](Options& o, const std::string& v) { o.server.access_log = v; }},
+  {"access-log-format", 0, "FORMAT", H | F | C, false,
+   "common, combined, combined_id, json (JSON Lines named as nginx's variables) or an Apache LogFormat "
+   "string (docs/middleware/access_log.md)",
+   [](const Options& d) { return d.access_log_format; },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a format is needed");
+     o.access_log_format = v;
+   }},
   {"error-log", 0, "FILE", H, false,
    "csgi.errors goes to FILE",
    [](const Options&) { return std::string("stderr"); },
@@ -350,6 +358,8 @@ void validate(Options& o) {
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");
   if (s.threads == 0 || s.threads > 1024) throw UsageError("--threads must be 1…1024");
   if (s.max_connections == 0) throw UsageError("--max-connections must be at least 1");
+  if (o.adapter == Adapter::cgi && s.access_log == "-")
+    throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }
 
 }  // namespace csgi::runner

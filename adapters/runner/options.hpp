@@ -40,6 +40,9 @@ struct Options {
   bool script_name_given = false;
   int backlog = 1024;    // FastCGI: listen() backlog of the socket it opens for --listen
   int socket_mode = -1;  // FastCGI: permissions of the unix socket it creates (-1: as the umask leaves them)
+  /// The --access-log line format. The HTTP server writes "combined" itself; any other format, and every
+  /// format under FastCGI and CGI, is written by the access_log middleware that serve() puts outermost.
+  std::string access_log_format = "combined";
 };
 
 /// The defaults for `adapter`: Options{} with the adapter set and its per-adapter defaults applied.

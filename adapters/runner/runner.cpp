@@ -7,6 +7,7 @@
 
 #include "csgi/adapters/cgi/cgi.hpp"
 #include "csgi/adapters/standalone/server.hpp"
+#include "csgi/middleware/access_log.hpp"
 #if CSGI_HAVE_FASTCGI
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
 #endif
@@ -22,7 +23,25 @@ std::optional<Adapter> detect_gateway() {
   return std::nullopt;
 }
 
-int serve(App app, const Options& o) {
+namespace {
+
+/// The access log as the options ask for it: left to the HTTP server for its own combined format, else
+/// the access_log middleware around the app (the server then writes none).
+App with_access_log(App app, Options& o) {
+  std::string& path = o.server.access_log;
+  if (path.empty() || (o.adapter == Adapter::http && o.access_log_format == "combined")) return app;
+  mw::AccessLogOptions a;
+  a.format = o.access_log_format;
+  a.path = path == "-" ? "/dev/stdout" : path;
+  path.clear();
+  return wrap<mw::AccessLog>(std::move(app), a);
+}
+
+}  // namespace
+
+int serve(App app, const Options& options) {
+  Options o = options;
+  app = with_access_log(std::move(app), o);
   if (o.adapter == Adapter::http) return standalone::Server(std::move(app), o.server).run();
   std::optional<std::string> script_name;
   if (o.script_name_given) script_name = o.server.script_name;

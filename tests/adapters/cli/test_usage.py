@@ -61,7 +61,7 @@ for m in modes:
 for args, program, option, adapter in [
         (("serve", "--demo", "--fastcgi", "--reuseport"), None, "--reuseport", "FastCGI"),
         (("serve", "--demo", "--cgi", "--workers", "2"), None, "--workers", "CGI"),
-        (("serve", "--demo", "--fastcgi", "--access-log", "x.log"), None, "--access-log", "FastCGI"),
+        (("serve", "--demo", "--fastcgi", "--error-log", "x.log"), None, "--error-log", "FastCGI"),
         (("--demo", "--reuseport"), FCGI, "--reuseport", "FastCGI"),
         (("--demo", "--threads", "2"), CGI, "--threads", "CGI")]:
     if args[0] != "serve" and not program:

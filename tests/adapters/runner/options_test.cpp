@@ -86,7 +86,7 @@ TEST_CASE("an option given for an adapter it does not apply to is a usage error 
         "--reuseport does not apply to FastCGI (--fastcgi); it applies to HTTP");
   CHECK(usage_error({"--cgi", "--workers", "2"}) == "--workers does not apply to CGI (--cgi); it applies to HTTP, FastCGI");
   // The program's own adapter counts as chosen (csgi-fcgi, a csgi::run program spawned on a FastCGI socket).
-  CHECK(usage_error({"--access-log", "x"}, Adapter::fastcgi).find("--access-log does not apply to FastCGI") == 0);
+  CHECK(usage_error({"--error-log", "x"}, Adapter::fastcgi).find("--error-log does not apply to FastCGI") == 0);
   CHECK(usage_error({"--cgi"}, Adapter::fastcgi) == "--cgi: this program serves FastCGI only");
   CHECK(usage_error({"--fastcgi", "--cgi"}) == "give only one of --fastcgi and --cgi");
 }

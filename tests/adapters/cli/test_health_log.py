@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""`csgi serve --health` and `--access-log-format json`, on real sockets:
+  * /readyz and /livez answer 200 before the app (the demo app has neither path);
+  * after SIGTERM, a kept-alive connection's next /readyz answers 503 "draining" (with Connection: close)
+    while the server finishes, and the process then exits 0;
+  * every access log line is one JSON object with nginx's field names, for HTTP and for CGI (where the
+    access_log middleware writes it; the HTTP server's own log only knows "combined").
+Usage: test_health_log.py CSGI_EXE"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+CSGI = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def start(args):
+    p = subprocess.Popen([CSGI, "serve"] + args + ["--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+        if m:
+            return p, int(m.group(1))
+    p.kill()
+    raise RuntimeError("csgi did not start")
+
+
+def request(sock, path):
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nUser-Agent: probe/1\r\n\r\n" % path).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    m = re.search(rb"(?i)content-length: *(\d+)", head)
+    n = int(m.group(1)) if m else 0
+    while len(body) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(head.split()[1]), head.decode(), body.decode()
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    log = os.path.join(tmp, "access.json")
+    p, port = start(["--health", "--demo", "--access-log", log, "--access-log-format", "json"])
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        status, _, body = request(s, "/readyz")
+        check(status == 200 and body == "ready\n", "/readyz: 200 ready (%d %r)" % (status, body))
+        status, _, body = request(s, "/livez")
+        check(status == 200 and body == "alive\n", "/livez: 200 alive")
+        status, _, body = request(s, "/hello")
+        check(status == 200 and body == "Hello, world!", "the app behind the checks answers")
+        p.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        status, head, body = request(s, "/readyz")
+        check(status == 503 and body == "draining\n", "after SIGTERM: /readyz 503 draining (%d %r)" % (status, body))
+        check("connection: close" in head.lower(), "and the connection is closed after it")
+        s.close()
+        check(p.wait(timeout=20) == 0, "the server then exits 0")
+    finally:
+        if p.poll() is None:
+            p.kill()
+    lines = open(log).read().splitlines()
+    check(len(lines) == 4, "one line per request: %d" % len(lines))
+    parsed = [json.loads(l) for l in lines]
+    check([j["request_uri"] for j in parsed] == ["/readyz", "/livez", "/hello", "/readyz"], "the requests in order")
+    check([j["status"] for j in parsed] == [200, 200, 200, 503], "their statuses, as numbers")
+    check(all(j["http_user_agent"] == "probe/1" and j["request_method"] == "GET" for j in parsed), "nginx's field names")
+
+    # CGI: one request per process; the access_log middleware writes the line.
+    cgi_log = os.path.join(tmp, "cgi.json")
+    env = dict(os.environ, GATEWAY_INTERFACE="CGI/1.1", REQUEST_METHOD="GET", SCRIPT_NAME="", PATH_INFO="/hello",
+               QUERY_STRING="", REQUEST_URI="/hello", SERVER_NAME="localhost", SERVER_PORT="80", SERVER_PROTOCOL="HTTP/1.1",
+               REMOTE_ADDR="192.0.2.7", HTTP_USER_AGENT="cgi-probe")
+    r = subprocess.run([CSGI, "serve", "--demo", "--cgi", "--access-log", cgi_log, "--access-log-format", "json"],
+                       capture_output=True, env=env, timeout=30, stdin=subprocess.DEVNULL)
+    check(r.returncode == 0 and b"Hello, world!" in r.stdout, "CGI answers")
+    j = json.loads(open(cgi_log).read().splitlines()[0])
+    check(j["remote_addr"] == "192.0.2.7" and j["request_uri"] == "/hello" and j["status"] == 200 and j["body_bytes_sent"] == 13,
+          "CGI: a JSON line with the client and the bytes: %s" % j)
+    r = subprocess.run([CSGI, "serve", "--demo", "--cgi", "--access-log", "-"], capture_output=True, text=True,
+                       env=env, timeout=30, stdin=subprocess.DEVNULL)
+    check(r.returncode == 2 and "standard output is the response" in r.stderr, "CGI refuses --access-log -")
+
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)
