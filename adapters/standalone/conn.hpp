@@ -26,6 +26,7 @@
 #include <boost/beast/http/error.hpp>
 #include <charconv>
 #include <condition_variable>
+#include <functional>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -90,6 +91,22 @@ inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
 }
 
 struct WriterState;
+
+/// A call from the app's pool thread (--app-threads) to the connection's io thread: a csgi.input read,
+/// an interim response or csgix.io. The app's thread waits on `cv` until `done`; the io thread fills in
+/// the result with `mu` held, unless the app's thread gave up waiting (`abandoned`: its io thread
+/// stopped), in which case the pointers into the app's stack are not touched.
+struct PoolCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;
+  // A read: the app's buffer, and what came of it (error_status != 0: the HttpError to throw).
+  char* buf = nullptr;
+  std::size_t n = 0, got = 0;
+  int error_status = 0;
+  std::string error_why;
+};
 
 /// A delayed response's request, kept when its connection closed before the response was complete
 /// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
@@ -161,10 +178,16 @@ public:
   void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
   void on_writer_flush(const std::shared_ptr<WriterState>& st);
 
+  // The app on the pool (--app-threads; pooled.cpp).
+  void pool_job(std::shared_ptr<Conn> self, Env& env);
+  void on_pooled_done(Response r, int failed);
+  void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
+  void serve_read(const std::shared_ptr<PoolCall>& c);
+
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  enum class Phase { reading, app, delayed, discarding, writer, stream, file, lingering, closed };
+  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed };
 
   // Reading and parsing.
   void wait_read();
@@ -173,12 +196,34 @@ private:
   bool make_room();
   void begin_request();
   void request_ready();
+  void set_connection_env(Env& env);
+  Response call_app(Env& env, int& failed);
+  void after_app(Response res, int failed);
   void reject(int status, std::string_view why);
   // The body the app left unread (ADP-9).
   bool body_unread() const noexcept;
   void hold_for_body(Response res);
   bool discard_body();
   void resume_held();
+  // csgi.input.
+  bool body_readable() const noexcept;
+  bool read_buffered(char* buf, std::size_t n, std::size_t& got);
+  void recv_blocking();
+  bool send_interim(int status, const Headers& headers);
+  int take_here(std::string& pending);
+
+  // The app on the pool (pooled.cpp).
+  void run_in_pool();
+  void post_done(std::shared_ptr<Conn> self, Response r, int failed);
+  void release_on_io(std::shared_ptr<Conn> self);
+  std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
+  void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
+  void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
+  std::size_t read_from_pool(char* buf, std::size_t n);
+  void run_on_io(const std::function<void()>& f);
+  bool wait_call(PoolCall& c);
+  void finish_call(int status, std::string_view why) noexcept;
+  void pooled_timeout();
 
   // Responding.
   void handle(Response res);
@@ -282,6 +327,8 @@ private:
   // Keeps the connection alive while only the app's responder or writer refers to it (every entry
   // point into the connection holds its own reference, so dropping this one never frees it mid-call).
   std::shared_ptr<Conn> self_hold_;
+  // A csgi.input read of the app's pool thread waiting for bytes from the socket.
+  std::shared_ptr<PoolCall> call_;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

@@ -92,7 +92,9 @@ void Conn::on_read(error_code ec, std::size_t n) {
     end_ += n;
   }
   if (phase_ == Phase::reading) process();
-  else if (phase_ == Phase::discarding) {
+  else if (phase_ == Phase::pooled) {
+    if (call_) serve_read(std::exchange(call_, nullptr));
+  } else if (phase_ == Phase::discarding) {
     if (discard_body()) {
       resume_held();
       return;
@@ -275,18 +277,38 @@ void Conn::process() {
   wait_read();
 }
 
-// The request's header is parsed (and a small body buffered): build the rest of the env and call the app.
+// The request's header is parsed (and a small body buffered): build the rest of the env and call the app,
+// here or on the pool.
 void Conn::request_ready() {
   Env& env = *env_;
   keep_alive_ = keep_alive_ && parser_->keep_alive() && !t_.stopping;
-  if (!expect_.empty()) {
-    if (iequals(expect_, "100-continue")) {
-    } else {
-      keep_alive_ = false;
-      handle(Response::error(417, "unsupported expectation"));
-      return;
-    }
+  if (!expect_.empty() && !iequals(expect_, "100-continue")) {
+    keep_alive_ = false;
+    handle(Response::error(417, "unsupported expectation"));
+    return;
   }
+  set_connection_env(env);
+  clear_deadline();
+  if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
+    handle(Response::error(404));
+    return;
+  }
+  if (sh_.pool) {
+    run_in_pool();
+    return;
+  }
+  phase_ = Phase::app;
+  int failed = 0;
+  Response res;
+  {
+    AppScope scope(t_.fault_slot, this);
+    res = call_app(env, failed);
+  }
+  if (phase_ == Phase::closed) return;
+  after_app(std::move(res), failed);
+}
+
+void Conn::set_connection_env(Env& env) {
   env.set_object<Input>(keys::input, static_cast<Input*>(this));
   env.set_object<ErrorStream>(keys::errors, &sh_.errors);
   env.set_bool(keys::multithread, sh_.multithread);
@@ -300,37 +322,35 @@ void Conn::request_ready() {
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
-  clear_deadline();
+}
 
-  Response res;
-  phase_ = Phase::app;
-  if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
-    res = Response::error(404);
-  } else {
-    try {
-      AppScope scope(t_.fault_slot, this);
-      res = sh_.app(env);
-    } catch (const HttpError& e) {
-      res = Response::error(e.status(), e.what());
-      if (e.status() == 408 || e.status() == 413 || e.status() == 400) keep_alive_ = false;
-    } catch (const std::exception& e) {
-      sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
-                       std::string(env.get(keys::REQUEST_URI)) + " " + std::string(env.get(keys::SERVER_PROTOCOL)) +
-                       "\": " + e.what());
-      res = Response::error(500);
-    } catch (...) {
-      sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
-                       std::string(env.get(keys::REQUEST_URI)) + "\": non-standard exception");
-      res = Response::error(500);
-    }
+// Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
+// are touched). An exception is logged and becomes an error response; `failed` is the status of an
+// HttpError thrown (0 for none).
+Response Conn::call_app(Env& env, int& failed) {
+  try {
+    return sh_.app(env);
+  } catch (const HttpError& e) {
+    failed = e.status();
+    return Response::error(e.status(), e.what());
+  } catch (const std::exception& e) {
+    sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
+                     std::string(env.get(keys::REQUEST_URI)) + " " + std::string(env.get(keys::SERVER_PROTOCOL)) +
+                     "\": " + e.what());
+  } catch (...) {
+    sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
+                     std::string(env.get(keys::REQUEST_URI)) + "\": non-standard exception");
   }
-  if (phase_ == Phase::closed) return;
+  return Response::error(500);
+}
+
+// Back on the io thread with the app's response.
+void Conn::after_app(Response res, int failed) {
+  if (failed == 408 || failed == 413 || failed == 400) keep_alive_ = false;
   phase_ = Phase::reading;
   if (hijacked_) {
-    // The app owns the connection now; drop our descriptor without touching the connection.
-    if (res.is_delayed()) {
-      // Nothing will be sent; the callable is not called.
-    }
+    // The app owns the connection now; drop our descriptor without touching the connection. Nothing will
+    // be sent: a delayed response's callable is not called.
     error_code ec;
     socket_.close(ec);
     phase_ = Phase::closed;
@@ -429,14 +449,21 @@ void Conn::linger() {
 
 void Conn::close_now() {
   if (phase_ == Phase::closed) return;
+  bool app_running = phase_ == Phase::pooled;
   phase_ = Phase::closed;
   sh_.stats->connection_closed();
   self_hold_.reset();
   clear_deadline();
   error_code ec;
   socket_.close(ec);
-  // The env first: a writer that learns the client is gone may read the env at once.
-  drop_env();
+  if (app_running) {
+    // The app still runs on the pool with the env (and the buffer its views point into): both stay until
+    // it returns (on_pooled_done). A read it waits for fails.
+    finish_call(400, "client closed the connection before the end of the body");
+  } else {
+    // The env first: a writer that learns the client is gone may read the env at once.
+    drop_env();
+  }
   if (writer_) {
     writer_gone(*writer_);
   }
@@ -502,6 +529,10 @@ void Conn::on_timeout() {
     resume_held();
     return;
   }
+  if (phase_ == Phase::pooled) {
+    pooled_timeout();
+    return;
+  }
   if (phase_ == Phase::reading && (end_ > begin_ || active_) && !response_started_ && !draining_) {
     // Slow header or body: 408, then close.
     reject(408, "request timeout");
@@ -551,14 +582,27 @@ void Conn::on_shutdown(bool hurry) {
     close_now();
 }
 
-// csgi.input: the request body, read from the buffer, then from the socket (poll bounded by body_timeout).
+// csgi.input: the request body, read from the buffer, then from the socket. On the io thread (inline
+// mode) the socket is polled, bounded by body_timeout; from the app's pool thread the io thread reads.
 std::size_t Conn::read(char* buf, std::size_t n) {
-  if (!parser_ || !active_ || draining_ || n == 0 || !env_) return 0;
-  if (parser_->is_done()) return 0;
+  if (sh_.pool && !on_io_thread()) return read_from_pool(buf, n);
+  if (n == 0 || !body_readable()) return 0;
   if (continue_pending_) {
     continue_pending_ = false;
     if (!blocking_send("HTTP/1.1 100 Continue\r\n\r\n")) throw HttpError(400, "client gone");
   }
+  std::size_t got = 0;
+  while (!read_buffered(buf, n, got)) recv_blocking();
+  return got;
+}
+
+bool Conn::body_readable() const noexcept {
+  return parser_ && active_ && !draining_ && env_ && !parser_->is_done();
+}
+
+// Reads body bytes already received into `buf`: true with `got` set (0 at the end of the body), false
+// when bytes from the socket are needed (there is room for them).
+bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
   if (prebody_ready_) {  // the whole body is here already (process())
     parser_->sink = buf;
     parser_->sink_cap = n;
@@ -570,7 +614,8 @@ std::size_t Conn::read(char* buf, std::size_t n) {
       keep_alive_ = false;
       throw BadRequest("malformed request body: " + ec.message());
     }
-    return parser_->sink_len;
+    got = parser_->sink_len;
+    return true;
   }
   for (;;) {
     parser_->sink = buf;
@@ -585,37 +630,41 @@ std::size_t Conn::read(char* buf, std::size_t n) {
         throw PayloadTooLarge("request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
       throw BadRequest("malformed request body: " + ec.message());
     }
-    if (parser_->sink_len > 0) return parser_->sink_len;
-    if (parser_->is_done()) return 0;
+    got = parser_->sink_len;
+    if (got > 0 || parser_->is_done()) return true;
     if (used > 0) continue;
-    // Need bytes from the socket.
     if (!make_room()) {
       keep_alive_ = false;
       throw BadRequest("chunk header too long");
     }
-    for (;;) {
-      ssize_t r = ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
-      if (r > 0) {
-        end_ += static_cast<std::size_t>(r);
-        break;
-      }
-      if (r == 0) {
-        keep_alive_ = false;
-        peer_eof_ = true;
-        throw BadRequest("client closed the connection before the end of the body");
-      }
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        keep_alive_ = false;
-        dead_ = true;
-        throw BadRequest("connection error while reading the body");
-      }
-      pollfd p{fd_, POLLIN, 0};
-      int pr = ::poll(&p, 1, static_cast<int>(sh_.opt.body_timeout.count()));
-      if (pr == 0) {
-        keep_alive_ = false;
-        throw HttpError(408, "timed out reading the request body");
-      }
+    return false;
+  }
+}
+
+// Waits (poll, bounded by body_timeout) for body bytes and appends them to the buffer.
+void Conn::recv_blocking() {
+  for (;;) {
+    ssize_t r = ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
+    if (r > 0) {
+      end_ += static_cast<std::size_t>(r);
+      return;
+    }
+    if (r == 0) {
+      keep_alive_ = false;
+      peer_eof_ = true;
+      throw BadRequest("client closed the connection before the end of the body");
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      keep_alive_ = false;
+      dead_ = true;
+      throw BadRequest("connection error while reading the body");
+    }
+    pollfd p{fd_, POLLIN, 0};
+    int pr = ::poll(&p, 1, static_cast<int>(sh_.opt.body_timeout.count()));
+    if (pr == 0) {
+      keep_alive_ = false;
+      throw HttpError(408, "timed out reading the request body");
     }
   }
 }
@@ -640,7 +689,17 @@ bool Conn::blocking_send(std::string_view data) {
 }
 
 int Conn::take(std::string& pending) {
-  if (!on_io_thread() || phase_ != Phase::app || hijacked_) return -1;
+  if (sh_.pool && !on_io_thread()) {
+    int fd = -1;
+    run_on_io([&] { fd = take_here(pending); });
+    return fd;
+  }
+  if (!on_io_thread()) return -1;
+  return take_here(pending);
+}
+
+int Conn::take_here(std::string& pending) {
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || hijacked_) return -1;
   int fd = ::dup(fd_);
   if (fd < 0) return -1;
   int fl = ::fcntl(fd, F_GETFL);
@@ -658,9 +717,19 @@ int Conn::take(std::string& pending) {
 }
 
 bool Conn::send(int status, const Headers& headers) {
+  if (sh_.pool && !on_io_thread()) {
+    bool ok = false;
+    run_on_io([&] { ok = send_interim(status, headers); });
+    return ok;
+  }
   // From another thread (a delayed response's app) nothing of the connection is read: false at once.
-  if (!on_io_thread() || phase_ != Phase::app || http10_ || hijacked_ || dead_ || status < 100 || status > 199 ||
-      status == 101)
+  if (!on_io_thread()) return false;
+  return send_interim(status, headers);
+}
+
+bool Conn::send_interim(int status, const Headers& headers) {
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || http10_ || hijacked_ || dead_ || status < 100 ||
+      status > 199 || status == 101)
     return false;
   if (status == 100) continue_pending_ = false;
   out_.append(sh_.status_line(status));
@@ -672,8 +741,9 @@ bool Conn::send(int status, const Headers& headers) {
     out_.append("\r\n");
   }
   out_.append("\r\n");
-  // Interim responses go out now, ahead of the final one (a partial write completes with it).
-  flush();
+  // Interim responses go out now, ahead of the final one (a partial write completes with it; in pool
+  // mode the io thread finishes it while the app runs).
+  if (!flush() && !dead_ && phase_ == Phase::pooled) wait_write();
   return !dead_;
 }
 
