@@ -95,6 +95,9 @@ CommandLine parse_command_line(int argc, char** argv) {
   if (vm.count("app-arg")) cl.app_args = vm["app-arg"].as<std::vector<std::string>>();
   try {
     standalone::apply_server_options(vm, cl.server);
+    // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
+    for (const auto& c : cl.modes)
+      if (std::string_view(c.mode->option) == "wsgi" && vm["app-threads"].defaulted()) cl.server.app_threads = 8;
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

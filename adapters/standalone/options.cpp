@@ -28,8 +28,9 @@ po::options_description server_options(const ServerOptions& d) {
     ("workers,w", po::value<unsigned>()->default_value(d.workers),
      "0: serve in this process; N: a master process forks N workers, restarts any that dies")
     ("app-threads", po::value<unsigned>()->default_value(d.app_threads),
-     "0: the app runs on the io thread that owns the connection (for apps that never block); N: on a "
-     "pool of N threads with one queue, the io threads keep serving while the app blocks")
+     "0: the app runs on the io thread that owns the connection (the fast path for apps that never "
+     "block; the default, but 8 with csgi serve --wsgi); N: on a pool of N threads with one shared queue, "
+     "the io threads keep serving while the app blocks. Not used under FastCGI (its --threads run the app)")
     ("reuseport", po::bool_switch(), "one SO_REUSEPORT socket per io thread instead of one shared socket")
     ("script-name", po::value<std::string>()->default_value(d.script_name),
      "serve the app under this prefix (SCRIPT_NAME); other paths get 404")
