@@ -188,11 +188,20 @@ public:
 
 private:
   enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed };
+  // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
+  // finished), draining (finished; the rest of its body is being discarded).
+  enum class Request { none, active, draining };
+  // What a step of process() leaves to do: the next step, the loop again, wait for bytes, or nothing.
+  enum class Step { next, again, wait, stop };
 
   // Reading and parsing.
   void wait_read();
   void on_read(error_code ec, std::size_t n);
   void process();
+  Step drain_rest();
+  Step read_head();
+  Step buffer_body();
+  void wait_for_request();
   bool make_room();
   void begin_request();
   void request_ready();
@@ -274,8 +283,7 @@ private:
   Phase phase_ = Phase::reading;
   bool waiting_ = false;         // a read is pending
   bool write_waiting_ = false;   // a wait for writability is pending
-  bool active_ = false;          // a request's header is parsed and its response not finished
-  bool draining_ = false;        // discarding the rest of a finished request's body
+  Request req_ = Request::none;
   bool keep_alive_ = true;
   bool http10_ = false;
   bool head_ = false;

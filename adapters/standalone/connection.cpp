@@ -106,13 +106,13 @@ void Conn::on_read(error_code ec, std::size_t n) {
 
 bool Conn::make_room() {
   if (end_ < cap_) return true;
-  if (!active_ && begin_ > 0) {
+  if (req_ != Request::active && begin_ > 0) {
     std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
     return end_ < cap_;
   }
-  if (!active_ || draining_) {
+  if (req_ != Request::active) {
     std::size_t limit = sh_.opt.max_header_bytes + 1024;
     if (cap_ >= limit) return false;
     std::size_t ncap = std::min(cap_ * 2, limit);
@@ -153,105 +153,18 @@ void Conn::begin_request() {
   sent_body_ = 0;
 }
 
-// Parses and serves every complete request in the buffer, then waits for more bytes.
+// Parses and serves every complete request in the buffer, then waits for more bytes. Each step says
+// what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
 void Conn::process() {
   while (phase_ == Phase::reading) {
-    if (draining_) {
-      if (!parser_->is_done()) {
-        error_code ec;
-        std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
-        begin_ += used;
-        discarded_ += used;
-        if ((ec && ec != http::error::need_more) || (!parser_->is_done() && discarded_ > sh_.opt.discard_body_bytes)) {
-          keep_alive_ = false;
-          draining_ = false;
-          linger();
-          return;
-        }
-        if (!parser_->is_done()) {
-          if (used > 0) continue;
-          break;
-        }
-      }
-      draining_ = false;
-      parser_.reset();
-    }
-    if (!active_) {
-      if (!parser_) {
-        // RFC 9112 §2.2: ignore empty lines before a request-line.
-        while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
-        if (begin_ == end_) {
-          begin_ = end_ = 0;
-          break;
-        }
-        begin_request();
-        set_deadline(sh_.opt.header_timeout);
-      }
-      if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
-        // Header incomplete: enforce the request-line and header-size limits on what we have.
-        std::string_view have(buf_.get() + begin_, end_ - begin_);
-        std::size_t eol = have.find('\n');
-        if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
-          reject(414, "request line too long");
-          return;
-        }
-        if (have.size() > sh_.opt.max_header_bytes) {
-          reject(431, "request header too large");
-          return;
-        }
-        break;
-      }
-      // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
-      error_code ec;
-      std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
-      if (ec == http::error::need_more) ec = http::error::bad_line_ending;
-      http10_ = parser_->http10;
-      head_ = parser_->head;
-      if (ec) {
-        reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
-        return;
-      }
-      if (has_obs_fold({buf_.get() + begin_, used})) {
-        reject(400, "obs-fold in header");
-        return;
-      }
-      begin_ += used;
-      body_base_ = begin_;
-      active_ = true;
-      if (parser_->reject_status) {
-        reject(parser_->reject_status, parser_->reject_why);
-        return;
-      }
-      expect_ = parser_->expect;
-      has_body_ = !parser_->is_done();
-      if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
-      // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
-      if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
-    }
-    // Header parsed. A Content-Length body up to --body-buffer-bytes is read before the app runs, as the
-    // bytes come (unless 100-continue): a slow client holds no thread. One that fits behind the head stays
-    // in the buffer; a bigger one is collected in prebody_.
-    if (has_body_ && !continue_pending_ && !parser_->chunked() && !prebody_ready_ &&
-        (content_length_ <= cap_ - body_base_ || content_length_ <= sh_.opt.body_buffer_bytes)) {
-      bool in_place = content_length_ <= cap_ - body_base_ && prebody_.empty();
-      if (!in_place) {
-        std::size_t take = static_cast<std::size_t>(
-            std::min<std::uint64_t>(content_length_ - prebody_.size(), end_ - begin_));
-        prebody_.append(buf_.get() + begin_, take);
-        begin_ += take;
-      }
-      if (in_place ? end_ - begin_ < content_length_ : prebody_.size() < content_length_) {
-        if (peer_eof_) {
-          reject(400, "connection closed before the end of the body");
-          return;
-        }
-        set_deadline(sh_.opt.body_timeout);
-        break;
-      }
-      prebody_ready_ = !in_place;
-    }
+    Step step = req_ == Request::draining ? drain_rest() : Step::next;
+    if (step == Step::next && req_ != Request::active) step = read_head();
+    if (step == Step::next) step = buffer_body();
+    if (step == Step::stop) return;
+    if (step == Step::again) continue;
+    if (step == Step::wait) break;
     request_ready();
-    if (phase_ != Phase::reading) return;  // a delayed, streaming, file or closing response took over
+    if (phase_ != Phase::reading) return;  // a delayed, pooled, streaming, file or closing response took over
     if (out_.size() - out_pos_ > flush_threshold || !ext_.empty()) {
       if (!flush()) {
         wait_write();
@@ -259,7 +172,114 @@ void Conn::process() {
       }
     }
   }
-  if (phase_ != Phase::reading) return;
+  if (phase_ == Phase::reading) wait_for_request();
+}
+
+// Discards the rest of a finished request's body, within --discard-body-bytes (else the connection ends).
+Conn::Step Conn::drain_rest() {
+  if (!parser_->is_done()) {
+    error_code ec;
+    std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
+    begin_ += used;
+    discarded_ += used;
+    if ((ec && ec != http::error::need_more) || (!parser_->is_done() && discarded_ > sh_.opt.discard_body_bytes)) {
+      keep_alive_ = false;
+      req_ = Request::none;
+      linger();
+      return Step::stop;
+    }
+    if (!parser_->is_done()) return used > 0 ? Step::again : Step::wait;
+  }
+  req_ = Request::none;
+  parser_.reset();
+  return Step::next;
+}
+
+// Parses the next request's head once it is all in the buffer (the env's views point into it), within
+// the request-line and header limits.
+Conn::Step Conn::read_head() {
+  if (!parser_) {
+    // RFC 9112 §2.2: ignore empty lines before a request-line.
+    while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
+    if (begin_ == end_) {
+      begin_ = end_ = 0;
+      return Step::wait;
+    }
+    begin_request();
+    set_deadline(sh_.opt.header_timeout);
+  }
+  if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
+    // Header incomplete: enforce the request-line and header-size limits on what we have.
+    std::string_view have(buf_.get() + begin_, end_ - begin_);
+    std::size_t eol = have.find('\n');
+    if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
+      reject(414, "request line too long");
+      return Step::stop;
+    }
+    if (have.size() > sh_.opt.max_header_bytes) {
+      reject(431, "request header too large");
+      return Step::stop;
+    }
+    return Step::wait;
+  }
+  // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+  error_code ec;
+  std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
+  if (ec == http::error::need_more) ec = http::error::bad_line_ending;
+  http10_ = parser_->http10;
+  head_ = parser_->head;
+  if (ec) {
+    reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
+    return Step::stop;
+  }
+  if (has_obs_fold({buf_.get() + begin_, used})) {
+    reject(400, "obs-fold in header");
+    return Step::stop;
+  }
+  begin_ += used;
+  body_base_ = begin_;
+  req_ = Request::active;
+  if (parser_->reject_status) {
+    reject(parser_->reject_status, parser_->reject_why);
+    return Step::stop;
+  }
+  expect_ = parser_->expect;
+  has_body_ = !parser_->is_done();
+  if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
+  // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
+  if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
+  return Step::next;
+}
+
+// A Content-Length body up to --body-buffer-bytes is read before the app runs, as the bytes come (unless
+// 100-continue): a slow client holds no thread. One that fits behind the head stays in the buffer; a
+// bigger one is collected in prebody_.
+Conn::Step Conn::buffer_body() {
+  if (!has_body_ || continue_pending_ || parser_->chunked() || prebody_ready_ ||
+      (content_length_ > cap_ - body_base_ && content_length_ > sh_.opt.body_buffer_bytes))
+    return Step::next;
+  bool in_place = content_length_ <= cap_ - body_base_ && prebody_.empty();
+  if (!in_place) {
+    std::size_t take = static_cast<std::size_t>(
+        std::min<std::uint64_t>(content_length_ - prebody_.size(), end_ - begin_));
+    prebody_.append(buf_.get() + begin_, take);
+    begin_ += take;
+  }
+  if (in_place ? end_ - begin_ < content_length_ : prebody_.size() < content_length_) {
+    if (peer_eof_) {
+      reject(400, "connection closed before the end of the body");
+      return Step::stop;
+    }
+    set_deadline(sh_.opt.body_timeout);
+    return Step::wait;
+  }
+  prebody_ready_ = !in_place;
+  return Step::next;
+}
+
+// Every complete request is answered: write what is pending, then wait for the next request (or close
+// after a client's half-close).
+void Conn::wait_for_request() {
   if (out_pos_ < out_.size() || !ext_.empty()) {
     if (!flush()) {
       wait_write();
@@ -273,7 +293,7 @@ void Conn::process() {
   }
   // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
   // (see on_shutdown); a request that still comes is answered with Connection: close.
-  if (!active_ && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
+  if (req_ != Request::active && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
   wait_read();
 }
 
@@ -363,7 +383,7 @@ void Conn::after_app(Response res, int failed) {
 
 // True while the request has body bytes that the app has not read and the connection may be kept.
 bool Conn::body_unread() const noexcept {
-  return keep_alive_ && active_ && parser_ && !prebody_ready_ && !parser_->is_done();
+  return keep_alive_ && req_ == Request::active && parser_ && !prebody_ready_ && !parser_->is_done();
 }
 
 // A complete response to a request whose body the app left unread waits until that body is discarded,
@@ -419,7 +439,7 @@ void Conn::reject(int status, std::string_view why) {
   // Framing is lost: answer, then close (the bytes after this request are never served: no smuggling).
   if (!env_) env_ = t_.acquire_env();
   keep_alive_ = false;
-  active_ = true;
+  req_ = Request::active;
   body_base_ = begin_;
   begin_ = end_;  // nothing after a bad request is parsed
   parser_.reset();
@@ -533,7 +553,7 @@ void Conn::on_timeout() {
     pooled_timeout();
     return;
   }
-  if (phase_ == Phase::reading && (end_ > begin_ || active_) && !response_started_ && !draining_) {
+  if (phase_ == Phase::reading && (end_ > begin_ || req_ == Request::active) && !response_started_) {
     // Slow header or body: 408, then close.
     reject(408, "request timeout");
     return;
@@ -578,7 +598,7 @@ void Conn::on_shutdown(bool hurry) {
     resume_held();  // answered now, with Connection: close, instead of after the unread body
     return;
   }
-  if (hurry && phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
+  if (hurry && phase_ == Phase::reading && req_ != Request::active && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
     close_now();
 }
 
@@ -597,7 +617,7 @@ std::size_t Conn::read(char* buf, std::size_t n) {
 }
 
 bool Conn::body_readable() const noexcept {
-  return parser_ && active_ && !draining_ && env_ && !parser_->is_done();
+  return parser_ && req_ == Request::active && env_ && !parser_->is_done();
 }
 
 // Reads body bytes already received into `buf`: true with `got` set (0 at the end of the body), false

@@ -338,7 +338,7 @@ void Conn::finish_response() {
   }
   // Back to the thread's pool: an idle keep-alive connection holds no env.
   t_.release_env(std::move(env_));
-  active_ = false;
+  req_ = Request::none;
   phase_ = Phase::reading;
   if (prebody_ready_) {
     // The whole body was read before the app ran: nothing is left on the socket to drain.
@@ -353,13 +353,13 @@ void Conn::finish_response() {
     auto left = parser_->content_length_remaining();
     if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
       parser_->discard = true;
-      draining_ = true;
+      req_ = Request::draining;
       discarded_ = 0;
     } else {
       keep_alive_ = false;
     }
   }
-  if (!draining_) parser_.reset();
+  if (req_ != Request::draining) parser_.reset();
   if (!keep_alive_) {
     begin_ = end_;
     if (flush()) {
@@ -482,7 +482,7 @@ bool Conn::flush() {
       out_pos_ = 0;
       ext_.clear();
       ext_done_ = ext_off_ = 0;
-      if (!active_ && phase_ == Phase::reading) clear_deadline();
+      if (req_ != Request::active && phase_ == Phase::reading) clear_deadline();
       return true;
     }
   }
