@@ -238,6 +238,11 @@ private:
   void handle(Response res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
   void start_body(Response& res);
+  void send_text(std::string& s, int status, const Headers& headers);
+  void send_bytes(const SharedBytes& b, int status, const Headers& headers);
+  void start_stream(StreamPtr stream, int status, Headers& headers);
+  bool first_chunk(std::string& first, bool& threw);
+  void close_stream() noexcept;
   void send_file(FileBody& f, int status, Headers& headers);
   void pump_file();
   void pump_stream();
