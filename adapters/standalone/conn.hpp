@@ -295,7 +295,6 @@ private:
   bool continue_pending_ = false;
   bool hijacked_ = false;
   bool response_started_ = false;
-  bool counted_ = true;
   std::uint64_t content_length_ = 0;
   bool has_body_ = false;
   std::uint64_t discarded_ = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
@@ -313,9 +312,10 @@ private:
   // Response state.
   int status_ = 0;
   std::uint64_t sent_body_ = 0;
-  bool chunked_out_ = false;
-  // A streamed body framed by the app's Content-Length (ADP-13): the bytes it still allows.
-  bool counting_ = false;
+  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared_ and the
+  // bytes it still allows, body_left_), chunked, or ended by closing (HTTP/1.0 without a length).
+  enum class Framing { none, counted, chunked, until_close };
+  Framing framing_ = Framing::none;
   std::uint64_t declared_ = 0, body_left_ = 0;
   std::string out_;
   std::size_t out_pos_ = 0;

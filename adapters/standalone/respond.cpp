@@ -141,10 +141,9 @@ void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
     start_body(done);
     return;
   }
-  chunked_out_ = !declared && !http10_;
-  if (!declared && http10_) keep_alive_ = false;  // body ends at close
-  write_head(status, headers, declared, chunked_out_);
-  counting_ = declared.has_value();
+  framing_ = declared ? Framing::counted : http10_ ? Framing::until_close : Framing::chunked;
+  if (framing_ == Framing::until_close) keep_alive_ = false;
+  write_head(status, headers, declared, framing_ == Framing::chunked);
   declared_ = body_left_ = declared.value_or(0);
   phase_ = Phase::stream;
   if (append_counted(first)) pump_stream();
@@ -282,26 +281,25 @@ void Conn::pump_stream() {
 // The stream ended (or ran past its declared length): close it and finish the response. A body short of
 // its declared length is not passed off as complete: the connection closes after it (ADP-13).
 void Conn::end_stream() {
-  if (counting_ && body_left_ > 0) {
+  if (framing_ == Framing::counted && body_left_ > 0) {
     log_length_error(declared_, declared_ - body_left_, false);
     keep_alive_ = false;
   }
-  if (chunked_out_) out_.append("0\r\n\r\n");
+  if (framing_ == Framing::chunked) out_.append("0\r\n\r\n");
   try {
     stream_->close();
   } catch (const std::exception& e) {
     sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
   }
   stream_.reset();
-  chunked_out_ = false;
-  counting_ = false;
+  framing_ = Framing::none;
   finish_response();
 }
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.
 bool Conn::append_counted(std::string_view chunk) {
-  if (counting_) {
+  if (framing_ == Framing::counted) {
     if (chunk.size() > body_left_) {
       log_length_error(declared_, declared_ - body_left_ + chunk.size(), true);
       chunk = chunk.substr(0, body_left_);
@@ -314,7 +312,7 @@ bool Conn::append_counted(std::string_view chunk) {
     body_left_ -= chunk.size();
   }
   sent_body_ += chunk.size();
-  append_body(out_, chunk, chunked_out_);
+  append_body(out_, chunk, framing_ == Framing::chunked);
   return true;
 }
 
