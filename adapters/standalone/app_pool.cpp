@@ -4,8 +4,13 @@
 namespace csgi::standalone::detail {
 
 AppPool::AppPool(unsigned threads) {
-  threads_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  try {
+    threads_.reserve(threads);
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  } catch (...) {
+    shutdown();  // the threads made so far
+    throw;
+  }
 }
 
 bool AppPool::post(Job job) {
@@ -43,7 +48,11 @@ void AppPool::work() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    job();
+    try {
+      job();
+    } catch (...) {
+      // A job catches what the app throws; this is the last line of defence (out of memory).
+    }
   }
 }
 
