@@ -251,6 +251,8 @@ private:
   void check_complete_length(const Headers& headers, std::uint64_t length);
   void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
   void finish_response();
+  void end_request();
+  void settle_request_body();
   void log_access();
   void log_error(std::string_view what);
 

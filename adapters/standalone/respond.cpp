@@ -338,6 +338,22 @@ void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool
 
 // The response is complete in the output buffer (maybe not yet written).
 void Conn::finish_response() {
+  end_request();
+  settle_request_body();
+  if (!keep_alive_) {
+    begin_ = end_;
+    if (flush()) {
+      linger();
+    } else if (!dead_) {
+      phase_ = Phase::lingering;
+      wait_write();
+    }
+  }
+}
+
+// The request is answered: counted, logged, its cleanup handlers run, its env back to the thread's pool
+// (an idle keep-alive connection holds no env).
+void Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
   sh_.stats->record_response(status_, sent_body_);
@@ -347,20 +363,22 @@ void Conn::finish_response() {
     flush();
     cleanup_.run(*env_);
   }
-  // Back to the thread's pool: an idle keep-alive connection holds no env.
   t_.release_env(std::move(env_));
   req_ = Request::none;
   phase_ = Phase::reading;
+}
+
+// What is left of the request's body once its response is complete: nothing (read before the app ran,
+// or all read), a small rest to discard before the next request (process()), or too much: then the
+// connection closes after the response.
+void Conn::settle_request_body() {
   if (prebody_ready_) {
-    // The whole body was read before the app ran: nothing is left on the socket to drain.
     std::string().swap(prebody_);
     prebody_ready_ = false;
     prebody_pos_ = 0;
     parser_.reset();
   }
   if (keep_alive_ && parser_ && !parser_->is_done()) {
-    // A streamed response ended before the app read the whole body: discard a small rest (process()),
-    // otherwise close.
     auto left = parser_->content_length_remaining();
     if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
       parser_->discard = true;
@@ -371,15 +389,6 @@ void Conn::finish_response() {
     }
   }
   if (req_ != Request::draining) parser_.reset();
-  if (!keep_alive_) {
-    begin_ = end_;
-    if (flush()) {
-      linger();
-    } else if (!dead_) {
-      phase_ = Phase::lingering;
-      wait_write();
-    }
-  }
 }
 
 void Conn::log_error(std::string_view what) {
