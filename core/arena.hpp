@@ -21,10 +21,14 @@ public:
     return p;
   }
   std::string_view copy(std::string_view s) {
-    if (s.empty()) return {};
-    char* p = allocate(s.size());
-    __builtin_memcpy(p, s.data(), s.size());
-    return {p, s.size()};
+    std::size_t n = s.size();
+    if (n == 0) return {};
+    char* p = allocate(n);
+    if (n <= 32)
+      copy_short(p, s.data(), n);
+    else
+      __builtin_memcpy(p, s.data(), n);
+    return {p, n};
   }
   /// Forgets every allocation; keeps the blocks for reuse.
   void reset() noexcept {
@@ -35,6 +39,30 @@ public:
 
 private:
   void grow(std::size_t n);
+
+  // 1 to 32 bytes as two possibly overlapping chunks, inline: env keys and small values are this short.
+  static void copy_short(char* to, const char* from, std::size_t n) noexcept {
+    if (n >= 16) {
+      chunk<16>(to, from);
+      chunk<16>(to + n - 16, from + n - 16);
+    } else if (n >= 8) {
+      chunk<8>(to, from);
+      chunk<8>(to + n - 8, from + n - 8);
+    } else if (n >= 4) {
+      chunk<4>(to, from);
+      chunk<4>(to + n - 4, from + n - 4);
+    } else {
+      to[0] = from[0];
+      to[n / 2] = from[n / 2];
+      to[n - 1] = from[n - 1];
+    }
+  }
+  template <std::size_t N>
+  static void chunk(char* to, const char* from) noexcept {
+    char tmp[N];
+    __builtin_memcpy(tmp, from, N);
+    __builtin_memcpy(to, tmp, N);
+  }
 
   struct Block {
     std::unique_ptr<char[]> data;

@@ -11,8 +11,6 @@ namespace {
 
 bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
 
-bool is_ctl(unsigned char c) noexcept { return c < 0x20 || c == 0x7f; }
-
 int hexval(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -26,12 +24,6 @@ bool acceptable_name(std::string_view name) noexcept {
   for (unsigned char c : name)
     if (is_ctl(c) || c == ' ' || c == '"' || c == ',' || c == ';' || c == '=' || c == '\\') return false;
   return true;
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
 }
 
 // Percent-decodes valid %XX escapes; anything else is kept as it is (a Cookie header never throws).
@@ -73,7 +65,7 @@ void parse_cookies_into(std::string_view h, Params& out) {
     std::size_t name_start = i;
     while (i < n && h[i] != '=' && h[i] != ';' && h[i] != ',') ++i;
     if (i >= n || h[i] != '=') continue;  // no '=': a bad pair, skipped
-    std::string_view name = trim(h.substr(name_start, i - name_start));
+    std::string_view name = trim_ows(h.substr(name_start, i - name_start));
     ++i;  // '='
     while (i < n && is_space(h[i])) ++i;
     std::string value;
@@ -99,18 +91,18 @@ void parse_cookies_into(std::string_view h, Params& out) {
         // Anything between the closing quote and the next separator makes the pair malformed.
         std::size_t semi = h.find_first_of(";,", i);
         if (semi == std::string_view::npos) semi = n;
-        if (!trim(h.substr(i, semi - i)).empty()) ok = false;
+        if (!trim_ows(h.substr(i, semi - i)).empty()) ok = false;
         i = semi;
       } else {
         std::size_t semi = h.find_first_of(";,", i);
         if (semi == std::string_view::npos) semi = n;
-        value = lenient_decode(trim(h.substr(i, semi - i)));
+        value = lenient_decode(trim_ows(h.substr(i, semi - i)));
         i = semi;
       }
     } else {
       std::size_t semi = h.find_first_of(";,", i);
       if (semi == std::string_view::npos) semi = n;
-      value = lenient_decode(trim(h.substr(i, semi - i)));
+      value = lenient_decode(trim_ows(h.substr(i, semi - i)));
       i = semi;
     }
     if (ok) out.add(name, value);

@@ -15,6 +15,38 @@ void Arena::grow(std::size_t n) {
   end_ = cur_ + b.size;
 }
 
+namespace {
+// Equal-length keys compared 8 (or 4) bytes at a time, the last chunk overlapping: no call for the short
+// keys an env holds.
+inline bool same_bytes(const char* a, const char* b, std::size_t n) noexcept {
+  auto l8 = [](const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  };
+  auto l4 = [](const char* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  };
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8)
+      if (l8(a + i) != l8(b + i)) return false;
+    return l8(a + n - 8) == l8(b + n - 8);
+  }
+  if (n >= 4) return l4(a) == l4(b) && l4(a + n - 4) == l4(b + n - 4);
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+inline bool same_key(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && same_bytes(a.data(), b.data(), a.size());
+}
+
+constexpr std::uint32_t kPositionMask = 0xFF;
+}  // namespace
+
 Env::Env() {
   entries_.reserve(48);
   std::memset(index_, 0, sizeof index_);
@@ -24,80 +56,63 @@ void Env::clear() noexcept {
   entries_.clear();
   keep_.clear();
   arena_.reset();
-  std::memset(index_, 0, sizeof index_);
+  forget_index();
 }
 
-std::size_t Env::slot_of(std::string_view key) noexcept {
-  std::size_t n = key.size();
-  if (n == 0) return 0;
-  auto at = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(key[i])); };
-  std::uint32_t h = (static_cast<std::uint32_t>(n) << 16) ^ (at(n - 1) << 8) ^ at(n / 2) ^ (at(n - 1 - n / 4) << 4);
-  h *= 0x9E3779B1u;
-  return h >> (32 - 8);
+void Env::forget_index() noexcept {
+  if (++epoch_ == 0x10000) {
+    std::memset(index_, 0, sizeof index_);
+    epoch_ = 1;
+  }
 }
 
-// The slot holding `key`, or the empty slot where it would go; nullptr when the index is not in use.
-std::uint16_t* Env::probe(std::string_view key) const noexcept {
-  if (entries_.size() > kMaxIndexed) return nullptr;
-  for (std::size_t i = slot_of(key);; i = (i + 1) & (kSlots - 1)) {
-    std::uint16_t at = index_[i];
-    if (at == 0) return &index_[i];
-    const Entry& e = entries_[at - 1];
-    if (e.key.size() == key.size() && std::memcmp(e.key.data(), key.data(), key.size()) == 0) return &index_[i];
+// The index slot holding `key`, or the empty slot where it would go. Only while the index is in use
+// (entries_.size() <= kMaxIndexed, so at least half the slots are empty and the probe ends).
+[[gnu::always_inline]] inline std::uint32_t* Env::probe(std::string_view key, std::uint64_t hash) const noexcept {
+  std::uint32_t tagged = tag_of(epoch_, hash);
+  for (std::size_t i = hash >> 56;; i = (i + 1) & (kSlots - 1)) {
+    std::uint32_t at = index_[i];
+    if (!live(at)) return &index_[i];
+    if ((at & ~kPositionMask) == tagged && same_key(entries_[(at & kPositionMask) - 1].key, key)) return &index_[i];
   }
 }
 
 void Env::reindex() noexcept {
-  std::memset(index_, 0, sizeof index_);
+  forget_index();
   if (entries_.size() > kMaxIndexed) return;
-  for (std::size_t k = 0; k < entries_.size(); ++k) *probe(entries_[k].key) = static_cast<std::uint16_t>(k + 1);
+  for (std::size_t k = 0; k < entries_.size(); ++k) {
+    std::uint64_t hash = key_hash(entries_[k].key);
+    *probe(entries_[k].key, hash) = tag_of(epoch_, hash) | static_cast<std::uint32_t>(k + 1);
+  }
 }
 
-const Value* Env::find(std::string_view key) const noexcept {
-  if (std::uint16_t* slot = probe(key)) return *slot ? &entries_[*slot - 1].value : nullptr;
+const Value* Env::find_hashed(std::string_view key, std::uint64_t hash) const noexcept {
+  if (entries_.size() <= kMaxIndexed) {
+    std::uint32_t at = *probe(key, hash);
+    return live(at) ? &entries_[(at & kPositionMask) - 1].value : nullptr;
+  }
   for (const Entry& e : entries_)
-    if (e.key.size() == key.size() && std::memcmp(e.key.data(), key.data(), key.size()) == 0) return &e.value;
+    if (same_key(e.key, key)) return &e.value;
   return nullptr;
 }
 
-Value* Env::find(std::string_view key) noexcept {
-  return const_cast<Value*>(static_cast<const Env*>(this)->find(key));
-}
-
-std::pair<Value*, bool> Env::emplace(std::string_view key, Value value, bool copy_key) {
-  std::uint16_t* slot = probe(key);
-  if (slot ? *slot != 0 : find(key) != nullptr) return {slot ? &entries_[*slot - 1].value : find(key), false};
-  entries_.push_back(Entry{copy_key ? arena_.copy(key) : key, std::move(value)});
-  if (slot && entries_.size() <= kMaxIndexed)
-    *slot = static_cast<std::uint16_t>(entries_.size());
-  else if (entries_.size() == kMaxIndexed + 1)
-    std::memset(index_, 0, sizeof index_);
+std::pair<Value*, bool> Env::slot_probed(std::string_view key, std::uint64_t hash, bool copy_key) {
+  std::size_t n = entries_.size();
+  std::uint32_t* at = nullptr;
+  if (n <= kMaxIndexed) {
+    at = probe(key, hash);
+    if (live(*at)) return {&entries_[(*at & kPositionMask) - 1].value, false};
+  } else if (Value* v = find(key)) {
+    return {v, false};
+  }
+  entries_.push_back(Entry{copy_key ? arena_.copy(key) : key, Value()});
+  if (n < kMaxIndexed) *at = tag_of(epoch_, hash) | static_cast<std::uint32_t>(n + 1);
   return {&entries_.back().value, true};
 }
 
-void Env::put(std::string_view key, Value v) {
-  auto [value, inserted] = emplace(key, v, true);
-  if (!inserted) *value = v;
-}
-
-void Env::set(std::string_view key, std::string_view value) {
-  Value v = Value::of_text(arena_.copy(value));
-  auto [slot, inserted] = emplace(key, v, true);
-  if (!inserted) *slot = v;
-}
-
-void Env::set_view(std::string_view key, std::string_view value) {
-  Value v = Value::of_text(value);
-  auto [slot, inserted] = emplace(key, v, false);
-  if (!inserted) *slot = v;
-}
-
-void Env::set_int(std::string_view key, std::int64_t value) { put(key, Value::of_int(value)); }
-void Env::set_bool(std::string_view key, bool value) { put(key, Value::of_bool(value)); }
-
 bool Env::erase(std::string_view key) noexcept {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->key == key) {
+    if (same_key(it->key, key)) {
       entries_.erase(it);
       reindex();
       return true;

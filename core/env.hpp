@@ -104,8 +104,8 @@ public:
   /// Empties the env for the next request; keeps its memory.
   void clear() noexcept;
 
-  const Value* find(std::string_view key) const noexcept;
-  Value* find(std::string_view key) noexcept;
+  const Value* find(std::string_view key) const noexcept { return find_hashed(key, key_hash(key)); }
+  Value* find(std::string_view key) noexcept { return const_cast<Value*>(find_hashed(key, key_hash(key))); }
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
   /// The text of `key`, or `fallback` when it is missing or not text.
   std::string_view get(std::string_view key, std::string_view fallback = {}) const noexcept {
@@ -123,28 +123,32 @@ public:
   }
 
   /// Sets a text value; key and value are copied into the env.
-  void set(std::string_view key, std::string_view value);
+  void set(std::string_view key, std::string_view value) { put(key, Value::of_text(arena_.copy(value)), true); }
   /// Sets a text value without copying: both views must stay valid until clear() or the env's end.
-  void set_view(std::string_view key, std::string_view value);
-  void set_int(std::string_view key, std::int64_t value);
-  void set_bool(std::string_view key, bool value);
+  void set_view(std::string_view key, std::string_view value) { put(key, Value::of_text(value), false); }
+  void set_int(std::string_view key, std::int64_t value) { put(key, Value::of_int(value), true); }
+  void set_bool(std::string_view key, bool value) { put(key, Value::of_bool(value), true); }
   /// Stores a pointer the env does not own (it must outlive the request).
   template <class T>
   void set_object(std::string_view key, T* object) {
-    put(key, Value::of_object(object));
+    put(key, Value::of_object(object), true);
   }
   /// Stores an object the env keeps alive until clear() (also when the key is later overwritten).
   template <class T>
   void set_object(std::string_view key, std::shared_ptr<T> object) {
     T* p = object.get();
     keep_.push_back(std::move(object));
-    put(key, Value::of_object(p));
+    put(key, Value::of_object(p), true);
   }
-  void set_value(std::string_view key, Value value) { put(key, std::move(value)); }
+  void set_value(std::string_view key, Value value) { put(key, value, true); }
   /// The value under `key`, inserting `value` first when the key is absent (one lookup). With
   /// copy_key the key is copied into the env on insertion, else it must outlive the request.
   /// Returns the value and whether it was inserted.
-  std::pair<Value*, bool> emplace(std::string_view key, Value value, bool copy_key = true);
+  std::pair<Value*, bool> emplace(std::string_view key, Value value, bool copy_key = true) {
+    auto at = slot(key, key_hash(key), copy_key);
+    if (at.second) *at.first = value;
+    return at;
+  }
   /// Removes `key`; returns whether it was there.
   bool erase(std::string_view key) noexcept;
 
@@ -184,20 +188,69 @@ public:
   ErrorStream& errors() const noexcept;
 
 private:
-  // Lookups go through a small open-addressing index of entry positions (0 = empty slot), hashed from the
-  // key's length and a few of its bytes: constant cost per lookup whatever the key's length. Past
-  // kMaxIndexed entries lookups fall back to a linear scan.
+  // Lookups go through a small open-addressing index (linear probing) over the entries. A slot holds the
+  // index's epoch (bits 16-31), 8 bits of the key's hash (bits 8-15) and the entry's position + 1 (bits
+  // 0-7); a slot of another epoch is empty, so clear() empties the index by bumping the epoch. The hash
+  // reads a key's length and at most 24 of its bytes, and is inline: for a constant key such as
+  // keys::PATH_INFO the compiler computes it at the call site. Past kMaxIndexed entries lookups fall
+  // back to a linear scan.
   static constexpr std::size_t kSlots = 256;
   static constexpr std::size_t kMaxIndexed = kSlots / 2;
-  static std::size_t slot_of(std::string_view key) noexcept;
-  std::uint16_t* probe(std::string_view key) const noexcept;
+
+  static std::uint64_t load8(const char* p) noexcept {
+    std::uint64_t v;
+    __builtin_memcpy(&v, p, 8);
+    return v;
+  }
+  static std::uint32_t load4(const char* p) noexcept {
+    std::uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+  }
+  static std::uint64_t key_hash(std::string_view key) noexcept {
+    const char* p = key.data();
+    std::size_t n = key.size();
+    std::uint64_t a = 0, b = 0;
+    if (n >= 8) {
+      a = load8(p);
+      b = load8(p + n - 8);
+      if (n > 16) a ^= load8(p + 8) << 1;
+    } else if (n >= 4) {
+      a = load4(p);
+      b = load4(p + n - 4);
+    } else if (n > 0) {
+      auto at = [p](std::size_t i) { return static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])); };
+      a = at(0) | at(n / 2) << 8 | at(n - 1) << 16;
+    }
+    return (((a + n) * 0x9E3779B97F4A7C15u) ^ b) * 0xC2B2AE3D27D4EB4Fu;
+  }
+  // An index slot's bits above the entry position: the epoch and 8 bits of the key's hash.
+  static constexpr std::uint32_t tag_of(std::uint32_t epoch, std::uint64_t hash) noexcept {
+    return epoch << 16 | static_cast<std::uint32_t>(hash >> 48 & 0xFF) << 8;
+  }
+  const Value* find_hashed(std::string_view key, std::uint64_t hash) const noexcept;
+  // The value under `key` and false, or a new entry's value ("") and true; callers store the value.
+  // Inline for the common case, a new key whose home slot is empty with room in the entries.
+  std::pair<Value*, bool> slot(std::string_view key, std::uint64_t hash, bool copy_key) {
+    std::size_t n = entries_.size();
+    std::uint32_t& home = index_[hash >> 56];
+    if (live(home) || n >= kMaxIndexed || n == entries_.capacity()) return slot_probed(key, hash, copy_key);
+    entries_.push_back(Entry{copy_key ? arena_.copy(key) : key, Value()});
+    home = tag_of(epoch_, hash) | static_cast<std::uint32_t>(n + 1);
+    return {&entries_.back().value, true};
+  }
+  std::pair<Value*, bool> slot_probed(std::string_view key, std::uint64_t hash, bool copy_key);
+  void put(std::string_view key, Value v, bool copy_key) { *slot(key, key_hash(key), copy_key).first = v; }
+  std::uint32_t* probe(std::string_view key, std::uint64_t hash) const noexcept;
+  bool live(std::uint32_t slot) const noexcept { return slot >> 16 == epoch_; }
+  void forget_index() noexcept;
   void reindex() noexcept;
-  void put(std::string_view key, Value v);
 
   Arena arena_;
   std::vector<Entry> entries_;
   std::vector<std::shared_ptr<void>> keep_;
-  mutable std::uint16_t index_[kSlots];
+  std::uint32_t epoch_ = 1;
+  mutable std::uint32_t index_[kSlots];
 };
 
 }  // namespace csgi

@@ -67,14 +67,6 @@ bool is_digits(std::string_view s) noexcept {
 bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
-bool has_ctl(std::string_view s, bool allow_tab) noexcept {
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && !(allow_tab && c == '\t')) || c == 0x7f) return true;
-  }
-  return false;
-}
-
 std::string_view type_name(const Value& v) {
   switch (v.type()) {
     case Value::Type::text: return "text";

@@ -1,5 +1,7 @@
 #include "csgi/core/request_env.hpp"
 
+#include <array>
+#include <cstdint>
 #include <cstring>
 
 #include "csgi/core/http_error.hpp"
@@ -20,7 +22,9 @@ std::string_view canonical_path(Env& env, std::string_view raw) {
 }
 
 std::string_view without_dot_segments(Env& env, std::string_view decoded) {
-  if (!has_dot_segment(decoded)) return decoded;
+  // Most paths hold no '.' at all: one memchr instead of has_dot_segment's search for each "/.".
+  if (decoded.empty() || std::memchr(decoded.data(), '.', decoded.size()) == nullptr || !has_dot_segment(decoded))
+    return decoded;
   char* buf = env.allocate(decoded.size());
   std::memcpy(buf, decoded.data(), decoded.size());
   return {buf, remove_dot_segments(buf, decoded.size())};
@@ -80,45 +84,88 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
 }
 
 namespace {
-// Header name → env key body: ASCII letters upper-cased, '-' → '_'. Branch-free, so it vectorises.
-inline void key_bytes(const char* in, std::size_t n, char* out) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
-    auto c = static_cast<unsigned char>(in[i]);
-    c = static_cast<unsigned char>(c ^ ((static_cast<unsigned char>(c - 'a') < 26u) << 5));
-    c = static_cast<unsigned char>(c + (c == '-') * ('_' - '-'));
-    out[i] = static_cast<char>(c);
+// Header name → env key body: ASCII letters upper-cased, '-' → '_', every other byte kept. One table for
+// short names; 8 or 16 bytes at a time (GCC vector extensions: SSE2 or NEON) for the rest. Bit 8 of
+// the table, and the returned mask, mark '_': a name holding one is dropped (ENV-10).
+constexpr std::array<std::uint16_t, 256> kKeyByte = [] {
+  std::array<std::uint16_t, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) t[c] = static_cast<std::uint16_t>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  t['-'] = '_';
+  t['_'] = 0x100 | '_';
+  return t;
+}();
+
+template <std::size_t N>
+inline std::uint64_t key_chunk(const char* in, char* out) noexcept {
+  typedef unsigned char V __attribute__((vector_size(N)));
+  V x;
+  std::memcpy(&x, in, N);
+  V lower = reinterpret_cast<V>((x >= 'a') & (x <= 'z'));
+  V dash = reinterpret_cast<V>(x == '-');
+  V under = reinterpret_cast<V>(x == '_');
+  V y = x - (lower & 0x20) + (dash & static_cast<unsigned char>('_' - '-'));
+  std::memcpy(out, &y, N);
+  std::uint64_t m[N / 8];
+  std::memcpy(m, &under, N);
+  std::uint64_t any = 0;
+  for (std::uint64_t w : m) any |= w;
+  return any;
+}
+
+// Writes the key body for `n` bytes of `in` to `out`; nonzero when the name holds a '_'.
+inline std::uint64_t key_bytes(const char* in, std::size_t n, char* out) noexcept {
+  std::uint64_t underscore = 0;
+  if (n >= 16) {
+    for (std::size_t i = 0; i + 16 < n; i += 16) underscore |= key_chunk<16>(in + i, out + i);
+    underscore |= key_chunk<16>(in + n - 16, out + n - 16);
+  } else if (n >= 8) {
+    underscore |= key_chunk<8>(in, out);
+    underscore |= key_chunk<8>(in + n - 8, out + n - 8);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t t = kKeyByte[static_cast<unsigned char>(in[i])];
+      out[i] = static_cast<char>(t);
+      underscore |= t & 0x100;
+    }
   }
+  return underscore;
+}
+
+constexpr std::string_view kContentType = "HTTP_CONTENT_TYPE", kContentLength = "HTTP_CONTENT_LENGTH",
+                           kProxy = "HTTP_PROXY";
+
+// Appends `value` to a repeated field's text, joined with ", " (ENV-9).
+void join_field(Env& env, Value& existing, std::string_view value) {
+  std::string_view old = existing.text();
+  char* joined = env.allocate(old.size() + 2 + value.size());
+  // An empty view may have a null data(): memcpy must not see it, even for 0 bytes.
+  if (!old.empty()) std::memcpy(joined, old.data(), old.size());
+  std::memcpy(joined + old.size(), ", ", 2);
+  if (!value.empty()) std::memcpy(joined + old.size() + 2, value.data(), value.size());
+  existing = Value::of_text({joined, old.size() + 2 + value.size()});
 }
 }  // namespace
 
 bool add_header(Env& env, std::string_view name, std::string_view value) {
-  if (name.empty() || name.size() > 256) return false;
-  std::string_view key;
-  if (name.size() == 12 && iequals(name, "content-type")) {
-    key = keys::CONTENT_TYPE;
-  } else if (name.size() == 14 && iequals(name, "content-length")) {
-    key = keys::CONTENT_LENGTH;
-  } else if (name.size() == 5 && iequals(name, "proxy")) {
+  std::size_t n = name.size();
+  if (n == 0 || n > 256) return false;
+  // The key is written straight into the arena; a dropped or repeated field leaves its bytes there until
+  // clear() (at most the request's own header names).
+  char* key = env.allocate(5 + n);
+  std::memcpy(key, "HTTP_", 5);
+  if (key_bytes(name.data(), n, key + 5) != 0) return false;
+  std::string_view k(key, 5 + n);
+  // Only "content-type", "content-length" and "proxy" in any case map to these keys ('_' is refused).
+  if (n == 12 && k == kContentType) {
+    k = keys::CONTENT_TYPE;
+  } else if (n == 14 && k == kContentLength) {
+    k = keys::CONTENT_LENGTH;
+  } else if (n == 5 && k == kProxy) {
     return false;
-  } else {
-    if (std::memchr(name.data(), '_', name.size()) != nullptr) return false;
-    char buf[5 + 256];
-    std::memcpy(buf, "HTTP_", 5);
-    key_bytes(name.data(), name.size(), buf + 5);
-    auto [existing, inserted] = env.emplace(std::string_view(buf, 5 + name.size()), Value::of_text(value), true);
-    if (!inserted && existing->is_text()) {
-      std::string_view old = existing->text();
-      char* joined = env.allocate(old.size() + 2 + value.size());
-      // An empty view may have a null data(): memcpy must not see it, even for 0 bytes.
-      if (!old.empty()) std::memcpy(joined, old.data(), old.size());
-      std::memcpy(joined + old.size(), ", ", 2);
-      if (!value.empty()) std::memcpy(joined + old.size() + 2, value.data(), value.size());
-      *existing = Value::of_text({joined, old.size() + 2 + value.size()});
-    }
-    return true;
   }
+  auto [existing, inserted] = env.emplace(k, Value::of_text(value), false);
   // Repeated Content-Type/Content-Length: adapters reject differing values before this point.
-  env.emplace(key, Value::of_text(value), false);
+  if (!inserted && existing->is_text() && k.data() == key) join_field(env, *existing, value);
   return true;
 }
 

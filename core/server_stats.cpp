@@ -50,6 +50,7 @@ ServerStats::Snapshot ServerStats::snapshot() const noexcept {
   for (std::size_t i = 0; i < status_.size(); ++i) s.status[i] = ld(status_[i]);
   s.status_other = ld(other_);
   const char* a = adapter_.load(std::memory_order_acquire);
+  s.draining = draining();
   s.adapter_attached = a != nullptr;
   if (a) s.adapter = std::string_view(a, adapter_len_.load(std::memory_order_relaxed));
   return s;

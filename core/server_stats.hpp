@@ -37,6 +37,7 @@ public:
     std::array<std::uint64_t, 5> status_class{};  // [0] = 1xx … [4] = 5xx
     std::array<std::uint64_t, tracked_statuses.size()> status{};  // by tracked_statuses index
     std::uint64_t status_other = 0;       // statuses outside 100–599
+    bool draining = false;                // a graceful stop has begun
     bool adapter_attached = false;
     std::string_view adapter;             // name given to attach_adapter, "" if none
   };
@@ -62,6 +63,11 @@ public:
     busy_.fetch_sub(1, std::memory_order_relaxed);
     record_response(status, bytes_sent);
   }
+  /// Called by the adapter when a graceful stop begins: it finishes what is in flight and accepts no
+  /// more. Readiness checks (mw::Health) answer 503 from then on, so a load balancer stops sending here
+  /// before the connections close.
+  void begin_drain() noexcept { draining_.store(true, std::memory_order_relaxed); }
+  bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
   /// Counts one response without touching the in-progress count.
   void record_response(int status, std::uint64_t bytes_sent = 0) noexcept;
 
@@ -80,6 +86,7 @@ private:
   std::atomic<std::uint64_t> other_{0};
   alignas(64) std::atomic<std::uint64_t> workers_{0};
   std::atomic<std::int64_t> start_ns_{0};
+  std::atomic<bool> draining_{false};
   std::atomic<const char*> adapter_{nullptr};
   std::atomic<std::size_t> adapter_len_{0};
 };

@@ -29,6 +29,27 @@ constexpr bool is_token(std::string_view s) noexcept {
   return true;
 }
 
+/// An RFC 5234 CTL: a control character (0x00–0x1f) or DEL.
+constexpr bool is_ctl(char c) noexcept {
+  auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+/// `s` holds a control character; a horizontal tab counts as one only when `allow_tab` is false
+/// (field values may hold tabs, request targets may not).
+constexpr bool has_ctl(std::string_view s, bool allow_tab) noexcept {
+  for (char c : s)
+    if (is_ctl(c) && !(allow_tab && c == '\t')) return true;
+  return false;
+}
+
+/// `path` is `prefix` or lies under it: `prefix` followed by '/' (a mount point, a directory). An empty
+/// prefix holds every path; "/a" holds "/a" and "/a/b" but not "/ab".
+constexpr bool within_prefix(std::string_view path, std::string_view prefix) noexcept {
+  return path.starts_with(prefix) &&
+         (prefix.empty() || path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/');
+}
+
 /// Case-insensitive ASCII comparison (header names, tokens).
 bool iequals(std::string_view a, std::string_view b) noexcept;
 /// `s` starts with `prefix`, ASCII case-insensitively.

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "csgi/core/percent.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::mw {
 
@@ -23,10 +24,6 @@ std::string normalized_path(std::string_view script, std::string_view path) {
   return out.empty() ? std::string("/") : out;
 }
 
-bool prefix_matches(std::string_view prefix, std::string_view path) {
-  if (path.substr(0, prefix.size()) != prefix) return false;
-  return prefix.back() == '/' || path.size() == prefix.size() || path[prefix.size()] == '/';
-}
 }  // namespace
 
 Access::Access(App next, AccessOptions options)
@@ -67,7 +64,7 @@ bool Access::allowed(const Env& env) const {
     }
     if (!r.prefix.empty()) {
       if (path.empty()) path = normalized_path(env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO));
-      if (!prefix_matches(r.prefix, path)) continue;
+      if (!within_prefix(path, r.prefix)) continue;
     }
     return r.allow;
   }

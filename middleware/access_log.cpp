@@ -12,11 +12,12 @@ namespace csgi::mw {
 struct AccessLog::Item {
   enum Kind {
     literal, remote_addr, logname, user, time, time_fmt, request_line, method, url_path, query, protocol,
-    server_name, host_name, port, env_var, req_header, request_id,
+    server_name, host_name, port, env_var, req_header, request_id, request_uri, time_iso8601,
     // filled in when the response is known:
-    status, bytes_clf, bytes, micros, elapsed, resp_header,
+    status, bytes_clf, bytes, micros, elapsed, resp_header, seconds, header_seconds, msec,
   } kind;
-  std::string arg;  // literal text, header/env name, strftime format, unit
+  std::string arg;    // literal text, header/env name, strftime format, unit
+  bool json = false;  // a JSON value: text quoted and escaped as JSON, missing text "", numbers bare
   bool response_side() const noexcept { return kind >= status; }
 };
 
@@ -33,7 +34,38 @@ std::string header_env_key(std::string_view name) {
   return k;
 }
 
+/// The "json" format: one object per line, named as nginx's variables are.
+std::vector<Item> compile_json() {
+  struct Field {
+    const char* name;
+    Item::Kind kind;
+    const char* arg;
+  };
+  static const Field fields[] = {
+      {"time_iso8601", Item::time_iso8601, ""},      {"msec", Item::msec, ""},
+      {"remote_addr", Item::remote_addr, ""},         {"remote_user", Item::user, ""},
+      {"request", Item::request_line, ""},            {"request_method", Item::method, ""},
+      {"request_uri", Item::request_uri, ""},         {"server_protocol", Item::protocol, ""},
+      {"host", Item::host_name, ""},                  {"status", Item::status, ""},
+      {"body_bytes_sent", Item::bytes, ""},           {"request_time", Item::seconds, ""},
+      {"upstream_header_time", Item::header_seconds, ""},
+      {"http_referer", Item::req_header, "HTTP_REFERER"}, {"http_user_agent", Item::req_header, "HTTP_USER_AGENT"},
+      {"request_id", Item::request_id, ""},
+  };
+  std::vector<Item> items;
+  for (const Field& f : fields) {
+    std::string key = items.empty() ? "{\"" : ",\"";
+    key += f.name;
+    key += "\":";
+    items.push_back({Item::literal, std::move(key)});
+    items.push_back({f.kind, f.arg, true});
+  }
+  items.push_back({Item::literal, "}"});
+  return items;
+}
+
 std::vector<Item> compile(std::string_view f) {
+  if (f == "json") return compile_json();
   if (f == "common") f = common_log_format;
   else if (f == "combined") f = combined_log_format;
   else if (f == "combined_id") f = "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\" %L %D";
@@ -131,6 +163,55 @@ void append_escaped(std::string& out, std::string_view s) {
   }
 }
 
+/// A JSON string: `"` `\\` and controls escaped; valid UTF-8 kept; a byte of no valid UTF-8 sequence
+/// as \u00XX, so the line is always valid JSON.
+void append_json_string(std::string& out, std::string_view s) {
+  static const char hexd[] = "0123456789abcdef";
+  out.push_back('"');
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      std::size_t n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+      bool ok = n >= 2 && i + n <= s.size() && c >= 0xc2 && c <= 0xf4;
+      for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+      if (ok) {
+        out.append(s.substr(i, n));
+        i += n - 1;
+        continue;
+      }
+    } else if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
+      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out.push_back(hexd[c >> 4]);
+        out.push_back(hexd[c & 15]);
+    }
+  }
+  out.push_back('"');
+}
+
+/// Text as the item wants it: Apache-escaped ("-" when empty) or a JSON string.
+void append_text(std::string& out, std::string_view s, const Item& item) {
+  if (item.json) append_json_string(out, s);
+  else append_escaped(out, s);
+}
+
+/// Seconds with millisecond resolution, as nginx's $request_time: "0.013".
+void append_seconds(std::string& out, std::int64_t us) {
+  char buf[32];
+  int n = std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(us / 1000000),
+                        static_cast<long long>(us / 1000 % 1000));
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
 void append_clf_time(std::string& out, std::time_t t) {
   thread_local std::time_t cached_t = -1;
   thread_local char cached[40];
@@ -151,6 +232,7 @@ struct Pending {
   std::string text;
   std::vector<std::pair<std::size_t, const Item*>> holes;
   Clock::time_point start;
+  Clock::time_point head_known{};  // when the response's status and headers were known
   int status = 0;
   std::vector<std::string> resp_headers;  // values of the %{Name}o items, in hole order
   std::uint64_t bytes = 0;
@@ -160,6 +242,7 @@ struct Pending {
 
   void capture(const Response& res) {
     captured = true;
+    head_known = Clock::now();
     status = res.status;
     for (auto& [pos, item] : holes)
       if (item->kind == Item::resp_header) resp_headers.emplace_back(res.headers.get(item->arg).value_or(""));
@@ -183,7 +266,16 @@ struct Pending {
         case Item::elapsed:
           line += std::to_string(item->arg == "us" ? us : item->arg == "ms" ? us / 1000 : us / 1000000);
           break;
-        case Item::resp_header: append_escaped(line, resp_headers[hdr++]); break;
+        case Item::resp_header: append_text(line, resp_headers[hdr++], *item); break;
+        case Item::seconds: append_seconds(line, us); break;
+        case Item::header_seconds:
+          append_seconds(line, std::chrono::duration_cast<std::chrono::microseconds>(
+                                   (captured ? head_known : Clock::now()) - start).count());
+          break;
+        case Item::msec:
+          append_seconds(line, std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch()).count());
+          break;
         default: break;
       }
     }
@@ -222,9 +314,9 @@ Response AccessLog::operator()(Env& env) {
     for (const Item& it : *items_) {
       switch (it.kind) {
         case Item::literal: out += it.arg; break;
-        case Item::remote_addr: append_escaped(out, env.get(keys::REMOTE_ADDR)); break;
+        case Item::remote_addr: append_text(out, env.get(keys::REMOTE_ADDR), it); break;
         case Item::logname: out += '-'; break;
-        case Item::user: append_escaped(out, env.get(keys::REMOTE_USER)); break;
+        case Item::user: append_text(out, env.get(keys::REMOTE_USER), it); break;
         case Item::time: append_clf_time(out, wall); break;
         case Item::time_fmt: {
           auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -250,44 +342,55 @@ Response AccessLog::operator()(Env& env) {
             rl += ' ';
             rl += proto;
           }
-          append_escaped(out, rl);
+          append_text(out, rl, it);
           break;
         }
-        case Item::method: append_escaped(out, env.get(keys::REQUEST_METHOD)); break;
+        case Item::method: append_text(out, env.get(keys::REQUEST_METHOD), it); break;
         case Item::url_path: {
           std::string path(env.get(keys::SCRIPT_NAME));
           path += env.get(keys::PATH_INFO);
-          append_escaped(out, path);
+          append_text(out, path, it);
           break;
         }
         case Item::query:
           if (std::string_view q = env.get(keys::QUERY_STRING); !q.empty()) {
             out += '?';
-            append_escaped(out, q);
+            append_text(out, q, it);
           }
           break;
-        case Item::protocol: append_escaped(out, env.get(keys::SERVER_PROTOCOL)); break;
-        case Item::server_name: append_escaped(out, env.get(keys::SERVER_NAME)); break;
+        case Item::protocol: append_text(out, env.get(keys::SERVER_PROTOCOL), it); break;
+        case Item::server_name: append_text(out, env.get(keys::SERVER_NAME), it); break;
         case Item::host_name: {
           std::string_view h = env.get(keys::HTTP_HOST);
           if (h.empty()) h = env.get(keys::SERVER_NAME);
           else if (h.front() != '[') h = h.substr(0, h.find(':'));
-          append_escaped(out, h);
+          append_text(out, h, it);
           break;
         }
-        case Item::port: append_escaped(out, env.get(keys::SERVER_PORT)); break;
+        case Item::request_uri: append_text(out, env.get(keys::REQUEST_URI), it); break;
+        case Item::time_iso8601: {
+          std::tm tm{};
+          localtime_r(&wall, &tm);
+          char buf[40];
+          std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
+          std::string t(buf, n);
+          if (t.size() > 2) t.insert(t.size() - 2, ":");  // +0100 → +01:00, as nginx writes it
+          append_text(out, t, it);
+          break;
+        }
+        case Item::port: append_text(out, env.get(keys::SERVER_PORT), it); break;
         case Item::env_var: {
           const Value* v = env.find(it.arg);
-          if (v && v->is_text()) append_escaped(out, v->text());
+          if (v && v->is_text()) append_text(out, v->text(), it);
           else if (v && v->type() == Value::Type::integer) out += std::to_string(v->integer());
           else if (v && v->type() == Value::Type::boolean) out += v->truthy() ? "1" : "0";
-          else out += '-';
+          else out += it.json ? "null" : "-";
           break;
         }
-        case Item::req_header: append_escaped(out, env.get(it.arg)); break;
+        case Item::req_header: append_text(out, env.get(it.arg), it); break;
         case Item::request_id: {
           std::string_view id = env.get("request_id.id");
-          append_escaped(out, id.empty() ? env.get("HTTP_X_REQUEST_ID") : id);
+          append_text(out, id.empty() ? env.get("HTTP_X_REQUEST_ID") : id, it);
           break;
         }
         default: p->holes.emplace_back(out.size(), &it); break;

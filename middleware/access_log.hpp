@@ -2,12 +2,19 @@
 /// AccessLog — one line per request in Apache's log formats (Plack::Middleware::AccessLog(::Timed),
 /// mod_log_config), written by a background LogWriter so a request never waits for the disk.
 ///
-/// `format` is "common", "combined", "combined_id" (combined + request id + %D), or an Apache LogFormat
-/// string. Directives: %h %a (REMOTE_ADDR) %l (-) %u (REMOTE_USER) %t (request start, local time;
+/// `format` is "common", "combined", "combined_id" (combined + request id + %D), "json", or an Apache
+/// LogFormat string. Directives: %h %a (REMOTE_ADDR) %l (-) %u (REMOTE_USER) %t (request start, local time;
 /// %{strftime}t, %{sec|msec|usec}t) %r (first line) %m %U %q %H %v %V %p %>s %s %b (body bytes, "-" for
 /// none) %B (body bytes) %D (µs taken) %T (s taken; %{ms}T %{us}T %{s}T) %{Name}i (request header)
 /// %{Name}o (response header) %{key}e (env text value) %L (request id: env request_id.id) %%. Text is
 /// escaped as Apache does it (`"`→`\"`, `\`→`\\`, controls and bytes ≥ 0x7f → \xhh); missing values "-".
+///
+/// "json" writes one JSON object per line, its fields named as nginx's variables: time_iso8601, msec (log
+/// time, s.mmm), remote_addr, remote_user, request, request_method, request_uri, server_protocol, host,
+/// status and body_bytes_sent (numbers), request_time (s.mmm to the line), upstream_header_time (s.mmm
+/// until the inner app's status and headers were known: for a delayed response, when it answered),
+/// http_referer, http_user_agent, request_id. Text is a JSON string ("" when missing): `"`, `\` and
+/// controls escaped, valid UTF-8 kept, other bytes as \u00XX, so every line parses as JSON.
 ///
 /// Bytes are the body bytes handed to the adapter: known at once for string, shared and file bodies; a
 /// stream or a streaming Writer is counted chunk by chunk through on_response, and the line is logged at

@@ -15,6 +15,7 @@
 
 #include "csgi/core/percent.hpp"
 #include "csgi/middleware/cgi_bin_process.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::mw {
 
@@ -330,7 +331,7 @@ std::variant<Response, Request, Outside> plan_redirect(const CgiBinOptions& o, c
     return Response::error(502, "bad local redirect");
   }
   const std::string& base = req.base;
-  bool ours = path->compare(0, base.size(), base) == 0 && (path->size() == base.size() || (*path)[base.size()] == '/');
+  bool ours = within_prefix(*path, base);
   if (ours) {
     Request next = req;
     next.path_info = path->substr(base.size());

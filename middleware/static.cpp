@@ -20,6 +20,7 @@ struct Static::State {
   StaticOptions o;
   std::unique_ptr<Root> root;
   std::shared_ptr<const MimeTypes> mime;
+  std::unique_ptr<FileCache> cache;  // null: every request opens its file
 };
 
 namespace {
@@ -85,12 +86,20 @@ Static::Static(StaticOptions options) {
   auto s = std::make_shared<State>();
   s->root = std::make_unique<Root>(options.root, options.symlinks);
   s->mime = options.mime ? options.mime : MimeTypes::system();
+  if (options.cache) s->cache = std::make_unique<FileCache>(*s->root, options.cache_options);
   s->o = std::move(options);
   s_ = std::move(s);
 }
 
 const StaticOptions& Static::options() const noexcept { return s_->o; }
 const Root& Static::root() const noexcept { return *s_->root; }
+
+FileCache::Stats Static::cache_stats() const { return s_->cache ? s_->cache->stats() : FileCache::Stats{}; }
+
+std::shared_ptr<const FileCache::Entry> Static::open(std::string_view relative) const {
+  if (s_->cache) return s_->cache->open(relative);
+  return FileCache::open_uncached(*s_->root, relative);
+}
 
 Response Static::operator()(Env& env) const {
   const StaticOptions& o = s_->o;
@@ -102,34 +111,45 @@ Response Static::operator()(Env& env) const {
   }
   SafePath sp = sanitize_path(env.get(keys::PATH_INFO), o.allow_dotfiles);
   if (!sp) return Response::error(sp.status);
-  Opened target = s_->root->open(sp.relative);
+  auto entry = open(sp.relative);
+  const Opened& target = entry->opened;
   if (!target) {
     if (target.status == 500) env.errors().write("static: cannot open '" + sp.relative + "': " + std::strerror(errno));
     return Response::error(target.status);
   }
   if (target.is_file()) {
     if (sp.trailing_slash) return Response::error(404);  // "/file.txt/" names no file
-    return serve_file(env, sp.relative, std::move(target));
+    return serve(env, sp.relative, *entry);
   }
   // A directory.
   if (!sp.trailing_slash && o.redirect_directories) return directory_redirect(env, sp.relative);
   for (const std::string& index : o.index_files) {
     std::string rel = sp.relative.empty() ? index : sp.relative + "/" + index;
-    Opened f = s_->root->open(rel);
-    if (f && f.is_file()) return serve_file(env, rel, std::move(f));
+    auto f = open(rel);
+    if (f->opened && f->opened.is_file()) return serve(env, rel, *f);
   }
   if (o.on_directory) return o.on_directory(env, *s_->root, target, sp.relative);
   return Response::error(403, "directory listing is not enabled");
 }
 
 Response Static::serve_file(Env& env, std::string_view relative, Opened file) const {
+  FileCache::Entry e;
+  e.opened = std::move(file);
+  e.etag = file_etag(e.opened.st);
+  e.last_modified = http_date(e.opened.st.st_mtim.tv_sec);
+  return serve(env, relative, e);
+}
+
+Response Static::serve(Env& env, std::string_view relative, const FileCache::Entry& entry) const {
   const StaticOptions& o = s_->o;
   const Root& root = *s_->root;
   std::string type(s_->mime->lookup(relative, o.default_type));
   if (!o.charset.empty() && type.starts_with("text/")) type += "; charset=" + o.charset;
 
-  std::string etag = o.etag ? file_etag(file.st) : std::string();
-  std::string lm = o.last_modified ? http_date(file.st.st_mtim.tv_sec) : std::string();
+  const FileCache::Entry* chosen = &entry;
+  std::shared_ptr<const FileCache::Entry> sibling;
+  std::string etag = o.etag ? entry.etag : std::string();
+  std::string lm = o.last_modified ? entry.last_modified : std::string();
   bool head = env.get(keys::REQUEST_METHOD) == "HEAD";
   std::string_view range = env.get(keys::HTTP_RANGE);
 
@@ -146,9 +166,10 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
       if (accepted_q(ae, "gzip") > accepted_q(ae, "br")) std::swap(codings[0], codings[1]);
       for (auto [coding, ext] : codings) {
         if (accepted_q(ae, coding) <= 0) continue;
-        Opened sib = root.open(std::string(relative) + ext);
-        if (!sib || !sib.is_file()) continue;
-        file = std::move(sib);
+        auto sib = open(std::string(relative) + ext);
+        if (!sib->opened || !sib->opened.is_file()) continue;
+        sibling = std::move(sib);
+        chosen = sibling.get();
         encoding = coding;
         if (o.etag) etag.insert(etag.size() - 1, std::string("-") + coding);
         break;
@@ -170,6 +191,7 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
     return res;
   }
 
+  const Opened& file = chosen->opened;
   std::uint64_t size = static_cast<std::uint64_t>(file.st.st_size);
   res.headers.add("Content-Type", type);
   if (!encoding.empty()) res.headers.add("Content-Encoding", encoding);
@@ -178,6 +200,11 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
   res.headers.add("Content-Length", std::to_string(size));
   if (head) {
     res.body = std::string();
+    return res;
+  }
+  if (chosen->bytes) {
+    res.body = chosen->bytes;
+    apply_ranges(RangeRequest::from(env), res, o.max_ranges);
     return res;
   }
   FileBody body;

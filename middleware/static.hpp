@@ -16,6 +16,8 @@
 /// becomes the network-path reference `//dir/`; the query kept, percent-encoded where needed; the body's
 /// link HTML-escaped);
 /// `/dir/` → its first index file, else `on_directory` (the Directory app's listing), else 403.
+/// With `cache` (the default) files are looked up through a FileCache (file_cache.hpp): kept open, a
+/// small one in memory and sent as shared bytes, each change seen by the next request (inotify).
 ///
 /// Reads:  REQUEST_METHOD, PATH_INFO, SCRIPT_NAME, QUERY_STRING, HTTP_RANGE, HTTP_IF_RANGE,
 ///         HTTP_IF_NONE_MATCH, HTTP_IF_MODIFIED_SINCE, HTTP_ACCEPT_ENCODING
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "csgi/core/app.hpp"
+#include "csgi/middleware/file_cache.hpp"
 #include "csgi/middleware/mime_types.hpp"
 #include "csgi/middleware/path_safety.hpp"
 
@@ -48,6 +51,8 @@ struct StaticOptions {
   std::string default_type = "application/octet-stream";
   std::shared_ptr<const MimeTypes> mime;               // null: MimeTypes::system()
   bool redirect_directories = true;                    // "/dir" → 301 "/dir/"
+  bool cache = true;                                   // keep files open, small ones in memory (file_cache.hpp)
+  FileCacheOptions cache_options;
   /// Called for a directory without an index file (with the root, the directory and its relative path,
   /// "" for the root); unset → 403.
   std::function<Response(Env&, const Root& root, const Opened& dir, std::string_view relative)> on_directory;
@@ -65,8 +70,13 @@ public:
   /// Serves an already opened regular file (used by Static itself and by apps built on it).
   Response serve_file(Env& env, std::string_view relative, Opened file) const;
 
+  /// The file cache's counters (all zero when `cache` is off).
+  FileCache::Stats cache_stats() const;
+
 private:
   struct State;
+  std::shared_ptr<const FileCache::Entry> open(std::string_view relative) const;
+  Response serve(Env& env, std::string_view relative, const FileCache::Entry& file) const;
   std::shared_ptr<const State> s_;
 };
 

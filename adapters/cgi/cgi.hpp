@@ -14,7 +14,7 @@ namespace csgi::cgi {
 
 struct Options {
   std::optional<std::string> script_name;          // fixed mount point (see gateway.hpp)
-  std::uint64_t max_body = std::uint64_t{1} << 32; // csgi.input throws 413 past this
+  std::uint64_t max_body = std::uint64_t{64} << 20; // csgi.input throws 413 past this
 };
 
 /// Serves the one request of this process from `vars` (NAME=VALUE strings), `in_fd` and `out_fd`.

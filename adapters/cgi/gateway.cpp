@@ -5,6 +5,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/request_env.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::cgi {
 
@@ -13,12 +14,6 @@ namespace {
 std::string_view trim_trailing_slashes(std::string_view s) {
   while (!s.empty() && s.back() == '/') s.remove_suffix(1);
   return s;
-}
-
-/// `prefix` (without trailing '/') is a prefix of `path` ending on a segment boundary.
-bool is_mount_prefix(std::string_view path, std::string_view prefix) {
-  if (prefix.empty()) return true;
-  return path.starts_with(prefix) && (path.size() == prefix.size() || path[prefix.size()] == '/');
 }
 
 /// The path part of a request target, canonical as populate_env makes it (decoded once, no dot segments).
@@ -57,7 +52,7 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
       if (!path_info.empty()) std::memcpy(buf + s.size(), path_info.data(), path_info.size());
       std::string_view whole = without_dot_segments(env, {buf, s.size() + path_info.size()});
       std::string_view o = trim_trailing_slashes(*override_script_name);
-      if (is_mount_prefix(whole, o)) return finish(o, whole.substr(o.size()));
+      if (within_prefix(whole, o)) return finish(o, whole.substr(o.size()));
       return finish({}, whole);
     }
     return finish(canonical_script_name(env, script_name), without_dot_segments(env, path_info));
@@ -66,11 +61,11 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
 
   if (override_script_name) {
     std::string_view o = trim_trailing_slashes(*override_script_name);
-    if (is_mount_prefix(p, o)) return finish(o, p.substr(o.size()));
+    if (within_prefix(p, o)) return finish(o, p.substr(o.size()));
     return finish({}, p);
   }
   std::string_view s = trim_trailing_slashes(script_name);
-  if (!s.empty() && is_mount_prefix(p, s)) {
+  if (!s.empty() && within_prefix(p, s)) {
     // nginx's stock $fastcgi_script_name is the whole path (a trailing '/' kept).
     if (path_info.empty() && !script_name_repeated && s == trim_trailing_slashes(p)) return finish({}, p);
     return finish(s, p.substr(s.size()));
@@ -78,7 +73,7 @@ PathSplit split_paths(Env& env, std::string_view request_uri, std::string_view s
   if (s.empty()) return finish({}, p);
   if (!path_info.empty()) {
     std::string_view dir = s.substr(0, s.rfind('/'));
-    if (is_mount_prefix(p, dir)) return finish(dir, p.substr(dir.size()));
+    if (within_prefix(p, dir)) return finish(dir, p.substr(dir.size()));
     if (p.size() > path_info.size() && p.ends_with(path_info) && path_info.front() == '/')
       return finish(p.substr(0, p.size() - path_info.size()), path_info);
   }

@@ -1,21 +1,59 @@
-// The `csgi` command: parses the command line (options.cpp), builds the app from the chosen modes
-// (modes.cpp) and serves it with the standalone server.
+// The csgi programs: `csgi`, and its aliases csgi-fcgi (`csgi serve --fastcgi`) and csgi-cgi (`csgi serve
+// --cgi`), one source built three times (CSGI_CLI_ADAPTER). Parses the command line (options.cpp), builds
+// the app from the chosen modes (modes.cpp) and serves it with csgi::runner.
 #include <cstdio>
 #include <iostream>
 
-#include "csgi/adapters/cli/gateway_modes.hpp"
 #include "csgi/adapters/cli/options.hpp"
-#include "csgi/adapters/standalone/server.hpp"
+#include "csgi/adapters/runner/runner.hpp"
+
+namespace {
+
+#if defined(CSGI_CLI_ADAPTER_FASTCGI)
+const csgi::cli::Program program{"csgi-fcgi", csgi::runner::Adapter::fastcgi};
+#elif defined(CSGI_CLI_ADAPTER_CGI)
+const csgi::cli::Program program{"csgi-cgi", csgi::runner::Adapter::cgi};
+#else
+const csgi::cli::Program program{"csgi", std::nullopt};
+#endif
+
+// Under CGI the front server shows stdout to the client: a failure before serving answers 500.
+int fail(bool cgi, int status, const char* why) {
+  if (cgi) std::printf("Status: 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\n%s\n", why);
+  return status;
+}
+
+csgi::App build_app(const csgi::cli::CommandLine& cl) {
+  using namespace csgi::cli;
+  // Sources first, then layers wrapped around it in reverse order so the first given is outermost.
+  csgi::App app;
+  ModeArgs args{{}, cl.app_args, &cl.options};
+  for (const auto& c : cl.modes)
+    if (c.mode->kind == Mode::Kind::source) {
+      args.value = c.value;
+      app = c.mode->make(args, {});
+    }
+  for (auto it = cl.modes.rbegin(); it != cl.modes.rend(); ++it)
+    if (it->mode->kind == Mode::Kind::layer) {
+      args.value = it->value;
+      app = it->mode->make(args, std::move(app));
+    }
+  return app;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace csgi::cli;
+  bool cgi = program.adapter == csgi::runner::Adapter::cgi;
   CommandLine cl;
   try {
-    cl = parse_command_line(argc, argv);
+    cl = parse_command_line(argc, argv, program);
   } catch (const UsageError& e) {
-    std::cerr << "csgi: " << e.what() << " (try csgi --help)\n";
-    return 2;
+    std::cerr << program.name << ": " << e.what() << " (try " << program.name << " --help)\n";
+    return fail(cgi, 2, "bad command line");
   }
+  for (const std::string& w : cl.warnings) std::cerr << program.name << ": " << w << "\n";
   if (cl.help) {
     std::cout << help_text();
     return 0;
@@ -24,25 +62,18 @@ int main(int argc, char** argv) {
     std::cout << "csgi 0.1.0 (spec 1.0)\n";
     return 0;
   }
+  cgi = cl.options.adapter == csgi::runner::Adapter::cgi;
+  csgi::App app;
   try {
-    // Sources first, then layers wrapped around it in reverse order so the first given is outermost.
-    csgi::App app;
-    ModeArgs args{{}, cl.app_args, &cl.server};
-    for (const auto& c : cl.modes)
-      if (c.mode->kind == Mode::Kind::source) {
-        args.value = c.value;
-        app = c.mode->make(args, {});
-      }
-    for (auto it = cl.modes.rbegin(); it != cl.modes.rend(); ++it)
-      if (it->mode->kind == Mode::Kind::layer) {
-        args.value = it->value;
-        app = it->mode->make(args, std::move(app));
-      }
-    if (!cl.gateway.empty()) return serve_gateway(cl.gateway, std::move(app), cl.server);
-    csgi::standalone::Server server(std::move(app), cl.server);
-    return server.run();
+    app = build_app(cl);
   } catch (const std::exception& e) {
-    std::cerr << "csgi: " << e.what() << "\n";
+    std::cerr << program.name << ": " << e.what() << "\n";
+    return fail(cgi, 1, "app failed to load");
+  }
+  try {
+    return csgi::runner::serve(std::move(app), cl.options);
+  } catch (const std::exception& e) {
+    std::cerr << program.name << ": " << e.what() << "\n";
     return 1;
   }
 }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "csgi/adapters/standalone/server.hpp"
+#include "csgi/adapters/runner/options.hpp"
 #include "csgi/core/app.hpp"
 
 namespace csgi::cli {
@@ -23,7 +23,7 @@ namespace csgi::cli {
 struct ModeArgs {
   std::string value;                        // the option's value ("" for a flag)
   std::vector<std::string> app_args;        // every --app-arg, in order
-  const standalone::ServerOptions* server;  // the server options in force
+  const runner::Options* options;           // the server options in force (adapter included)
 };
 
 struct Mode {

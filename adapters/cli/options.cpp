@@ -1,9 +1,8 @@
 #include "csgi/adapters/cli/options.hpp"
 
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <sstream>
-
-#include "csgi/adapters/standalone/options.hpp"
 
 namespace csgi::cli {
 
@@ -43,10 +42,13 @@ bool is_source(const Mode& m) { return m.kind == Mode::Kind::source; }
 
 }  // namespace
 
-CommandLine parse_command_line(int argc, char** argv) {
+CommandLine parse_command_line(int argc, char** argv, const Program& program) {
   CommandLine cl;
   int first = 1;
-  if (argc > 1 && argv[1][0] != '-') {
+  if (program.adapter) {
+    cl.command = "serve";
+    if (argc > 1 && std::string_view(argv[1]) == "serve") first = 2;
+  } else if (argc > 1 && argv[1][0] != '-') {
     cl.command = argv[1];
     first = 2;
   }
@@ -54,26 +56,12 @@ CommandLine parse_command_line(int argc, char** argv) {
   if (cl.command != "serve" && cl.command != "help" && cl.command != "version")
     throw UsageError("unknown command '" + cl.command + "' (commands: serve, help, version)");
 
-  po::options_description all;
-  all.add(mode_options()).add(standalone::server_options());
-  // Serve through the FastCGI or CGI adapter instead of HTTP (gateway_modes.hpp).
-  all.add_options()("fastcgi", po::bool_switch(), "serve over FastCGI (socket on fd 0, or one --listen)")(
-      "cgi", po::bool_switch(), "serve one CGI/1.1 request (environment, stdin, stdout)");
-  all.add_options()("help,h", "show the manual");
-  po::variables_map vm;
-  po::parsed_options parsed(nullptr);
-  try {
-    parsed = po::command_line_parser(argc - first + 1, argv + first - 1).options(all).run();
-    po::store(parsed, vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  cl.help = vm.count("help") > 0 || cl.command == "help";
+  runner::Parsed parsed = runner::parse(argc, argv, first, mode_options(), program.adapter);
+  cl.help = parsed.help || cl.command == "help";
   if (cl.help || cl.command == "version") return cl;
 
   // Modes in command-line order (layers compose in this order).
-  for (const po::option& o : parsed.options) {
+  for (const auto& o : parsed.given) {
     const Mode* m = find_mode(o.string_key);
     if (!m) continue;
     if (m->value_name) {
@@ -83,24 +71,20 @@ CommandLine parse_command_line(int argc, char** argv) {
       cl.modes.push_back({m, {}});
     }
   }
+  if (const char* env_app = std::getenv("CSGI_APP"); cl.modes.empty() && env_app && *env_app)
+    if (const Mode* app = find_mode("app")) cl.modes.push_back({app, env_app});
   int sources = 0;
   for (const auto& c : cl.modes) sources += c.mode->kind == Mode::Kind::source;
   if (sources > 1)
     throw UsageError("give only one of " + mode_list(is_source, ", ", " and "));
   if (cl.modes.empty())
     throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
-  if (vm["fastcgi"].as<bool>() && vm["cgi"].as<bool>()) throw UsageError("give only one of --fastcgi and --cgi");
-  if (vm["fastcgi"].as<bool>()) cl.gateway = "fastcgi";
-  if (vm["cgi"].as<bool>()) cl.gateway = "cgi";
-  if (vm.count("app-arg")) cl.app_args = vm["app-arg"].as<std::vector<std::string>>();
-  try {
-    standalone::apply_server_options(vm, cl.server);
-    // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
-    for (const auto& c : cl.modes)
-      if (std::string_view(c.mode->option) == "wsgi" && vm["app-threads"].defaulted()) cl.server.app_threads = 8;
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  if (parsed.vm.count("app-arg")) cl.app_args = parsed.vm["app-arg"].as<std::vector<std::string>>();
+  cl.options = std::move(parsed.options);
+  // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
+  for (const auto& c : cl.modes)
+    if (std::string_view(c.mode->option) == "wsgi" && !parsed.vm.count("app-threads")) cl.options.server.app_threads = 8;
+  cl.warnings = std::move(parsed.warnings);
   return cl;
 }
 
@@ -111,8 +95,10 @@ std::string help_text() {
        "SYNOPSIS\n"
        "    csgi serve (" << mode_list(is_source, " | ", " | ") << ") [--app-arg ARG]...\n"
        "               [" << mode_list([](const Mode& m) { return !is_source(m); }, "] [", "] [") << "]\n"
-       "               [--listen ADDR]... [--threads N] [--workers N] [--access-log FILE]\n"
-       "               [--fastcgi | --cgi] [LIMITS AND TIMEOUTS]\n"
+       "               [--fastcgi | --cgi] [--listen ADDR]... [--threads N] [--workers N]\n"
+       "               [SERVER OPTIONS]\n"
+       "    csgi-fcgi [OPTIONS]     the same as csgi serve --fastcgi [OPTIONS]\n"
+       "    csgi-cgi [OPTIONS]      the same as csgi serve --cgi [OPTIONS]\n"
        "    csgi help | csgi --help\n"
        "    csgi version\n\n"
        "DESCRIPTION\n"
@@ -121,7 +107,10 @@ std::string help_text() {
        "    bodies, sends files with sendfile(2) (with single Range requests), streams delayed\n"
        "    responses, and refuses malformed or ambiguous framing with 400 and a closed connection.\n"
        "    Each io thread runs its own event loop; the app is called on the thread that owns the\n"
-       "    connection. With --workers a master process forks N workers and restarts any that dies.\n\n"
+       "    connection. With --workers a master process forks N workers and restarts any that dies.\n"
+       "    --fastcgi serves the app to a front server (nginx, Apache mod_fcgid, lighttpd) over FastCGI,\n"
+       "    --cgi serves one CGI/1.1 request. Every adapter takes the options below; one that does not\n"
+       "    apply to the chosen adapter (marked [HTTP] or [HTTP, FastCGI]) is a usage error.\n\n"
        "MODES\n";
   for (const Mode& m : modes()) {
     o << "    --" << m.option << (m.value_name ? std::string(" ") + m.value_name : "") << "\n        "
@@ -129,7 +118,7 @@ std::string help_text() {
   }
   o << "\n";
   std::ostringstream opts;
-  opts << mode_options() << "\n" << standalone::server_options();
+  opts << mode_options() << "\n" << runner::describe();
   o << "OPTIONS\n" << opts.str() << "\n";
   o << "SIGNALS\n"
        "    TERM, INT  stop accepting, finish in-flight requests (up to --graceful-timeout), exit 0\n"
@@ -137,14 +126,17 @@ std::string help_text() {
        "               without: reopen the log files\n"
        "    USR1       reopen the log files (after logrotate)\n\n"
        "ENVIRONMENT\n"
-       "    LISTEN_PID, LISTEN_FDS  sockets passed by systemd socket activation; used instead of --listen\n\n"
+       "    LISTEN_PID, LISTEN_FDS  sockets passed by systemd socket activation; used instead of --listen\n"
+       "    CSGI_APP                the --app LIB.so when the command line gives no mode\n\n"
        "EXIT STATUS\n"
        "    0 after a graceful stop, 1 when the server cannot start (address in use, app fails to load),\n"
        "    2 for a command-line error.\n\n"
        "EXAMPLES\n"
        "    csgi serve --demo                          # http://127.0.0.1:5000/\n"
        "    csgi serve --app ./libhello.so --listen :8080 --threads 2\n"
-       "    csgi serve --app ./libapp.so --workers 4 --listen unix:/run/app.sock --access-log /var/log/app.log\n";
+       "    csgi serve --app ./libapp.so --workers 4 --listen unix:/run/app.sock --access-log /var/log/app.log\n"
+       "    csgi serve --fastcgi --app ./libapp.so --listen unix:/run/app.sock   # behind nginx\n"
+       "    spawn-fcgi -s /run/app.sock -- /usr/bin/csgi-fcgi --app ./libapp.so  # socket on fd 0\n";
   return o.str();
 }
 

@@ -15,8 +15,9 @@
 /// shared by its threads, for the server_status middleware (spec EXT-7).
 /// Stop: SIGTERM or SIGINT stops accepting, wakes the threads idle in accept() or waiting on a kept
 /// connection, lets requests in flight finish (up to `graceful_timeout`) and returns 0.
-/// `workers` > 1: a master process forks that many children sharing the socket, restarts a child that
+/// `workers` > 0: a master process forks that many children sharing the socket, restarts a child that
 /// dies, and forwards SIGTERM (for apps that are not thread-safe, use workers=N, threads=1).
+/// The command line that fills these options is csgi::runner's (csgi/adapters/runner/options.hpp).
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -29,11 +30,11 @@ namespace csgi::fastcgi {
 struct Options {
   std::string listen;                        // "" → fd 0, which must be a listening socket
   int threads = 16;                          // ≥ the front server's keep-alive pool
-  int workers = 1;                           // processes; >1 adds a supervising master
+  int workers = 0;                           // 0: serve in this process; N: a master forks N workers
   int backlog = 1024;
   std::optional<std::string> script_name;    // fixed mount point (see gateway.hpp)
-  std::uint64_t max_body = std::uint64_t{1} << 32;  // csgi.input throws 413 past this
-  std::chrono::milliseconds graceful_timeout{30000};
+  std::uint64_t max_body = std::uint64_t{64} << 20;  // csgi.input throws 413 past this
+  std::chrono::milliseconds graceful_timeout{10000};
   int socket_mode = -1;                      // chmod for a unix socket it creates (-1: leave umask's)
 };
 
@@ -47,12 +48,5 @@ bool is_fastcgi_socket(int fd) noexcept;
 /// Opens the listen socket named by `spec` ("unix:/path", "/path", "host:port", ":port"); -1 on error
 /// (errno set). A stale unix socket file is replaced.
 int open_socket(const std::string& spec, int backlog, int socket_mode = -1);
-
-/// Parses the command-line options of the FastCGI runner into `options`:
-///   --listen SPEC  --threads N  --workers N  --backlog N  --script-name PATH  --max-body BYTES
-///   --graceful-timeout SECONDS  --socket-mode OCTAL
-/// Returns false (with `error` set) for an unknown option or a bad value. `i` is advanced past the value
-/// of an option that takes one. Only the option at argv[i] is looked at.
-bool parse_option(Options& options, int argc, char** argv, int& i, std::string& error);
 
 }  // namespace csgi::fastcgi

@@ -167,10 +167,10 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
   int threads = o.threads < 1 ? 1 : o.threads;
   s.env_options.script_name = o.script_name;
   s.env_options.multithread = threads > 1;
-  s.env_options.multiprocess = o.workers > 1 || spawned;
+  s.env_options.multiprocess = o.workers > 0 || spawned;
   s.env_options.run_once = false;
   s.stats.attach_adapter("fastcgi");
-  s.stats.set_workers(static_cast<std::uint64_t>(o.workers > 1 ? o.workers : 1));
+  s.stats.set_workers(static_cast<std::uint64_t>(o.workers > 0 ? o.workers : 1));
 
   std::vector<std::unique_ptr<WorkerSlot>> slots;
   std::vector<std::thread> pool;
@@ -190,6 +190,7 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
     if (sig == SIGUSR1) reopen_logs();
   }
   s.stopping.store(true);
+  s.stats.begin_drain();
   auto deadline = std::chrono::steady_clock::now() + o.graceful_timeout;
   while (s.running.load() > 0) {
     for (auto& slot : slots)
@@ -309,7 +310,7 @@ int serve(App app, const Options& options) {
       return 1;
     }
   }
-  int rc = options.workers > 1 ? serve_workers(std::move(app), options, fd, spawned)
+  int rc = options.workers > 0 ? serve_workers(std::move(app), options, fd, spawned)
                                : serve_threads(std::move(app), options, fd, spawned);
   if (!spawned && options.listen.rfind("unix:", 0) == 0) ::unlink(options.listen.c_str() + 5);
   return rc;

@@ -889,6 +889,7 @@ void IoThread::maybe_finish_stop() {
 
 void IoThread::stop() {
   shared.stopping = true;
+  if (shared.stats) shared.stats->begin_drain();
   asio::post(ioc, [this] { begin_stop(); });
 }
 

@@ -21,6 +21,9 @@
 ///   csgi::standalone::ServerOptions opt;
 ///   opt.listen = {"127.0.0.1:8080"};
 ///   return csgi::standalone::Server(app, opt).run();   // returns when stopped by SIGTERM/SIGINT
+///
+/// The command line (`--listen`, `--threads`, …) and csgi::run() are csgi::runner's
+/// (csgi/adapters/runner/runner.hpp), which also serves FastCGI and CGI.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -103,24 +106,4 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace csgi::standalone
-
-namespace csgi {
-/// Serves `app` from a program that links the server into its own executable:
-///
-///   int main(int argc, char** argv) { return csgi::run(make_app(), argc, argv); }
-///
-/// Started by a front server, it serves that server's protocol: FastCGI when fd 0 is a listening socket
-/// (mod_fcgid, spawn-fcgi, systemd), one CGI request when GATEWAY_INTERFACE is set (the command line is
-/// ignored then). Otherwise it parses the `csgi serve` server options (`--listen`, `--threads`, …,
-/// `--help`) and serves HTTP/1.1. Returns the exit status for main(): 2 for a command-line error, 1 when
-/// the server cannot start.
-int run(App app, int argc, char** argv);
-}  // namespace csgi
-
-namespace csgi::standalone {
-/// The former name of csgi::run, kept for programs written against it.
-[[deprecated("use csgi::run")]] inline int run(App app, int argc, char** argv) {
-  return csgi::run(std::move(app), argc, argv);
-}
 }  // namespace csgi::standalone

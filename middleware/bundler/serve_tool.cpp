@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "csgi/adapters/standalone/server.hpp"
+#include "csgi/adapters/runner/runner.hpp"
 #include "csgi/middleware/bundler/bundler.hpp"
 #include "csgi/middleware/static.hpp"
 

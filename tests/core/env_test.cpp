@@ -1,8 +1,12 @@
 #include "csgi/core/env.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 using csgi::Env;
 
@@ -81,4 +85,63 @@ TEST_CASE("Env: iteration keeps insertion order", "[env]") {
   std::string order;
   for (const auto& e : env) order += e.key;
   CHECK(order == "BA");
+}
+
+TEST_CASE("Env: agrees with a map through sets, erases and clears, past the indexed size", "[env]") {
+  Env env;
+  std::map<std::string, std::string> model;
+  std::vector<std::string> order;  // keys in insertion order
+  std::uint32_t seed = 7;
+  auto next = [&seed] { return (seed = seed * 1103515245u + 12345u) >> 8; };
+  // Keys of many lengths that share prefixes and suffixes, as HTTP_ keys do.
+  auto key_of = [](std::uint32_t i) {
+    std::string k = i % 3 == 0 ? "HTTP_X_" : i % 3 == 1 ? "k" : "csgi.";
+    k += std::to_string(i);
+    if (i % 5 == 0) k += "_SUFFIX_THAT_IS_LONG";
+    return k;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    std::uint32_t op = next() % 100, i = next() % 300;
+    std::string key = key_of(i), value = "v" + std::to_string(step);
+    if (op < 70) {
+      if (!model.count(key)) order.push_back(key);
+      model[key] = value;
+      env.set(key, value);
+    } else if (op < 90) {
+      bool had = model.erase(key) > 0;
+      if (had) order.erase(std::find(order.begin(), order.end(), key));
+      CHECK(env.erase(key) == had);
+    } else if (op < 91) {
+      model.clear();
+      order.clear();
+      env.clear();
+    }
+    std::string probe = key_of(next() % 300);
+    auto it = model.find(probe);
+    REQUIRE(env.contains(probe) == (it != model.end()));
+    if (it != model.end()) REQUIRE(env.get(probe) == it->second);
+    REQUIRE(env.size() == model.size());
+  }
+  REQUIRE(env.size() == order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) CHECK(env.entries()[k].key == order[k]);
+}
+
+TEST_CASE("Env: a reused env stays right over more clears than the index has epochs", "[env]") {
+  Env env;
+  // A key set once, then a run of empty requests: its old index slot must never come back to life.
+  env.set_view("csgi.once", "1");
+  for (int round = 0; round < 70000; ++round) {
+    env.clear();
+    REQUIRE_FALSE(env.contains("csgi.once"));
+  }
+  for (int round = 0; round < 70000; ++round) {
+    env.clear();
+    REQUIRE_FALSE(env.contains("PATH_INFO"));
+    if (round % 2) env.set_view("PATH_INFO", "/odd");
+    env.set_int("csgi.round", round);
+    REQUIRE(env.find("csgi.round")->integer() == round);
+    REQUIRE(env.contains("PATH_INFO") == (round % 2 == 1));
+    REQUIRE(env.size() == (round % 2 ? 2u : 1u));
+    REQUIRE(env.entries().back().key == "csgi.round");
+  }
 }

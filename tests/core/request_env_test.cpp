@@ -1,6 +1,9 @@
 #include "csgi/core/request_env.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/percent.hpp"
@@ -65,6 +68,42 @@ TEST_CASE("add_header: naming, joining, content keys and dropped fields", "[requ
   add_header(env, "Host", "example.com:8080");
   set_server_from_host(env);
   CHECK(env.get(keys::SERVER_NAME) == "example.com");
+}
+
+TEST_CASE("add_header: every name length and byte maps as the per-byte rule says", "[request_env]") {
+  // Reference: letters upper-cased, '-' → '_', any other byte kept; a name holding '_' is dropped.
+  auto expected = [](std::string_view name) {
+    std::string key = "HTTP_";
+    for (char c : name) key += c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c == '-' ? '_' : c;
+    return key;
+  };
+  std::uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1103515245u + 12345u; };
+  const std::string_view alphabet = "abcxyzABCXYZ-09~!`{@[\x7f\x80\xe9\xff";
+  Env env;
+  for (std::size_t len = 1; len <= 70; ++len) {
+    for (int round = 0; round < 8; ++round) {
+      env.clear();
+      std::string name;
+      for (std::size_t i = 0; i < len; ++i) name += alphabet[(next() >> 8) % alphabet.size()];
+      std::string key = expected(name);
+      if (key == "HTTP_CONTENT_TYPE" || key == "HTTP_CONTENT_LENGTH" || key == "HTTP_PROXY") continue;
+      INFO("name: " << name);
+      REQUIRE(add_header(env, name, "v"));
+      REQUIRE(env.size() == 1);
+      CHECK(env.entries()[0].key == key);
+      // The same name with '_' at any one position is dropped.
+      std::string smuggled = name;
+      smuggled[(next() >> 8) % len] = '_';
+      CHECK_FALSE(add_header(env, smuggled, "w"));
+      CHECK(env.size() == 1);
+    }
+  }
+  CHECK(add_header(env, "cOnTeNt-TyPe", "a/b"));
+  CHECK(env.get(keys::CONTENT_TYPE) == "a/b");
+  CHECK_FALSE(add_header(env, "pRoXy", "x"));
+  CHECK_FALSE(add_header(env, "Content_Type", "x"));
+  CHECK_FALSE(add_header(env, std::string(257, 'a'), "x"));
 }
 
 TEST_CASE("valid_host: RFC 9110 uri-host and port", "[request_env]") {

@@ -2,7 +2,7 @@
 """Compiles every ```cpp block of README.md, spec/csgi.md and docs/**/*.md (the docs_examples test).
 
 Each block becomes its own translation unit: the prelude (every public header of core/, middleware/,
-middleware/bundler/ and adapters/standalone/server.hpp, then tests/docs/stand_ins.hpp: names the docs use
+middleware/bundler/, adapters/standalone/server.hpp and adapters/runner/runner.hpp, then tests/docs/stand_ins.hpp: names the docs use
 without defining them), then the block. A block compiles as written at namespace scope (a whole file:
 includes, functions, classes, CSGI_APP), or else as the body of a function (a fragment: statements such
 as `builder.use<...>(o);`), its #include lines moved above the function. It passes when either compiles.
@@ -46,7 +46,8 @@ def blocks(path, root):
 
 def prelude(root):
     headers = sorted(root.glob("core/*.hpp")) + sorted(root.glob("middleware/*.hpp")) + \
-        sorted(root.glob("middleware/bundler/*.hpp")) + [root / "adapters/standalone/server.hpp"]
+        sorted(root.glob("middleware/bundler/*.hpp")) + [root / "adapters/standalone/server.hpp",
+                                                       root / "adapters/runner/runner.hpp"]
     text = "".join(f'#include "csgi/{h.relative_to(root)}"\n' for h in headers)
     return text + f'#include "{root / "tests/docs/stand_ins.hpp"}"\n'
 

@@ -12,12 +12,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "csgi/core/json.hpp"
 #include "csgi/middleware/static.hpp"
 #include "files_test_util.hpp"
 
@@ -98,6 +100,50 @@ TEST_CASE("access_log: combined and common lines", "[access_log]") {
   CHECK(c->agent == R"(curl/8 \"x\" \\y)");
   std::smatch m;
   REQUIRE(std::regex_match(lines[1], m, std::regex(R"(^127\.0\.0\.1 - alice \[([^\]]+)\] "POST /form HTTP/1\.0" 200 5$)")));
+}
+
+TEST_CASE("access_log: json lines named as nginx's variables", "[access_log][json]") {
+  Logged log;
+  App app = [](Env& env) {
+    env.set("request_id.id", "req-7");
+    return Response::text(201, "hello");
+  };
+  auto json = log.make(app, "json");
+  testing::call(json, "GET /p%20x?q=\"1\" HTTP/1.1",
+                {{"User-Agent", "agent \"q\" \\ caf\xc3\xa9 \xff"}, {"Referer", "http://r/"}, {"Host", "example.org:8080"}});
+  testing::call(json, "HEAD / HTTP/1.0", {});
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 2);
+  auto j = nlohmann::json::parse(lines[0]);  // throws on a line that is not valid JSON
+  CHECK(j.size() == 16);
+  CHECK(j["remote_addr"] == "127.0.0.1");
+  CHECK(j["remote_user"] == "");
+  CHECK(j["request"] == "GET /p%20x?q=\"1\" HTTP/1.1");
+  CHECK(j["request_method"] == "GET");
+  CHECK(j["request_uri"] == "/p%20x?q=\"1\"");
+  CHECK(j["server_protocol"] == "HTTP/1.1");
+  CHECK(j["host"] == "example.org");
+  CHECK(j["status"] == 201);
+  CHECK(j["body_bytes_sent"] == 5);
+  CHECK(j["http_referer"] == "http://r/");
+  // Valid UTF-8 kept, a byte of no UTF-8 sequence escaped.
+  CHECK(j["http_user_agent"] == "agent \"q\" \\ caf\xc3\xa9 \u00ff");
+  CHECK(lines[0].find("\\u00ff\"") != std::string::npos);
+  CHECK(j["request_id"] == "req-7");
+  std::regex secs(R"(^\d+\.\d{3}$)");
+  for (const char* k : {"request_time", "upstream_header_time", "msec"}) {
+    INFO(k);
+    REQUIRE(j[k].is_number());
+    std::string text = lines[0].substr(lines[0].find(std::string("\"") + k + "\":") + std::strlen(k) + 3);
+    CHECK(std::regex_match(text.substr(0, text.find_first_of(",}")), secs));
+  }
+  CHECK(j["upstream_header_time"].get<double>() <= j["request_time"].get<double>());
+  CHECK(std::regex_match(j["time_iso8601"].get<std::string>(),
+                         std::regex(R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$)")));
+  auto head = nlohmann::json::parse(lines[1]);
+  CHECK(head["request_method"] == "HEAD");
+  CHECK(head["body_bytes_sent"] == 0);
+  CHECK(head["server_protocol"] == "HTTP/1.0");
 }
 
 TEST_CASE("access_log: bytes are exact for every body kind", "[access_log]") {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -50,6 +51,23 @@ int count_lines(const std::string& path) {
 bool wait_for_lines(const std::string& path, int n) {
   for (int i = 0; i < 100 && count_lines(path) < n; ++i) std::this_thread::sleep_for(50ms);
   return count_lines(path) == n;
+}
+
+int task_count(pid_t pid) {
+  std::error_code ec;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
+  return n;
+}
+
+/// The threads of process `pid` once it has started them all: polls (bounded) until `want` is reached,
+/// then checks the count stays.
+int settled_tasks(pid_t pid, int want) {
+  for (int i = 0; i < 100 && task_count(pid) != want; ++i) std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(200ms);
+  return task_count(pid);
 }
 }  // namespace
 
@@ -195,7 +213,72 @@ TEST_CASE("csgi serve --fastcgi takes the socket on fd 0 (as mod_fcgid and spawn
 }
 #endif
 
+#ifdef CSGI_CLI_BIN
+TEST_CASE("csgi serve --fastcgi keeps the --threads given; its 16 request threads are only the default") {
+  for (auto [given, want] : {std::pair<std::string, int>{"1", 1}, {"3", 3}, {"", 16}}) {
+    DYNAMIC_SECTION("--threads '" << given << "'") {
+      TempDir dir;
+      std::string sock = dir / "threads.sock";
+      std::vector<std::string> argv = {CSGI_CLI_BIN, "serve", "--fastcgi", "--app", CSGI_GATEWAY_APP, "--app-arg",
+                                       dir / "file.bin", "--listen", "unix:" + sock};
+      if (!given.empty()) argv.insert(argv.end(), {"--threads", given});
+      Process app(argv, log_path(dir, "app"));
+      REQUIRE(wait_for_unix(sock));
+      CHECK(parse_cgi_response(fastcgi_request(sock, base("/pid")).stdout_data).status == 200);
+      CHECK(settled_tasks(app.pid(), 1 + want) == 1 + want);  // the signal-waiting main thread + the request threads
+      auto status = app.stop(SIGTERM, 10s);
+      REQUIRE(status.has_value());
+      CHECK(WIFEXITED(*status));
+    }
+  }
+}
+#endif
+
+TEST_CASE("csgi-fcgi takes --max-body-bytes as csgi serve does: a longer body the app reads answers 413") {
+  TempDir dir;
+  std::string sock = dir / "body.sock";
+  Process app({CSGI_FCGI_BIN, "--app", CSGI_GATEWAY_APP, "--app-arg", dir / "file.bin", "--listen", "unix:" + sock,
+               "--max-body-bytes", "1000"},
+              log_path(dir, "app"));
+  REQUIRE(wait_for_unix(sock));
+  INFO(read_file(log_path(dir, "app")));
+  for (std::size_t size : {500, 2000}) {
+    Params p = base("/echo");
+    p[0].second = "POST";
+    p.emplace_back("CONTENT_LENGTH", std::to_string(size));
+    auto res = parse_cgi_response(fastcgi_request(sock, p, std::string(size, 'x')).stdout_data);
+    CHECK(res.status == (size <= 1000 ? 200 : 413));
+  }
+  auto status = app.stop(SIGTERM, 10s);
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+}
+
 #ifdef CSGI_HELLO_SERVER_BIN
+TEST_CASE("csgi::run() serves FastCGI on --fastcgi --listen, and takes the FastCGI options when spawned on fd 0") {
+  TempDir dir;
+  std::string sock = dir / "run-listen.sock";
+  {
+    Process app({CSGI_HELLO_SERVER_BIN, "--fastcgi", "--listen", "unix:" + sock, "--threads", "2"},
+                log_path(dir, "listen"));
+    REQUIRE(wait_for_unix(sock));
+    CHECK(parse_cgi_response(fastcgi_request(sock, base("/")).stdout_data).body == "Hello, world!");
+    CHECK(settled_tasks(app.pid(), 3) == 3);
+    auto status = app.stop(SIGTERM, 10s);
+    REQUIRE(status.has_value());
+    CHECK(WIFEXITED(*status));
+  }
+  std::string spawned = dir / "run-fd0.sock";
+  int fd = listen_unix(spawned);
+  Process refused({CSGI_HELLO_SERVER_BIN, "--reuseport"}, log_path(dir, "refused"), fd);
+  ::close(fd);
+  auto status = refused.stop(0, 10s);  // signal 0: only waits for it to exit
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 2);
+  CHECK(read_file(log_path(dir, "refused")).find("--reuseport does not apply to FastCGI") != std::string::npos);
+}
+
 TEST_CASE("csgi::run() picks FastCGI when fd 0 is a listening socket (an app.fcgi just works)") {
   TempDir dir;
   std::string sock = dir / "run.sock";

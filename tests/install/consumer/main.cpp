@@ -1,6 +1,6 @@
 // Uses the installed headers and libraries: a Builder stack with a middleware from csgi::middleware, called
-// in memory; `consumer serve …` would run it on the standalone server (csgi::run).
-#include <csgi/adapters/standalone/server.hpp>
+// in memory; `consumer serve …` would serve it (csgi::run, csgi::runner).
+#include <csgi/adapters/runner/runner.hpp>
 #include <csgi/core/builder.hpp>
 #include <csgi/core/test_client.hpp>
 #include <csgi/middleware/content_length.hpp>

@@ -1,0 +1,97 @@
+#pragma once
+/// The one command line of every way to launch an app: `csgi serve` (HTTP, `--fastcgi`, `--cgi`), its
+/// aliases csgi-fcgi and csgi-cgi, and programs that call csgi::run(). One options struct (Options), one
+/// option table (option_table()) from which the boost::program_options description, `--help` and the
+/// options table of docs/standalone.md are generated, and one parser (parse()).
+///
+/// Each row says which adapters it applies to; an option given for an adapter it does not apply to is a
+/// usage error naming both ("--reuseport does not apply to FastCGI (--fastcgi)"). An option has one
+/// default for every adapter it applies to, except where a row shows a per-adapter default (`--threads`:
+/// 1 for HTTP, 16 for FastCGI, where each thread serves one kept front-server connection at a time).
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "csgi/adapters/standalone/server.hpp"
+
+namespace csgi::runner {
+
+/// The protocol an app is served with. The values are bits of OptionSpec::adapters.
+enum class Adapter : unsigned { http = 1, fastcgi = 2, cgi = 4 };
+inline constexpr unsigned all_adapters = 7;
+
+/// "HTTP", "FastCGI", "CGI".
+std::string_view adapter_name(Adapter a) noexcept;
+/// How the adapter is chosen on the command line: "HTTP (the default)", "FastCGI (--fastcgi)", "CGI (--cgi)".
+std::string adapter_label(Adapter a);
+
+/// Everything the command line sets. The HTTP server reads `server` whole; the FastCGI and CGI adapters
+/// read the fields of the rows that apply to them (runner.hpp's serve() translates).
+struct Options {
+  Adapter adapter = Adapter::http;
+  standalone::ServerOptions server;
+  /// --script-name was given. For a gateway, even "" is then a fixed mount point (SCRIPT_NAME "" for every
+  /// request); without it the gateway derives the mount point from the front server's variables.
+  bool script_name_given = false;
+  int backlog = 1024;    // FastCGI: listen() backlog of the socket it opens for --listen
+  int socket_mode = -1;  // FastCGI: permissions of the unix socket it creates (-1: as the umask leaves them)
+};
+
+/// The defaults for `adapter`: Options{} with the adapter set and its per-adapter defaults applied.
+Options default_options(Adapter adapter);
+
+/// One row of the option table.
+struct OptionSpec {
+  const char* name;        // long name, without "--"
+  char short_name;         // one-letter alias ("-l"), or 0
+  const char* value_name;  // "N", "ADDR", ...; nullptr for a switch
+  unsigned adapters;       // bits of Adapter it applies to
+  bool repeatable;         // may be given more than once (values collected in order)
+  const char* help;        // one or two sentences
+  /// The default as --help and the docs show it, for the given adapter's defaults ("" when there is none
+  /// worth showing, e.g. --listen's, which the help text explains).
+  std::string (*default_text)(const Options& defaults);
+  /// Stores one value (for a switch: "1"); throws std::invalid_argument with the reason for a bad value.
+  void (*apply)(Options& options, const std::string& value);
+};
+
+/// Every option of the runner, in the order --help lists them. --fastcgi and --cgi choose the adapter.
+const std::vector<OptionSpec>& option_table();
+/// The row named `name` (without "--"), or nullptr.
+const OptionSpec* find_option(std::string_view name);
+
+/// The table as boost::program_options, each help text followed by its default(s) and, unless it applies
+/// everywhere, the adapters it applies to. What --help prints.
+boost::program_options::options_description describe();
+/// The table as the Markdown table of docs/standalone.md ("| option | default | adapters | meaning |").
+std::string options_markdown();
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Parsed {
+  Options options;
+  boost::program_options::variables_map vm;  // every option given, the caller's `extra` ones included
+  std::vector<boost::program_options::option> given;  // in command-line order
+  std::vector<std::string> warnings;          // deprecated spellings used, one line each
+  bool help = false;                          // -h / --help
+};
+
+/// Parses argv[first..argc) against the table plus `extra` (the caller's own options, e.g. the csgi
+/// command's app modes). `implied`: the adapter the program serves whatever the command line says
+/// (csgi-fcgi, a csgi::run program spawned on a FastCGI socket); --fastcgi/--cgi choose it otherwise.
+/// Words that are not options are refused, except under CGI (a server passes an ISINDEX query's words as
+/// arguments). Throws UsageError with a one-line reason.
+Parsed parse(int argc, char** argv, int first, const boost::program_options::options_description& extra,
+             std::optional<Adapter> implied = std::nullopt);
+
+/// Checks the values across options (limits, ranges, at most one --listen for FastCGI); throws UsageError.
+void validate(Options& options);
+
+}  // namespace csgi::runner

@@ -1,0 +1,89 @@
+#include "csgi/adapters/runner/runner.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string_view>
+
+#include "csgi/adapters/cgi/cgi.hpp"
+#include "csgi/adapters/standalone/server.hpp"
+#if CSGI_HAVE_FASTCGI
+#include "csgi/adapters/fastcgi/fastcgi.hpp"
+#endif
+
+namespace csgi::runner {
+
+std::optional<Adapter> detect_gateway() {
+#if CSGI_HAVE_FASTCGI
+  if (fastcgi::is_fastcgi_socket(0)) return Adapter::fastcgi;
+#endif
+  if (const char* gi = std::getenv("GATEWAY_INTERFACE"); gi && std::string_view(gi).starts_with("CGI/"))
+    return Adapter::cgi;
+  return std::nullopt;
+}
+
+int serve(App app, const Options& o) {
+  if (o.adapter == Adapter::http) return standalone::Server(std::move(app), o.server).run();
+  std::optional<std::string> script_name;
+  if (o.script_name_given) script_name = o.server.script_name;
+  if (o.adapter == Adapter::cgi) {
+    cgi::Options c;
+    c.script_name = script_name;
+    c.max_body = o.server.max_body_bytes;
+    return cgi::serve(app, c);
+  }
+#if CSGI_HAVE_FASTCGI
+  fastcgi::Options f;
+  if (!o.server.listen.empty()) f.listen = o.server.listen.front();
+  f.threads = static_cast<int>(o.server.threads);
+  f.workers = static_cast<int>(o.server.workers);
+  f.backlog = o.backlog;
+  f.script_name = script_name;
+  f.max_body = o.server.max_body_bytes;
+  f.graceful_timeout = o.server.graceful_timeout;
+  f.socket_mode = o.socket_mode;
+  return fastcgi::serve(std::move(app), f);
+#else
+  std::cerr << "csgi: this build has no FastCGI adapter (libfcgi-dev was missing)\n";
+  return 1;
+#endif
+}
+
+std::string usage(const std::string& program) {
+  std::ostringstream o;
+  o << "Usage: " << program << " [OPTIONS]\n\n"
+    << "Serves this program's csgi app over HTTP/1.1, or over FastCGI (--fastcgi) or CGI (--cgi). Started\n"
+       "by a front server, it serves FastCGI when fd 0 is a listening socket and one CGI request when\n"
+       "GATEWAY_INTERFACE is set.\n\n"
+    << describe()
+    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files.\n";
+  return o.str();
+}
+
+}  // namespace csgi::runner
+
+namespace csgi {
+
+int run(App app, int argc, char** argv) {
+  using namespace runner;
+  std::string program = argc > 0 ? argv[0] : "csgi";
+  std::optional<Adapter> gateway = detect_gateway();
+  try {
+    if (gateway == Adapter::cgi) return serve(std::move(app), default_options(Adapter::cgi));
+    Parsed p = parse(argc, argv, 1, {}, gateway);
+    for (const std::string& w : p.warnings) std::cerr << program << ": " << w << "\n";
+    if (p.help) {
+      std::cout << usage(program);
+      return 0;
+    }
+    return serve(std::move(app), p.options);
+  } catch (const UsageError& e) {
+    std::cerr << program << ": " << e.what() << " (try --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace csgi

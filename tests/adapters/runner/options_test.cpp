@@ -1,0 +1,192 @@
+// The runner's one command line: every option refused, with a clear reason, for an adapter it does not
+// apply to; one default per option wherever it applies (per-adapter defaults only where the table shows
+// them); the FastCGI thread count left as given; the deprecated spellings; and docs/standalone.md's options
+// table generated from the option table.
+#include "csgi/adapters/runner/options.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace csgi::runner;
+
+namespace {
+
+constexpr Adapter adapters[] = {Adapter::http, Adapter::fastcgi, Adapter::cgi};
+
+// parse() over {"prog", args...}.
+Parsed parse_args(std::vector<std::string> args, std::optional<Adapter> implied = std::nullopt) {
+  args.insert(args.begin(), "prog");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse(static_cast<int>(argv.size()), argv.data(), 1, {}, implied);
+}
+
+std::string usage_error(std::vector<std::string> args, std::optional<Adapter> implied = std::nullopt) {
+  try {
+    parse_args(std::move(args), implied);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::vector<std::string> switch_for(Adapter a) {
+  if (a == Adapter::fastcgi) return {"--fastcgi"};
+  if (a == Adapter::cgi) return {"--cgi"};
+  return {};
+}
+
+// A valid value for each option that takes one.
+std::string sample(const OptionSpec& row) {
+  std::string v = row.value_name;
+  if (v == "ADDR") return "unix:/tmp/x.sock";
+  if (v == "PATH") return "/app";
+  if (v == "FILE") return "/tmp/x.log";
+  if (v == "OCTAL") return "660";
+  if (v == "SECONDS") return "5";
+  if (v == "BYTES") return "4096";
+  return "2";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("an option given for an adapter it does not apply to is a usage error naming the option and the adapter") {
+  int refused = 0;
+  for (const OptionSpec& row : option_table()) {
+    for (Adapter a : adapters) {
+      std::vector<std::string> args = switch_for(a);
+      args.push_back("--" + std::string(row.name));
+      if (row.value_name) args.push_back(sample(row));
+      if (std::string(row.name) == "fastcgi" || std::string(row.name) == "cgi") continue;
+      INFO(args.back() << " with " << adapter_name(a));
+      if (row.adapters & static_cast<unsigned>(a)) {
+        CHECK_NOTHROW(parse_args(args));
+      } else {
+        std::string e = usage_error(args);
+        CHECK(e.find("--" + std::string(row.name) + " does not apply to " + std::string(adapter_name(a))) == 0);
+        ++refused;
+      }
+    }
+  }
+  CHECK(refused > 10);
+  CHECK(usage_error({"--fastcgi", "--reuseport"}) ==
+        "--reuseport does not apply to FastCGI (--fastcgi); it applies to HTTP");
+  CHECK(usage_error({"--cgi", "--workers", "2"}) == "--workers does not apply to CGI (--cgi); it applies to HTTP, FastCGI");
+  // The program's own adapter counts as chosen (csgi-fcgi, a csgi::run program spawned on a FastCGI socket).
+  CHECK(usage_error({"--access-log", "x"}, Adapter::fastcgi).find("--access-log does not apply to FastCGI") == 0);
+  CHECK(usage_error({"--cgi"}, Adapter::fastcgi) == "--cgi: this program serves FastCGI only");
+  CHECK(usage_error({"--fastcgi", "--cgi"}) == "give only one of --fastcgi and --cgi");
+}
+
+TEST_CASE("FastCGI keeps the --threads given; its own default applies only when none is") {
+  CHECK(parse_args({"--fastcgi", "--threads", "1"}).options.server.threads == 1);
+  CHECK(parse_args({"--fastcgi"}).options.server.threads == 16);
+  CHECK(parse_args({"--threads", "3"}, Adapter::fastcgi).options.server.threads == 3);
+  CHECK(parse_args({}).options.server.threads == 1);
+}
+
+TEST_CASE("an option has one default for every adapter it applies to, except those the table shows per adapter") {
+  for (const OptionSpec& row : option_table()) {
+    std::vector<std::string> shown;
+    for (Adapter a : adapters)
+      if (row.adapters & static_cast<unsigned>(a)) shown.push_back(row.default_text(default_options(a)));
+    std::string name = row.name;
+    INFO("--" << name);
+    bool per_adapter = name == "threads" || name == "listen";
+    for (const auto& s : shown) CHECK((s == shown.front() || per_adapter));
+  }
+  // The body limit, the graceful stop and the workers are the HTTP server's, everywhere.
+  for (Adapter a : adapters) {
+    Options o = default_options(a);
+    CHECK(o.server.max_body_bytes == csgi::standalone::ServerOptions{}.max_body_bytes);
+    CHECK(o.server.graceful_timeout == csgi::standalone::ServerOptions{}.graceful_timeout);
+    CHECK(o.server.workers == 0);
+  }
+}
+
+TEST_CASE("the gateways take --max-body-bytes; --max-body still works, with a warning") {
+  auto p = parse_args({"--fastcgi", "--max-body-bytes", "1000"});
+  CHECK(p.options.server.max_body_bytes == 1000);
+  CHECK(p.warnings.empty());
+  p = parse_args({"--max-body", "2000"}, Adapter::cgi);
+  CHECK(p.options.server.max_body_bytes == 2000);
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(p.warnings.front() == "--max-body is deprecated; use --max-body-bytes");
+  CHECK(usage_error({"--max-body", "1", "--max-body-bytes", "2"}) == "give only one of --max-body and --max-body-bytes");
+}
+
+TEST_CASE("values are checked: ranges, seconds, the mount point, one FastCGI address") {
+  CHECK(usage_error({"--threads", "0"}) == "--threads: '0' is not a whole number from 1 to 1024");
+  CHECK(usage_error({"--workers", "-1"}) == "--workers: '-1' is not a whole number from 0 to 1024");
+  CHECK(usage_error({"--idle-timeout", "0"}) == "--idle-timeout: '0' is not a number of seconds > 0");
+  CHECK(usage_error({"--script-name", "app"}).find("--script-name: 'app' must be empty or start with /") == 0);
+  CHECK(usage_error({"--fastcgi", "--listen", "a:1", "--listen", "b:2"}).find("--listen: FastCGI") == 0);
+  CHECK(usage_error({"--fastcgi", "--socket-mode", "999"}).find("--socket-mode: '999' is not a octal") == 0);
+  CHECK(parse_args({"--fastcgi", "--socket-mode", "660"}).options.socket_mode == 0660);
+  CHECK(parse_args({"--graceful-timeout", "0.5"}).options.server.graceful_timeout == std::chrono::milliseconds(500));
+  auto two = parse_args({"--listen", "a:1", "-l", "b:2"});
+  CHECK(two.options.server.listen == std::vector<std::string>{"a:1", "b:2"});
+}
+
+TEST_CASE("--script-name= is an empty fixed mount point; words are refused except under CGI") {
+  auto p = parse_args({"--fastcgi", "--script-name="});
+  CHECK(p.options.script_name_given);
+  CHECK(p.options.server.script_name.empty());
+  CHECK_FALSE(parse_args({"--fastcgi"}).options.script_name_given);
+  CHECK(usage_error({"word"}) == "unexpected argument 'word'");
+  CHECK(parse_args({"--cgi", "isindex", "words"}).options.adapter == Adapter::cgi);
+}
+
+TEST_CASE("docs/standalone.md's options table is the option table") {
+  std::string doc = read_file(CSGI_SOURCE_DIR "/docs/standalone.md");
+  const std::string begin = "<!-- options table: generated from adapters/runner/options.cpp -->\n";
+  const std::string end = "<!-- end of options table -->";
+  auto b = doc.find(begin), e = doc.find(end);
+  REQUIRE(b != std::string::npos);
+  REQUIRE(e != std::string::npos);
+  std::string section = doc.substr(b + begin.size(), e - b - begin.size());
+  std::string want = options_markdown();
+  if (section != want && std::getenv("CSGI_UPDATE_DOCS")) {
+    doc.replace(b + begin.size(), section.size(), want);
+    std::ofstream(CSGI_SOURCE_DIR "/docs/standalone.md") << doc;
+    section = want;
+  }
+  INFO("regenerate with CSGI_UPDATE_DOCS=1 cli_options_tests; the table is:\n" << want);
+  CHECK(section == want);
+  for (const OptionSpec& row : option_table()) CHECK(section.find("| `--" + std::string(row.name)) != std::string::npos);
+}
+
+TEST_CASE("--help lists every option with its default(s) and the adapters it applies to") {
+  std::ostringstream help;
+  help << describe();
+  std::string flat;  // program_options wraps the text: compare with the line breaks and indents taken out
+  for (std::istringstream in(help.str()); in;) {
+    std::string word;
+    in >> word;
+    if (!word.empty()) flat += (flat.empty() ? "" : " ") + word;
+  }
+  for (const OptionSpec& row : option_table()) {
+    INFO("--" << row.name);
+    CHECK(flat.find("--" + std::string(row.name) + " ") != std::string::npos);
+    for (Adapter a : adapters)
+      if (row.adapters & static_cast<unsigned>(a))
+        if (std::string d = row.default_text(default_options(a)); !d.empty()) {
+          bool shown = flat.find(d) != std::string::npos;
+          CHECK(shown);
+        }
+  }
+  CHECK(flat.find("Default: 1 (HTTP), 16 (FastCGI). [HTTP, FastCGI]") != std::string::npos);
+}
