@@ -39,8 +39,10 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp)) \
              csgi_cli canary_app conformance_app ctest:conformance_standalone_root \
              ctest:conformance_standalone_prefix ctest:conformance_standalone_threads \
+             ctest:conformance_standalone_pool ctest:standalone_test_pool \
              ctest:reliability_corpus ctest:reliability_faults_short
-TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads
+TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads \
+             ctest:standalone_test_pool ctest:conformance_standalone_pool
 SOAK_SECONDS ?= 60
 test-asan: deps
 	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)

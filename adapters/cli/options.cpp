@@ -81,6 +81,9 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
     throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
   if (parsed.vm.count("app-arg")) cl.app_args = parsed.vm["app-arg"].as<std::vector<std::string>>();
   cl.options = std::move(parsed.options);
+  // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
+  for (const auto& c : cl.modes)
+    if (std::string_view(c.mode->option) == "wsgi" && !parsed.vm.count("app-threads")) cl.options.server.app_threads = 8;
   cl.warnings = std::move(parsed.warnings);
   return cl;
 }

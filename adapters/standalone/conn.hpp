@@ -26,6 +26,7 @@
 #include <boost/beast/http/error.hpp>
 #include <charconv>
 #include <condition_variable>
+#include <functional>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -90,6 +91,22 @@ inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
 }
 
 struct WriterState;
+
+/// A call from the app's pool thread (--app-threads) to the connection's io thread: a csgi.input read,
+/// an interim response or csgix.io. The app's thread waits on `cv` until `done`; the io thread fills in
+/// the result with `mu` held, unless the app's thread gave up waiting (`abandoned`: its io thread
+/// stopped), in which case the pointers into the app's stack are not touched.
+struct PoolCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;
+  // A read: the app's buffer, and what came of it (error_status != 0: the HttpError to throw).
+  char* buf = nullptr;
+  std::size_t n = 0, got = 0;
+  int error_status = 0;
+  std::string error_why;
+};
 
 /// A delayed response's request, kept when its connection closed before the response was complete
 /// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
@@ -161,29 +178,71 @@ public:
   void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
   void on_writer_flush(const std::shared_ptr<WriterState>& st);
 
+  // The app on the pool (--app-threads; pooled.cpp).
+  void pool_job(std::shared_ptr<Conn> self, Env& env);
+  void on_pooled_done(Response r, int failed);
+  void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
+  void serve_read(const std::shared_ptr<PoolCall>& c);
+
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  enum class Phase { reading, app, delayed, discarding, writer, stream, file, lingering, closed };
+  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed };
+  // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
+  // finished), draining (finished; the rest of its body is being discarded).
+  enum class Request { none, active, draining };
+  // What a step of process() leaves to do: the next step, the loop again, wait for bytes, or nothing.
+  enum class Step { next, again, wait, stop };
 
   // Reading and parsing.
   void wait_read();
   void on_read(error_code ec, std::size_t n);
   void process();
+  Step drain_rest();
+  Step read_head();
+  Step buffer_body();
+  void wait_for_request();
   bool make_room();
   void begin_request();
   void request_ready();
+  void set_connection_env(Env& env);
+  Response call_app(Env& env, int& failed);
+  void after_app(Response res, int failed);
   void reject(int status, std::string_view why);
   // The body the app left unread (ADP-9).
   bool body_unread() const noexcept;
   void hold_for_body(Response res);
   bool discard_body();
   void resume_held();
+  // csgi.input.
+  bool body_readable() const noexcept;
+  bool read_buffered(char* buf, std::size_t n, std::size_t& got);
+  void recv_blocking();
+  bool send_interim(int status, const Headers& headers);
+  int take_here(std::string& pending);
+
+  // The app on the pool (pooled.cpp).
+  void run_in_pool();
+  void post_done(std::shared_ptr<Conn> self, Response r, int failed);
+  void release_on_io(std::shared_ptr<Conn> self);
+  std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
+  void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
+  void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
+  std::size_t read_from_pool(char* buf, std::size_t n);
+  void run_on_io(const std::function<void()>& f);
+  bool wait_call(PoolCall& c);
+  void finish_call(int status, std::string_view why) noexcept;
+  void pooled_timeout();
 
   // Responding.
   void handle(Response res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
   void start_body(Response& res);
+  void send_text(std::string& s, int status, const Headers& headers);
+  void send_bytes(const SharedBytes& b, int status, const Headers& headers);
+  void start_stream(StreamPtr stream, int status, Headers& headers);
+  bool first_chunk(std::string& first, bool& threw);
+  void close_stream() noexcept;
   void send_file(FileBody& f, int status, Headers& headers);
   void pump_file();
   void pump_stream();
@@ -192,6 +251,8 @@ private:
   void check_complete_length(const Headers& headers, std::uint64_t length);
   void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
   void finish_response();
+  void end_request();
+  void settle_request_body();
   void log_access();
   void log_error(std::string_view what);
 
@@ -229,15 +290,13 @@ private:
   Phase phase_ = Phase::reading;
   bool waiting_ = false;         // a read is pending
   bool write_waiting_ = false;   // a wait for writability is pending
-  bool active_ = false;          // a request's header is parsed and its response not finished
-  bool draining_ = false;        // discarding the rest of a finished request's body
+  Request req_ = Request::none;
   bool keep_alive_ = true;
   bool http10_ = false;
   bool head_ = false;
   bool continue_pending_ = false;
   bool hijacked_ = false;
   bool response_started_ = false;
-  bool counted_ = true;
   std::uint64_t content_length_ = 0;
   bool has_body_ = false;
   std::uint64_t discarded_ = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
@@ -255,9 +314,10 @@ private:
   // Response state.
   int status_ = 0;
   std::uint64_t sent_body_ = 0;
-  bool chunked_out_ = false;
-  // A streamed body framed by the app's Content-Length (ADP-13): the bytes it still allows.
-  bool counting_ = false;
+  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared_ and the
+  // bytes it still allows, body_left_), chunked, or ended by closing (HTTP/1.0 without a length).
+  enum class Framing { none, counted, chunked, until_close };
+  Framing framing_ = Framing::none;
   std::uint64_t declared_ = 0, body_left_ = 0;
   std::string out_;
   std::size_t out_pos_ = 0;
@@ -282,6 +342,8 @@ private:
   // Keeps the connection alive while only the app's responder or writer refers to it (every entry
   // point into the connection holds its own reference, so dropping this one never frees it mid-call).
   std::shared_ptr<Conn> self_hold_;
+  // A csgi.input read of the app's pool thread waiting for bytes from the socket.
+  std::shared_ptr<PoolCall> call_;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

@@ -92,7 +92,9 @@ void Conn::on_read(error_code ec, std::size_t n) {
     end_ += n;
   }
   if (phase_ == Phase::reading) process();
-  else if (phase_ == Phase::discarding) {
+  else if (phase_ == Phase::pooled) {
+    if (call_) serve_read(std::exchange(call_, nullptr));
+  } else if (phase_ == Phase::discarding) {
     if (discard_body()) {
       resume_held();
       return;
@@ -104,13 +106,13 @@ void Conn::on_read(error_code ec, std::size_t n) {
 
 bool Conn::make_room() {
   if (end_ < cap_) return true;
-  if (!active_ && begin_ > 0) {
+  if (req_ != Request::active && begin_ > 0) {
     std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
     return end_ < cap_;
   }
-  if (!active_ || draining_) {
+  if (req_ != Request::active) {
     std::size_t limit = sh_.opt.max_header_bytes + 1024;
     if (cap_ >= limit) return false;
     std::size_t ncap = std::min(cap_ * 2, limit);
@@ -151,105 +153,18 @@ void Conn::begin_request() {
   sent_body_ = 0;
 }
 
-// Parses and serves every complete request in the buffer, then waits for more bytes.
+// Parses and serves every complete request in the buffer, then waits for more bytes. Each step says
+// what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
 void Conn::process() {
   while (phase_ == Phase::reading) {
-    if (draining_) {
-      if (!parser_->is_done()) {
-        error_code ec;
-        std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
-        begin_ += used;
-        discarded_ += used;
-        if ((ec && ec != http::error::need_more) || (!parser_->is_done() && discarded_ > sh_.opt.discard_body_bytes)) {
-          keep_alive_ = false;
-          draining_ = false;
-          linger();
-          return;
-        }
-        if (!parser_->is_done()) {
-          if (used > 0) continue;
-          break;
-        }
-      }
-      draining_ = false;
-      parser_.reset();
-    }
-    if (!active_) {
-      if (!parser_) {
-        // RFC 9112 §2.2: ignore empty lines before a request-line.
-        while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
-        if (begin_ == end_) {
-          begin_ = end_ = 0;
-          break;
-        }
-        begin_request();
-        set_deadline(sh_.opt.header_timeout);
-      }
-      if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
-        // Header incomplete: enforce the request-line and header-size limits on what we have.
-        std::string_view have(buf_.get() + begin_, end_ - begin_);
-        std::size_t eol = have.find('\n');
-        if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
-          reject(414, "request line too long");
-          return;
-        }
-        if (have.size() > sh_.opt.max_header_bytes) {
-          reject(431, "request header too large");
-          return;
-        }
-        break;
-      }
-      // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
-      error_code ec;
-      std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
-      if (ec == http::error::need_more) ec = http::error::bad_line_ending;
-      http10_ = parser_->http10;
-      head_ = parser_->head;
-      if (ec) {
-        reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
-        return;
-      }
-      if (has_obs_fold({buf_.get() + begin_, used})) {
-        reject(400, "obs-fold in header");
-        return;
-      }
-      begin_ += used;
-      body_base_ = begin_;
-      active_ = true;
-      if (parser_->reject_status) {
-        reject(parser_->reject_status, parser_->reject_why);
-        return;
-      }
-      expect_ = parser_->expect;
-      has_body_ = !parser_->is_done();
-      if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
-      // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
-      if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
-    }
-    // Header parsed. A Content-Length body up to --body-buffer-bytes is read before the app runs, as the
-    // bytes come (unless 100-continue): a slow client holds no thread. One that fits behind the head stays
-    // in the buffer; a bigger one is collected in prebody_.
-    if (has_body_ && !continue_pending_ && !parser_->chunked() && !prebody_ready_ &&
-        (content_length_ <= cap_ - body_base_ || content_length_ <= sh_.opt.body_buffer_bytes)) {
-      bool in_place = content_length_ <= cap_ - body_base_ && prebody_.empty();
-      if (!in_place) {
-        std::size_t take = static_cast<std::size_t>(
-            std::min<std::uint64_t>(content_length_ - prebody_.size(), end_ - begin_));
-        prebody_.append(buf_.get() + begin_, take);
-        begin_ += take;
-      }
-      if (in_place ? end_ - begin_ < content_length_ : prebody_.size() < content_length_) {
-        if (peer_eof_) {
-          reject(400, "connection closed before the end of the body");
-          return;
-        }
-        set_deadline(sh_.opt.body_timeout);
-        break;
-      }
-      prebody_ready_ = !in_place;
-    }
+    Step step = req_ == Request::draining ? drain_rest() : Step::next;
+    if (step == Step::next && req_ != Request::active) step = read_head();
+    if (step == Step::next) step = buffer_body();
+    if (step == Step::stop) return;
+    if (step == Step::again) continue;
+    if (step == Step::wait) break;
     request_ready();
-    if (phase_ != Phase::reading) return;  // a delayed, streaming, file or closing response took over
+    if (phase_ != Phase::reading) return;  // a delayed, pooled, streaming, file or closing response took over
     if (out_.size() - out_pos_ > flush_threshold || !ext_.empty()) {
       if (!flush()) {
         wait_write();
@@ -257,7 +172,114 @@ void Conn::process() {
       }
     }
   }
-  if (phase_ != Phase::reading) return;
+  if (phase_ == Phase::reading) wait_for_request();
+}
+
+// Discards the rest of a finished request's body, within --discard-body-bytes (else the connection ends).
+Conn::Step Conn::drain_rest() {
+  if (!parser_->is_done()) {
+    error_code ec;
+    std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
+    begin_ += used;
+    discarded_ += used;
+    if ((ec && ec != http::error::need_more) || (!parser_->is_done() && discarded_ > sh_.opt.discard_body_bytes)) {
+      keep_alive_ = false;
+      req_ = Request::none;
+      linger();
+      return Step::stop;
+    }
+    if (!parser_->is_done()) return used > 0 ? Step::again : Step::wait;
+  }
+  req_ = Request::none;
+  parser_.reset();
+  return Step::next;
+}
+
+// Parses the next request's head once it is all in the buffer (the env's views point into it), within
+// the request-line and header limits.
+Conn::Step Conn::read_head() {
+  if (!parser_) {
+    // RFC 9112 §2.2: ignore empty lines before a request-line.
+    while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
+    if (begin_ == end_) {
+      begin_ = end_ = 0;
+      return Step::wait;
+    }
+    begin_request();
+    set_deadline(sh_.opt.header_timeout);
+  }
+  if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
+    // Header incomplete: enforce the request-line and header-size limits on what we have.
+    std::string_view have(buf_.get() + begin_, end_ - begin_);
+    std::size_t eol = have.find('\n');
+    if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
+      reject(414, "request line too long");
+      return Step::stop;
+    }
+    if (have.size() > sh_.opt.max_header_bytes) {
+      reject(431, "request header too large");
+      return Step::stop;
+    }
+    return Step::wait;
+  }
+  // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+  error_code ec;
+  std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
+  if (ec == http::error::need_more) ec = http::error::bad_line_ending;
+  http10_ = parser_->http10;
+  head_ = parser_->head;
+  if (ec) {
+    reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
+    return Step::stop;
+  }
+  if (has_obs_fold({buf_.get() + begin_, used})) {
+    reject(400, "obs-fold in header");
+    return Step::stop;
+  }
+  begin_ += used;
+  body_base_ = begin_;
+  req_ = Request::active;
+  if (parser_->reject_status) {
+    reject(parser_->reject_status, parser_->reject_why);
+    return Step::stop;
+  }
+  expect_ = parser_->expect;
+  has_body_ = !parser_->is_done();
+  if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
+  // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
+  if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
+  return Step::next;
+}
+
+// A Content-Length body up to --body-buffer-bytes is read before the app runs, as the bytes come (unless
+// 100-continue): a slow client holds no thread. One that fits behind the head stays in the buffer; a
+// bigger one is collected in prebody_.
+Conn::Step Conn::buffer_body() {
+  if (!has_body_ || continue_pending_ || parser_->chunked() || prebody_ready_ ||
+      (content_length_ > cap_ - body_base_ && content_length_ > sh_.opt.body_buffer_bytes))
+    return Step::next;
+  bool in_place = content_length_ <= cap_ - body_base_ && prebody_.empty();
+  if (!in_place) {
+    std::size_t take = static_cast<std::size_t>(
+        std::min<std::uint64_t>(content_length_ - prebody_.size(), end_ - begin_));
+    prebody_.append(buf_.get() + begin_, take);
+    begin_ += take;
+  }
+  if (in_place ? end_ - begin_ < content_length_ : prebody_.size() < content_length_) {
+    if (peer_eof_) {
+      reject(400, "connection closed before the end of the body");
+      return Step::stop;
+    }
+    set_deadline(sh_.opt.body_timeout);
+    return Step::wait;
+  }
+  prebody_ready_ = !in_place;
+  return Step::next;
+}
+
+// Every complete request is answered: write what is pending, then wait for the next request (or close
+// after a client's half-close).
+void Conn::wait_for_request() {
   if (out_pos_ < out_.size() || !ext_.empty()) {
     if (!flush()) {
       wait_write();
@@ -271,22 +293,42 @@ void Conn::process() {
   }
   // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
   // (see on_shutdown); a request that still comes is answered with Connection: close.
-  if (!active_ && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
+  if (req_ != Request::active && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
   wait_read();
 }
 
-// The request's header is parsed (and a small body buffered): build the rest of the env and call the app.
+// The request's header is parsed (and a small body buffered): build the rest of the env and call the app,
+// here or on the pool.
 void Conn::request_ready() {
   Env& env = *env_;
   keep_alive_ = keep_alive_ && parser_->keep_alive() && !t_.stopping;
-  if (!expect_.empty()) {
-    if (iequals(expect_, "100-continue")) {
-    } else {
-      keep_alive_ = false;
-      handle(Response::error(417, "unsupported expectation"));
-      return;
-    }
+  if (!expect_.empty() && !iequals(expect_, "100-continue")) {
+    keep_alive_ = false;
+    handle(Response::error(417, "unsupported expectation"));
+    return;
   }
+  set_connection_env(env);
+  clear_deadline();
+  if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
+    handle(Response::error(404));
+    return;
+  }
+  if (sh_.pool) {
+    run_in_pool();
+    return;
+  }
+  phase_ = Phase::app;
+  int failed = 0;
+  Response res;
+  {
+    AppScope scope(t_.fault_slot, this);
+    res = call_app(env, failed);
+  }
+  if (phase_ == Phase::closed) return;
+  after_app(std::move(res), failed);
+}
+
+void Conn::set_connection_env(Env& env) {
   env.set_object<Input>(keys::input, static_cast<Input*>(this));
   env.set_object<ErrorStream>(keys::errors, &sh_.errors);
   env.set_bool(keys::multithread, sh_.multithread);
@@ -300,37 +342,35 @@ void Conn::request_ready() {
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
-  clear_deadline();
+}
 
-  Response res;
-  phase_ = Phase::app;
-  if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
-    res = Response::error(404);
-  } else {
-    try {
-      AppScope scope(t_.fault_slot, this);
-      res = sh_.app(env);
-    } catch (const HttpError& e) {
-      res = Response::error(e.status(), e.what());
-      if (e.status() == 408 || e.status() == 413 || e.status() == 400) keep_alive_ = false;
-    } catch (const std::exception& e) {
-      sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
-                       std::string(env.get(keys::REQUEST_URI)) + " " + std::string(env.get(keys::SERVER_PROTOCOL)) +
-                       "\": " + e.what());
-      res = Response::error(500);
-    } catch (...) {
-      sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
-                       std::string(env.get(keys::REQUEST_URI)) + "\": non-standard exception");
-      res = Response::error(500);
-    }
+// Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
+// are touched). An exception is logged and becomes an error response; `failed` is the status of an
+// HttpError thrown (0 for none).
+Response Conn::call_app(Env& env, int& failed) {
+  try {
+    return sh_.app(env);
+  } catch (const HttpError& e) {
+    failed = e.status();
+    return Response::error(e.status(), e.what());
+  } catch (const std::exception& e) {
+    sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
+                     std::string(env.get(keys::REQUEST_URI)) + " " + std::string(env.get(keys::SERVER_PROTOCOL)) +
+                     "\": " + e.what());
+  } catch (...) {
+    sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
+                     std::string(env.get(keys::REQUEST_URI)) + "\": non-standard exception");
   }
-  if (phase_ == Phase::closed) return;
+  return Response::error(500);
+}
+
+// Back on the io thread with the app's response.
+void Conn::after_app(Response res, int failed) {
+  if (failed == 408 || failed == 413 || failed == 400) keep_alive_ = false;
   phase_ = Phase::reading;
   if (hijacked_) {
-    // The app owns the connection now; drop our descriptor without touching the connection.
-    if (res.is_delayed()) {
-      // Nothing will be sent; the callable is not called.
-    }
+    // The app owns the connection now; drop our descriptor without touching the connection. Nothing will
+    // be sent: a delayed response's callable is not called.
     error_code ec;
     socket_.close(ec);
     phase_ = Phase::closed;
@@ -343,7 +383,7 @@ void Conn::request_ready() {
 
 // True while the request has body bytes that the app has not read and the connection may be kept.
 bool Conn::body_unread() const noexcept {
-  return keep_alive_ && active_ && parser_ && !prebody_ready_ && !parser_->is_done();
+  return keep_alive_ && req_ == Request::active && parser_ && !prebody_ready_ && !parser_->is_done();
 }
 
 // A complete response to a request whose body the app left unread waits until that body is discarded,
@@ -399,7 +439,7 @@ void Conn::reject(int status, std::string_view why) {
   // Framing is lost: answer, then close (the bytes after this request are never served: no smuggling).
   if (!env_) env_ = t_.acquire_env();
   keep_alive_ = false;
-  active_ = true;
+  req_ = Request::active;
   body_base_ = begin_;
   begin_ = end_;  // nothing after a bad request is parsed
   parser_.reset();
@@ -429,14 +469,21 @@ void Conn::linger() {
 
 void Conn::close_now() {
   if (phase_ == Phase::closed) return;
+  bool app_running = phase_ == Phase::pooled;
   phase_ = Phase::closed;
   sh_.stats->connection_closed();
   self_hold_.reset();
   clear_deadline();
   error_code ec;
   socket_.close(ec);
-  // The env first: a writer that learns the client is gone may read the env at once.
-  drop_env();
+  if (app_running) {
+    // The app still runs on the pool with the env (and the buffer its views point into): both stay until
+    // it returns (on_pooled_done). A read it waits for fails.
+    finish_call(400, "client closed the connection before the end of the body");
+  } else {
+    // The env first: a writer that learns the client is gone may read the env at once.
+    drop_env();
+  }
   if (writer_) {
     writer_gone(*writer_);
   }
@@ -502,7 +549,11 @@ void Conn::on_timeout() {
     resume_held();
     return;
   }
-  if (phase_ == Phase::reading && (end_ > begin_ || active_) && !response_started_ && !draining_) {
+  if (phase_ == Phase::pooled) {
+    pooled_timeout();
+    return;
+  }
+  if (phase_ == Phase::reading && (end_ > begin_ || req_ == Request::active) && !response_started_) {
     // Slow header or body: 408, then close.
     reject(408, "request timeout");
     return;
@@ -547,18 +598,31 @@ void Conn::on_shutdown(bool hurry) {
     resume_held();  // answered now, with Connection: close, instead of after the unread body
     return;
   }
-  if (hurry && phase_ == Phase::reading && !active_ && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
+  if (hurry && phase_ == Phase::reading && req_ != Request::active && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
     close_now();
 }
 
-// csgi.input: the request body, read from the buffer, then from the socket (poll bounded by body_timeout).
+// csgi.input: the request body, read from the buffer, then from the socket. On the io thread (inline
+// mode) the socket is polled, bounded by body_timeout; from the app's pool thread the io thread reads.
 std::size_t Conn::read(char* buf, std::size_t n) {
-  if (!parser_ || !active_ || draining_ || n == 0 || !env_) return 0;
-  if (parser_->is_done()) return 0;
+  if (sh_.pool && !on_io_thread()) return read_from_pool(buf, n);
+  if (n == 0 || !body_readable()) return 0;
   if (continue_pending_) {
     continue_pending_ = false;
     if (!blocking_send("HTTP/1.1 100 Continue\r\n\r\n")) throw HttpError(400, "client gone");
   }
+  std::size_t got = 0;
+  while (!read_buffered(buf, n, got)) recv_blocking();
+  return got;
+}
+
+bool Conn::body_readable() const noexcept {
+  return parser_ && req_ == Request::active && env_ && !parser_->is_done();
+}
+
+// Reads body bytes already received into `buf`: true with `got` set (0 at the end of the body), false
+// when bytes from the socket are needed (there is room for them).
+bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
   if (prebody_ready_) {  // the whole body is here already (process())
     parser_->sink = buf;
     parser_->sink_cap = n;
@@ -570,7 +634,8 @@ std::size_t Conn::read(char* buf, std::size_t n) {
       keep_alive_ = false;
       throw BadRequest("malformed request body: " + ec.message());
     }
-    return parser_->sink_len;
+    got = parser_->sink_len;
+    return true;
   }
   for (;;) {
     parser_->sink = buf;
@@ -585,37 +650,41 @@ std::size_t Conn::read(char* buf, std::size_t n) {
         throw PayloadTooLarge("request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
       throw BadRequest("malformed request body: " + ec.message());
     }
-    if (parser_->sink_len > 0) return parser_->sink_len;
-    if (parser_->is_done()) return 0;
+    got = parser_->sink_len;
+    if (got > 0 || parser_->is_done()) return true;
     if (used > 0) continue;
-    // Need bytes from the socket.
     if (!make_room()) {
       keep_alive_ = false;
       throw BadRequest("chunk header too long");
     }
-    for (;;) {
-      ssize_t r = ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
-      if (r > 0) {
-        end_ += static_cast<std::size_t>(r);
-        break;
-      }
-      if (r == 0) {
-        keep_alive_ = false;
-        peer_eof_ = true;
-        throw BadRequest("client closed the connection before the end of the body");
-      }
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        keep_alive_ = false;
-        dead_ = true;
-        throw BadRequest("connection error while reading the body");
-      }
-      pollfd p{fd_, POLLIN, 0};
-      int pr = ::poll(&p, 1, static_cast<int>(sh_.opt.body_timeout.count()));
-      if (pr == 0) {
-        keep_alive_ = false;
-        throw HttpError(408, "timed out reading the request body");
-      }
+    return false;
+  }
+}
+
+// Waits (poll, bounded by body_timeout) for body bytes and appends them to the buffer.
+void Conn::recv_blocking() {
+  for (;;) {
+    ssize_t r = ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
+    if (r > 0) {
+      end_ += static_cast<std::size_t>(r);
+      return;
+    }
+    if (r == 0) {
+      keep_alive_ = false;
+      peer_eof_ = true;
+      throw BadRequest("client closed the connection before the end of the body");
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      keep_alive_ = false;
+      dead_ = true;
+      throw BadRequest("connection error while reading the body");
+    }
+    pollfd p{fd_, POLLIN, 0};
+    int pr = ::poll(&p, 1, static_cast<int>(sh_.opt.body_timeout.count()));
+    if (pr == 0) {
+      keep_alive_ = false;
+      throw HttpError(408, "timed out reading the request body");
     }
   }
 }
@@ -640,7 +709,17 @@ bool Conn::blocking_send(std::string_view data) {
 }
 
 int Conn::take(std::string& pending) {
-  if (!on_io_thread() || phase_ != Phase::app || hijacked_) return -1;
+  if (sh_.pool && !on_io_thread()) {
+    int fd = -1;
+    run_on_io([&] { fd = take_here(pending); });
+    return fd;
+  }
+  if (!on_io_thread()) return -1;
+  return take_here(pending);
+}
+
+int Conn::take_here(std::string& pending) {
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || hijacked_) return -1;
   int fd = ::dup(fd_);
   if (fd < 0) return -1;
   int fl = ::fcntl(fd, F_GETFL);
@@ -658,9 +737,19 @@ int Conn::take(std::string& pending) {
 }
 
 bool Conn::send(int status, const Headers& headers) {
+  if (sh_.pool && !on_io_thread()) {
+    bool ok = false;
+    run_on_io([&] { ok = send_interim(status, headers); });
+    return ok;
+  }
   // From another thread (a delayed response's app) nothing of the connection is read: false at once.
-  if (!on_io_thread() || phase_ != Phase::app || http10_ || hijacked_ || dead_ || status < 100 || status > 199 ||
-      status == 101)
+  if (!on_io_thread()) return false;
+  return send_interim(status, headers);
+}
+
+bool Conn::send_interim(int status, const Headers& headers) {
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || http10_ || hijacked_ || dead_ || status < 100 ||
+      status > 199 || status == 101)
     return false;
   if (status == 100) continue_pending_ = false;
   out_.append(sh_.status_line(status));
@@ -672,8 +761,9 @@ bool Conn::send(int status, const Headers& headers) {
     out_.append("\r\n");
   }
   out_.append("\r\n");
-  // Interim responses go out now, ahead of the final one (a partial write completes with it).
-  flush();
+  // Interim responses go out now, ahead of the final one (a partial write completes with it; in pool
+  // mode the io thread finishes it while the app runs).
+  if (!flush() && !dead_ && phase_ == Phase::pooled) wait_write();
   return !dead_;
 }
 

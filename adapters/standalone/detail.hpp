@@ -93,6 +93,7 @@ struct Shared {
   bool multithread = false;
   bool multiprocess = false;
   std::vector<class IoThread*> threads;  // every io thread of this process (for accept balancing)
+  class AppPool* pool = nullptr;         // --app-threads > 0: where the app runs
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
@@ -197,6 +198,7 @@ public:
   std::shared_ptr<Mailbox> mailbox = std::make_shared<Mailbox>(ioc, shared.errors_owner);  // closed first in ~IoThread
   Clock::time_point now = Clock::now();  // refreshed by the sweeper and on each readable event
   bool stopping = false;
+  std::atomic<bool> exited{false};         // run() returned: nothing posted to ioc runs any more
   bool balance = true;                     // hand accepted connections to the least busy thread
   std::function<void()> on_stop;  // run on this thread when a graceful stop begins
   FaultSlot* fault_slot = nullptr;   // in a prefork worker: this thread's crash-containment slot

@@ -68,101 +68,113 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append("\r\n");
 }
 
+// Starts the response's body by its kind. A complete body waits while the request's unread body is
+// discarded (hold_for_body).
 void Conn::start_body(Response& res) {
   if (body_unread() && (std::holds_alternative<std::string>(res.body) ||
                         std::holds_alternative<SharedBytes>(res.body) || std::holds_alternative<FileBody>(res.body)))
     return hold_for_body(std::move(res));
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-  bool no_body = status_has_no_body(status);
-  if (auto* s = std::get_if<std::string>(&res.body)) {
-    std::optional<std::uint64_t> len = s->size();
-    // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
-    auto d = head_ && s->empty() ? declared_length(res.headers) : std::nullopt;
-    if (d) len = d;
-    else if (!no_body && !head_) check_complete_length(res.headers, s->size());
-    write_head(status, res.headers, no_body ? std::nullopt : len, false);
-    if (!head_ && !no_body && !s->empty()) {
-      sent_body_ = s->size();
-      if (s->size() <= inline_body_max) {
-        out_.append(*s);
-      } else {
-        auto keep = std::make_shared<std::string>(std::move(*s));
-        ext_.push_back({out_.size(), *keep, keep});
-      }
-    }
-    finish_response();
-    return;
-  }
-  if (auto* b = std::get_if<SharedBytes>(&res.body)) {
-    std::size_t n = *b ? (*b)->size() : 0;
-    if (!no_body && !head_) check_complete_length(res.headers, n);
-    write_head(status, res.headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
-    if (!head_ && !no_body && n > 0) {
-      sent_body_ = n;
-      if (n <= 2048)
-        out_.append(**b);
-      else
-        ext_.push_back({out_.size(), std::string_view(**b), *b});
-    }
-    finish_response();
-    return;
-  }
-  if (auto* f = std::get_if<FileBody>(&res.body)) {
-    send_file(*f, status, res.headers);
-    return;
-  }
-  if (auto* sp = std::get_if<StreamPtr>(&res.body)) {
-    stream_ = std::move(*sp);
-    std::optional<std::uint64_t> declared = declared_length(res.headers);
-    if (no_body || head_ || !stream_) {
-      write_head(status, res.headers, no_body ? std::nullopt : declared, false);
-      if (stream_) {
-        try {
-          stream_->close();
-        } catch (...) {
-        }
-        stream_.reset();
-      }
-      finish_response();
-      return;
-    }
-    // Hold the head back until the first non-empty chunk (PEP 3333; ADP-5): an exception before it is a 500.
-    std::string first;
-    bool more = false, threw = false;
-    try {
-      do more = stream_->next(first);
-      while (more && first.empty());
-    } catch (const std::exception& e) {
-      threw = true;
-      log_error(std::string("500: the response stream's first next() threw: ") + e.what());
-    } catch (...) {
-      threw = true;
-      log_error("500: the response stream's first next() threw a non-standard exception");
-    }
-    if (!more || threw) {
-      // Ended (or failed) before any byte: close it, then answer as a complete response.
-      try {
-        stream_->close();
-      } catch (...) {
-      }
-      stream_.reset();
-      Response done = threw ? Response::error(500) : Response{status, std::move(res.headers), std::string()};
-      start_body(done);
-      return;
-    }
-    chunked_out_ = !declared && !http10_;
-    if (!declared && http10_) keep_alive_ = false;  // body ends at close
-    write_head(status, res.headers, declared, chunked_out_);
-    counting_ = declared.has_value();
-    declared_ = body_left_ = declared.value_or(0);
-    phase_ = Phase::stream;
-    if (append_counted(first)) pump_stream();
-    else end_stream();
-    return;
-  }
+  if (auto* s = std::get_if<std::string>(&res.body)) return send_text(*s, status, res.headers);
+  if (auto* b = std::get_if<SharedBytes>(&res.body)) return send_bytes(*b, status, res.headers);
+  if (auto* f = std::get_if<FileBody>(&res.body)) return send_file(*f, status, res.headers);
+  if (auto* sp = std::get_if<StreamPtr>(&res.body)) return start_stream(std::move(*sp), status, res.headers);
   // A Delayed body handed to respond(): refuse it.
   write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
   finish_response();
+}
+
+void Conn::send_text(std::string& s, int status, const Headers& headers) {
+  bool no_body = status_has_no_body(status);
+  std::optional<std::uint64_t> len = s.size();
+  // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
+  auto d = head_ && s.empty() ? declared_length(headers) : std::nullopt;
+  if (d) len = d;
+  else if (!no_body && !head_) check_complete_length(headers, s.size());
+  write_head(status, headers, no_body ? std::nullopt : len, false);
+  if (!head_ && !no_body && !s.empty()) {
+    sent_body_ = s.size();
+    if (s.size() <= inline_body_max) {
+      out_.append(s);
+    } else {
+      auto keep = std::make_shared<std::string>(std::move(s));
+      ext_.push_back({out_.size(), *keep, keep});
+    }
+  }
+  finish_response();
+}
+
+void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) {
+  bool no_body = status_has_no_body(status);
+  std::size_t n = b ? b->size() : 0;
+  if (!no_body && !head_) check_complete_length(headers, n);
+  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
+  if (!head_ && !no_body && n > 0) {
+    sent_body_ = n;
+    if (n <= 2048)
+      out_.append(*b);
+    else
+      ext_.push_back({out_.size(), std::string_view(*b), b});
+  }
+  finish_response();
+}
+
+// A pull stream: the head waits for the first non-empty chunk (PEP 3333; ADP-5), so that an exception
+// before it is a 500; then pump_stream writes the chunks as the socket takes them.
+void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
+  stream_ = std::move(stream);
+  bool no_body = status_has_no_body(status);
+  std::optional<std::uint64_t> declared = declared_length(headers);
+  if (no_body || head_ || !stream_) {
+    write_head(status, headers, no_body ? std::nullopt : declared, false);
+    if (stream_) close_stream();
+    finish_response();
+    return;
+  }
+  std::string first;
+  bool threw = false;
+  bool more = first_chunk(first, threw);
+  if (!more || threw) {
+    // Ended (or failed) before any byte: close it, then answer as a complete response.
+    close_stream();
+    Response done = threw ? Response::error(500) : Response{status, std::move(headers), std::string()};
+    start_body(done);
+    return;
+  }
+  framing_ = declared ? Framing::counted : http10_ ? Framing::until_close : Framing::chunked;
+  if (framing_ == Framing::until_close) keep_alive_ = false;
+  write_head(status, headers, declared, framing_ == Framing::chunked);
+  declared_ = body_left_ = declared.value_or(0);
+  phase_ = Phase::stream;
+  if (append_counted(first)) pump_stream();
+  else end_stream();
+}
+
+// Pulls the stream's first non-empty chunk: true with it in `first`, false at the end or (`threw`) on an
+// exception, which is logged.
+bool Conn::first_chunk(std::string& first, bool& threw) {
+  try {
+    AppScope scope(t_.fault_slot, this);
+    bool more;
+    do more = stream_->next(first);
+    while (more && first.empty());
+    return more;
+  } catch (const std::exception& e) {
+    log_error(std::string("500: the response stream's first next() threw: ") + e.what());
+  } catch (...) {
+    log_error("500: the response stream's first next() threw a non-standard exception");
+  }
+  threw = true;
+  return false;
+}
+
+// Closes the pull stream (its close() may throw: ignored) and lets it go.
+void Conn::close_stream() noexcept {
+  try {
+    stream_->close();
+  } catch (...) {
+  }
+  stream_.reset();
 }
 
 void Conn::send_file(FileBody& f, int status, Headers& headers) {
@@ -269,26 +281,25 @@ void Conn::pump_stream() {
 // The stream ended (or ran past its declared length): close it and finish the response. A body short of
 // its declared length is not passed off as complete: the connection closes after it (ADP-13).
 void Conn::end_stream() {
-  if (counting_ && body_left_ > 0) {
+  if (framing_ == Framing::counted && body_left_ > 0) {
     log_length_error(declared_, declared_ - body_left_, false);
     keep_alive_ = false;
   }
-  if (chunked_out_) out_.append("0\r\n\r\n");
+  if (framing_ == Framing::chunked) out_.append("0\r\n\r\n");
   try {
     stream_->close();
   } catch (const std::exception& e) {
     sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
   }
   stream_.reset();
-  chunked_out_ = false;
-  counting_ = false;
+  framing_ = Framing::none;
   finish_response();
 }
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.
 bool Conn::append_counted(std::string_view chunk) {
-  if (counting_) {
+  if (framing_ == Framing::counted) {
     if (chunk.size() > body_left_) {
       log_length_error(declared_, declared_ - body_left_ + chunk.size(), true);
       chunk = chunk.substr(0, body_left_);
@@ -301,7 +312,7 @@ bool Conn::append_counted(std::string_view chunk) {
     body_left_ -= chunk.size();
   }
   sent_body_ += chunk.size();
-  append_body(out_, chunk, chunked_out_);
+  append_body(out_, chunk, framing_ == Framing::chunked);
   return true;
 }
 
@@ -327,39 +338,8 @@ void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool
 
 // The response is complete in the output buffer (maybe not yet written).
 void Conn::finish_response() {
-  self_hold_.reset();
-  keeper_.reset();
-  sh_.stats->record_response(status_, sent_body_);
-  log_access();
-  if (cleanup_.size() > 0) {
-    // Cleanup handlers run after the response went out: write what we have first.
-    flush();
-    cleanup_.run(*env_);
-  }
-  // Back to the thread's pool: an idle keep-alive connection holds no env.
-  t_.release_env(std::move(env_));
-  active_ = false;
-  phase_ = Phase::reading;
-  if (prebody_ready_) {
-    // The whole body was read before the app ran: nothing is left on the socket to drain.
-    std::string().swap(prebody_);
-    prebody_ready_ = false;
-    prebody_pos_ = 0;
-    parser_.reset();
-  }
-  if (keep_alive_ && parser_ && !parser_->is_done()) {
-    // A streamed response ended before the app read the whole body: discard a small rest (process()),
-    // otherwise close.
-    auto left = parser_->content_length_remaining();
-    if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
-      parser_->discard = true;
-      draining_ = true;
-      discarded_ = 0;
-    } else {
-      keep_alive_ = false;
-    }
-  }
-  if (!draining_) parser_.reset();
+  end_request();
+  settle_request_body();
   if (!keep_alive_) {
     begin_ = end_;
     if (flush()) {
@@ -369,6 +349,46 @@ void Conn::finish_response() {
       wait_write();
     }
   }
+}
+
+// The request is answered: counted, logged, its cleanup handlers run, its env back to the thread's pool
+// (an idle keep-alive connection holds no env).
+void Conn::end_request() {
+  self_hold_.reset();
+  keeper_.reset();
+  sh_.stats->record_response(status_, sent_body_);
+  log_access();
+  if (cleanup_.size() > 0) {
+    // Cleanup handlers run after the response went out: write what we have first.
+    flush();
+    cleanup_.run(*env_);
+  }
+  t_.release_env(std::move(env_));
+  req_ = Request::none;
+  phase_ = Phase::reading;
+}
+
+// What is left of the request's body once its response is complete: nothing (read before the app ran,
+// or all read), a small rest to discard before the next request (process()), or too much: then the
+// connection closes after the response.
+void Conn::settle_request_body() {
+  if (prebody_ready_) {
+    std::string().swap(prebody_);
+    prebody_ready_ = false;
+    prebody_pos_ = 0;
+    parser_.reset();
+  }
+  if (keep_alive_ && parser_ && !parser_->is_done()) {
+    auto left = parser_->content_length_remaining();
+    if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
+      parser_->discard = true;
+      req_ = Request::draining;
+      discarded_ = 0;
+    } else {
+      keep_alive_ = false;
+    }
+  }
+  if (req_ != Request::draining) parser_.reset();
 }
 
 void Conn::log_error(std::string_view what) {
@@ -482,7 +502,7 @@ bool Conn::flush() {
       out_pos_ = 0;
       ext_.clear();
       ext_done_ = ext_off_ = 0;
-      if (!active_ && phase_ == Phase::reading) clear_deadline();
+      if (req_ != Request::active && phase_ == Phase::reading) clear_deadline();
       return true;
     }
   }

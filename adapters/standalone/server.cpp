@@ -21,6 +21,7 @@
 #include <map>
 #include <thread>
 
+#include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/detail.hpp"
 #include "csgi/core/response.hpp"
 
@@ -241,6 +242,7 @@ void IoThread::run() {
       shared.errors.write(std::string("csgi: internal error in io thread: ") + e.what());
     }
   }
+  exited.store(true, std::memory_order_release);  // app threads waiting on this thread give up
 }
 
 std::unique_ptr<Env> IoThread::acquire_env() {
@@ -474,7 +476,7 @@ int Server::Impl::run() {
   sh.app = app;
   sh.opt = opt;
   sh.init_status_lines();
-  sh.multithread = opt.threads > 1;
+  sh.multithread = opt.threads > 1 || opt.app_threads > 0;
   sh.multiprocess = opt.workers > 0;
   sh.stats = &stats;
   stats.attach_adapter("standalone");
@@ -513,6 +515,13 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     for (unsigned i = 0; i < opt.threads; ++i) threads.push_back(std::make_unique<IoThread>(sh, i));
   }
   for (auto& t : threads) sh.threads.push_back(t.get());
+  // The app's pool: created here, in the process that serves (a prefork worker after its fork); joined
+  // once the io threads are done and before they are destroyed (its jobs use their connections).
+  std::optional<AppPool> pool;
+  if (opt.app_threads > 0) {
+    pool.emplace(opt.app_threads);
+    sh.pool = &*pool;
+  }
   sh.accepting = static_cast<unsigned>(threads.size());
   if (in_worker) arm_fault_containment(sh);
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
@@ -558,6 +567,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   // Thread 0 runs here; its signal wait ends with the stop.
   threads[0]->run();
   for (auto& th : extra) th.join();
+  if (pool) pool->shutdown();
   g_fault.armed = false;  // a fault from here on (teardown) is not contained
   if (in_worker) {
     // Done serving: a SIGTERM that comes now (the master repeating a stop) must not find the default
@@ -573,6 +583,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     sh.threads.clear();
     threads.clear();
   }
+  sh.pool = nullptr;
   return 0;
 }
 

@@ -147,6 +147,39 @@ def test_workers_are_processes(server_factory, csgi_bin, tmp_path):
     assert server.proc.returncode == 0
 
 
+SLEEPY_APP = '''
+import time
+def application(environ, start_response):
+    if environ["PATH_INFO"] == "/slow":
+        time.sleep(1.5)
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [repr(environ["wsgi.multithread"]).encode()]
+'''
+
+
+@pytest.mark.parametrize("extra,fast_waits", [([], False), (["--app-threads", "0"], True)])
+def test_wsgi_apps_run_on_a_pool_by_default(server_factory, csgi_bin, tmp_path, extra, fast_waits):
+    # One io thread: with --wsgi's default pool, /fast is answered while /slow sleeps in the app; with
+    # the app inline, /fast waits for /slow.
+    (tmp_path / "sleepy.py").write_text(SLEEPY_APP)
+    port = free_port()
+    server = server_factory([csgi_bin, "serve", "--wsgi", "sleepy", "--listen", "127.0.0.1:%d" % port,
+                             "--threads", "1"] + extra, port, cwd=tmp_path)
+    assert server.request("GET", "/fast")[0] == 200, server.output()
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(server.request, "GET", "/slow")
+        time.sleep(0.3)
+        started = time.monotonic()
+        status, _, body = server.request("GET", "/fast")
+        waited = time.monotonic() - started
+        assert slow.result()[0] == 200
+    assert status == 200 and body == (b"False" if fast_waits else b"True")
+    assert (waited > 0.8) == fast_waits, waited
+    server.stop()
+    assert server.proc.returncode == 0
+
+
 def test_a_bad_spec_fails_to_start_with_the_traceback(csgi_bin, tmp_path):
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     r = subprocess.run([csgi_bin, "serve", "--wsgi", "broken:app", "--listen", "127.0.0.1:%d" % free_port()],

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "csgi/adapters/standalone/server.hpp"
+#include "running.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
@@ -37,6 +38,7 @@ struct Served {
           opt.handle_signals = false;
           opt.listen = {"127.0.0.1:0"};
           opt.graceful_timeout = 200ms;
+          opt.app_threads = csgi::standalone_test::default_app_threads();
           opt.on_listening = [](const std::string&) {};
           return opt;
         }()) {

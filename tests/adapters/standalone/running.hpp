@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -13,6 +14,16 @@
 #include "csgi/adapters/standalone/server.hpp"
 
 namespace csgi::standalone_test {
+
+/// The executor the tests run the app on unless they choose: CSGI_TEST_APP_THREADS (the standalone_pool
+/// entry of ctest runs every test with the app on a pool), else inline.
+inline unsigned default_app_threads() {
+  const char* v = std::getenv("CSGI_TEST_APP_THREADS");
+  return v ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 0u;
+}
+
+/// ServerOptions::app_threads for a test that needs the app inline even under CSGI_TEST_APP_THREADS.
+inline constexpr unsigned app_inline = ~0u;
 
 struct Running {
   csgi::standalone::Server server;
@@ -23,6 +34,8 @@ struct Running {
       : server(std::move(app), [&] {
           opt.handle_signals = false;
           if (opt.listen.empty()) opt.listen = {"127.0.0.1:0"};
+          if (opt.app_threads == app_inline) opt.app_threads = 0;
+          else if (opt.app_threads == 0) opt.app_threads = default_app_threads();
           opt.on_listening = [](const std::string&) {};
           return opt;
         }()) {

@@ -163,7 +163,11 @@ TEST_CASE("standalone: writes that outrun the writer's start are framed (chunked
           w->close();
         });
       },
-      {});
+      [] {
+        csgi::standalone::ServerOptions opt;
+        opt.app_threads = csgi::standalone_test::app_inline;  // the callable on the io thread
+        return opt;
+      }());
   int fd = connect_tcp(run.port);
   send_all(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   std::string r = recv_until(fd, "\x01");

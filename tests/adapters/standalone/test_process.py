@@ -2,7 +2,7 @@
 """Whole-process tests of `csgi serve`: prefork workers (a crash in the app is contained to its request, the
 worker replaced; without workers it still ends the process), SIGHUP restarts
 workers with zero failed requests, SIGTERM exits 0, SIGUSR1 reopens the access log, systemd LISTEN_FDS,
-IPv6 and unix listeners, --help. Usage: test_process.py CSGI_EXE APP_SO"""
+IPv6 and unix listeners, --help, the app pool in workers. Usage: test_process.py CSGI_EXE APP_SO"""
 import os
 import re
 import signal
@@ -279,6 +279,23 @@ except OSError as e:
     check(False, "LISTEN_FDS: serves on it (%s)" % e)
 stop(child)
 ls.close()
+
+# --app-threads in prefork workers: each worker makes its own pool after the fork. One worker with one io
+# thread: /hello is answered while two /slow requests (200 ms) are in its pool; SIGTERM exits 0.
+p, url = start("--listen", "127.0.0.1:0", "--workers", "1", "--threads", "1", "--app-threads", "4")
+slow = []
+threads = [threading.Thread(target=lambda: slow.append(get(url, "/slow"))) for _ in range(2)]
+for t in threads:
+    t.start()
+time.sleep(0.05)
+t0 = time.time()
+hello = get(url)
+took = time.time() - t0
+for t in threads:
+    t.join()
+check(hello.endswith(b"hello") and took < 0.15 and len(slow) == 2 and all(s.endswith(b"hello") for s in slow),
+      "--app-threads in a worker: /hello answered in %.3f s while /slow runs in the pool" % took)
+check(stop(p) == 0, "--app-threads in a worker: SIGTERM exits 0")
 
 # IPv6 and a second listener in one server.
 try:

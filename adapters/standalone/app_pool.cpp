@@ -1,0 +1,59 @@
+// The app executor of the standalone server (see app_pool.hpp).
+#include "csgi/adapters/standalone/app_pool.hpp"
+
+namespace csgi::standalone::detail {
+
+AppPool::AppPool(unsigned threads) {
+  try {
+    threads_.reserve(threads);
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  } catch (...) {
+    shutdown();  // the threads made so far
+    throw;
+  }
+}
+
+bool AppPool::post(Job job) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void AppPool::shutdown() noexcept {
+  std::deque<Job> left;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+    left.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  left.clear();
+}
+
+void AppPool::work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      job();
+    } catch (...) {
+      // A job catches what the app throws; this is the last line of defence (out of memory).
+    }
+  }
+}
+
+}  // namespace csgi::standalone::detail

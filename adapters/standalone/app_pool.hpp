@@ -1,0 +1,36 @@
+#pragma once
+// The app executor of the standalone server (internal, not installed): with --app-threads N the app runs
+// on N threads that take requests from one shared queue, so a request waits only while all N are busy
+// (work-conserving). The io threads post jobs and keep reading, writing, timing out and accepting.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace csgi::standalone::detail {
+
+class AppPool {
+public:
+  using Job = std::function<void()>;
+  explicit AppPool(unsigned threads);
+  ~AppPool() { shutdown(); }
+  AppPool(const AppPool&) = delete;
+  AppPool& operator=(const AppPool&) = delete;
+  /// Queues `job` (any thread). A job must catch its own exceptions. False once shut down.
+  bool post(Job job);
+  /// Waits for the jobs that are running, drops those not started (destroyed on this thread), and
+  /// joins the threads. Called once the io threads have stopped.
+  void shutdown() noexcept;
+
+private:
+  void work();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace csgi::standalone::detail

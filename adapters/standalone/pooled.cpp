@@ -1,0 +1,297 @@
+// The app on the pool (--app-threads N, app_pool.hpp): the io thread posts the request, the app runs on a
+// pool thread, and everything the app asks of the connection (csgi.input, csgix.informational, csgix.io)
+// is done by the io thread while the app's thread waits. The pool thread touches only the env and what
+// it gets back from the io thread (see conn.hpp).
+#include "csgi/adapters/standalone/app_pool.hpp"
+#include "csgi/adapters/standalone/conn.hpp"
+
+namespace csgi::standalone::detail {
+
+namespace {
+// How often an app thread waiting on its io thread looks whether that thread has stopped.
+constexpr std::chrono::milliseconds exit_check{100};
+
+[[noreturn]] void throw_status(int status, const std::string& why) {
+  if (status == 400) throw BadRequest(why);
+  if (status == 413) throw PayloadTooLarge(why);
+  throw HttpError(status, why);
+}
+}  // namespace
+
+// On the io thread: the env is complete; the app runs on the pool. Until it returns, the env and the
+// buffer its views point into stay (close_now keeps them).
+void Conn::run_in_pool() {
+  phase_ = Phase::pooled;
+  Env* env = env_.get();
+  auto job = [self = shared_from_this(), env]() mutable {
+    Conn* c = self.get();
+    c->pool_job(std::move(self), *env);
+  };
+  if (!sh_.pool->post(std::move(job))) {
+    phase_ = Phase::reading;
+    keep_alive_ = false;
+    handle(Response::error(503, "server stopping"));
+  }
+}
+
+// On a pool thread.
+void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
+  int failed = 0;
+  Response res = call_app(env, failed);
+  if (std::holds_alternative<Delayed>(res.body) || std::holds_alternative<StreamPtr>(res.body)) {
+    // What a log line says of the request: the env may be gone once the io thread has the response.
+    std::string what;
+    try {
+      what = std::string(env.get(keys::REQUEST_METHOD)) + " " + std::string(env.get(keys::REQUEST_URI)) + " " +
+             std::string(env.get(keys::SERVER_PROTOCOL));
+    } catch (...) {
+    }
+    if (auto* d = std::get_if<Delayed>(&res.body)) {
+      Delayed fn = std::move(*d);
+      pool_delayed(std::move(self), std::move(fn), what);
+    } else {
+      pool_stream(std::move(self), std::move(res), what);
+    }
+    return;
+  }
+  post_done(std::move(self), std::move(res), failed);
+}
+
+// Hands the app's response to the io thread (which keeps the last reference to the connection).
+void Conn::post_done(std::shared_ptr<Conn> self, Response r, int failed) {
+  auto call = [self = std::move(self), r = std::make_shared<Response>(std::move(r)), failed] {
+    self->on_pooled_done(std::move(*r), failed);
+  };
+  t_.mailbox->post(call);
+}
+
+void Conn::on_pooled_done(Response r, int failed) {
+  if (phase_ == Phase::closed) {
+    // The client went while the app ran: the env goes now.
+    drop_env();
+    return;
+  }
+  after_app(std::move(r), failed);
+  if (phase_ == Phase::reading) process();
+}
+
+// A Responder for a response finished from the pool thread: the io thread learns first (the mailbox keeps
+// the order of posts), so that it waits for the answer as for any delayed response.
+std::shared_ptr<ResponderImpl> Conn::pool_responder(const std::shared_ptr<Conn>& self) {
+  std::weak_ptr<RequestKeeper> keeper;
+  auto responder = make_responder(self, t_.mailbox, sh_.opt.send_timeout, keeper);
+  auto call = [self, keeper] { self->on_pooled_delayed(keeper); };
+  t_.mailbox->post(call);
+  return responder;
+}
+
+void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
+  keeper_ = std::move(keeper);
+  if (phase_ == Phase::closed) {
+    drop_env();  // handed to the Responder while the response is not complete (APP-4)
+    return;
+  }
+  if (hijacked_) {
+    after_app(Response{}, 0);
+    return;
+  }
+  if (continue_pending_) keep_alive_ = false;  // the client may still be waiting to send its body
+  phase_ = Phase::delayed;
+  self_hold_ = shared_from_this();
+}
+
+void Conn::pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what) {
+  auto responder = pool_responder(self);
+  try {
+    fn(Responder(std::move(responder)));
+  } catch (const std::exception& e) {
+    // The responder's destructor answers 500 when it was not answered.
+    sh_.errors.write("csgi: the delayed response's callable threw: " + std::string(e.what()) + " (\"" + what + "\")");
+  } catch (...) {
+    sh_.errors.write("csgi: the delayed response's callable threw a non-standard exception (\"" + what + "\")");
+  }
+  release_on_io(std::move(self));
+}
+
+// Drops the pool thread's reference on the io thread, which may hold the last one (a connection is only
+// destroyed there). Nothing of this connection may be touched after this.
+void Conn::release_on_io(std::shared_ptr<Conn> self) {
+  auto call = [self = std::move(self)]() mutable { self.reset(); };
+  t_.mailbox->post(call);
+}
+
+// A pull stream's next() is app code that may block: it is pulled here and written through a Writer,
+// whose back-pressure holds this thread while the client is slow. The head waits for the first non-empty
+// chunk (ADP-5): an exception before it is a 500.
+void Conn::pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what) {
+  StreamPtr stream = std::move(std::get<StreamPtr>(res.body));
+  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
+  auto close_stream = [&] {
+    try {
+      if (stream) stream->close();
+    } catch (const std::exception& e) {
+      sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
+    } catch (...) {
+    }
+  };
+  if (!stream || head_ || status_has_no_body(status)) {
+    close_stream();
+    post_done(std::move(self), Response{status, std::move(res.headers), std::string()}, 0);
+    return;
+  }
+  std::string chunk;
+  bool more = false;
+  try {
+    do more = stream->next(chunk);
+    while (more && chunk.empty());
+  } catch (const std::exception& e) {
+    sh_.errors.write("csgi: 500: the response stream's first next() threw: " + std::string(e.what()) + " (\"" +
+                     what + "\")");
+    close_stream();
+    post_done(std::move(self), Response::error(500), 0);
+    return;
+  } catch (...) {
+    sh_.errors.write("csgi: 500: the response stream's first next() threw a non-standard exception (\"" + what + "\")");
+    close_stream();
+    post_done(std::move(self), Response::error(500), 0);
+    return;
+  }
+  if (!more) {
+    close_stream();
+    post_done(std::move(self), Response{status, std::move(res.headers), std::string()}, 0);
+    return;
+  }
+  WriterPtr w = Responder(pool_responder(self)).start(status, std::move(res.headers));
+  try {
+    while (w->write(chunk)) {
+      do more = stream->next(chunk);
+      while (more && chunk.empty());
+      if (!more) break;
+    }
+  } catch (const std::exception& e) {
+    // The status is out: the Writer dropped without close() ends the connection (an incomplete body).
+    sh_.errors.write("csgi: the response stream's next() threw after the head was sent: " + std::string(e.what()) +
+                     " (\"" + what + "\")");
+    close_stream();
+    w.reset();
+    release_on_io(std::move(self));
+    return;
+  } catch (...) {
+    sh_.errors.write("csgi: the response stream's next() threw after the head was sent (\"" + what + "\")");
+    close_stream();
+    w.reset();
+    release_on_io(std::move(self));
+    return;
+  }
+  close_stream();
+  w->close();
+  w.reset();
+  release_on_io(std::move(self));
+}
+
+// csgi.input from the app's pool thread: the io thread reads (serve_read), this thread waits.
+std::size_t Conn::read_from_pool(char* buf, std::size_t n) {
+  if (n == 0) return 0;
+  auto c = std::make_shared<PoolCall>();
+  c->buf = buf;
+  c->n = n;
+  auto call = [self = shared_from_this(), c] { self->serve_read(c); };
+  if (!t_.mailbox->post(call) || !wait_call(*c)) throw BadRequest("the server stopped while the body was read");
+  if (c->error_status) throw_status(c->error_status, c->error_why);
+  return c->got;
+}
+
+// Waits until the io thread has done the call; false (the call abandoned) when the io thread stopped.
+bool Conn::wait_call(PoolCall& c) {
+  std::unique_lock lock(c.mu);
+  while (!c.cv.wait_for(lock, exit_check, [&] { return c.done; })) {
+    if (t_.exited.load(std::memory_order_acquire)) {
+      c.abandoned = true;
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs `f` on the io thread while this thread waits. Nothing when the io thread has stopped.
+void Conn::run_on_io(const std::function<void()>& f) {
+  auto c = std::make_shared<PoolCall>();
+  auto call = [self = shared_from_this(), c, &f] {
+    std::lock_guard lock(c->mu);
+    if (c->abandoned) return;
+    try {
+      f();
+    } catch (...) {
+    }
+    c->done = true;
+    c->cv.notify_all();
+  };
+  if (t_.mailbox->post(call)) wait_call(*c);
+}
+
+// On the io thread: a read for the app's pool thread. Served from the buffer when bytes are there,
+// otherwise an asynchronous read (body_timeout) continues it (on_read, or pooled_timeout).
+void Conn::serve_read(const std::shared_ptr<PoolCall>& c) {
+  std::lock_guard lock(c->mu);
+  if (c->abandoned) return;
+  try {
+    if (phase_ == Phase::pooled && body_readable()) {
+      if (continue_pending_) {
+        continue_pending_ = false;
+        out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+        if (!flush() && !dead_) wait_write();
+      }
+      if (dead_) {
+        keep_alive_ = false;
+        throw HttpError(400, "client gone");
+      }
+      if (!read_buffered(c->buf, c->n, c->got)) {
+        if (peer_eof_) {
+          keep_alive_ = false;
+          throw BadRequest("client closed the connection before the end of the body");
+        }
+        call_ = c;
+        set_deadline(sh_.opt.body_timeout);
+        wait_read();
+        return;
+      }
+    }
+  } catch (const HttpError& e) {
+    c->error_status = e.status();
+    c->error_why = e.what();
+  } catch (const std::exception& e) {
+    c->error_status = 400;
+    c->error_why = e.what();
+  }
+  if (phase_ == Phase::pooled && !call_ && out_pos_ == out_.size() && ext_.empty()) clear_deadline();
+  c->done = true;
+  c->cv.notify_all();
+}
+
+// Ends the app thread's pending read with an error.
+void Conn::finish_call(int status, std::string_view why) noexcept {
+  auto c = std::exchange(call_, nullptr);
+  if (!c) return;
+  std::lock_guard lock(c->mu);
+  if (c->abandoned) return;
+  c->error_status = status;
+  try {
+    c->error_why = why;
+  } catch (...) {
+  }
+  c->done = true;
+  c->cv.notify_all();
+}
+
+// A deadline passed while the app runs on the pool: a body read waited too long (408), or the client
+// stopped reading an interim response (closed). Otherwise the app may take its time.
+void Conn::pooled_timeout() {
+  if (call_) {
+    keep_alive_ = false;
+    finish_call(408, "timed out reading the request body");
+    return;
+  }
+  if (out_pos_ < out_.size() || !ext_.empty()) close_now();
+}
+
+}  // namespace csgi::standalone::detail
