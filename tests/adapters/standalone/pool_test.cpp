@@ -215,7 +215,7 @@ TEST_CASE("pool: an app exception is a 500 and is logged") {
   ::unlink(log.c_str());
 }
 
-TEST_CASE("pool: a client that closes while the app runs leaves the env to the app until it returns") {
+TEST_CASE("pool: a client that closes while the app runs leaves the env to the app until it returns", "[APP-4]") {
   std::promise<void> entered, release;
   auto entered_f = entered.get_future();
   std::shared_future<void> release_f = release.get_future().share();
