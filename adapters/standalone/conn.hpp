@@ -50,14 +50,6 @@ inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bod
 inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
 inline constexpr std::size_t writer_low_water = 256 * 1024;
 
-inline bool has_ctl(std::string_view s) {
-  for (unsigned char c : s)
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return true;
-  return false;
-}
-
-inline bool valid_name(std::string_view s) { return is_token(s); }
-
 inline void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);

@@ -754,7 +754,7 @@ bool Conn::send_interim(int status, const Headers& headers) {
   if (status == 100) continue_pending_ = false;
   out_.append(sh_.status_line(status));
   for (const Header& h : headers) {
-    if (!valid_name(h.name) || has_ctl(h.value)) continue;
+    if (!is_token(h.name) || has_ctl(h.value, true)) continue;
     out_.append(h.name);
     out_.append(": ");
     out_.append(h.value);

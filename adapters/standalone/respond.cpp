@@ -36,7 +36,7 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
     if (!upgrade && (iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding") ||
                      iequals(h.name, "connection") || iequals(h.name, "keep-alive")))
       continue;
-    if (!valid_name(h.name) || has_ctl(h.value)) {
+    if (!is_token(h.name) || has_ctl(h.value, true)) {
       sh_.errors.write("csgi: response header \"" + h.name + "\" has a bad name or control characters; dropped");
       continue;
     }
