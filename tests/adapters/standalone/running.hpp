@@ -3,12 +3,15 @@
 // test's scope, signals left to the test. Shared by the socket tests of tests/adapters/standalone.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "csgi/adapters/standalone/server.hpp"
@@ -61,6 +64,33 @@ inline int connect_tcp(int port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   return fd;
+}
+
+/// Sends all of `s` (stops early when the peer is gone).
+inline void send_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (w <= 0) return;
+    s.remove_prefix(static_cast<std::size_t>(w));
+  }
+}
+
+/// Reads until `until` appears, EOF, or the timeout; returns what came.
+inline std::string recv_until(int fd, std::string_view until,
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (got.find(until) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[65536];
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) break;
+    got.append(buf, static_cast<std::size_t>(r));
+  }
+  return got;
 }
 
 }  // namespace csgi::standalone_test

@@ -26,33 +26,10 @@ using csgi::Env;
 using csgi::Response;
 using csgi::standalone_test::Running;
 using csgi::standalone_test::connect_tcp;
+using csgi::standalone_test::recv_until;
+using csgi::standalone_test::send_all;
 
 namespace {
-
-void send_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (w <= 0) return;
-    s.remove_prefix(static_cast<std::size_t>(w));
-  }
-}
-
-// Reads until `until` appears, EOF, or the timeout; returns what came.
-std::string recv_until(int fd, std::string_view until, std::chrono::milliseconds timeout = 5000ms) {
-  std::string got;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (got.find(until) == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    char buf[65536];
-    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
-    if (r <= 0) break;
-    got.append(buf, static_cast<std::size_t>(r));
-  }
-  return got;
-}
 
 bool peer_closed(int fd, std::chrono::milliseconds timeout = 5000ms) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
