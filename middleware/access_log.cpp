@@ -5,6 +5,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "csgi/core/json.hpp"
 #include "csgi/core/on_response.hpp"
 
 namespace csgi::mw {
@@ -163,39 +164,10 @@ void append_escaped(std::string& out, std::string_view s) {
   }
 }
 
-/// A JSON string: `"` `\\` and controls escaped; valid UTF-8 kept; a byte of no valid UTF-8 sequence
-/// as \u00XX, so the line is always valid JSON.
+/// A JSON string (nlohmann's escaping); a byte of no valid UTF-8 sequence becomes U+FFFD, so every
+/// line parses as JSON.
 void append_json_string(std::string& out, std::string_view s) {
-  static const char hexd[] = "0123456789abcdef";
-  out.push_back('"');
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      std::size_t n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-      bool ok = n >= 2 && i + n <= s.size() && c >= 0xc2 && c <= 0xf4;
-      for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-      if (ok) {
-        out.append(s.substr(i, n));
-        i += n - 1;
-        continue;
-      }
-    } else if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
-      out.push_back(static_cast<char>(c));
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        out += "\\u00";
-        out.push_back(hexd[c >> 4]);
-        out.push_back(hexd[c & 15]);
-    }
-  }
-  out.push_back('"');
+  out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 /// Text as the item wants it: Apache-escaped ("-" when empty) or a JSON string.

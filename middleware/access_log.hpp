@@ -14,7 +14,7 @@
 /// status and body_bytes_sent (numbers), request_time (s.mmm to the line), upstream_header_time (s.mmm
 /// until the inner app's status and headers were known: for a delayed response, when it answered),
 /// http_referer, http_user_agent, request_id. Text is a JSON string ("" when missing): `"`, `\` and
-/// controls escaped, valid UTF-8 kept, other bytes as \u00XX, so every line parses as JSON.
+/// controls escaped, valid UTF-8 kept, a byte of no UTF-8 sequence as U+FFFD, so every line parses.
 ///
 /// Bytes are the body bytes handed to the adapter: known at once for string, shared and file bodies; a
 /// stream or a streaming Writer is counted chunk by chunk through on_response, and the line is logged at

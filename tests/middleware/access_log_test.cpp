@@ -126,9 +126,9 @@ TEST_CASE("access_log: json lines named as nginx's variables", "[access_log][jso
   CHECK(j["status"] == 201);
   CHECK(j["body_bytes_sent"] == 5);
   CHECK(j["http_referer"] == "http://r/");
-  // Valid UTF-8 kept, a byte of no UTF-8 sequence escaped.
-  CHECK(j["http_user_agent"] == "agent \"q\" \\ caf\xc3\xa9 \u00ff");
-  CHECK(lines[0].find("\\u00ff\"") != std::string::npos);
+  // Valid UTF-8 kept, a byte of no UTF-8 sequence replaced by U+FFFD.
+  CHECK(j["http_user_agent"] == "agent \"q\" \\ caf\xc3\xa9 \xef\xbf\xbd");
+  
   CHECK(j["request_id"] == "req-7");
   std::regex secs(R"(^\d+\.\d{3}$)");
   for (const char* k : {"request_time", "upstream_header_time", "msec"}) {
