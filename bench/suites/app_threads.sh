@@ -197,7 +197,7 @@ src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/d
 rev=$(git -C "${src:-$root}" log -1 --format='%h (%s)' 2>/dev/null)
 
 "$PY" - "$results" "$md" "$charts/app_threads.png" "$dur" "$reps" "$rev" <<'EOF'
-import re, statistics, sys
+import re, sys, time
 res, md, png, dur, reps, rev = sys.argv[1:7]
 mixed, hello = [], {}
 for line in open(res):
@@ -223,7 +223,7 @@ o = ["## app_threads: blocking apps on the app executor (`--app-threads`)", "",
      "(`time.sleep(0.02)`, `--wsgi`), with 4 io threads; gunicorn and uWSGI run the Python app with 64 threads.",
      "Targets with `--app-threads 64`: /db near 32 / 20 ms = 1600 req/s, /fast p99 under 5 ms.",
      "Everything shares a 2-core machine (wrk included, other builds running): figures are noisy.",
-     "csgi build: %s." % (rev or "unknown"), "",
+     "csgi build: %s; run %s." % (rev or "unknown", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())), "",
      "| server | /db req/s | /db p99 | /fast req/s | /fast p50 | /fast p99 | errors |",
      "|---|---|---|---|---|---|---|"]
 for key, label, drps, dp50, dp99, frps, fp50, fp99, errs, cmd in mixed:
