@@ -52,6 +52,10 @@ test-asan: deps
 test-tsan: deps
 	scripts/test-sanitized.sh thread build-tsan $(TSAN_TESTS)
 
+# Every suite in bench/suites/ (scripts/bench.sh), each beside its peers; writes bench/RESULTS.md.
+bench: deps build
+	scripts/bench.sh $(BUILD)
+
 # The long reliability runs (fuzzing, bad-request corpus vs nginx, faults, hostile clients, scale-out).
 test-reliability: deps build
 	scripts/reliability.sh $(BUILD)
