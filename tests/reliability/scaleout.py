@@ -39,8 +39,9 @@ class Backends:
         self.procs = [None] * len(lab.hosts)
 
     def start(self, i):
-        argv = [self.csgi, "serve", "--app", self.app, "--listen", f"0.0.0.0:{BACKEND_PORT}", "--threads", "1",
-                "--graceful-timeout", "5"]
+        # --health: HAProxy checks /readyz, which turns 503 the moment a graceful stop begins.
+        argv = [self.csgi, "serve", "--health", "--app", self.app, "--listen", f"0.0.0.0:{BACKEND_PORT}",
+                "--threads", "1", "--graceful-timeout", "5"]
         self.procs[i] = netlab.Proc(argv, os.path.join(self.work, f"h{i + 1}.log"), netns=self.lab.hosts[i])
         netlab.wait_port(self.lab.addrs[i], BACKEND_PORT, netns=None)
 
