@@ -12,6 +12,7 @@
 #include <new>
 #include <stdexcept>
 #include <system_error>
+#include <type_traits>
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
@@ -88,6 +89,8 @@ struct Metrics::Counters {
     duration_ns.fetch_add(d, std::memory_order_relaxed);
   }
 };
+// Released with munmap alone: no destructor to run.
+static_assert(std::is_trivially_destructible_v<Metrics::Counters>);
 
 namespace {
 
