@@ -1,4 +1,4 @@
-// Per-request cost of the access/auth/proxy/id/status/cgi middleware (in-process, no sockets): each
+// Per-request cost of the access/auth/proxy/id/status/metrics/cgi middleware (in-process, no sockets): each
 // benchmark builds the env of a typical request (12 headers), runs hello through one layer, and drains
 // the response. Subtract BM_Bare for the layer's own cost. Suite: bench/suites/mw_misc.sh.
 #include <benchmark/benchmark.h>
@@ -16,6 +16,7 @@
 #include "csgi/middleware/cgi_bin.hpp"
 #include "csgi/middleware/error_document.hpp"
 #include "csgi/middleware/http_exceptions.hpp"
+#include "csgi/middleware/metrics.hpp"
 #include "csgi/middleware/request_id.hpp"
 #include "csgi/middleware/reverse_proxy.hpp"
 #include "csgi/middleware/runtime.hpp"
@@ -111,6 +112,7 @@ void BM_ServerStatusRecording(benchmark::State& s) {
   o.stats = &stats;
   run(s, wrap<mw::ServerStatus>(hello(), o));
 }
+void BM_Metrics(benchmark::State& s) { run(s, wrap<mw::Metrics>(hello())); }
 void BM_ErrorDocumentPass(benchmark::State& s) {
   mw::ErrorDocumentOptions o;
   o.subrequests[404] = "/404";
@@ -179,6 +181,7 @@ BENCHMARK(BM_ReverseProxy);
 BENCHMARK(BM_Access3Rules);
 BENCHMARK(BM_HttpExceptions);
 BENCHMARK(BM_ServerStatusRecording);
+BENCHMARK(BM_Metrics);
 BENCHMARK(BM_ErrorDocumentPass);
 BENCHMARK(BM_Cascade404Then200);
 BENCHMARK(BM_UrlMap3);

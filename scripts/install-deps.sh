@@ -14,7 +14,7 @@ test_pkgs=(
   curl nginx-light apache2 libapache2-mod-fcgid lighttpd spawn-fcgi
   python3-pytest python3-gunicorn python3-flask python3-django
   uwsgi-core uwsgi-plugin-python3
-  clang libclang-rt-14-dev chromium iproute2 wrk haproxy
+  clang libclang-rt-14-dev chromium iproute2 wrk haproxy prometheus
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest

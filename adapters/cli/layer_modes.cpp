@@ -3,6 +3,7 @@
 #include "csgi/middleware/bundler/bundler.hpp"
 #include "csgi/middleware/directory.hpp"
 #include "csgi/middleware/health.hpp"
+#include "csgi/middleware/metrics.hpp"
 #include "csgi/middleware/static_prefix.hpp"
 
 namespace csgi::cli {
@@ -33,6 +34,11 @@ App make_bundle_layer(const ModeArgs& args, App inner) {
 App make_health_layer(const ModeArgs&, App inner) {
   if (!inner) inner = [](Env&) { return Response::error(404); };
   return wrap<mw::Health>(std::move(inner));
+}
+
+App make_metrics_layer(const ModeArgs&, App inner) {
+  if (!inner) inner = [](Env&) { return Response::error(404); };
+  return wrap<mw::Metrics>(std::move(inner));
 }
 
 }  // namespace csgi::cli

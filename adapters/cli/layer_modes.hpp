@@ -1,6 +1,6 @@
 #pragma once
 /// The layer modes of `csgi serve` built from the middleware set: `--static DIR`, `--bundle DIR` and
-/// `--health`.
+/// `--health` and `--metrics`.
 /// Rows for them are in modes.cpp; this file only builds the apps.
 #include "csgi/adapters/cli/modes.hpp"
 
@@ -17,5 +17,9 @@ App make_bundle_layer(const ModeArgs& args, App inner);
 /// `--health`: /readyz (503 from the moment a graceful stop begins) and /livez answered in front of
 /// `inner`; alone, every other path is 404.
 App make_health_layer(const ModeArgs& args, App inner);
+
+/// `--metrics`: request counters in the Prometheus text format at /metrics (loopback clients only), in
+/// front of `inner`; alone, every other path is 404.
+App make_metrics_layer(const ModeArgs& args, App inner);
 
 }  // namespace csgi::cli

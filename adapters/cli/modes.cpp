@@ -47,6 +47,14 @@ const std::vector<Mode>& modes() {
        "sending before connections close; GET /livez answers 200 while the process answers. Put it first "
        "to keep the checks in front of every other layer. See docs/middleware/health.md.",
        make_health_layer},
+      {"metrics", nullptr, Mode::Kind::layer, "serve Prometheus metrics at /metrics (loopback clients only)",
+       "GET /metrics answers the request counters by method and status class, requests in flight, body "
+       "bytes in and out and a request duration histogram in the Prometheus text format, summed over all "
+       "--workers (the counters are shared memory made before the workers fork), plus the answering "
+       "worker's open connections. Only loopback clients may scrape (403 otherwise). Put it first, or "
+       "right after --health, so that it counts what every other layer answers. See "
+       "docs/middleware/metrics.md.",
+       make_metrics_layer},
   };
   return table;
 }

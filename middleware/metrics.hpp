@@ -1,0 +1,63 @@
+#pragma once
+/// Metrics — the server's request counters in the Prometheus text exposition format (0.0.4), at GET
+/// `path` (default "/metrics"), for a Prometheus server to scrape.
+///
+/// Counted by this layer, for every request that passes through it (the scrapes included):
+///   csgi_http_requests_total{method,code}        by method (GET HEAD POST PUT DELETE PATCH OPTIONS, else
+///                                                 "other") and status class ("1xx" … "5xx", "other")
+///   csgi_http_requests_in_flight                 requests inside the app right now
+///   csgi_http_request_body_bytes_total           request bodies by CONTENT_LENGTH
+///   csgi_http_response_body_bytes_total          response bodies of known length (string, bytes, file;
+///                                                 not streams; nothing for HEAD or a bodiless status)
+///   csgi_http_request_duration_seconds           histogram of the time until the status and headers are
+///                                                 known (for a delayed response: until it answers)
+/// The counters live in an anonymous MAP_SHARED mapping made when the layer is built: `csgi serve
+/// --workers N` builds the app in the master before it forks, so every worker adds into the same
+/// counters and a scrape of any worker reports the sum over all of them.
+/// From csgix.server_stats (when the adapter provides it), this worker's own gauges, labelled with its
+/// pid: csgi_worker_connections_open, csgi_worker_requests_busy, csgi_worker_connections_total.
+///
+/// Scrapes are answered only to clients whose REMOTE_ADDR is in `allow_from` (default loopback; empty
+/// list: any client); others get 403. GET and HEAD only (405 with Allow otherwise).
+/// Reads:  PATH_INFO (compared whole), REQUEST_METHOD, REMOTE_ADDR, CONTENT_LENGTH, csgix.server_stats.
+/// Writes: nothing in the env; the scrape's response.
+/// Order:  outermost (or just inside access_log), so that it counts what every other layer answers.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "csgi/core/app.hpp"
+#include "csgi/middleware/cidr.hpp"
+
+namespace csgi::mw {
+
+struct MetricsOptions {
+  std::string path = "/metrics";
+  /// Client addresses (CIDR blocks) that may scrape; empty: any client.
+  std::vector<std::string> allow_from = {"127.0.0.0/8", "::1"};
+};
+
+class Metrics {
+public:
+  /// Upper bounds (seconds) of the duration histogram's buckets; +Inf follows.
+  static constexpr double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                       0.1,    0.25,  0.5,    1,     2.5,   5,     10};
+  struct Counters;
+
+  /// Throws std::invalid_argument for a path without a leading '/' or a malformed allow_from entry,
+  /// std::system_error when the shared mapping cannot be made.
+  Metrics(App next, MetricsOptions options = {});
+  Response operator()(Env& env);
+  /// The exposition text as a scrape would show it (without the per-worker gauges).
+  std::string render() const;
+
+private:
+  std::string render(const Env& env) const;
+
+  App next_;
+  MetricsOptions options_;
+  CidrSet allow_;
+  std::shared_ptr<Counters> counters_;  // in the shared mapping
+};
+
+}  // namespace csgi::mw

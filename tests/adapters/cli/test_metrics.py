@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""`csgi serve --metrics --workers 2`, on real sockets:
+  * requests spread over both workers (each new connection goes to whichever accepts it), and a scrape
+    answered by either worker shows the sum over both (the counters are shared memory);
+  * the exposition passes `promtool check metrics` (Debian's prometheus package);
+  * a real Prometheus server scrapes it (`up` is 1 and csgi_http_requests_total is stored).
+Without promtool/prometheus those two checks are skipped with a message (exit 0 if the rest passed).
+Usage: test_metrics.py CSGI_EXE"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+CSGI = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def start(args):
+    p = subprocess.Popen([CSGI, "serve"] + args + ["--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+        if m:
+            return p, int(m.group(1))
+    p.kill()
+    raise RuntimeError("csgi did not start")
+
+
+def get(port, path):
+    """One request on a new connection (Connection: close); returns (status, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
+def value(text, series):
+    m = re.search(r"^" + re.escape(series) + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sum_over_workers(port):
+    hello = 40
+    for _ in range(hello):
+        check_status = get(port, "/hello")[0]
+        if check_status != 200:
+            check(False, "GET /hello answers 200")
+            return None
+    # Scrape on new connections until both workers have answered one (bounded).
+    scrapes, seen, last = 0, {}, None
+    for _ in range(200):
+        status, text = get(port, "/metrics")
+        scrapes += 1
+        if status != 200:
+            check(False, "GET /metrics answers 200 (got %d)" % status)
+            return None
+        pid = re.search(r'^csgi_worker_connections_total\{pid="(\d+)"\} (\d+)$', text, re.M)
+        get_2xx = value(text, 'csgi_http_requests_total{method="GET",code="2xx"}')
+        # Every /hello and every earlier scrape, whichever worker answered it.
+        check(get_2xx == hello + scrapes - 1,
+              "scrape %d (pid %s) counts all %d requests so far (got %s)" % (scrapes, pid and pid.group(1),
+                                                                             hello + scrapes - 1, get_2xx))
+        own = seen.setdefault(pid.group(1), [0, 0])
+        own[0] += 1
+        own[1] = int(pid.group(2))
+        last = text
+        if len(seen) == 2:
+            break
+    check(len(seen) == 2, "both workers answered a scrape")
+    # A worker's accepted connections beyond its own scrapes are /hello requests it served.
+    served = {p: conns - own_scrapes for p, (own_scrapes, conns) in seen.items()}
+    check(all(n > 0 for n in served.values()), "both workers served /hello requests: %s" % served)
+    check(value(last, "csgi_http_request_duration_seconds_count") == hello + scrapes - 1,
+          "the duration histogram counts every request")
+    return last
+
+
+def promtool(text):
+    if not shutil.which("promtool"):
+        print("SKIP promtool check metrics: promtool not installed (Debian package prometheus)")
+        return
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+          "promtool check metrics passes: %s %s" % (r.stdout, r.stderr))
+
+
+def prometheus_scrape(port):
+    if not shutil.which("prometheus"):
+        print("SKIP prometheus scrape: prometheus not installed (Debian package prometheus)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        config = os.path.join(tmp, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: csgi\n"
+                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n" % port)
+        web = free_port()
+        p = subprocess.Popen(["prometheus", "--config.file", config, "--storage.tsdb.path", os.path.join(tmp, "data"),
+                              "--web.listen-address", "127.0.0.1:%d" % web],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            up = stored = None
+            deadline = time.time() + 60
+            while time.time() < deadline and not (up == "1" and stored):
+                time.sleep(1)
+                try:
+                    q = "http://127.0.0.1:%d/api/v1/query?query=" % web
+                    r = json.load(urllib.request.urlopen(q + "up", timeout=5))["data"]["result"]
+                    up = r[0]["value"][1] if r else None
+                    r = json.load(urllib.request.urlopen(q + "csgi_http_requests_total", timeout=5))["data"]["result"]
+                    stored = any(s["metric"].get("method") == "GET" and float(s["value"][1]) > 0 for s in r)
+                except (OSError, ValueError, KeyError):
+                    pass
+            check(up == "1", "Prometheus scrapes csgi (up == 1)")
+            check(bool(stored), "Prometheus stored csgi_http_requests_total{method=\"GET\"}")
+        finally:
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def main():
+    p, port = start(["--metrics", "--demo", "--workers", "2"])
+    try:
+        text = sum_over_workers(port)
+        if text is not None:
+            promtool(text)
+            prometheus_scrape(port)
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        sys.exit(1)
+    print("all checks passed")
+
+
+main()
