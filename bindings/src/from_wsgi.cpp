@@ -94,15 +94,27 @@ private:
   std::shared_ptr<CallState> st_;
 };
 
+/// wsgi.input and wsgi.errors of one request, with their C++ objects (for detach() without a cast).
+struct Streams {
+  py::object input, errors;
+  InputStream* in = nullptr;
+  ErrorsStream* err = nullptr;
+  /// The request is over: both raise ValueError from now on.
+  void detach() noexcept {
+    if (in) in->detach();
+    if (err) err->detach();
+  }
+};
+
 class PyApp;
 
 /// The body of a Python response that streams: each next() takes the GIL for one chunk.
 class PyStream final : public Stream {
 public:
   PyStream(std::shared_ptr<PyApp> app, PyObject* result, PyObject* iter, std::string first,
-           py::object input, py::object errors, ErrorStream& err_out)
-      : app_(std::move(app)), result_(result), iter_(iter), first_(std::move(first)), input_(std::move(input)),
-        errors_(std::move(errors)), err_out_(err_out) {}
+           Streams io, ErrorStream& err_out)
+      : app_(std::move(app)), result_(result), iter_(iter), first_(std::move(first)), io_(std::move(io)),
+        err_out_(err_out) {}
   ~PyStream() override;
   bool next(std::string& chunk) override;
   void close() override;
@@ -115,7 +127,7 @@ private:
   std::string first_;
   bool have_first_ = true;
   bool closed_ = false;
-  py::object input_, errors_;
+  Streams io_;
   ErrorStream& err_out_;
 };
 
@@ -231,20 +243,34 @@ public:
   Response call(Env& env);
 
 private:
-  PyObject* build_environ(Env& env, py::object& input, py::object& errors);
+  PyObject* build_environ(Env& env, Streams& io);
   /// The environ entries every request starts with (wsgi.version, wsgi.url_scheme, …), made on first use
   /// with room for a usual request's keys, so that its copy takes them without growing.
   PyObject* constants();
-  Response finish(Env& env, CallState& st, PyObject* result, py::object& input, py::object& errors);
+  Response finish(Env& env, CallState& st, PyObject* result, Streams& io);
+  /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
+  template <class T>
+  py::object wrap(T* obj, const py::detail::type_info*& type) {
+    std::unique_ptr<T> owned(obj);
+    if (!type) type = py::detail::get_type_info(typeid(T), true);
+    py::handle h = py::detail::type_caster_generic::cast(obj, py::return_value_policy::take_ownership, {}, type,
+                                                         nullptr, nullptr);
+    if (!h) throw_python_error();
+    owned.release();
+    return py::reinterpret_steal<py::object>(h);
+  }
 
   PyObject* app_;
   PyInterpreterState* interp_;
   PyObject* constants_ = nullptr;
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   KeyTable keys_;
+  const py::detail::type_info* input_type_ = nullptr;
+  const py::detail::type_info* errors_type_ = nullptr;
+  const py::detail::type_info* start_response_type_ = nullptr;
 };
 
-Response python_failure(Env& env, PyObject* result, py::object& input, py::object& errors);
+Response python_failure(Env& env, PyObject* result, Streams& io);
 
 void set_item(PyObject* d, PyObject* k, PyObject* v) {
   if (!v) throw_python_error();
@@ -269,7 +295,7 @@ PyObject* PyApp::constants() {
   return constants_;
 }
 
-PyObject* PyApp::build_environ(Env& env, py::object& input, py::object& errors) {
+PyObject* PyApp::build_environ(Env& env, Streams& io) {
   PyObject* d = PyDict_Copy(constants());
   if (!d) throw_python_error();
   py::object guard = py::reinterpret_steal<py::object>(d);
@@ -303,16 +329,15 @@ PyObject* PyApp::build_environ(Env& env, py::object& input, py::object& errors) 
       case Value::Type::object: break;
     }
   }
-  input = py::cast(new InputStream(&env.input()), py::return_value_policy::take_ownership);
-  errors = py::cast(new ErrorsStream(&env.errors()), py::return_value_policy::take_ownership);
-  set_item(d, keys_.key("wsgi.input"), input.inc_ref().ptr());
-  set_item(d, keys_.key("wsgi.errors"), errors.inc_ref().ptr());
+  auto* in = new InputStream(&env.input());
+  io.input = wrap(in, input_type_);
+  io.in = in;
+  auto* err = new ErrorsStream(&env.errors());
+  io.errors = wrap(err, errors_type_);
+  io.err = err;
+  set_item(d, keys_.key("wsgi.input"), io.input.inc_ref().ptr());
+  set_item(d, keys_.key("wsgi.errors"), io.errors.inc_ref().ptr());
   return guard.release().ptr();
-}
-
-void detach(py::object& input, py::object& errors) {
-  if (input) input.cast<InputStream&>().detach();
-  if (errors) errors.cast<ErrorsStream&>().detach();
 }
 
 /// Calls result.close() when it has one; a failure there is reported, not raised.
@@ -348,52 +373,53 @@ Response PyApp::call(Env& env) {
   AcquireGil gil(interp_);
   if (!gil) return Response::error(503, "the Python interpreter is shutting down");
   auto st = std::make_shared<CallState>();
-  py::object input, errors;
+  Streams io;
   PyObject* result = nullptr;
   try {
-    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, input, errors));
-    py::object sr = py::cast(new StartResponse(st), py::return_value_policy::take_ownership);
-    result = PyObject_CallFunctionObjArgs(app_, environ.ptr(), sr.ptr(), nullptr);
+    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
+    py::object sr = wrap(new StartResponse(st), start_response_type_);
+    PyObject* args[] = {environ.ptr(), sr.ptr()};
+    result = PyObject_Vectorcall(app_, args, 2, nullptr);
     if (!result) throw_python_error();
-    return finish(env, *st, result, input, errors);
+    return finish(env, *st, result, io);
   } catch (PythonErrorSet&) {
-    return python_failure(env, result, input, errors);
+    return python_failure(env, result, io);
   } catch (py::error_already_set& e) {
     e.restore();
-    return python_failure(env, result, input, errors);
+    return python_failure(env, result, io);
   } catch (const std::exception& e) {
     close_result(result, env.errors());
     Py_XDECREF(result);
-    detach(input, errors);
+    io.detach();
     env.errors().write(std::string("csgi: WSGI app failed: ") + e.what());
     return Response::error(500);
   }
 }
 
-Response python_failure(Env& env, PyObject* result, py::object& input, py::object& errors) {
+Response python_failure(Env& env, PyObject* result, Streams& io) {
   // A request body the adapter refused (bad chunk, over the limit, too slow) keeps its status: the app only
   // saw a Python RuntimeError from wsgi.input.read().
-  int input_status = input ? input.cast<InputStream&>().http_error() : 0;
+  int input_status = io.in ? io.in->http_error() : 0;
   std::string tb = take_python_error_text();
   close_result(result, env.errors());
   Py_XDECREF(result);
   if (input_status) {
-    std::string reason = input.cast<InputStream&>().http_error_reason();
-    detach(input, errors);
+    std::string reason = io.in->http_error_reason();
+    io.detach();
     env.errors().write("csgi: " + std::to_string(input_status) + " for the request body: " + reason);
     return Response::error(input_status, input_status < 500 ? std::string_view(reason) : std::string_view());
   }
-  detach(input, errors);
+  io.detach();
   env.errors().write("csgi: the WSGI app raised:\n" + tb);
   return Response::error(500);
 }
 
-Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& input, py::object& errors) {
+Response PyApp::finish(Env& env, CallState& st, PyObject* result, Streams& io) {
   auto complete = [&](std::string body) {
     if (!st.started) throw std::runtime_error("the WSGI app returned without calling start_response");
     close_result(result, env.errors());
     Py_DECREF(result);
-    detach(input, errors);
+    io.detach();
     st.headers_out = true;
     Response r;
     r.status = st.status;
@@ -443,7 +469,7 @@ Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& in
           r.body = std::move(f);
           close_result(result, env.errors());
           Py_DECREF(result);
-          detach(input, errors);
+          io.detach();
           st.headers_out = true;
           return r;
         }
@@ -488,7 +514,7 @@ Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& in
     Response r;
     r.status = st.status;
     r.headers = std::move(st.headers);
-    r.body = StreamPtr(std::make_shared<PyStream>(shared_from_this(), result, iter, std::move(body), input, errors,
+    r.body = StreamPtr(std::make_shared<PyStream>(shared_from_this(), result, iter, std::move(body), io,
                                                   env.errors()));
     return r;
   }
@@ -500,8 +526,7 @@ PyStream::~PyStream() {
   close_locked();
   Py_CLEAR(iter_);
   Py_CLEAR(result_);
-  input_ = py::object();
-  errors_ = py::object();
+  io_ = Streams();
 }
 
 bool PyStream::next(std::string& chunk) {
@@ -534,8 +559,7 @@ void PyStream::close_locked() {
   if (closed_) return;
   closed_ = true;
   close_result(result_, err_out_);
-  if (input_) input_.cast<InputStream&>().detach();
-  if (errors_) errors_.cast<ErrorsStream&>().detach();
+  io_.detach();
 }
 
 void PyStream::close() {
