@@ -162,7 +162,17 @@ public:
   }
 
   /// The slot of key `k` (its interned str in slot->str), or null when the table is full and `k` new.
+  /// Most env keys are string literals: a front cache indexed by the key's address answers them without
+  /// hashing (the bytes are still compared: an address may hold another key by the next request).
   Slot* find(std::string_view k) {
+    Front& f = front_[(reinterpret_cast<std::uintptr_t>(k.data()) >> 3 ^ k.size()) % front_.size()];
+    if (f.data == k.data() && f.slot && f.slot->key == k) return f.slot;
+    Slot* s = find_hashed(k);
+    if (s) f = {k.data(), s};
+    return s;
+  }
+
+  Slot* find_hashed(std::string_view k) {
     std::uint64_t h = hash_of(k);
     for (std::size_t i = h & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
       Slot& s = slots_[i];
@@ -219,7 +229,12 @@ private:
     h = (h ^ w) * 0xC2B2AE3D27D4EB4Fu;
     return h ^ (h >> 32);
   }
+  struct Front {
+    const char* data = nullptr;
+    Slot* slot = nullptr;
+  };
   std::array<Slot, kSlots> slots_{};
+  std::array<Front, 128> front_{};
   std::size_t used_ = 0;
 };
 
