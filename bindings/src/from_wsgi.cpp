@@ -1,8 +1,10 @@
 // Python → C++: a WSGI application as a csgi::App, callable from any adapter thread.
 //
 // Per call the GIL is taken (with the thread state saved by an enclosing csgi call on this thread, or a
-// thread state of our own), an environ dict is built from the Env (text as latin-1 str, booleans and
-// integers as such; csgi.* keys mapped to wsgi.*), the app is called with a start_response, and the
+// thread state of our own) once, an environ dict is copied from a prebuilt one of the constant wsgi.*
+// entries and filled from the Env (text as latin-1 str, booleans and integers as such; csgi.* keys mapped
+// to wsgi.*; key str objects interned once, short values reused while they repeat), the app is called
+// with a start_response, and the
 // result becomes: complete bytes for a list/tuple, or when a generator finishes within its announced
 // Content-Length; a FileBody for wsgi.file_wrapper over a real file; otherwise a Stream that takes the GIL
 // per chunk. close() of the result is always called. A Python exception before the headers are out is a
