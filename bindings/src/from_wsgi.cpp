@@ -1,8 +1,10 @@
 // Python → C++: a WSGI application as a csgi::App, callable from any adapter thread.
 //
 // Per call the GIL is taken (with the thread state saved by an enclosing csgi call on this thread, or a
-// thread state of our own), an environ dict is built from the Env (text as latin-1 str, booleans and
-// integers as such; csgi.* keys mapped to wsgi.*), the app is called with a start_response, and the
+// thread state of our own) once, an environ dict is copied from a prebuilt one of the constant wsgi.*
+// entries and filled from the Env (text as latin-1 str, booleans and integers as such; csgi.* keys mapped
+// to wsgi.*; key str objects interned once, short values reused while they repeat), the app is called
+// with a start_response, and the
 // result becomes: complete bytes for a list/tuple, or when a generator finishes within its announced
 // Content-Length; a FileBody for wsgi.file_wrapper over a real file; otherwise a Stream that takes the GIL
 // per chunk. close() of the result is always called. A Python exception before the headers are out is a
@@ -13,8 +15,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
+#include <stdexcept>
 
 #include "common.hpp"
 #include "csgi/core/http_error.hpp"
@@ -23,11 +24,6 @@
 
 namespace csgi::python {
 namespace {
-
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
 
 /// Per-request state shared by start_response and the response being built.
 struct CallState {
@@ -100,15 +96,27 @@ private:
   std::shared_ptr<CallState> st_;
 };
 
+/// wsgi.input and wsgi.errors of one request, with their C++ objects (for detach() without a cast).
+struct Streams {
+  py::object input, errors;
+  InputStream* in = nullptr;
+  ErrorsStream* err = nullptr;
+  /// The request is over: both raise ValueError from now on.
+  void detach() noexcept {
+    if (in) in->detach();
+    if (err) err->detach();
+  }
+};
+
 class PyApp;
 
 /// The body of a Python response that streams: each next() takes the GIL for one chunk.
 class PyStream final : public Stream {
 public:
   PyStream(std::shared_ptr<PyApp> app, PyObject* result, PyObject* iter, std::string first,
-           py::object input, py::object errors, ErrorStream& err_out)
-      : app_(std::move(app)), result_(result), iter_(iter), first_(std::move(first)), input_(std::move(input)),
-        errors_(std::move(errors)), err_out_(err_out) {}
+           Streams io, ErrorStream& err_out)
+      : app_(std::move(app)), result_(result), iter_(iter), first_(std::move(first)), io_(std::move(io)),
+        err_out_(err_out) {}
   ~PyStream() override;
   bool next(std::string& chunk) override;
   void close() override;
@@ -121,22 +129,130 @@ private:
   std::string first_;
   bool have_first_ = true;
   bool closed_ = false;
-  py::object input_, errors_;
+  Streams io_;
   ErrorStream& err_out_;
+};
+
+/// The str objects of environ keys and of their recent values, made once and shared by requests (a str is
+/// immutable, so an app cannot tell). Open addressing over the whole key; bounded, so that header names a
+/// client makes up cannot grow it without end (past the bound such a key is a fresh str per request).
+/// Used under the GIL only.
+class KeyTable {
+public:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::string key;
+    PyObject* str = nullptr;    // interned; owned
+    std::string last;           // the bytes of `value`
+    PyObject* value = nullptr;  // owned
+  };
+
+  KeyTable() = default;
+  KeyTable(const KeyTable&) = delete;
+  KeyTable& operator=(const KeyTable&) = delete;
+  ~KeyTable() { clear(); }
+  /// Drops every str (needs the GIL).
+  void clear() noexcept {
+    for (Slot& s : slots_) {
+      Py_CLEAR(s.str);
+      Py_CLEAR(s.value);
+    }
+  }
+  /// Forgets the str objects without releasing them (the interpreter is gone).
+  void abandon() noexcept {
+    for (Slot& s : slots_) s.str = s.value = nullptr;
+  }
+
+  /// The slot of key `k` (its interned str in slot->str), or null when the table is full and `k` new.
+  /// Most env keys are string literals: a front cache indexed by the key's address answers them without
+  /// hashing (the bytes are still compared: an address may hold another key by the next request).
+  Slot* find(std::string_view k) {
+    Front& f = front_[(reinterpret_cast<std::uintptr_t>(k.data()) >> 3 ^ k.size()) % front_.size()];
+    if (f.data == k.data() && f.slot && f.slot->key == k) return f.slot;
+    Slot* s = find_hashed(k);
+    if (s) f = {k.data(), s};
+    return s;
+  }
+
+  Slot* find_hashed(std::string_view k) {
+    std::uint64_t h = hash_of(k);
+    for (std::size_t i = h & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+      Slot& s = slots_[i];
+      if (!s.str) {
+        if (used_ >= kMaxUsed) return nullptr;
+        PyObject* str = latin1_str(k);
+        if (!str) throw_python_error();
+        PyUnicode_InternInPlace(&str);
+        s.hash = h;
+        s.key.assign(k);
+        s.str = str;
+        ++used_;
+        return &s;
+      }
+      if (s.hash == h && s.key == k) return &s;
+    }
+  }
+
+  /// A borrowed reference to the interned str of `k` (for keys known to fit: the fixed wsgi.* names).
+  PyObject* key(std::string_view k) {
+    Slot* s = find(k);
+    if (!s) throw std::logic_error("csgi: environ key table full");
+    return s->str;
+  }
+
+  /// A new reference to a str of `v` for the key of `slot`: the previous request's when the bytes are equal.
+  static PyObject* value(Slot& slot, std::string_view v) {
+    if (slot.value && slot.last.size() == v.size() && std::memcmp(slot.last.data(), v.data(), v.size()) == 0) {
+      Py_INCREF(slot.value);
+      return slot.value;
+    }
+    PyObject* str = latin1_str(v);
+    if (str && v.size() <= kMaxValue) {
+      Py_XSETREF(slot.value, Py_NewRef(str));
+      slot.last.assign(v);
+    }
+    return str;
+  }
+
+private:
+  static constexpr std::size_t kSlots = 512, kMaxUsed = 384, kMaxValue = 64;
+  static std::uint64_t hash_of(std::string_view k) noexcept {
+    std::uint64_t h = 0x9E3779B97F4A7C15u ^ k.size();
+    const char* p = k.data();
+    std::size_t n = k.size();
+    for (; n >= 8; p += 8, n -= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      h = (h ^ w) * 0xC2B2AE3D27D4EB4Fu;
+      h ^= h >> 29;
+    }
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * 0xC2B2AE3D27D4EB4Fu;
+    return h ^ (h >> 32);
+  }
+  struct Front {
+    const char* data = nullptr;
+    Slot* slot = nullptr;
+  };
+  std::array<Slot, kSlots> slots_{};
+  std::array<Front, 128> front_{};
+  std::size_t used_ = 0;
 };
 
 class PyApp : public std::enable_shared_from_this<PyApp> {
 public:
-  PyApp(py::object app) : app_(app.release().ptr()), interp_(PyThreadState_Get()->interp) {
-    version_ = Py_BuildValue("(ii)", 1, 0);
-  }
+  PyApp(py::object app) : app_(app.release().ptr()), interp_(PyThreadState_Get()->interp) {}
   ~PyApp() {
     AcquireGil gil(interp_);
-    if (!gil) return;  // the interpreter is gone: leave the references
+    if (!gil) {  // the interpreter is gone: leave the references
+      keys_.abandon();
+      return;
+    }
     Py_CLEAR(app_);
-    Py_CLEAR(version_);
+    Py_CLEAR(constants_);
     Py_CLEAR(file_wrapper_);
-    for (auto& [k, v] : keys_) Py_DECREF(v);
+    keys_.clear();
   }
   PyInterpreterState* interp() const noexcept { return interp_; }
   PyObject* app() const noexcept { return app_; }
@@ -144,46 +260,34 @@ public:
   Response call(Env& env);
 
 private:
-  /// The interned str for an environ key (borrowed; keys_ owns it). A direct-mapped front cache indexed
-  /// by a few bytes of the key answers the usual keys without hashing them whole.
-  PyObject* key(std::string_view k) {
-    std::size_t n = k.size();
-    std::uint32_t h = static_cast<std::uint32_t>(n) * 0x9E3779B1u;
-    if (n) {
-      auto at = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(k[i])); };
-      h ^= at(n - 1) * 0x85EBCA77u ^ at(n / 2) * 0xC2B2AE3Du ^ at(n > 5 ? 5 : 0) * 0x27D4EB2Fu;
-    }
-    KeySlot& slot = key_slots_[(h ^ (h >> 15)) % key_slots_.size()];
-    if (slot.str && slot.key.size() == n && std::memcmp(slot.key.data(), k.data(), n) == 0) return slot.str;
-    PyObject* s;
-    auto it = keys_.find(k);
-    if (it != keys_.end()) {
-      s = it->second;
-    } else {
-      s = latin1_str(k);
-      PyUnicode_InternInPlace(&s);
-      keys_.emplace(std::string(k), s);
-    }
-    slot.key.assign(k);
-    slot.str = s;
-    return s;
+  PyObject* build_environ(Env& env, Streams& io);
+  /// The environ entries every request starts with (wsgi.version, wsgi.url_scheme, …), made on first use
+  /// with room for a usual request's keys, so that its copy takes them without growing.
+  PyObject* constants();
+  Response finish(Env& env, CallState& st, PyObject* result, Streams& io);
+  /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
+  template <class T>
+  py::object wrap(T* obj, const py::detail::type_info*& type) {
+    std::unique_ptr<T> owned(obj);
+    if (!type) type = py::detail::get_type_info(typeid(T), true);
+    py::handle h = py::detail::type_caster_generic::cast(obj, py::return_value_policy::take_ownership, {}, type,
+                                                         nullptr, nullptr);
+    if (!h) throw_python_error();
+    owned.release();
+    return py::reinterpret_steal<py::object>(h);
   }
-  PyObject* build_environ(Env& env, py::object& input, py::object& errors);
-  Response finish(Env& env, CallState& st, PyObject* result, py::object& input, py::object& errors);
 
   PyObject* app_;
   PyInterpreterState* interp_;
-  PyObject* version_;
+  PyObject* constants_ = nullptr;
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
-  std::unordered_map<std::string, PyObject*, StringHash, std::equal_to<>> keys_;  // under the GIL
-  struct KeySlot {
-    std::string key;
-    PyObject* str = nullptr;  // borrowed from keys_
-  };
-  std::array<KeySlot, 128> key_slots_{};
+  KeyTable keys_;
+  const py::detail::type_info* input_type_ = nullptr;
+  const py::detail::type_info* errors_type_ = nullptr;
+  const py::detail::type_info* start_response_type_ = nullptr;
 };
 
-Response python_failure(Env& env, PyObject* result, py::object& input, py::object& errors);
+Response python_failure(Env& env, PyObject* result, Streams& io);
 
 void set_item(PyObject* d, PyObject* k, PyObject* v) {
   if (!v) throw_python_error();
@@ -192,8 +296,24 @@ void set_item(PyObject* d, PyObject* k, PyObject* v) {
   if (rc < 0) throw_python_error();
 }
 
-PyObject* PyApp::build_environ(Env& env, py::object& input, py::object& errors) {
-  PyObject* d = PyDict_New();
+PyObject* PyApp::constants() {
+  if (constants_) return constants_;
+  if (!file_wrapper_) file_wrapper_ = py::object(py::module_::import("csgi._csgi").attr("FileWrapper")).release().ptr();
+  PyObject* d = _PyDict_NewPresized(40);
+  if (!d) throw_python_error();
+  py::object guard = py::reinterpret_steal<py::object>(d);
+  set_item(d, keys_.key("wsgi.version"), Py_BuildValue("(ii)", 1, 0));
+  set_item(d, keys_.key("wsgi.url_scheme"), latin1_str("http"));
+  for (const char* b : {"wsgi.multithread", "wsgi.multiprocess", "wsgi.run_once"})
+    set_item(d, keys_.key(b), PyBool_FromLong(0));
+  set_item(d, keys_.key("wsgi.input_terminated"), PyBool_FromLong(1));
+  set_item(d, keys_.key("wsgi.file_wrapper"), Py_NewRef(file_wrapper_));
+  constants_ = guard.release().ptr();
+  return constants_;
+}
+
+PyObject* PyApp::build_environ(Env& env, Streams& io) {
+  PyObject* d = PyDict_Copy(constants());
   if (!d) throw_python_error();
   py::object guard = py::reinterpret_steal<py::object>(d);
   for (const Env::Entry& e : env) {
@@ -206,44 +326,45 @@ PyObject* PyApp::build_environ(Env& env, py::object& input, py::object& errors) 
                          : c == "run_once"     ? "wsgi.run_once"
                                                : nullptr;
       if (wsgi) {
-        PyObject* v = e.value.is_text() ? latin1_str(e.value.text()) : PyBool_FromLong(e.value.truthy());
-        set_item(d, key(wsgi), v);
+        KeyTable::Slot& s = *keys_.find(wsgi);
+        PyObject* v = e.value.is_text() ? KeyTable::value(s, e.value.text()) : PyBool_FromLong(e.value.truthy());
+        set_item(d, s.str, v);
       }
       if (c == "input" || c == "errors") continue;
     }
+    if (e.value.type() == Value::Type::object) continue;  // C++ objects have no Python face
+    KeyTable::Slot* s = keys_.find(k);
+    PyObject* key = s ? Py_NewRef(s->str) : latin1_str(k);
+    if (!key) throw_python_error();
+    py::object key_ref = py::reinterpret_steal<py::object>(key);
     switch (e.value.type()) {
-      case Value::Type::text: set_item(d, key(k), latin1_str(e.value.text())); break;
-      case Value::Type::boolean: set_item(d, key(k), PyBool_FromLong(e.value.truthy())); break;
-      case Value::Type::integer: set_item(d, key(k), PyLong_FromLongLong(e.value.integer())); break;
-      case Value::Type::object: break;  // C++ objects have no Python face
+      case Value::Type::text:
+        set_item(d, key, s ? KeyTable::value(*s, e.value.text()) : latin1_str(e.value.text()));
+        break;
+      case Value::Type::boolean: set_item(d, key, PyBool_FromLong(e.value.truthy())); break;
+      case Value::Type::integer: set_item(d, key, PyLong_FromLongLong(e.value.integer())); break;
+      case Value::Type::object: break;
     }
   }
-  Py_INCREF(version_);
-  set_item(d, key("wsgi.version"), version_);
-  if (!PyDict_Contains(d, key("wsgi.url_scheme"))) set_item(d, key("wsgi.url_scheme"), latin1_str("http"));
-  for (const char* b : {"wsgi.multithread", "wsgi.multiprocess", "wsgi.run_once"})
-    if (!PyDict_Contains(d, key(b))) set_item(d, key(b), PyBool_FromLong(0));
-  input = py::cast(new InputStream(&env.input()), py::return_value_policy::take_ownership);
-  errors = py::cast(new ErrorsStream(&env.errors()), py::return_value_policy::take_ownership);
-  set_item(d, key("wsgi.input"), input.inc_ref().ptr());
-  set_item(d, key("wsgi.errors"), errors.inc_ref().ptr());
-  set_item(d, key("wsgi.input_terminated"), PyBool_FromLong(1));
-  if (!file_wrapper_) file_wrapper_ = py::object(py::module_::import("csgi._csgi").attr("FileWrapper")).release().ptr();
-  Py_INCREF(file_wrapper_);
-  set_item(d, key("wsgi.file_wrapper"), file_wrapper_);
+  auto* in = new InputStream(&env.input());
+  io.input = wrap(in, input_type_);
+  io.in = in;
+  auto* err = new ErrorsStream(&env.errors());
+  io.errors = wrap(err, errors_type_);
+  io.err = err;
+  set_item(d, keys_.key("wsgi.input"), io.input.inc_ref().ptr());
+  set_item(d, keys_.key("wsgi.errors"), io.errors.inc_ref().ptr());
   return guard.release().ptr();
-}
-
-void detach(py::object& input, py::object& errors) {
-  if (input) input.cast<InputStream&>().detach();
-  if (errors) errors.cast<ErrorsStream&>().detach();
 }
 
 /// Calls result.close() when it has one; a failure there is reported, not raised.
 void close_result(PyObject* result, ErrorStream& err) {
-  if (!result) return;
-  PyObject* close = PyObject_GetAttrString(result, "close");
-  if (!close) {
+  if (!result || PyList_CheckExact(result) || PyTuple_CheckExact(result)) return;  // no close() there
+  PyObject* name = PyUnicode_InternFromString("close");
+  PyObject* close = nullptr;
+  int found = name ? _PyObject_LookupAttr(result, name, &close) : -1;
+  Py_XDECREF(name);
+  if (found <= 0) {
     PyErr_Clear();
     return;
   }
@@ -269,52 +390,53 @@ Response PyApp::call(Env& env) {
   AcquireGil gil(interp_);
   if (!gil) return Response::error(503, "the Python interpreter is shutting down");
   auto st = std::make_shared<CallState>();
-  py::object input, errors;
+  Streams io;
   PyObject* result = nullptr;
   try {
-    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, input, errors));
-    py::object sr = py::cast(new StartResponse(st), py::return_value_policy::take_ownership);
-    result = PyObject_CallFunctionObjArgs(app_, environ.ptr(), sr.ptr(), nullptr);
+    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
+    py::object sr = wrap(new StartResponse(st), start_response_type_);
+    PyObject* args[] = {environ.ptr(), sr.ptr()};
+    result = PyObject_Vectorcall(app_, args, 2, nullptr);
     if (!result) throw_python_error();
-    return finish(env, *st, result, input, errors);
+    return finish(env, *st, result, io);
   } catch (PythonErrorSet&) {
-    return python_failure(env, result, input, errors);
+    return python_failure(env, result, io);
   } catch (py::error_already_set& e) {
     e.restore();
-    return python_failure(env, result, input, errors);
+    return python_failure(env, result, io);
   } catch (const std::exception& e) {
     close_result(result, env.errors());
     Py_XDECREF(result);
-    detach(input, errors);
+    io.detach();
     env.errors().write(std::string("csgi: WSGI app failed: ") + e.what());
     return Response::error(500);
   }
 }
 
-Response python_failure(Env& env, PyObject* result, py::object& input, py::object& errors) {
+Response python_failure(Env& env, PyObject* result, Streams& io) {
   // A request body the adapter refused (bad chunk, over the limit, too slow) keeps its status: the app only
   // saw a Python RuntimeError from wsgi.input.read().
-  int input_status = input ? input.cast<InputStream&>().http_error() : 0;
+  int input_status = io.in ? io.in->http_error() : 0;
   std::string tb = take_python_error_text();
   close_result(result, env.errors());
   Py_XDECREF(result);
   if (input_status) {
-    std::string reason = input.cast<InputStream&>().http_error_reason();
-    detach(input, errors);
+    std::string reason = io.in->http_error_reason();
+    io.detach();
     env.errors().write("csgi: " + std::to_string(input_status) + " for the request body: " + reason);
     return Response::error(input_status, input_status < 500 ? std::string_view(reason) : std::string_view());
   }
-  detach(input, errors);
+  io.detach();
   env.errors().write("csgi: the WSGI app raised:\n" + tb);
   return Response::error(500);
 }
 
-Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& input, py::object& errors) {
+Response PyApp::finish(Env& env, CallState& st, PyObject* result, Streams& io) {
   auto complete = [&](std::string body) {
     if (!st.started) throw std::runtime_error("the WSGI app returned without calling start_response");
     close_result(result, env.errors());
     Py_DECREF(result);
-    detach(input, errors);
+    io.detach();
     st.headers_out = true;
     Response r;
     r.status = st.status;
@@ -364,7 +486,7 @@ Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& in
           r.body = std::move(f);
           close_result(result, env.errors());
           Py_DECREF(result);
-          detach(input, errors);
+          io.detach();
           st.headers_out = true;
           return r;
         }
@@ -409,7 +531,7 @@ Response PyApp::finish(Env& env, CallState& st, PyObject* result, py::object& in
     Response r;
     r.status = st.status;
     r.headers = std::move(st.headers);
-    r.body = StreamPtr(std::make_shared<PyStream>(shared_from_this(), result, iter, std::move(body), input, errors,
+    r.body = StreamPtr(std::make_shared<PyStream>(shared_from_this(), result, iter, std::move(body), io,
                                                   env.errors()));
     return r;
   }
@@ -421,8 +543,7 @@ PyStream::~PyStream() {
   close_locked();
   Py_CLEAR(iter_);
   Py_CLEAR(result_);
-  input_ = py::object();
-  errors_ = py::object();
+  io_ = Streams();
 }
 
 bool PyStream::next(std::string& chunk) {
@@ -455,8 +576,7 @@ void PyStream::close_locked() {
   if (closed_) return;
   closed_ = true;
   close_result(result_, err_out_);
-  if (input_) input_.cast<InputStream&>().detach();
-  if (errors_) errors_.cast<ErrorsStream&>().detach();
+  io_.detach();
 }
 
 void PyStream::close() {

@@ -38,6 +38,40 @@ def test_environ_is_pep3333():
     assert "csgi.input" not in seen and isinstance(seen["wsgi.errors"], csgi.ErrorsStream)
 
 
+def test_environ_is_a_fresh_dict_per_request_with_each_requests_values():
+    # The constant wsgi.* entries and the str objects of keys and values are shared between requests; what
+    # the app sees must still be its own request's, and what it changes must not reach the next one.
+    seen = []
+
+    def app(environ, start_response):
+        seen.append((environ["QUERY_STRING"], environ["wsgi.url_scheme"], environ.get("HTTP_X_SEQ"), "mine" in environ))
+        environ["mine"] = 1
+        environ["wsgi.url_scheme"] = "changed"
+        del environ["wsgi.version"]
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [environ["QUERY_STRING"].encode()]
+
+    a = csgi.App(app)
+    for q in ["a=1", "a=1", "b=" + "x" * 200, "b=" + "x" * 200, "", "a=1"]:
+        assert call(a, "GET /?" + q if q else "GET /", [("X-Seq", q)] if q else []).body == q.encode()
+    assert seen == [(q, "http", q or None, False) for q in ["a=1", "a=1", "b=" + "x" * 200, "b=" + "x" * 200, "", "a=1"]]
+
+
+def test_many_distinct_header_names_all_reach_the_environ():
+    # More distinct header names than the key table keeps: the later ones are still in the environ.
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        names = sorted(k for k in environ if k.startswith("HTTP_X_H"))
+        return [",".join(f"{k}={environ[k]}" for k in names).encode()]
+
+    a = csgi.App(app)
+    for batch in range(10):
+        headers = [(f"X-H{batch}-{i}", f"v{batch}.{i}") for i in range(60)]
+        body = call(a, "GET /", headers).body.decode()
+        want = {f"HTTP_X_H{batch}_{i}": f"v{batch}.{i}" for i in range(60)}
+        assert body == ",".join(f"{k}={want[k]}" for k in sorted(want))
+
+
 def test_input_readline_and_iteration():
     lines = []
 
