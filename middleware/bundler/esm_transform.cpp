@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "csgi/middleware/path_safety.hpp"
+
 namespace csgi::mw::bundler {
 
 namespace {
@@ -41,6 +43,18 @@ public:
   Transform(std::string_view s, const std::vector<Token>& t) : s_(s), t_(t) {}
 
   EsmModule run() {
+    if (!valid_utf8(s_)) {  // names and specifiers go into JSON and JavaScript strings: refuse, don't mangle
+      std::size_t begin = 0, n = 1;
+      for (;;) {
+        std::size_t end = s_.find('\n', begin);
+        if (!valid_utf8(s_.substr(begin, end == std::string_view::npos ? end : end - begin)) || end == std::string_view::npos)
+          break;
+        begin = end + 1;
+        ++n;
+      }
+      out_.error = "line " + std::to_string(n) + ": an ES module must be valid UTF-8";
+      return std::move(out_);
+    }
     match_brackets();
     for (std::size_t i = 0; i < t_.size() && !out_.error; ++i)
       if (parent_[i] == npos && is_word(i) && !after_dot(i) && (text(i) == "import" || text(i) == "export"))

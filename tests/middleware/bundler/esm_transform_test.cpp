@@ -123,6 +123,10 @@ TEST_CASE("esm transform: what it cannot prove is a clear error, not a miscompil
   CHECK_THAT(error("import { a } from './x.js';\nimport { a } from './y.js';"), Catch::Contains("imported twice"));
   CHECK_THAT(error("export const __csgi_i0 = 1;"), Catch::Contains("reserved"));
   CHECK_THAT(error("import { a } from x;"), Catch::Contains("from '<module>'"));
+  // Bytes of no UTF-8 sequence (here inside a specifier) would go into JSON and JavaScript strings.
+  CHECK(error("export const a = 1;\nimport x from \"y; \x9f\x87 z\";\n") ==
+        "line 2: an ES module must be valid UTF-8");
+  CHECK_FALSE(transform("export const caf\xc3\xa9 = '\xe2\x82\xac';").error);
 }
 
 TEST_CASE("esm transform: locals named like an import keep their scope", "[bundler][esm]") {
