@@ -249,6 +249,7 @@ private:
       return j;
     }
     std::size_t req = request(str);
+    if (out_.error) return j;
     for (auto& p : named) {
       bind(p.at, p.local, ns_var(req) + member(p.imported));
       wanted_.push_back({out_.requests[req].spec, p.imported});
@@ -279,6 +280,7 @@ private:
         return j;
       }
       std::size_t req = request(str);
+      if (out_.error) return j;
       if (as.empty()) stars_.push_back(out_.requests[req].spec);
       else {
         add_export(j, as);
@@ -298,6 +300,7 @@ private:
       std::size_t last = close;
       if (str != npos) {
         std::size_t req = request(str);
+        if (out_.error) return j;
         for (auto& [name, alias] : list) {
           add_export(j, alias);
           reexports_.push_back({alias, out_.requests[req].spec, name});
