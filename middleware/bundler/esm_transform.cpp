@@ -55,6 +55,12 @@ public:
       out_.error = "line " + std::to_string(n) + ": an ES module must be valid UTF-8";
       return std::move(out_);
     }
+    for (std::size_t i = 0; i < t_.size(); ++i)
+      if (is_word(i) && text(i).find('\\') != std::string_view::npos) {
+        // Names are copied into the code on the first line and into the loader's metadata as written.
+        fail(i, "an identifier written with a \\u escape is not supported in an ES module");
+        return std::move(out_);
+      }
     match_brackets();
     for (std::size_t i = 0; i < t_.size() && !out_.error; ++i)
       if (parent_[i] == npos && is_word(i) && !after_dot(i) && (text(i) == "import" || text(i) == "export"))

@@ -127,6 +127,7 @@ TEST_CASE("esm transform: what it cannot prove is a clear error, not a miscompil
   CHECK(error("export const a = 1;\nimport x from \"y; \x9f\x87 z\";\n") ==
         "line 2: an ES module must be valid UTF-8");
   CHECK_FALSE(transform("export const caf\xc3\xa9 = '\xe2\x82\xac';").error);
+  CHECK(error("export var \\u0061 = 1;") == "line 1: an identifier written with a \\u escape is not supported in an ES module");
   // An empty specifier as the first request of the module (once indexed a request that did not exist).
   for (const char* src : {"import x from '';", "export * from '';", "export { a } from '';"})
     CHECK_THAT(error(src), Catch::Contains("a module specifier must be a plain string literal"));
