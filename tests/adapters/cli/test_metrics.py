@@ -18,26 +18,12 @@ import time
 import urllib.request
 
 CSGI = sys.argv[1]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serving import check, failures, start as start_csgi  # noqa: E402
 
 
 def start(args):
-    p = subprocess.Popen([CSGI, "serve"] + args + ["--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        line = p.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
-        if m:
-            return p, int(m.group(1))
-    p.kill()
-    raise RuntimeError("csgi did not start")
+    return start_csgi(CSGI, args)
 
 
 def get(port, path):
