@@ -8,13 +8,16 @@ build_pkgs=(
   g++ cmake make pkg-config
   libboost-dev libboost-program-options-dev
   catch2 libfcgi-dev zlib1g-dev libbrotli-dev libcrypt-dev libssl-dev libbenchmark-dev
-  pybind11-dev python3-dev python3-pybind11 nlohmann-json3-dev
+  pybind11-dev python3-dev python3-pybind11 nlohmann-json3-dev libnghttp2-dev libsystemd-dev
 )
 test_pkgs=(
   curl nginx-light apache2 libapache2-mod-fcgid lighttpd spawn-fcgi
   python3-pytest python3-gunicorn python3-flask python3-django
   uwsgi-core uwsgi-plugin-python3
   clang libclang-rt-14-dev chromium iproute2 wrk haproxy prometheus
+  nghttp2-client python3-h2 python3-websockets testssl.sh
+  python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
+  python3-httptools python3-multipart
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest
