@@ -150,6 +150,35 @@ TEST_CASE("--script-name= is an empty fixed mount point; words are refused excep
   CHECK(parse_args({"--cgi", "isindex", "words"}).options.adapter == Adapter::cgi);
 }
 
+TEST_CASE("the words as getopt_long reads them: =VALUE, -lVALUE, prefixes; repeats, unknowns and missing values refused") {
+  CHECK(parse_args({"--threads=3"}).options.server.threads == 3);
+  CHECK(parse_args({"-t4"}).options.server.threads == 4);
+  CHECK(parse_args({"--work", "2"}).options.server.workers == 2);  // an unambiguous prefix
+  CHECK(parse_args({"-l", "a:1", "--listen=b:2", "-lc:3"}).options.server.listen ==
+        std::vector<std::string>{"a:1", "b:2", "c:3"});
+  CHECK(usage_error({"--threads", "2", "--threads", "3"}) == "--threads may be given only once");
+  CHECK(usage_error({"--reuseport", "--reuseport"}) == "--reuseport may be given only once");
+  CHECK(usage_error({"--no-such-option"}) == "unknown or ambiguous option '--no-such-option'");
+  CHECK(usage_error({"--max", "1"}) == "unknown or ambiguous option '--max'");  // --max-body-bytes, --max-connections...
+  CHECK(usage_error({"-x"}) == "unknown or ambiguous option '-x'");
+  CHECK(usage_error({"--listen"}) == "--listen needs a value");
+  CHECK(usage_error({"-l"}) == "--listen needs a value");
+  CHECK(usage_error({"--", "word"}) == "unexpected argument 'word'");
+  // The caller's own options come back in command-line order with their values.
+  std::vector<std::string> args{"prog", "--mode-a", "x", "--threads", "2", "--flag", "--mode-a", "y"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::vector<ExtraOption> extra{{"mode-a", "V", true, "a"}, {"flag", nullptr, false, "f"}};
+  Parsed p = parse(static_cast<int>(argv.size()), argv.data(), 1, extra);
+  CHECK(p.values("mode-a") == std::vector<std::string>{"x", "y"});
+  CHECK(p.has("flag"));
+  CHECK_FALSE(p.has("help"));
+  REQUIRE(p.given.size() == 4);
+  CHECK(p.given[2].name == "flag");
+  CHECK(p.options.server.threads == 2);
+  CHECK(parse_args({"-h"}).help);
+}
+
 TEST_CASE("docs/standalone.md's options table is the option table") {
   std::string doc = read_file(CSGI_SOURCE_DIR "/docs/standalone.md");
   const std::string begin = "<!-- options table: generated from adapters/runner/options.cpp -->\n";
@@ -172,7 +201,7 @@ TEST_CASE("docs/standalone.md's options table is the option table") {
 TEST_CASE("--help lists every option with its default(s) and the adapters it applies to") {
   std::ostringstream help;
   help << describe();
-  std::string flat;  // program_options wraps the text: compare with the line breaks and indents taken out
+  std::string flat;  // the help text is wrapped: compare with the line breaks and indents taken out
   for (std::istringstream in(help.str()); in;) {
     std::string word;
     in >> word;
