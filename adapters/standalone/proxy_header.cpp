@@ -35,6 +35,10 @@ bool peer_closed(int fd) {
 }  // namespace
 
 void Conn::read_proxy_header() {
+  if (!remote_addr_[0]) {  // no peer address: reset before it was accepted (HAProxy's checks close so)
+    close_now();
+    return;
+  }
   proxy_pending_ = true;
   proxy_trusted_ = sh_.proxy.trusts(remote_addr_);
   char head[pp::max_header];
