@@ -19,6 +19,7 @@ inline constexpr K CONTENT_TYPE = "CONTENT_TYPE";
 inline constexpr K REMOTE_ADDR = "REMOTE_ADDR";
 inline constexpr K REMOTE_PORT = "REMOTE_PORT";
 inline constexpr K REMOTE_USER = "REMOTE_USER";
+inline constexpr K HTTPS = "HTTPS";
 inline constexpr K HTTP_HOST = "HTTP_HOST";
 inline constexpr K HTTP_COOKIE = "HTTP_COOKIE";
 inline constexpr K HTTP_ACCEPT_ENCODING = "HTTP_ACCEPT_ENCODING";

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "csgi/middleware/cidr.hpp"
+
 namespace csgi::runner {
 
 namespace {
@@ -115,6 +117,19 @@ std::vector<OptionSpec> make_table() {
   {"reuseport", 0, nullptr, H, false,
    "one SO_REUSEPORT socket per io thread instead of one shared socket",
    off, [](Options& o, const std::string&) { o.server.reuseport = true; }},
+  {"proxy-protocol", 0, nullptr, H, false,
+   "a TCP connection from a --trusted-proxy address must start with a PROXY protocol header (v1 or v2: "
+   "HAProxy's send-proxy, send-proxy-v2), which gives the client's address and port and the scheme; a "
+   "header from another address, a malformed one or a missing one is refused and logged",
+   off, [](Options& o, const std::string&) { o.server.proxy_protocol = true; }},
+  {"trusted-proxy", 0, "CIDR", H, true,
+   "an address or block (IPv4 or IPv6: 10.0.0.0/8, ::1) of the proxies that send a PROXY header; "
+   "repeatable, required with --proxy-protocol",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     mw::Cidr check(v);  // throws for a malformed block
+     o.server.trusted_proxies.push_back(v);
+   }},
   {"script-name", 0, "PATH", H | F | C, false,
    "mount the app under this prefix (SCRIPT_NAME; empty or /prefix). HTTP: other paths get 404. "
    "FastCGI, CGI: a fixed mount point instead of the one derived from the front server's variables "
@@ -435,6 +450,10 @@ void validate(Options& o) {
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");
   if (s.threads == 0 || s.threads > 1024) throw UsageError("--threads must be 1…1024");
   if (s.max_connections == 0) throw UsageError("--max-connections must be at least 1");
+  if (s.proxy_protocol && s.trusted_proxies.empty())
+    throw UsageError("--proxy-protocol needs --trusted-proxy CIDR: the addresses of the proxies that send the header");
+  if (!s.proxy_protocol && !s.trusted_proxies.empty())
+    throw UsageError("--trusted-proxy applies with --proxy-protocol");
   if (o.adapter == Adapter::cgi && s.access_log == "-")
     throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }

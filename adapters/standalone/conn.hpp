@@ -186,7 +186,15 @@ private:
   // What a step of process() leaves to do: the next step, the loop again, wait for bytes, or nothing.
   enum class Step { next, again, wait, stop };
 
+  // The PROXY protocol header before the connection's own bytes (proxy_header.cpp).
+  void read_proxy_header();
+  void on_proxy_readable(error_code ec);
+  void accept_proxy_header(const proxy_protocol::Header& h, std::size_t length);
+  void refuse_proxy(std::string_view why, std::string_view bytes);
+  void proxy_timeout();
+
   // Reading and parsing.
+  void serve();
   void wait_read();
   void on_read(error_code ec, std::size_t n);
   void process();
@@ -269,6 +277,12 @@ private:
   const ListenSocket& listener_;
   char remote_addr_[48] = {0};
   char remote_port_[8] = {0};
+  // What a PROXY header said: the proxy's destination port (else the listener's), and TLS to the proxy.
+  char server_port_[8] = {0};
+  bool proxy_https_ = false;
+  bool proxy_pending_ = false;  // the header is being read
+  bool proxy_trusted_ = false;  // the peer is a trusted proxy: the header is required
+  std::uint16_t proxy_seen_ = 0;  // header bytes received so far
 
   // Input buffer: [begin_, end_) unparsed; a request's header occupies [req_start_, body_base_).
   std::unique_ptr<char[]> buf_;

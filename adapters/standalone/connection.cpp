@@ -49,8 +49,12 @@ void Conn::start() {
   t_.add(*this);
   sh_.stats->connection_opened();
   set_deadline(sh_.opt.header_timeout);
-  wait_read();
+  if (sh_.proxy.enabled() && listener_.tcp) read_proxy_header();  // serve() follows the header
+  else serve();
 }
+
+// The connection's own bytes begin: requests are read.
+void Conn::serve() { wait_read(); }
 
 // Reads with async_read_some: Asio tries the recv at once, and after a read that drained the socket it
 // waits for the next epoll edge without another syscall (no epoll_ctl per request, unlike async_wait).
@@ -137,7 +141,8 @@ void Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
   csgi::Connection conn;
   conn.server_name = listener_.server_name;
-  conn.server_port = listener_.server_port;
+  conn.server_port = server_port_[0] ? std::string_view(server_port_) : std::string_view(listener_.server_port);
+  if (proxy_https_) conn.url_scheme = "https";
   conn.remote_addr = remote_addr_;
   conn.remote_port = remote_port_;
   conn.script_name = sh_.opt.script_name;
@@ -342,6 +347,7 @@ void Conn::set_connection_env(Env& env) {
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
+  if (proxy_https_) env.set_view(keys::HTTPS, "on");
 }
 
 // Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
@@ -544,6 +550,10 @@ bool Conn::hand_over(RequestKeeper& k) {
 void Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
   clear_deadline();
+  if (proxy_pending_) {
+    proxy_timeout();
+    return;
+  }
   if (phase_ == Phase::discarding) {
     keep_alive_ = false;
     resume_held();

@@ -19,6 +19,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include "csgi/adapters/standalone/listen.hpp"
+#include "csgi/adapters/standalone/proxy_protocol.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/log_files.hpp"
@@ -81,6 +82,7 @@ private:
 struct Shared {
   App app;
   ServerOptions opt;
+  ProxyTrust proxy;  // --proxy-protocol, --trusted-proxy
   std::vector<ListenSocket> listeners;
   LogFile access_log;
   LogFile error_log;

@@ -366,6 +366,7 @@ Server::Server(App app, ServerOptions options) : impl_(std::make_unique<Impl>())
   if (!impl_->opt.script_name.empty() &&
       (impl_->opt.script_name.front() != '/' || impl_->opt.script_name.back() == '/'))
     throw std::invalid_argument("script name must start with '/' and not end with '/': " + impl_->opt.script_name);
+  (void)ProxyTrust(impl_->opt.proxy_protocol, impl_->opt.trusted_proxies);  // throws for a bad block
 }
 
 Server::~Server() = default;
@@ -475,6 +476,7 @@ int Server::Impl::run() {
   Shared sh;
   sh.app = app;
   sh.opt = opt;
+  sh.proxy = ProxyTrust(opt.proxy_protocol, opt.trusted_proxies);
   sh.init_status_lines();
   sh.multithread = opt.threads > 1 || opt.app_threads > 0;
   sh.multiprocess = opt.workers > 0;

@@ -66,6 +66,13 @@ struct ServerOptions {
   std::uint64_t discard_body_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
 
+  // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
+  // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start
+  // with a PROXY header, which gives REMOTE_ADDR/REMOTE_PORT, SERVER_PORT and the scheme; a connection
+  // from any other address must not. Unix sockets are not affected.
+  bool proxy_protocol = false;
+  std::vector<std::string> trusted_proxies;
+
   // Timeouts.
   std::chrono::milliseconds header_timeout{10000};     // first byte to end of header → 408
   std::chrono::milliseconds body_timeout{30000};       // between two pieces of a request body → 408

@@ -51,7 +51,16 @@ std::string sample(const OptionSpec& row) {
   if (v == "OCTAL") return "660";
   if (v == "SECONDS") return "5";
   if (v == "BYTES") return "4096";
+  if (v == "CIDR") return "10.0.0.0/8";
   return "2";
+}
+
+// What an option needs beside it to be valid on its own.
+std::vector<std::string> companion(const OptionSpec& row) {
+  std::string name = row.name;
+  if (name == "proxy-protocol") return {"--trusted-proxy", "127.0.0.1"};
+  if (name == "trusted-proxy") return {"--proxy-protocol"};
+  return {};
 }
 
 std::string read_file(const std::string& path) {
@@ -73,6 +82,7 @@ TEST_CASE("an option given for an adapter it does not apply to is a usage error 
       if (std::string(row.name) == "fastcgi" || std::string(row.name) == "cgi") continue;
       INFO(args.back() << " with " << adapter_name(a));
       if (row.adapters & static_cast<unsigned>(a)) {
+        for (const std::string& c : companion(row)) args.push_back(c);
         CHECK_NOTHROW(parse_args(args));
       } else {
         std::string e = usage_error(args);
@@ -218,4 +228,15 @@ TEST_CASE("--help lists every option with its default(s) and the adapters it app
         }
   }
   CHECK(flat.find("Default: 1 (HTTP), 16 (FastCGI). [HTTP, FastCGI]") != std::string::npos);
+}
+
+TEST_CASE("--proxy-protocol and --trusted-proxy come together; a block is an IPv4 or IPv6 address or CIDR") {
+  auto o = parse_args({"--proxy-protocol", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "::1"}).options.server;
+  CHECK(o.proxy_protocol);
+  CHECK(o.trusted_proxies == std::vector<std::string>{"10.0.0.0/8", "::1"});
+  CHECK(usage_error({"--proxy-protocol"}).find("--proxy-protocol needs --trusted-proxy") == 0);
+  CHECK(usage_error({"--trusted-proxy", "10.0.0.0/8"}) == "--trusted-proxy applies with --proxy-protocol");
+  CHECK(usage_error({"--proxy-protocol", "--trusted-proxy", "10.0.0.0/33"}).find("--trusted-proxy: ") == 0);
+  CHECK(usage_error({"--proxy-protocol", "--trusted-proxy", "lb.example"}).find("--trusted-proxy: ") == 0);
+  CHECK(usage_error({"--fastcgi", "--proxy-protocol"}).find("--proxy-protocol does not apply to FastCGI") == 0);
 }
