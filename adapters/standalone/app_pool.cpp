@@ -3,7 +3,7 @@
 
 namespace csgi::standalone::detail {
 
-AppPool::AppPool(unsigned threads) {
+AppPool::AppPool(unsigned threads, WorkerBoard::Slot* board) : board_(board) {
   try {
     threads_.reserve(threads);
     for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
@@ -18,6 +18,7 @@ bool AppPool::post(Job job) {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
     queue_.push_back(std::move(job));
+    if (board_) board_->app_queued.fetch_add(1, std::memory_order_relaxed);
   }
   cv_.notify_one();
   return true;
@@ -30,6 +31,7 @@ void AppPool::shutdown() noexcept {
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
     left.swap(queue_);
+    if (board_) board_->app_queued.fetch_sub(left.size(), std::memory_order_relaxed);
   }
   cv_.notify_all();
   for (auto& t : threads_)
@@ -47,12 +49,17 @@ void AppPool::work() {
       if (queue_.empty()) return;
       job = std::move(queue_.front());
       queue_.pop_front();
+      if (board_) {
+        board_->app_queued.fetch_sub(1, std::memory_order_relaxed);
+        board_->app_busy.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     try {
       job();
     } catch (...) {
       // A job catches what the app throws; this is the last line of defence (out of memory).
     }
+    if (board_) board_->app_busy.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

@@ -9,12 +9,15 @@
 #include <thread>
 #include <vector>
 
+#include "csgi/core/worker_board.hpp"
+
 namespace csgi::standalone::detail {
 
 class AppPool {
 public:
   using Job = std::function<void()>;
-  explicit AppPool(unsigned threads);
+  /// With `board`, the queue's length and the busy threads are kept in that slot's gauges.
+  explicit AppPool(unsigned threads, WorkerBoard::Slot* board = nullptr);
   ~AppPool() { shutdown(); }
   AppPool(const AppPool&) = delete;
   AppPool& operator=(const AppPool&) = delete;
@@ -31,6 +34,7 @@ private:
   std::deque<Job> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  WorkerBoard::Slot* board_;
 };
 
 }  // namespace csgi::standalone::detail
