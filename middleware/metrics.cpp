@@ -17,6 +17,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/core/worker_board.hpp"
 
 namespace csgi::mw {
 
@@ -69,6 +70,43 @@ void sample(std::string& out, std::string_view name, std::string_view labels, st
   out.append(name);
   if (!labels.empty()) out.append("{").append(labels).append("}");
   out.append(" ").append(std::to_string(v)).append("\n");
+}
+
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') out.push_back('\\');
+    if (ch == '\n') {
+      out.append("\\n");
+      continue;
+    }
+    out.push_back(ch);
+  }
+  return out;
+}
+
+// The adapter's WorkerBoard: gauges summed over every worker process, restarts, accept queues.
+void render_board(std::string& out, const WorkerBoard& board) {
+  WorkerBoard::Totals t = board.totals();
+  header(out, "csgi_workers", "gauge", "Server processes serving requests (prefork workers, or this one process).");
+  sample(out, "csgi_workers", "", t.workers);
+  header(out, "csgi_worker_restarts_total", "counter", "Workers replaced, by cause.");
+  for (std::size_t i = 0; i < t.restarts.size(); ++i)
+    sample(out, "csgi_worker_restarts_total", "cause=\"" + std::string(WorkerBoard::cause_names[i]) + "\"", t.restarts[i]);
+  header(out, "csgi_connections_open", "gauge", "Client connections open, over all workers.");
+  sample(out, "csgi_connections_open", "", t.connections_open);
+  header(out, "csgi_connections_idle", "gauge", "Keep-alive connections waiting for their next request, over all workers.");
+  sample(out, "csgi_connections_idle", "", t.connections_idle);
+  header(out, "csgi_app_queue_length", "gauge", "Requests waiting for an app thread (--app-threads), over all workers.");
+  sample(out, "csgi_app_queue_length", "", t.app_queued);
+  header(out, "csgi_app_threads_busy", "gauge", "App threads running the app (--app-threads), over all workers.");
+  sample(out, "csgi_app_threads_busy", "", t.app_busy);
+  std::vector<WorkerBoard::Backlog> backlogs = board.backlogs();
+  if (backlogs.empty()) return;
+  header(out, "csgi_listen_queue_length", "gauge", "Connections in a listening socket's accept queue.");
+  for (const auto& b : backlogs) sample(out, "csgi_listen_queue_length", "listener=\"" + label_value(b.listener) + "\"", b.queued);
+  header(out, "csgi_listen_queue_limit", "gauge", "A listening socket's accept queue limit (its listen() backlog).");
+  for (const auto& b : backlogs) sample(out, "csgi_listen_queue_limit", "listener=\"" + label_value(b.listener) + "\"", b.limit);
 }
 
 }  // namespace
@@ -200,6 +238,7 @@ std::string Metrics::render(const Env& env) const {
     sample(out, "csgi_worker_connections_total", pid, s.connections_total);
     header(out, "csgi_worker_requests_busy", "gauge", "Requests in progress in this worker process.");
     sample(out, "csgi_worker_requests_busy", pid, s.workers_busy);
+    if (const WorkerBoard* board = stats->board()) render_board(out, *board);
   }
   return out;
 }
