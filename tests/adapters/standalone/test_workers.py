@@ -240,6 +240,9 @@ try:
             time.sleep(0.05)
         check(bool(new - pids), "a new worker replaced the timed-out one (%s → %s)" % (sorted(pids), sorted(new)))
         check(metric(port, 'csgi_worker_restarts_total{cause="timeout"}') == 1, 'csgi_worker_restarts_total{cause="timeout"} is 1')
+        check(metric(port, "csgi_http_requests_in_flight") == 1,
+              "the timed-out request left no count in csgi_http_requests_in_flight (the scrape alone: %s)"
+              % metric(port, "csgi_http_requests_in_flight"))
     finally:
         stop(p)
     log = read(err)
