@@ -384,8 +384,6 @@ void validate_recycling(const Options& o) {
     throw UsageError(std::string(needs_master) +
                      " needs --workers N: a worker is replaced by the master process, which a single process does not have");
   if (s.max_requests_jitter > 0 && s.max_requests == 0) throw UsageError("--max-requests-jitter needs --max-requests");
-  if (s.request_timeout.count() && s.app_threads > 0)
-    throw UsageError("--request-timeout applies to the app running on the io threads; give it without --app-threads");
 }
 }  // namespace
 

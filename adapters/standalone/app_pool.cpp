@@ -3,10 +3,11 @@
 
 namespace csgi::standalone::detail {
 
-AppPool::AppPool(unsigned threads, WorkerBoard::Slot* board) : board_(board) {
+AppPool::AppPool(unsigned threads, WorkerBoard::Slot* board, std::function<void(unsigned)> on_start)
+    : board_(board), on_start_(std::move(on_start)) {
   try {
     threads_.reserve(threads);
-    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, i] { work(i); });
   } catch (...) {
     shutdown();  // the threads made so far
     throw;
@@ -40,7 +41,8 @@ void AppPool::shutdown() noexcept {
   left.clear();
 }
 
-void AppPool::work() {
+void AppPool::work(unsigned index) {
+  if (on_start_) on_start_(index);
   for (;;) {
     Job job;
     {

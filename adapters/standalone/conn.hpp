@@ -146,6 +146,7 @@ public:
   void on_timeout();
   void on_shutdown(bool hurry);
   std::string abandon(int status) noexcept;
+  friend std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
   void force_close() { close_now(); }
   ConnNode& node() noexcept {
     node_.conn = this;

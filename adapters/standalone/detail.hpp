@@ -142,6 +142,14 @@ private:
   Conn* prev_ = nullptr;
 };
 
+/// The fault slot of this thread when it is an app pool thread of a prefork worker (set as it starts).
+inline thread_local FaultSlot* pool_fault_slot = nullptr;
+
+/// After a fault or a request timeout in `c`'s app call on a pool thread (frozen for good): has the
+/// connection's io thread answer `status` as the app's response, then set `answered`. Returns "METHOD
+/// URI" for the log.
+std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
+
 /// After a fault in `c`'s app code, with the faulting io thread frozen (never to run again): answers
 /// `status` (500 for a fault, 504 for a request timeout) when nothing of the response went out yet,
 /// half-closes the socket, and detaches the connection from its thread so that nothing touches it

@@ -226,16 +226,19 @@ void IoThread::accept(Listener& l) {
   });
 }
 
+// The calling thread (an io thread or an app pool thread of a prefork worker) takes its fault slot.
+void take_fault_slot(FaultSlot& slot) {
+  // The fault handler runs on an alternate stack, so that a stack overflow in the app is contained too.
+  static constexpr std::size_t alt_size = 64 * 1024;
+  stack_t ss{};
+  ss.ss_sp = ::malloc(alt_size);  // kept until the process exits (the thread may be frozen on it)
+  ss.ss_size = alt_size;
+  if (ss.ss_sp) ::sigaltstack(&ss, nullptr);
+  slot.tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+}
+
 void IoThread::run() {
-  if (fault_slot) {
-    // The fault handler runs on an alternate stack, so that a stack overflow in the app is contained too.
-    static constexpr std::size_t alt_size = 64 * 1024;
-    stack_t ss{};
-    ss.ss_sp = ::malloc(alt_size);  // kept until the process exits (the thread may be frozen on it)
-    ss.ss_size = alt_size;
-    if (ss.ss_sp) ::sigaltstack(&ss, nullptr);
-    fault_slot->tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
-  }
+  if (fault_slot) take_fault_slot(*fault_slot);
   for (auto& l : listeners_) accept(*l);
   sweep();
   for (;;) {
@@ -417,6 +420,7 @@ struct Server::Impl {
 
   int run();
   int serve(Shared& sh, bool in_worker);
+  void make_fault_slots();
   void arm_fault_containment(Shared& sh);
   [[noreturn]] void rescue(Shared& sh);
   void watch_requests();
@@ -477,11 +481,15 @@ void Server::Impl::announce(const std::vector<ListenSocket>& socks) {
   }
 }
 
-// In a worker, before its io threads start: slots, the rescue thread, the handlers.
-void Server::Impl::arm_fault_containment(Shared& sh) {
-  g_fault.nslots = static_cast<unsigned>(threads.size());
+// In a worker, before its app pool starts: one slot per io thread, then one per app thread.
+void Server::Impl::make_fault_slots() {
+  g_fault.nslots = static_cast<unsigned>(threads.size()) + opt.app_threads;
   g_fault.slots = new FaultSlot[g_fault.nslots];  // lives as long as the process
-  for (unsigned i = 0; i < g_fault.nslots; ++i) threads[i]->fault_slot = &g_fault.slots[i];
+  for (std::size_t i = 0; i < threads.size(); ++i) threads[i]->fault_slot = &g_fault.slots[i];
+}
+
+// In a worker, before its io threads start: the rescue thread, the handlers.
+void Server::Impl::arm_fault_containment(Shared& sh) {
   auto secs = std::chrono::ceil<std::chrono::seconds>(opt.graceful_timeout).count();
   g_fault.alarm_s = static_cast<unsigned>(std::max<long long>(1, secs) + 2);
   ::sem_init(&g_fault.wake, 0, 0);
@@ -572,26 +580,35 @@ void Server::Impl::rescue(Shared& sh) {
   pid_t me = ::getpid();
   // 1. The master starts a replacement now (a Notice through the pipe; SIGCHLD wakes it up).
   notify_master(timeout ? WorkerBoard::Cause::timeout : WorkerBoard::Cause::crash);
-  IoThread& t = *threads[static_cast<std::size_t>(slot)];
-  // 2. Only the faulting (timed-out) request's client sees the failure: a 500 (504).
+  // 2. Only the faulting (timed-out) request's client sees the failure: a 500 (504). On an io thread the
+  // connection is answered from here; on an app pool thread its io thread, which runs on, answers it.
+  bool pooled = static_cast<std::size_t>(slot) >= threads.size();
   Conn* c = g_fault.slots[slot].conn.load();
-  std::string request = c ? abandon_faulted(*c, timeout ? 504 : 500) : std::string();
+  int status = timeout ? 504 : 500;
+  static std::atomic<bool> answered{false};
+  std::string request = !c ? std::string() : pooled ? abandon_pooled(*c, status, answered) : abandon_faulted(*c, status);
   // 3. The error log: one line, and for a timeout the app thread's stack (without the handler's frame).
   char limit[32];
   std::snprintf(limit, sizeof limit, "%g", static_cast<double>(opt.request_timeout.count()) / 1000.0);
   std::string what = timeout ? "the app ran longer than --request-timeout (" + std::string(limit) + " s)"
                              : std::string(signal_name(sig)) + " in the app";
-  std::string line = "csgi: worker " + std::to_string(me) + ": " + what + " on io thread " + std::to_string(slot) +
+  std::string on = pooled ? "app thread " + std::to_string(static_cast<std::size_t>(slot) - threads.size())
+                          : "io thread " + std::to_string(slot);
+  std::string line = "csgi: worker " + std::to_string(me) + ": " + what + " on " + on +
                      " while serving \"" + request + "\"; that request " +
                      (timeout ? "was answered 504" : "failed") +
                      "; the worker stops accepting, finishes its other requests and exits (a new worker replaces it)";
   if (timeout && g_fault.nframes > 1)
     line += "\ncsgi: the app thread's stack:\n" + describe_frames(g_fault.frames + 1, g_fault.nframes - 1);
   sh.errors.write(line);
-  // 4. Every io thread stops gracefully; the frozen one's io_context is run here.
+  // 4. Every io thread stops gracefully; a frozen io thread's io_context is run here. The abandoned
+  // connection is never destroyed (the frozen stack holds it): it stays in the count.
   for (auto& th : threads) th->stop();
   auto deadline = Clock::now() + opt.graceful_timeout;
-  while (sh.connections.load() > (c ? 1u : 0u) && Clock::now() < deadline) {
+  while (pooled && (sh.connections.load() > (c ? 1u : 0u) || (c && !answered.load())) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  IoThread& t = *threads[pooled ? 0 : static_cast<std::size_t>(slot)];
+  while (!pooled && sh.connections.load() > (c ? 1u : 0u) && Clock::now() < deadline) {
     try {
       t.ioc.run_for(std::chrono::milliseconds(50));
     } catch (const std::exception& e) {
@@ -661,8 +678,15 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   // The app's pool: created here, in the process that serves (a prefork worker after its fork); joined
   // once the io threads are done and before they are destroyed (its jobs use their connections).
   std::optional<AppPool> pool;
+  if (in_worker) make_fault_slots();
   if (opt.app_threads > 0) {
-    pool.emplace(opt.app_threads, sh.slot);
+    std::function<void(unsigned)> on_start;
+    if (in_worker)
+      on_start = [io = threads.size()](unsigned i) {
+        take_fault_slot(g_fault.slots[io + i]);
+        pool_fault_slot = &g_fault.slots[io + i];
+      };
+    pool.emplace(opt.app_threads, sh.slot, std::move(on_start));
     sh.pool = &*pool;
   }
   std::optional<Recycler> recycler;

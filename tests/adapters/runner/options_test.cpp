@@ -100,7 +100,6 @@ TEST_CASE("recycling and the request timeout need --workers; a single process re
   CHECK(usage_error({"--max-worker-memory", "200"}).find("--max-worker-memory needs --workers N") == 0);
   CHECK(usage_error({"--request-timeout", "5"}).find("--request-timeout needs --workers N") == 0);
   CHECK(usage_error({"--workers", "2", "--max-requests-jitter", "5"}) == "--max-requests-jitter needs --max-requests");
-  CHECK(usage_error({"--workers", "2", "--request-timeout", "5", "--app-threads", "4"}).find("--request-timeout applies") == 0);
   auto o = parse_args({"--workers", "2", "--max-requests", "100", "--max-requests-jitter", "10", "--max-worker-memory",
                        "300", "--request-timeout", "2.5"})
                .options.server;

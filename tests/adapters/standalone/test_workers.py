@@ -5,7 +5,8 @@
     csgi_worker_restarts_total{cause="max_requests"}, each worker's limit within N…N+J;
   * --max-worker-memory: a worker past the ceiling after a request is replaced (cause "memory");
   * --request-timeout: a sleeping request is answered 504 in about the timeout, a concurrent request is
-    answered by the other worker, the error log has the app thread's stack, the worker pid changes;
+    answered by the other worker, the error log has the app thread's stack, the worker pid changes; the
+    same with --app-threads, where a fault on an app thread is contained to its request too;
   * without --workers the options are a usage error.
 Usage: test_workers.py CSGI_EXE APP_SO"""
 import os
@@ -252,6 +253,39 @@ try:
     check("the app thread's stack:" in log and "process_app_sleep" in log, "the error log has the app thread's stack, symbolised")
     check(m is not None and re.search(r"worker %s exited after a request timeout" % (m.group(1) if m else "x"), log) is not None,
           "the timed-out worker exits once it has drained")
+
+    # With --app-threads the app runs on a pool thread: a timeout there is a 504 too, and a fault a 500;
+    # each time the worker is replaced.
+    err = os.path.join(tmp, "pool.log")
+    p, port = start("--workers", "1", "--app-threads", "2", "--request-timeout", "1", "--error-log", err)
+    try:
+        first = get(port, "/pid")[1]
+        t0 = time.time()
+        answer = get(port, "/sleep?10", timeout=15)
+        took = time.time() - t0
+        check(answer[0] == 504 and 0.9 <= took <= 3, "on an app thread: 504 in about the timeout (%r, %.2f s)" % (answer, took))
+        second = None
+        for _ in range(100):
+            second = get(port, "/pid")[1]
+            if second != first:
+                break
+            time.sleep(0.05)
+        check(second != first, "on an app thread: the timed-out worker is replaced (%s → %s)" % (first, second))
+        check(get(port, "/crash")[0] == 500, "a fault on an app thread is contained to its request: 500")
+        third = None
+        for _ in range(100):
+            third = get(port, "/pid")[1]
+            if third not in (first, second):
+                break
+            time.sleep(0.05)
+        check(third not in (first, second), "the worker that faulted on an app thread is replaced (%s → %s)" % (second, third))
+    finally:
+        stop(p)
+    log = read(err)
+    check(re.search(r"worker %s: the app ran longer than --request-timeout \(1 s\) on app thread \d" % first, log) is not None
+          and "process_app_sleep" in log, "the log names the app thread and has its stack")
+    check(re.search(r"worker %s: SIGSEGV \(invalid memory access\) in the app on app thread \d" % second, log) is not None,
+          "the log names the fault on the app thread")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
