@@ -110,9 +110,10 @@ struct Shared {
 
 class Conn;
 
-/// Crash containment in prefork workers (server.cpp, docs/reliability.md §4): each io thread of a worker
-/// has a slot that says which connection's app code it is running, read by the SIGSEGV/SIGBUS/SIGFPE/
-/// SIGILL handler on that thread. Lock-free atomics only: the handler may read them at any instant.
+/// Crash containment and the request timeout in prefork workers (server.cpp, docs/reliability.md §4):
+/// each io thread and app pool thread of a worker has a slot that says which connection's app code it is
+/// running, read by the SIGSEGV/SIGBUS/SIGFPE/SIGILL handler on that thread and by the request timeout's
+/// watchdog. Lock-free atomics only: the handler may read them at any instant.
 struct FaultSlot {
   std::atomic<long> tid{0};            // the io thread's kernel thread id
   std::atomic<Conn*> conn{nullptr};  // the connection whose app code runs now, or null

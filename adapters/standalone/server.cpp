@@ -286,16 +286,22 @@ using namespace detail;
 // timeout, the worker _exits without destructors. Memory after a fault is not trusted: the worker only
 // finishes what it has and leaves. A fault anywhere else (outside the app, on another thread of the app,
 // a second fault while draining) ends the worker with the signal's default action, as before.
+// An app call on an app pool thread (--app-threads) is contained the same way, except that the pool
+// thread's connection is answered by its io thread, which runs on.
+//
+// The request timeout (--request-timeout) ends the same way: a watchdog thread sees an app call running
+// too long and signals its thread (on_timeout), which records its backtrace and parks; the rescue thread
+// answers 504 and logs the stack.
 namespace {
 struct FaultState {
   FaultSlot* slots = nullptr;
   unsigned nslots = 0;
   std::atomic<bool> armed{false};
   std::atomic<int> sig{0};        // the first contained fault's signal
-  std::atomic<int> slot{-1};      // its io thread
+  std::atomic<int> slot{-1};      // its thread's slot (io threads first, then app pool threads)
   unsigned alarm_s = 12;
   sem_t wake;
-  // The request timeout: the watchdog names the io thread and the app call it timed out, and signals that
+  // The request timeout: the watchdog names the slot and the app call it timed out, and signals that
   // thread with timeout_sig; the thread records its own backtrace and parks as a faulting thread does.
   int timeout_sig = 0;
   std::atomic<int> timeout_slot{-1};
@@ -328,8 +334,8 @@ void die_by(int sig) {
   ::_exit(128 + sig);  // not reached for these signals
 }
 
-// Parks the calling io thread for good and hands its connection to the rescue thread: the common end of
-// a contained fault and of a request timeout. Async-signal-safe.
+// Parks the calling thread (an io thread, or an app pool thread) for good and hands its connection to the
+// rescue thread: the common end of a contained fault and of a request timeout. Async-signal-safe.
 [[noreturn]] void park_for_rescue(int slot) {
   g_fault.slot.store(slot);
   // The last resort: if the rescue cannot finish (a lock the frozen thread holds), SIGALRM ends it.
@@ -348,7 +354,7 @@ int my_slot() noexcept {
   return -1;
 }
 
-// The request timeout's signal, sent by the watchdog to the io thread running an app call too long. If
+// The request timeout's signal, sent by the watchdog to the thread running an app call too long. If
 // that call has ended meanwhile, nothing happens. backtrace() was called once when the handler was
 // installed (its first call loads the unwinder), so here it only walks the stack.
 void on_timeout(int sig, siginfo_t*, void*) {
@@ -366,7 +372,7 @@ void on_timeout(int sig, siginfo_t*, void*) {
 void on_fault(int sig, siginfo_t*, void*) {
   if (!g_fault.armed.load(std::memory_order_relaxed)) die_by(sig);
   int mine = my_slot();
-  // Not an io thread, or an io thread outside the app's code: nothing known to contain.
+  // Not a thread with a slot, or one outside the app's code: nothing known to contain.
   if (mine < 0 || g_fault.slots[mine].conn.load(std::memory_order_relaxed) == nullptr) die_by(sig);
   int none = 0;
   if (!g_fault.sig.compare_exchange_strong(none, sig)) die_by(sig);  // a second fault: end at once
