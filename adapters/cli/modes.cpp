@@ -50,8 +50,9 @@ const std::vector<Mode>& modes() {
       {"metrics", nullptr, Mode::Kind::layer, "serve Prometheus metrics at /metrics (loopback clients only)",
        "GET /metrics answers the request counters by method and status class, requests in flight, body "
        "bytes in and out and a request duration histogram in the Prometheus text format, summed over all "
-       "--workers (the counters are shared memory made before the workers fork), plus the answering "
-       "worker's open connections. Only loopback clients may scrape (403 otherwise). Put it first, or "
+       "--workers (the counters are shared memory made before the workers fork), and the server's gauges "
+       "over all workers: workers, restarts by cause, open and idle connections, the app executor's queue "
+       "and busy threads, the accept queues. Only loopback clients may scrape (403 otherwise). Put it first, or "
        "right after --health, so that it counts what every other layer answers. See "
        "docs/middleware/metrics.md.",
        make_metrics_layer},

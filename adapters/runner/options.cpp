@@ -200,6 +200,26 @@ std::vector<OptionSpec> make_table() {
    "requests in flight get this long on SIGTERM/SIGINT before the process exits",
    [](const Options& d) { return show_seconds(d.server.graceful_timeout); },
    [](Options& o, const std::string& v) { o.server.graceful_timeout = seconds(v); }},
+  {"max-requests", 0, "N", H, false,
+   "with --workers: a worker that has answered N requests (plus its share of --max-requests-jitter) stops "
+   "accepting, finishes its requests and exits while the master starts its replacement; 0: never",
+   [](const Options& d) { return show(d.server.max_requests); },
+   [](Options& o, const std::string& v) { o.server.max_requests = whole(v, 0, 1ull << 62); }},
+  {"max-requests-jitter", 0, "J", H, false,
+   "each worker's --max-requests limit is N plus a random whole number from 0 to J, so that workers do not "
+   "all leave at once (gunicorn's rule)",
+   [](const Options& d) { return show(d.server.max_requests_jitter); },
+   [](Options& o, const std::string& v) { o.server.max_requests_jitter = whole(v, 0, 1ull << 62); }},
+  {"max-worker-memory", 0, "MB", H, false,
+   "with --workers: a worker whose resident memory exceeds MB mebibytes after a request is recycled as by "
+   "--max-requests (uWSGI's reload-on-rss); 0: never",
+   [](const Options& d) { return show(d.server.max_worker_rss >> 20); },
+   [](Options& o, const std::string& v) { o.server.max_worker_rss = whole(v, 0, 1ull << 40) << 20; }},
+  {"request-timeout", 0, "SECONDS", H, false,
+   "with --workers: an app call running longer is answered 504, the app thread's stack goes to the error "
+   "log, and its worker finishes its other requests and is replaced (uWSGI's harakiri); off by default",
+   [](const Options&) { return std::string("off"); },
+   [](Options& o, const std::string& v) { o.server.request_timeout = seconds(v); }},
   {"backlog", 0, "N", F, false, "listen() backlog of the socket opened for --listen",
    [](const Options& d) { return show(static_cast<std::uint64_t>(d.backlog)); },
    [](Options& o, const std::string& v) { o.backlog = static_cast<int>(whole(v, 1, 65535)); }},
@@ -443,6 +463,21 @@ Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& e
   return p;
 }
 
+namespace {
+// Recycling and the request timeout replace a worker: they need a master (--workers).
+void validate_recycling(const Options& o) {
+  const auto& s = o.server;
+  const char* needs_master = s.max_requests > 0        ? "--max-requests"
+                             : s.max_worker_rss > 0    ? "--max-worker-memory"
+                             : s.request_timeout.count() ? "--request-timeout"
+                                                       : nullptr;
+  if (needs_master && s.workers == 0)
+    throw UsageError(std::string(needs_master) +
+                     " needs --workers N: a worker is replaced by the master process, which a single process does not have");
+  if (s.max_requests_jitter > 0 && s.max_requests == 0) throw UsageError("--max-requests-jitter needs --max-requests");
+}
+}  // namespace
+
 void validate(Options& o) {
   auto& s = o.server;
   if (s.max_request_line > s.max_header_bytes) s.max_request_line = s.max_header_bytes;
@@ -454,6 +489,7 @@ void validate(Options& o) {
     throw UsageError("--proxy-protocol needs --trusted-proxy CIDR: the addresses of the proxies that send the header");
   if (!s.proxy_protocol && !s.trusted_proxies.empty())
     throw UsageError("--trusted-proxy applies with --proxy-protocol");
+  validate_recycling(o);
   if (o.adapter == Adapter::cgi && s.access_log == "-")
     throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }

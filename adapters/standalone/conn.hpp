@@ -145,7 +145,8 @@ public:
   void start();
   void on_timeout();
   void on_shutdown(bool hurry);
-  std::string abandon() noexcept;
+  std::string abandon(int status) noexcept;
+  friend std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
   void force_close() { close_now(); }
   ConnNode& node() noexcept {
     node_.conn = this;
@@ -262,6 +263,14 @@ private:
   void on_writable(error_code ec);
   void after_flush();
   void close_now();
+  void set_idle(bool idle) noexcept {
+    if (idle == idle_) return;
+    idle_ = idle;
+    if (sh_.slot) {
+      if (idle) sh_.slot->connections_idle.fetch_add(1, std::memory_order_relaxed);
+      else sh_.slot->connections_idle.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
   void drop_env() noexcept;
   bool hand_over(RequestKeeper& k);
   void linger();
@@ -295,6 +304,7 @@ private:
   CleanupHandlers cleanup_;
   Phase phase_ = Phase::reading;
   bool waiting_ = false;         // a read is pending
+  bool idle_ = false;            // a keep-alive connection waiting for its next request (counted on the board)
   bool write_waiting_ = false;   // a wait for writability is pending
   Request req_ = Request::none;
   bool keep_alive_ = true;

@@ -48,6 +48,7 @@ Conn::~Conn() {
 void Conn::start() {
   t_.add(*this);
   sh_.stats->connection_opened();
+  if (sh_.slot) sh_.slot->connections_open.fetch_add(1, std::memory_order_relaxed);
   set_deadline(sh_.opt.header_timeout);
   if (sh_.proxy.enabled() && listener_.tcp) read_proxy_header();  // serve() follows the header
   else serve();
@@ -211,6 +212,7 @@ Conn::Step Conn::read_head() {
       return Step::wait;
     }
     begin_request();
+    set_idle(false);
     set_deadline(sh_.opt.header_timeout);
   }
   if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
@@ -298,7 +300,10 @@ void Conn::wait_for_request() {
   }
   // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
   // (see on_shutdown); a request that still comes is answered with Connection: close.
-  if (req_ != Request::active && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
+  if (req_ != Request::active && begin_ == end_) {
+    set_deadline(sh_.opt.idle_timeout);
+    set_idle(true);
+  }
   wait_read();
 }
 
@@ -381,6 +386,7 @@ void Conn::after_app(Response res, int failed) {
     socket_.close(ec);
     phase_ = Phase::closed;
     sh_.stats->connection_closed();  // the app owns it now: no longer one of ours
+    if (sh_.slot) sh_.slot->connections_open.fetch_sub(1, std::memory_order_relaxed);
     t_.release_env(std::move(env_));
     return;
   }
@@ -478,6 +484,8 @@ void Conn::close_now() {
   bool app_running = phase_ == Phase::pooled;
   phase_ = Phase::closed;
   sh_.stats->connection_closed();
+  set_idle(false);
+  if (sh_.slot) sh_.slot->connections_open.fetch_sub(1, std::memory_order_relaxed);
   self_hold_.reset();
   clear_deadline();
   error_code ec;
@@ -571,19 +579,23 @@ void Conn::on_timeout() {
   close_now();
 }
 
-std::string Conn::abandon() noexcept {
+std::string Conn::abandon(int status) noexcept {
   std::string what;
   try {
     if (env_) what = std::string(env_->get(keys::REQUEST_METHOD)) + " " + std::string(env_->get(keys::REQUEST_URI));
   } catch (...) {
   }
   if (phase_ == Phase::closed || hijacked_) return what;
-  // Nothing of this response nor of an earlier pipelined one is pending: a 500 is in order. One
+  // Nothing of this response nor of an earlier pipelined one is pending: a 500 (504) is in order. One
   // non-blocking send; if it does not fit, the client gets the half-close alone.
   if (!response_started_ && !dead_ && out_pos_ == out_.size() && ext_.empty()) {
-    static constexpr std::string_view r =
+    static constexpr std::string_view r500 =
         "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
         "Connection: close\r\n\r\nInternal Server Error\n";
+    static constexpr std::string_view r504 =
+        "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
+        "Connection: close\r\n\r\nGateway Timeout\n";
+    std::string_view r = status == 504 ? r504 : r500;
     (void)::send(fd_, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   ::shutdown(fd_, SHUT_WR);
@@ -595,7 +607,7 @@ std::string Conn::abandon() noexcept {
   return what;
 }
 
-std::string abandon_faulted(Conn& c) noexcept { return c.abandon(); }
+std::string abandon_faulted(Conn& c, int status) noexcept { return c.abandon(status); }
 
 void Conn::on_shutdown(bool hurry) {
   keep_alive_ = false;

@@ -1,5 +1,6 @@
 // The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
 #include "csgi/adapters/standalone/conn.hpp"
+#include "csgi/adapters/standalone/recycle.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -377,6 +378,7 @@ void Conn::end_request() {
   keeper_.reset();
   sh_.stats->record_response(status_, sent_body_);
   log_access();
+  if (sh_.recycler) sh_.recycler->after_request();
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();

@@ -80,6 +80,14 @@ struct ServerOptions {
   std::chrono::milliseconds send_timeout{60000};       // client not reading the response → closed
   std::chrono::milliseconds graceful_timeout{10000};   // on SIGTERM: in-flight requests (and idle connections) get this long
 
+  // Prefork workers only (workers > 0): recycling and the request timeout (docs/reliability.md §4). A
+  // worker past a limit stops accepting and finishes its requests while the master forks its replacement.
+  std::uint64_t max_requests = 0;         // 0: none; else each worker's limit is this + a random 0…jitter
+  std::uint64_t max_requests_jitter = 0;
+  std::uint64_t max_worker_rss = 0;       // bytes of resident memory, checked after each request; 0: none
+  // An app call running longer is answered 504, its thread's stack logged, and its worker replaced; 0: none.
+  std::chrono::milliseconds request_timeout{0};
+
   /// Called once per listening address when the server is ready ("http://127.0.0.1:5000/",
   /// "unix:/path"). By default the address is printed to stdout as "csgi: listening on <address>".
   std::function<void(const std::string&)> on_listening;

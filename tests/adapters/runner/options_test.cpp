@@ -60,6 +60,9 @@ std::vector<std::string> companion(const OptionSpec& row) {
   std::string name = row.name;
   if (name == "proxy-protocol") return {"--trusted-proxy", "127.0.0.1"};
   if (name == "trusted-proxy") return {"--proxy-protocol"};
+  // Options that replace workers need a master; the jitter needs its limit.
+  if (name == "max-requests" || name == "max-worker-memory" || name == "request-timeout") return {"--workers", "2"};
+  if (name == "max-requests-jitter") return {"--workers", "2", "--max-requests", "9"};
   return {};
 }
 
@@ -99,6 +102,20 @@ TEST_CASE("an option given for an adapter it does not apply to is a usage error 
   CHECK(usage_error({"--error-log", "x"}, Adapter::fastcgi).find("--error-log does not apply to FastCGI") == 0);
   CHECK(usage_error({"--cgi"}, Adapter::fastcgi) == "--cgi: this program serves FastCGI only");
   CHECK(usage_error({"--fastcgi", "--cgi"}) == "give only one of --fastcgi and --cgi");
+}
+
+TEST_CASE("recycling and the request timeout need --workers; a single process refuses them with a usage error") {
+  CHECK(usage_error({"--max-requests", "100"}).find("--max-requests needs --workers N") == 0);
+  CHECK(usage_error({"--max-worker-memory", "200"}).find("--max-worker-memory needs --workers N") == 0);
+  CHECK(usage_error({"--request-timeout", "5"}).find("--request-timeout needs --workers N") == 0);
+  CHECK(usage_error({"--workers", "2", "--max-requests-jitter", "5"}) == "--max-requests-jitter needs --max-requests");
+  auto o = parse_args({"--workers", "2", "--max-requests", "100", "--max-requests-jitter", "10", "--max-worker-memory",
+                       "300", "--request-timeout", "2.5"})
+               .options.server;
+  CHECK(o.max_requests == 100);
+  CHECK(o.max_requests_jitter == 10);
+  CHECK(o.max_worker_rss == 300ull << 20);
+  CHECK(o.request_timeout == std::chrono::milliseconds(2500));
 }
 
 TEST_CASE("FastCGI keeps the --threads given; its own default applies only when none is") {
