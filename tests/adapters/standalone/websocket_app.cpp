@@ -5,8 +5,11 @@
 //   /throw     on_message throws (the adapter closes with 1011)
 //   /close     a message "CODE REASON" makes the server close with that code and reason
 //   /thread    on_open starts a thread that sends "from a thread" after 50 ms (send from any thread)
+//   /flood     a message "N" makes on_message send N binary messages of 64 KiB at once; it records how many
+//              send() refused ("flood refused K") with the bytes it had queued then
 //   /events    every on_open/on_close so far, one line each ("close CODE REASON"); plain HTTP
 //   /hello     plain HTTP
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -53,6 +56,17 @@ csgi::Response app(csgi::Env& env) {
     h.on_message = [](ws::Connection& c, std::string_view data, bool) {
       std::size_t sp = data.find(' ');
       c.close(std::stoi(std::string(data.substr(0, sp))), sp == std::string_view::npos ? "" : data.substr(sp + 1));
+    };
+  if (path == "/flood")
+    h.on_message = [](ws::Connection& c, std::string_view data, bool) {
+      std::string chunk(64 * 1024, 'f');
+      int n = std::stoi(std::string(data)), refused = 0;
+      std::size_t most = 0;
+      for (int i = 0; i < n; ++i) {
+        if (!c.send_binary(chunk)) ++refused;
+        most = std::max(most, c.buffered_amount());
+      }
+      record("flood refused " + std::to_string(refused) + " queued " + std::to_string(most));
     };
   if (path == "/thread")
     h.on_open = [](ws::Connection& c) {

@@ -3,7 +3,7 @@
 sockets for what a client library will not send: echo of text, binary, fragmented and large messages,
 ping/pong, close handshakes with codes both ways, invalid UTF-8 (1007), an unmasked frame (1002), an
 over-limit message (1009), a throwing handler (1011), a send from another thread, many clients at once, a
-client that vanishes, 426 for a bad handshake, a pipelined request before the upgrade, and 1001 on a
+client that vanishes, a bounded send queue, 426 for a bad handshake, a pipelined request before the upgrade, and 1001 on a
 graceful stop; plain HTTP is checked between the cases.
 Usage: websocket_conformance.py CSGI_EXE APP_SO [extra csgi serve options...]"""
 import asyncio
@@ -33,7 +33,7 @@ def check(cond, what):
 def start():
     err = tempfile.NamedTemporaryFile(prefix="csgi-ws-", suffix=".log", delete=False)
     p = subprocess.Popen([CSGI, "serve", "--app", APP, "--listen", "127.0.0.1:0", "--ws-max-message-bytes", "8388608",
-                          "--graceful-timeout", "5"] + EXTRA, stdout=subprocess.PIPE, stderr=err, text=True,
+                          "--graceful-timeout", "5", "--ws-send-queue-bytes", "1048576"] + EXTRA, stdout=subprocess.PIPE, stderr=err, text=True,
                          start_new_session=True)
     deadline = time.time() + 15
     while time.time() < deadline:
@@ -219,6 +219,23 @@ def main():
         with open(errlog) as f:
             check("WebSocket handler threw" in f.read(), "the throw is logged to csgi.errors")
         asyncio.run(from_thread(url))
+
+        async def flood():
+            async with websockets.connect(url + "/flood", max_size=None) as ws:
+                await ws.send("400")  # 25 MiB against a 1 MiB send queue
+                got = 0
+                try:
+                    while True:
+                        await asyncio.wait_for(ws.recv(), 1)
+                        got += 1
+                except asyncio.TimeoutError:
+                    pass
+                return got
+        got = asyncio.run(flood())
+        m = re.search(r"flood refused (\d+) queued (\d+)", events(port))
+        check(m is not None and int(m.group(1)) > 0 and int(m.group(2)) <= (1 << 20) and got == 400 - int(m.group(1)),
+              "send queue bounded by --ws-send-queue-bytes: refused %s, most queued %s, received %d" %
+              (m and m.group(1), m and m.group(2), got))
         check(serving(port), "HTTP still served")
 
         s, head, rest = raw_upgrade(port)
