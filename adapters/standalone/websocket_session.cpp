@@ -227,8 +227,10 @@ private:
     auto self = this->shared_from_this();
     bool posted = sh_.pool->post([self, job = std::move(job), then = std::move(then)]() mutable {
       self->guarded(job);
-      auto back = [then = std::move(then)]() mutable { then(); };
-      self->t_.mailbox->post(back);
+      // Every reference goes back to the io thread with `then`: the session is destroyed only there.
+      auto mailbox = self->t_.mailbox;
+      auto back = [self = std::move(self), job = std::move(job), then = std::move(then)]() mutable { then(); };
+      mailbox->post(back);
     });
     if (!posted) {
       ch_->close(websocket::close_code::going_away, "server shutting down");
@@ -258,7 +260,6 @@ private:
     std::string reason;
     if (!ch_->close_wanted(code, reason)) return;
     close_sent_ = true;
-    sent_code_ = code;
     bws::close_reason cr(static_cast<bws::close_code>(code), reason);
     ws_.async_close(cr, [self = this->shared_from_this()](error_code ec) { self->end(ec); });
   }
@@ -308,7 +309,6 @@ private:
   beast::flat_buffer in_;
   std::shared_ptr<Channel> ch_;
   bool opened_ = false, writing_ = false, close_sent_ = false, ended_ = false;
-  int sent_code_ = 0;
 };
 
 }  // namespace

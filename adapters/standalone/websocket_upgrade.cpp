@@ -43,6 +43,12 @@ std::string Conn::pending_output() {
 // The app answered 101 after handing csgix.websocket its handler: the request ends here (access log,
 // cleanup handlers, env back to the pool) and the socket goes to the session.
 void Conn::begin_websocket(Response& res) {
+  if (t_.stopping) {
+    // The graceful stop has passed this connection by: no new WebSocket now.
+    ws_handler_.reset();
+    keep_alive_ = false;
+    return handle(Response::error(503, "server stopping"));
+  }
   WsStart st;
   st.handler = std::move(*std::exchange(ws_handler_, nullptr));
   st.handshake = ws_handshake_text(*env_);
