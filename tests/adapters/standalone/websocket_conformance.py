@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """WebSocket conformance of `csgi serve` (spec EXT-8…EXT-10) with python3-websockets as the client and raw
 sockets for what a client library will not send: echo of text, binary, fragmented and large messages,
-ping/pong, close handshakes with codes both ways, invalid UTF-8 (1007), an unmasked frame (1002), an
+ping/pong, keep-alive pings and --ws-idle-timeout, close handshakes with codes both ways, invalid UTF-8 (1007), an unmasked frame (1002), an
 over-limit message (1009), a throwing handler (1011), a send from another thread, many clients at once, a
 client that vanishes, a bounded send queue, 426 for a bad handshake, a pipelined request before the upgrade, and 1001 on a
 graceful stop; plain HTTP is checked between the cases.
@@ -30,11 +30,10 @@ def check(cond, what):
         failures.append(what)
 
 
-def start():
+def start(*options):
     err = tempfile.NamedTemporaryFile(prefix="csgi-ws-", suffix=".log", delete=False)
-    p = subprocess.Popen([CSGI, "serve", "--app", APP, "--listen", "127.0.0.1:0", "--ws-max-message-bytes", "8388608",
-                          "--graceful-timeout", "5", "--ws-send-queue-bytes", "1048576"] + EXTRA, stdout=subprocess.PIPE, stderr=err, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen([CSGI, "serve", "--app", APP, "--listen", "127.0.0.1:0"] + list(options) + EXTRA,
+                         stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
     deadline = time.time() + 15
     while time.time() < deadline:
         line = p.stdout.readline()
@@ -197,8 +196,44 @@ async def many(url, n=200, k=10):
     check(ok == n, "%d clients at once, %d messages each: %d echoed all" % (n, k, ok))
 
 
+def idle_timeout():
+    """--ws-idle-timeout: a client that answers pings stays, one that does not is closed."""
+    p, port, errlog = start("--ws-idle-timeout", "1")
+    try:
+        s, head, rest = raw_upgrade(port)
+        t0 = time.time()
+        data, pinged = rest, False
+        while time.time() - t0 < 5:
+            s.settimeout(max(0.1, 5 - (time.time() - t0)))
+            try:
+                d = s.recv(65536)
+            except OSError:
+                break
+            if not d:
+                break
+            data += d
+            pinged = pinged or (len(data) >= 1 and data[0] & 0x0f == 9)
+        waited = time.time() - t0
+        check(pinged and 0.8 < waited < 4, "a silent client is pinged, then dropped after --ws-idle-timeout (%.1f s)" % waited)
+        s.close()
+
+        async def lively():
+            async with websockets.connect("ws://127.0.0.1:%d/echo" % port, ping_interval=None) as ws:
+                await asyncio.sleep(2.5)  # the library answers the server's pings
+                await ws.send("still here")
+                return await asyncio.wait_for(ws.recv(), 5)
+        check(asyncio.run(lively()) == "still here", "a client that answers pings outlives --ws-idle-timeout")
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        os.unlink(errlog)
+
+
 def main():
-    p, port, errlog = start()
+    idle_timeout()
+    access = tempfile.NamedTemporaryFile(prefix="csgi-ws-access-", delete=False).name
+    p, port, errlog = start("--ws-max-message-bytes", "8388608", "--graceful-timeout", "5", "--ws-send-queue-bytes",
+                            "1048576", "--access-log", access)
     url = "ws://127.0.0.1:%d" % port
     try:
         check(serving(port), "plain HTTP served")
@@ -281,11 +316,15 @@ def main():
                     check(e.rcvd is not None and e.rcvd.code == 1001, "graceful stop closes with 1001 (got %s)" % (e.rcvd,))
         asyncio.run(stop_case())
         check(p.wait(10) == 0, "the server exits 0 after the stop")
+        with open(access) as f:
+            log = f.read()
+        check('"GET /echo HTTP/1.1" 101 ' in log, "the access log has the upgrade request with status 101")
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
         os.unlink(errlog)
+        os.unlink(access)
     if failures:
         print("%d failed" % len(failures))
         sys.exit(1)
