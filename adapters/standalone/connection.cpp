@@ -146,6 +146,7 @@ void Conn::begin_request() {
   prebody_.clear();
   prebody_pos_ = 0;
   prebody_ready_ = false;
+  ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
   expect_ = {};
   continue_pending_ = false;
   response_started_ = false;

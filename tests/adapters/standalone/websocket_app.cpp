@@ -7,6 +7,7 @@
 //   /thread    on_open starts a thread that sends "from a thread" after 50 ms (send from any thread)
 //   /flood     a message "N" makes on_message send N binary messages of 64 KiB at once; it records how many
 //              send() refused ("flood refused K") with the bytes it had queued then
+//   /taken-then-delayed  hands csgix.websocket a handler, then answers with a delayed 200 instead of the 101
 //   /events    every on_open/on_close so far, one line each ("close CODE REASON"); plain HTTP
 //   /hello     plain HTTP
 #include <algorithm>
@@ -48,6 +49,10 @@ csgi::Response app(csgi::Env& env) {
   if (path == "/events") {
     std::lock_guard lock(events_mu);
     return csgi::Response::text(200, events);
+  }
+  if (path == "/taken-then-delayed") {
+    (void)ws::accept(env, echo());
+    return csgi::Response::delayed([](csgi::Responder r) { r.respond(csgi::Response::text(200, "delayed")); });
   }
   ws::Handler h = echo();
   if (path == "/small") h.max_message_bytes = 1024;

@@ -294,6 +294,13 @@ def main():
         check(b"after pipelining" in data, "echo after a pipelined upgrade")
         s.close()
 
+        hs = ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+              "Sec-WebSocket-Version: 13\r\n")
+        s, head, rest = raw_upgrade(port, before=("GET /taken-then-delayed HTTP/1.1\r\nHost: t\r\n%s\r\n" % hs).encode())
+        check(b"delayed" in head and b"HTTP/1.1 101" in head,
+              "a handler taken but answered otherwise does not outlive its request: the next upgrade on the connection works")
+        s.close()
+
         s, head, rest = raw_upgrade(port)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # vanishes: a reset, no close frame
