@@ -185,8 +185,8 @@ public:
 private:
   void accept() {
     ws_.async_accept(asio::buffer(st_.handshake), [self = this->shared_from_this()](error_code ec) {
-      self->st_.handshake = {};
-      self->st_.pending_out = {};
+      std::string().swap(self->st_.handshake);  // their memory goes now, not with the connection
+      std::string().swap(self->st_.pending_out);
       if (ec) return self->end(ec);
       self->opened_ = true;
       self->call([self] {
