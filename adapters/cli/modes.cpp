@@ -16,7 +16,7 @@ const std::vector<Mode>& modes() {
        "its factory with the --app-arg values. The same library runs unchanged under the FastCGI, CGI and "
        "Python adapters.",
        [](const ModeArgs& a, App) { return load_app(a.value, a.app_args); }},
-      {"demo", nullptr, Mode::Kind::source, "serve the built-in demo (hello, /env, /stream)",
+      {"demo", nullptr, Mode::Kind::source, "serve the built-in demo (hello, /env, /stream, /websocket)",
        "A small app to try the server: a greeting at /, the request env at /env, a streamed response "
        "written by a delayed writer at /stream.",
        [](const ModeArgs& a, App) { return demo_app(a.app_args); }},

@@ -33,6 +33,7 @@
 
 #include "csgi/adapters/standalone/detail.hpp"
 #include "csgi/adapters/standalone/request_parser.hpp"
+#include "csgi/adapters/standalone/websocket_session.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -104,7 +105,7 @@ struct PoolCall {
 /// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
 /// this is destroyed. It stands in for the connection's csgi.input, csgix.io and csgix.informational,
 /// which fail from then on.
-struct HeldRequest final : Input, Hijack, Informational {
+struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
   std::unique_ptr<Env> env;
   std::unique_ptr<char[]> buf;
   CleanupHandlers cleanup;
@@ -116,6 +117,7 @@ struct HeldRequest final : Input, Hijack, Informational {
   }
   int take(std::string&) override { return -1; }
   bool send(int, const Headers&) override { return false; }
+  bool upgrade(websocket::Handler) override { return false; }
 };
 
 /// Where a delayed response's Responder, and its Writer, keep the request of a connection that closed
@@ -138,7 +140,8 @@ struct RequestKeeper {
 class Conn final : public std::enable_shared_from_this<Conn>,
                    public Input,
                    public Hijack,
-                   public Informational {
+                   public Informational,
+                   public websocket::Upgrade {
 public:
   Conn(IoThread& t, Socket s, const ListenSocket& l);
   ~Conn();
@@ -160,6 +163,8 @@ public:
   int take(std::string& pending) override;
   // csgix.informational
   bool send(int status, const Headers& headers) override;
+  // csgix.websocket (websocket_upgrade.cpp)
+  bool upgrade(websocket::Handler handler) override;
 
   // Delayed responses (called on the io thread, posted by the responder / writer).
   void on_delayed(Response r);
@@ -180,7 +185,7 @@ public:
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed };
+  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, websocket, closed };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished), draining (finished; the rest of its body is being discarded).
   enum class Request { none, active, draining };
@@ -221,6 +226,10 @@ private:
   void recv_blocking();
   bool send_interim(int status, const Headers& headers);
   int take_here(std::string& pending);
+  // WebSocket (websocket_upgrade.cpp): the app's 101 hands the socket to a session.
+  bool upgrade_here(websocket::Handler& handler);
+  void begin_websocket(Response& res);
+  std::string pending_output();
 
   // The app on the pool (pooled.cpp).
   void run_in_pool();
@@ -360,6 +369,9 @@ private:
   std::shared_ptr<Conn> self_hold_;
   // A csgi.input read of the app's pool thread waiting for bytes from the socket.
   std::shared_ptr<PoolCall> call_;
+  // The handler the app gave csgix.websocket during its call, then the session running it.
+  std::unique_ptr<websocket::Handler> ws_handler_;
+  std::shared_ptr<WsSession> ws_;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

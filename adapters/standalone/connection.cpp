@@ -152,6 +152,7 @@ void Conn::begin_request() {
   prebody_.clear();
   prebody_pos_ = 0;
   prebody_ready_ = false;
+  ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
   expect_ = {};
   continue_pending_ = false;
   response_started_ = false;
@@ -350,6 +351,7 @@ void Conn::set_connection_env(Env& env) {
   env.set_bool(keys::x::cleanup, true);
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
+  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
   if (proxy_https_) env.set_view(keys::HTTPS, "on");
@@ -390,6 +392,8 @@ void Conn::after_app(Response res, int failed) {
     t_.release_env(std::move(env_));
     return;
   }
+  if (ws_handler_ && res.status == 101 && !std::holds_alternative<Delayed>(res.body)) return begin_websocket(res);
+  ws_handler_.reset();
   handle(std::move(res));
 }
 
@@ -509,6 +513,7 @@ void Conn::close_now() {
     stream_.reset();
   }
   file_.reset();
+  if (ws_) std::exchange(ws_, nullptr)->abort();
   node_.unlink();
 }
 
@@ -547,6 +552,7 @@ bool Conn::hand_over(RequestKeeper& k) {
   env.set_object<Input>(keys::input, static_cast<Input*>(h.get()));
   env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(h.get()));
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(h.get()));
+  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(h.get()));
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &h->cleanup);
   cleanup_.move_to(h->cleanup);
   h->buf = std::exchange(buf_, std::move(fresh));
@@ -611,6 +617,10 @@ std::string abandon_faulted(Conn& c, int status) noexcept { return c.abandon(sta
 
 void Conn::on_shutdown(bool hurry) {
   keep_alive_ = false;
+  if (phase_ == Phase::websocket) {
+    if (ws_) ws_->going_away();
+    return;
+  }
   // A graceful stop does not close an idle keep-alive connection (nor one accepted whose request has not
   // arrived): its client may be sending a request right now, and closing would race it into a failed
   // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the

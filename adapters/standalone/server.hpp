@@ -1,7 +1,7 @@
 #pragma once
 /// The standalone HTTP/1.1 server (docs/standalone.md): runs any csgi::App over HTTP/1.0 and 1.1 with
 /// keep-alive, pipelining, chunked bodies, file bodies by sendfile(2), delayed and streaming responses,
-/// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats extensions.
+/// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats / csgix.websocket extensions.
 ///
 /// Threads and workers. Each of `threads` io threads runs its own io_context with its own connections;
 /// the app is called on the io thread that owns the connection. An app that blocks (or reads a slow
@@ -87,6 +87,10 @@ struct ServerOptions {
   std::uint64_t max_worker_rss = 0;       // bytes of resident memory, checked after each request; 0: none
   // An app call running longer is answered 504, its thread's stack logged, and its worker replaced; 0: none.
   std::chrono::milliseconds request_timeout{0};
+  // WebSocket (csgix.websocket, core/websocket.hpp).
+  std::size_t ws_max_message_bytes = 16ull << 20;     // a bigger message is closed with 1009
+  std::size_t ws_send_queue_bytes = 16ull << 20;      // Connection::send returns false past this much queued
+  std::chrono::milliseconds ws_idle_timeout{60000};   // a ping after half of it; closed after all of it in silence (0: never)
 
   /// Called once per listening address when the server is ready ("http://127.0.0.1:5000/",
   /// "unix:/path"). By default the address is printed to stdout as "csgi: listening on <address>".
