@@ -48,6 +48,8 @@ std::uint16_t be16(std::string_view b, std::size_t at) noexcept {
 bool v1_address(std::string_view text, int family, std::array<std::uint8_t, 16>& out) noexcept {
   char buf[INET6_ADDRSTRLEN];
   if (text.empty() || text.size() >= sizeof buf) return false;
+  // inet_pton reads up to a NUL: a NUL inside the field would end the address early.
+  if (text.find('\0') != std::string_view::npos) return false;
   std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';
   return ::inet_pton(family, buf, out.data()) == 1;
@@ -223,7 +225,7 @@ namespace {
 bool address16(std::string_view text, std::array<std::uint8_t, 16>& out, bool& v4) noexcept {
   text = text.substr(0, text.find('%'));  // an IPv6 zone ("fe80::1%eth0") is ignored
   char buf[INET6_ADDRSTRLEN];
-  if (text.empty() || text.size() >= sizeof buf) return false;
+  if (text.empty() || text.size() >= sizeof buf || text.find('\0') != std::string_view::npos) return false;
   std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';
   out = {};

@@ -9,6 +9,7 @@
 #include "csgi/core/keys.hpp"
 #include "csgi/core/lint.hpp"
 #include "csgi/core/test_client.hpp"
+#include "csgi/core/text.hpp"
 #include "csgi/core/websocket.hpp"
 #include "fuzz_support.hpp"
 
@@ -19,10 +20,11 @@ struct Taker final : csgi::websocket::Upgrade {
   bool upgrade(csgi::websocket::Handler) override { return ++taken == 1; }
 };
 
-/// A header value the test client accepts: no CR, LF or NUL, no surrounding blanks.
+/// A header value an adapter passes to the app: no control character but tab (an HTTP parser refuses
+/// the others with a 400 before any app runs), no surrounding blanks.
 std::string field(std::string_view v) {
   std::string out;
-  for (char c : v) out.push_back(c == '\r' || c == '\n' || c == '\0' ? ' ' : c);
+  for (char c : v) out.push_back(csgi::is_ctl(c) && c != '\t' ? ' ' : c);
   while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
   while (!out.empty() && (out.front() == ' ' || out.front() == '\t')) out.erase(0, 1);
   return out;

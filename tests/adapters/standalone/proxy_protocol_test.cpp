@@ -127,6 +127,13 @@ TEST_CASE("proxy protocol v1: malformed lines are invalid", "[proxy_protocol]") 
     CHECK(r.status == Status::invalid);
     CHECK(std::string(r.why).size() > 0);
   }
+  // A NUL inside an address: inet_pton would stop there and take "192.0.2.17" (found by fuzz_proxy_protocol).
+  using namespace std::string_literals;
+  for (std::string bad : {"PROXY TCP4 192.0.2.17\0\0 198.51.100.7 1 2\r\n"s, "PROXY TCP6 ::1\0 ::2 1 2\r\n"s}) {
+    auto r = pp::parse(bad);
+    CHECK(r.status == Status::invalid);
+  }
+  CHECK_THROWS_AS(ProxyTrust(true, {"10.0.0.1\0/8"s}), std::invalid_argument);
 }
 
 TEST_CASE("proxy protocol: every strict prefix of a header needs more bytes", "[proxy_protocol]") {
