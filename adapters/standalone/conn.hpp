@@ -32,6 +32,7 @@
 #include <optional>
 
 #include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/adapters/standalone/h2_conn.hpp"
 #include "csgi/adapters/standalone/request_parser.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
@@ -177,9 +178,13 @@ public:
   void serve_read(const std::shared_ptr<PoolCall>& c);
 
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
+  /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
+  H2Conn* h2() noexcept { return h2_.get(); }
 
 private:
-  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed };
+  friend class H2Conn;
+  // h2: an HTTP/2 connection, driven by h2_ (h2_conn.cpp).
+  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed, h2 };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished), draining (finished; the rest of its body is being discarded).
   enum class Request { none, active, draining };
@@ -196,6 +201,7 @@ private:
   void wait_for_request();
   bool make_room();
   void begin_request();
+  void start_h2();
   void request_ready();
   void set_connection_env(Env& env);
   Response call_app(Env& env, int& failed);
@@ -336,6 +342,9 @@ private:
   std::shared_ptr<Conn> self_hold_;
   // A csgi.input read of the app's pool thread waiting for bytes from the socket.
   std::shared_ptr<PoolCall> call_;
+  // HTTP/2: possible until the first bytes say otherwise (h2_preface_match); then the driver.
+  bool h2_possible_ = true;
+  std::unique_ptr<H2Conn> h2_;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

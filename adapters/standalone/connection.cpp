@@ -205,6 +205,12 @@ Conn::Step Conn::read_head() {
       begin_ = end_ = 0;
       return Step::wait;
     }
+    if (h2_possible_) {
+      int m = h2_preface_match({buf_.get() + begin_, end_ - begin_});
+      if (m == 0) return Step::wait;
+      h2_possible_ = false;
+      if (m > 0) return start_h2(), Step::stop;
+    }
     begin_request();
     set_deadline(sh_.opt.header_timeout);
   }
@@ -495,6 +501,7 @@ void Conn::close_now() {
     stream_.reset();
   }
   file_.reset();
+  if (h2_) h2_->on_close();
   node_.unlink();
 }
 
@@ -543,6 +550,7 @@ bool Conn::hand_over(RequestKeeper& k) {
 
 void Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
+  if (h2_) return h2_->on_timeout();
   clear_deadline();
   if (phase_ == Phase::discarding) {
     keep_alive_ = false;
@@ -588,6 +596,7 @@ std::string Conn::abandon() noexcept {
 std::string abandon_faulted(Conn& c) noexcept { return c.abandon(); }
 
 void Conn::on_shutdown(bool hurry) {
+  if (h2_) return h2_->on_shutdown(hurry);
   keep_alive_ = false;
   // A graceful stop does not close an idle keep-alive connection (nor one accepted whose request has not
   // arrived): its client may be sending a request right now, and closing would race it into a failed

@@ -1,0 +1,68 @@
+#pragma once
+// The plain-fd driver of an HTTP/2 connection (internal, not installed): a connection (conn.hpp) whose
+// first bytes are the HTTP/2 preface hands its socket to this, which reads into the H2Session, writes
+// what the session produces, runs the app for each complete request (inline on the io thread, or on the
+// app pool) and keeps the connection's deadline (idle, body, send timeouts) in the io thread's list.
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "csgi/adapters/standalone/h2_session.hpp"
+
+namespace csgi::standalone::detail {
+
+class Conn;
+
+/// How `bytes` (the first bytes of a connection) compare with the HTTP/2 client preface (RFC 9113 §3.4):
+/// 1 all of it, 0 a prefix of it (wait for more), -1 something else.
+int h2_preface_match(std::string_view bytes) noexcept;
+
+class H2Conn final : public H2Host {
+public:
+  explicit H2Conn(Conn& c);
+  ~H2Conn() override;
+  /// Starts the session with the bytes already read (the preface and what followed it).
+  void start(std::string_view initial);
+  void on_timeout();
+  void on_shutdown(bool hurry);
+  /// The connection is closed: the session and its streams go (writers fail from now on).
+  void on_close() noexcept;
+
+  // H2Host.
+  void on_request(std::shared_ptr<H2Request> req) override;
+  void on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool complete) override;
+  void log_error(std::string_view what) override;
+
+  // Posted to the io thread by the app's threads.
+  void on_app_done(std::int32_t id, Response res);
+  void on_app_left();
+  void on_writer_start(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w);
+  void on_writer_flush(std::int32_t id, const std::shared_ptr<H2WriterState>& w);
+  void on_responder_dropped(std::int32_t id);
+  bool interim_here(std::int32_t id, int status, const Headers& headers);
+  void pump();
+
+private:
+  void set_env(H2Request& req);
+  void run_inline(const std::shared_ptr<H2Request>& req);
+  void run_pooled(const std::shared_ptr<H2Request>& req);
+  void answer(const std::shared_ptr<H2Request>& req, Response res);
+  void wait_read();
+  void on_read(std::size_t n);
+  bool write_out();
+  void wait_write();
+  void update_deadline();
+  void finish();
+
+  Conn& c_;
+  std::unique_ptr<H2Session> session_;
+  std::unique_ptr<char[]> rbuf_;
+  std::string out_;
+  std::size_t out_pos_ = 0;
+  bool reading_ = false;
+  bool write_waiting_ = false;
+  bool stopping_ = false;
+  std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned
+};
+
+}  // namespace csgi::standalone::detail
