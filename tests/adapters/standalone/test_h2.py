@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """`csgi serve` over HTTP/2 (h2c, prior knowledge), on real sockets, with real clients and hostile peers.
 
-  * curl --http2-prior-knowledge and nghttp against --demo; HEAD; 100 concurrent streams on one
+  * curl --http2-prior-knowledge and nghttp against --demo (curl --http2's Upgrade: h2c answered as
+    HTTP/1.1); HEAD; 100 concurrent streams on one
     connection with the app on a pool (--app-threads 4), several of them in the app at once;
   * a 1.3 MB file to a client whose window is 4 KiB (flow control respected, digest matches);
   * per-stream refusals (malformed request, body over --max-body-bytes) leave the connection serving;
@@ -385,6 +386,10 @@ def main():
         r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", base + "/stream"], capture_output=True, text=True,
                            timeout=20)
         check(r.stdout.count("written by a delayed writer") == 10, "curl: the demo's delayed writer streams 10 lines")
+        # Upgrade: h2c is not taken up: the request is answered as HTTP/1.1 (RFC 9110 §7.8).
+        r = subprocess.run(["curl", "-s", "--http2", "-w", "\n%{http_version}", base + "/hello"], capture_output=True,
+                           text=True, timeout=20)
+        check(r.stdout == "Hello, world!\n1.1", "curl --http2 (Upgrade: h2c): answered as HTTP/1.1: %r" % r.stdout)
     if shutil.which("nghttp"):
         r = subprocess.run(["nghttp", "-n", "-s", "-m", "20", base + "/hello"], capture_output=True, text=True, timeout=20)
         check(r.returncode == 0 and r.stdout.count("200") >= 1, "nghttp -m 20: exit %d" % r.returncode)
