@@ -382,6 +382,32 @@ void H2Conn::on_close() noexcept {
   out_pos_ = 0;
 }
 
+namespace {
+/// csgix.informational of the streams of one connection: on the io thread at once, from another thread
+/// through the mailbox (that thread waits).
+class Interim final : public H2Interim {
+public:
+  Interim(std::weak_ptr<Conn> c, IoThread& t) : c_(std::move(c)), t_(&t) {}
+  bool send(std::int32_t id, int status, const Headers& headers) override {
+    auto here = [&] {
+      auto c = c_.lock();
+      return c && c->h2() && c->h2()->interim_here(id, status, headers);
+    };
+    if (t_->ioc.get_executor().running_in_this_thread()) return here();
+    if (t_->exited.load(std::memory_order_acquire)) return false;
+    return call_on_io(*t_, here);
+  }
+
+private:
+  std::weak_ptr<Conn> c_;
+  IoThread* t_;
+};
+}  // namespace
+
+std::unique_ptr<Env> H2Conn::acquire_env() { return c_.t_.acquire_env(); }
+
+void H2Conn::release_env(std::unique_ptr<Env> env) { c_.t_.release_env(std::move(env)); }
+
 void H2Conn::set_env(H2Request& req) {
   Env& env = *req.env;
   Shared& sh = c_.sh_;
@@ -398,18 +424,8 @@ void H2Conn::set_env(H2Request& req) {
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(&req));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh.stats);
-  std::weak_ptr<Conn> wc = c_.weak_from_this();
-  IoThread* t = &c_.t_;
-  std::int32_t id = req.id;
-  req.interim = [wc, t, id](int status, const Headers& headers) {
-    auto here = [&] {
-      auto c = wc.lock();
-      return c && c->h2() && c->h2()->interim_here(id, status, headers);
-    };
-    if (t->ioc.get_executor().running_in_this_thread()) return here();
-    if (t->exited.load(std::memory_order_acquire)) return false;
-    return call_on_io(*t, here);
-  };
+  if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
+  req.interim = interim_;
 }
 
 bool H2Conn::interim_here(std::int32_t id, int status, const Headers& headers) {

@@ -32,6 +32,8 @@ public:
   void on_request(std::shared_ptr<H2Request> req) override;
   void on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool complete) override;
   void log_error(std::string_view what) override;
+  std::unique_ptr<Env> acquire_env() override;
+  void release_env(std::unique_ptr<Env> env) override;
 
   // Posted to the io thread by the app's threads.
   void on_app_done(std::int32_t id, Response res);
@@ -62,6 +64,7 @@ private:
   bool reading_ = false;
   bool write_waiting_ = false;
   bool stopping_ = false;
+  std::shared_ptr<H2Interim> interim_;
   std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned
 };
 

@@ -112,6 +112,7 @@ struct H2Callbacks {
       auto s = std::make_unique<H2Session::Stream>();
       s->id = f->hd.stream_id;
       s->req->id = s->id;
+      s->req->env = h.host_.acquire_env();
       nghttp2_session_set_stream_user_data(ng, s->id, s.get());
       h.streams_[s->id] = std::move(s);
       ++h.open_;
@@ -266,6 +267,11 @@ struct H2Callbacks {
     }
     if (!s.request_done && h.awaiting_ > 0) --h.awaiting_;
     --h.open_;
+    // The stream holds its request alone (no app, Responder or Writer does): its env is recycled here.
+    if (s.req.use_count() == 1 && s.req->env) {
+      if (s.req->cleanup.size() > 0) s.req->cleanup.run(*s.req->env);
+      h.host_.release_env(std::move(s.req->env));
+    }
     h.streams_.erase(it);
     return 0;
   }
@@ -282,7 +288,7 @@ struct H2Callbacks {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       s->sent += n;
-      if (s->eof && s->out_pos == s->out.size()) {
+      if (s->eof) {  // nothing left (fill() sets it only then)
         if (s->declared && s->sent < *s->declared) {
           h.host_.log_error("the response body fell short of its Content-Length; the stream is reset (ADP-13)");
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -551,16 +557,19 @@ void H2Session::refuse(Stream& s, int status, std::string_view why) {
 void H2Session::submit(Stream& s, int status, const Headers& headers, bool has_body, std::uint64_t* length) {
   s.responded = true;
   s.status = status;
-  std::vector<std::string> names;
-  names.reserve(headers.size() + 1);
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(headers.size() + 4);
+  std::vector<nghttp2_nv>& nva = nva_;
+  nva.clear();
   char code[4];
   std::to_chars(code, code + 3, status);
   auto add = [&](std::string_view n, std::string_view v) {
     nva.push_back({(std::uint8_t*)n.data(), (std::uint8_t*)v.data(), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
   };
   add(":status", std::string_view(code, 3));
+  // The lower-cased names go into one buffer, sized first so that the views into it stay put.
+  std::size_t total = 0;
+  for (const Header& h : headers) total += h.name.size();
+  names_.clear();
+  names_.reserve(total);
   bool has_date = false;
   for (const Header& h : headers) {
     if (iequals(h.name, "content-length") || connection_specific(h.name)) continue;
@@ -568,14 +577,11 @@ void H2Session::submit(Stream& s, int status, const Headers& headers, bool has_b
       host_.log_error("response header \"" + h.name + "\" has a bad name or control characters; dropped");
       continue;
     }
-    names.push_back(to_lower(h.name));
-    if (names.back() == "date") has_date = true;
-  }
-  std::size_t k = 0;
-  for (const Header& h : headers) {
-    if (iequals(h.name, "content-length") || connection_specific(h.name) || !is_token(h.name) || has_ctl(h.value, true))
-      continue;
-    add(names[k++], h.value);
+    std::size_t at = names_.size();
+    for (char c : h.name) names_.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
+    std::string_view name(names_.data() + at, h.name.size());
+    if (name == "date") has_date = true;
+    add(name, h.value);
   }
   std::string_view date = has_date ? std::string_view() : http_date_now();
   if (!has_date) add("date", date);
@@ -612,9 +618,8 @@ void H2Session::respond(std::int32_t id, Response res) {
     n = str->size();
     if (s.req->head && str->empty()) n = declared().value_or(0);
     if (!no_body && n > 0) {
-      auto keep = std::make_shared<std::string>(std::move(*str));
-      s.view = *keep;
-      s.keep = std::move(keep);
+      s.out = std::move(*str);
+      s.view = s.out;
       s.src = Stream::Src::view;
     }
   } else if (auto* b = std::get_if<SharedBytes>(&res.body)) {

@@ -26,23 +26,31 @@
 
 namespace csgi::standalone::detail {
 
+/// Where csgix.informational of a stream goes (the driver's, one per connection).
+class H2Interim {
+public:
+  virtual ~H2Interim() = default;
+  virtual bool send(std::int32_t id, int status, const Headers& headers) = 0;
+};
+
 /// A request stream's env and what its values point into. Shared by the stream, the app's call and a
 /// delayed response's Responder and Writer, so that the env lives until the last of them is done (APP-4);
-/// its cleanup handlers run then. It is the env's csgi.input (the whole body, read before the app runs)
-/// and csgix.informational (forwarded to `interim`, set by the driver).
+/// its cleanup handlers run then (or, when the stream is its last holder, the session recycles the env
+/// through its host). It is the env's csgi.input (the whole body, read before the app runs) and
+/// csgix.informational (forwarded to `interim`, set by the driver).
 struct H2Request final : Input, Informational {
   std::int32_t id = 0;
-  std::unique_ptr<Env> env = std::make_unique<Env>();
+  std::unique_ptr<Env> env;
   CleanupHandlers cleanup;
   std::string body;
   std::size_t body_pos = 0;
   bool head = false;
-  std::function<bool(int, const Headers&)> interim;
+  std::shared_ptr<H2Interim> interim;
   ~H2Request() override;
   std::size_t read(char* buf, std::size_t n) override;
   bool seekable() const override { return true; }
   void rewind() override { body_pos = 0; }
-  bool send(int status, const Headers& headers) override { return interim && interim(status, headers); }
+  bool send(int status, const Headers& headers) override { return interim && interim->send(id, status, headers); }
 };
 
 /// A streaming Writer's bytes on their way from the app's thread to the stream (h2_conn.cpp writes into
@@ -80,6 +88,9 @@ public:
   virtual void on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool complete) = 0;
   /// A message for csgi.errors.
   virtual void log_error(std::string_view what) = 0;
+  /// An empty env for a new stream, and one back from a stream that was its request's last holder.
+  virtual std::unique_ptr<Env> acquire_env() { return std::make_unique<Env>(); }
+  virtual void release_env(std::unique_ptr<Env>) {}
 };
 
 class H2Session {
@@ -135,6 +146,8 @@ private:
   nghttp2_session* ng_ = nullptr;
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
   std::vector<std::int32_t> ready_;  // complete requests, handed to the host after receive()
+  std::vector<nghttp2_nv> nva_;      // a response head being submitted (kept for its capacity)
+  std::string names_;                // its lower-cased field names
   std::size_t open_ = 0;
   std::size_t awaiting_ = 0;
   std::uint64_t empty_frames_ = 0;  // DATA frames without payload nor END_STREAM (a flood)
