@@ -2,6 +2,8 @@
 // h2_conn.hpp).
 #include "csgi/adapters/standalone/h2_conn.hpp"
 
+#include <boost/asio/write.hpp>
+
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/conn.hpp"
 
@@ -215,16 +217,40 @@ int h2_preface_match(std::string_view bytes) noexcept {
   return n == preface.size() ? 1 : 0;
 }
 
-H2Conn::H2Conn(Conn& c) : c_(c) {}
+H2Conn::H2Conn(Conn& c, std::string_view url_scheme) : c_(c), url_scheme_(url_scheme) {}
 
 H2Conn::~H2Conn() = default;
 
-void H2Conn::start(std::string_view initial) {
+namespace {
+/// The plain socket under a session: Asio's reads and writes on the connection's socket.
+class PlainTransport final : public H2Transport {
+public:
+  PlainTransport(Socket& socket, std::weak_ptr<Conn> conn) : socket_(socket), conn_(std::move(conn)) {}
+  void read_some(char* buf, std::size_t n) override {
+    socket_.async_read_some(asio::buffer(buf, n), [self = conn_.lock()](error_code ec, std::size_t got) {
+      if (self->h2()) self->h2()->on_read(ec, got);
+    });
+  }
+  void write(std::string_view data) override {
+    asio::async_write(socket_, asio::buffer(data.data(), data.size()), [self = conn_.lock()](error_code ec, std::size_t) {
+      if (self->h2()) self->h2()->on_written(ec);
+    });
+  }
+
+private:
+  Socket& socket_;
+  std::weak_ptr<Conn> conn_;
+};
+}  // namespace
+
+void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transport) {
+  transport_ = std::move(transport);
   csgi::Connection conn;
   conn.server_name = c_.listener_.server_name;
   conn.server_port = c_.listener_.server_port;
   conn.remote_addr = c_.remote_addr_;
   conn.remote_port = c_.remote_port_;
+  conn.url_scheme = url_scheme_;
   conn.script_name = c_.sh_.opt.script_name;
   session_ = std::make_unique<H2Session>(*this, H2Limits::from(c_.sh_.opt), conn);
   rbuf_.reset(new char[read_size]);
@@ -232,12 +258,9 @@ void H2Conn::start(std::string_view initial) {
     stopping_ = true;
     session_->shutdown();
   }
-  if (!session_->receive(initial.data(), initial.size())) {
-    pump();
-    finish();
-    return;
-  }
+  bool ok = session_->receive(initial.data(), initial.size());
   pump();
+  if (!ok) return finish();
   wait_read();
 }
 
@@ -245,101 +268,56 @@ void H2Conn::wait_read() {
   if (reading_ || !session_ || c_.phase_ == Conn::Phase::closed) return;
   // Back-pressure: a peer that does not read what it asked for, or keeps more requests in the app than
   // it may have streams (reset streams whose app still runs count: CVE-2023-44487), is not read from.
-  if (out_.size() - out_pos_ > out_high || in_app_ >= c_.sh_.opt.h2_max_streams) return;
+  if (writing_ || in_app_ >= c_.sh_.opt.h2_max_streams) return;
   reading_ = true;
-  c_.socket_.async_read_some(asio::buffer(rbuf_.get(), read_size),
-                             [self = c_.shared_from_this(), this](error_code ec, std::size_t n) {
-                               reading_ = false;
-                               if (c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
-                               if (ec) {
-                                 c_.close_now();
-                                 return;
-                               }
-                               on_read(n);
-                             });
+  transport_->read_some(rbuf_.get(), read_size);
 }
 
-void H2Conn::on_read(std::size_t n) {
+void H2Conn::on_read(error_code ec, std::size_t n) {
+  reading_ = false;
+  if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
+  if (ec) return c_.close_now();
   c_.t_.now = Clock::now();
-  if (!session_->receive(rbuf_.get(), n)) {
-    pump();
-    finish();
-    return;
-  }
-  if (!session_) return;
+  bool ok = session_->receive(rbuf_.get(), n);
   pump();
+  if (!ok) return finish();
   wait_read();
 }
 
-// Produces frames and writes them until the socket is full or nothing is left; ends the connection when
-// the session is done.
+// Produces frames and starts writing them (one write in flight); ends the connection when the session
+// is done and everything is written.
 void H2Conn::pump() {
-  if (!session_ || c_.phase_ == Conn::Phase::closed) return;
-  for (;;) {
-    if (out_pos_ == out_.size()) {
-      out_.clear();
-      out_pos_ = 0;
-      if (!session_->produce(out_, out_high)) {
-        write_out();
-        finish();
-        return;
-      }
-      if (out_.empty()) break;
-    }
-    if (!write_out()) {
-      if (c_.dead_) {
-        c_.close_now();
-        return;
-      }
-      wait_write();
-      break;
-    }
-  }
-  if (!session_->alive() && out_pos_ == out_.size()) {
-    finish();
-    return;
+  if (!session_ || c_.phase_ == Conn::Phase::closed || writing_) return;
+  out_.clear();
+  bool ok = session_->produce(out_, out_high);
+  if (!out_.empty()) {
+    writing_ = true;
+    transport_->write(out_);
+  } else if (!ok || !session_->alive()) {
+    return finish();
   }
   update_deadline();
 }
 
-bool H2Conn::write_out() {
-  while (out_pos_ < out_.size()) {
-    ssize_t w = ::send(c_.fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
-    if (w > 0) {
-      out_pos_ += static_cast<std::size_t>(w);
-      c_.set_deadline(c_.sh_.opt.send_timeout);
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    c_.dead_ = true;
-    return false;
+void H2Conn::on_written(error_code ec) {
+  writing_ = false;
+  if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
+  if (ec || finishing_) {
+    c_.dead_ = c_.dead_ || ec;
+    return c_.close_now();
   }
-  return true;
+  progress_ = true;
+  pump();
+  wait_read();
 }
 
-void H2Conn::wait_write() {
-  if (write_waiting_ || c_.phase_ == Conn::Phase::closed) return;
-  write_waiting_ = true;
-  c_.socket_.async_wait(Socket::wait_write, [self = c_.shared_from_this(), this](error_code ec) {
-    write_waiting_ = false;
-    if (c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
-    if (ec) {
-      c_.close_now();
-      return;
-    }
-    pump();
-    wait_read();
-  });
-}
-
-// The connection's deadline: the send timeout while bytes wait for the socket or a response waits for the
-// peer's window (a peer that never opens it is closed: slow read), the body timeout while a request is
-// incomplete, the idle timeout with nothing open; none while only apps run.
+// The connection's deadline: the send timeout while bytes wait for the peer (a write in flight, or a
+// response held by the peer's window: one never opened is a slow read), renewed by each write; the body
+// timeout while a request is incomplete; the idle timeout with nothing open; none while only apps run.
 void H2Conn::update_deadline() {
-  bool blocked = out_pos_ < out_.size() || session_->blocked_on_window();
+  bool blocked = writing_ || session_->blocked_on_window();
   if (blocked) {
-    if (c_.deadline_ == Clock::time_point{}) c_.set_deadline(c_.sh_.opt.send_timeout);
+    if (!blocked_ || progress_) c_.set_deadline(c_.sh_.opt.send_timeout);
   } else if (session_->awaiting_request()) {
     c_.set_deadline(c_.sh_.opt.body_timeout);
   } else if (session_->open_streams() == 0 && in_app_ == 0) {
@@ -347,16 +325,18 @@ void H2Conn::update_deadline() {
   } else {
     c_.clear_deadline();
   }
+  blocked_ = blocked;
+  progress_ = false;
 }
 
 void H2Conn::on_timeout() {
   if (!session_) return c_.close_now();
   c_.clear_deadline();
-  bool idle = session_->open_streams() == 0 && in_app_ == 0 && out_pos_ == out_.size();
+  bool idle = session_->open_streams() == 0 && in_app_ == 0 && !writing_;
   if (!idle) return c_.close_now();  // a stalled peer
   session_->shutdown();
   pump();
-  finish();
+  if (!writing_) finish();
 }
 
 void H2Conn::on_shutdown(bool hurry) {
@@ -369,17 +349,19 @@ void H2Conn::on_shutdown(bool hurry) {
   if (hurry && session_ && session_->open_streams() == 0 && in_app_ == 0) finish();
 }
 
-// The session has ended (or must): whatever is written is written, then the connection closes.
+// The session has ended (or must): the connection closes (a write in flight is cut short: the peer has
+// had its GOAWAY unless it stopped reading).
 void H2Conn::finish() {
   if (c_.phase_ == Conn::Phase::closed) return;
-  if (out_pos_ < out_.size()) write_out();
+  if (writing_) {
+    finishing_ = true;  // on_written closes once the last bytes are out
+    return;
+  }
   c_.close_now();
 }
 
 void H2Conn::on_close() noexcept {
   session_.reset();
-  out_.clear();
-  out_pos_ = 0;
 }
 
 namespace {
@@ -518,6 +500,7 @@ void H2Conn::on_app_left() {
   if (in_app_ > 0) --in_app_;
   if (!session_) return;
   if (!reading_) wait_read();
+  pump();
 }
 
 void H2Conn::on_app_done(std::int32_t id, Response res) {
@@ -591,7 +574,7 @@ void Conn::start_h2() {
   h2_ = std::make_unique<H2Conn>(*this);
   std::string_view initial(buf_.get() + begin_, end_ - begin_);
   begin_ = end_ = 0;
-  h2_->start(initial);
+  h2_->start(initial, std::make_unique<PlainTransport>(socket_, weak_from_this()));
 }
 
 }  // namespace csgi::standalone::detail

@@ -7,11 +7,27 @@
 #include <string>
 #include <string_view>
 
+#include <boost/system/error_code.hpp>
+
 #include "csgi/adapters/standalone/h2_session.hpp"
 
 namespace csgi::standalone::detail {
 
+using boost::system::error_code;
 class Conn;
+
+/// The byte stream under a session: the plain socket (h2_conn.cpp), or a TLS stream whose ALPN chose
+/// "h2". Each call starts one operation and returns; its completion comes back on the io thread as
+/// H2Conn::on_read / H2Conn::on_written (with operation_aborted once the connection is closed). There is
+/// at most one read and one write in flight.
+class H2Transport {
+public:
+  virtual ~H2Transport() = default;
+  /// Reads some bytes into buf[0, n) → on_read(ec, bytes).
+  virtual void read_some(char* buf, std::size_t n) = 0;
+  /// Writes all of `data` (valid until the completion) → on_written(ec).
+  virtual void write(std::string_view data) = 0;
+};
 
 /// How `bytes` (the first bytes of a connection) compare with the HTTP/2 client preface (RFC 9113 §3.4):
 /// 1 all of it, 0 a prefix of it (wait for more), -1 something else.
@@ -19,10 +35,14 @@ int h2_preface_match(std::string_view bytes) noexcept;
 
 class H2Conn final : public H2Host {
 public:
-  explicit H2Conn(Conn& c);
+  /// `url_scheme` is the connection's: "http" on a plain socket, "https" over TLS.
+  explicit H2Conn(Conn& c, std::string_view url_scheme = "http");
   ~H2Conn() override;
-  /// Starts the session with the bytes already read (the preface and what followed it).
-  void start(std::string_view initial);
+  /// Starts the session over `transport` with the bytes already read from it (the preface and what
+  /// followed it).
+  void start(std::string_view initial, std::unique_ptr<H2Transport> transport);
+  void on_read(error_code ec, std::size_t n);
+  void on_written(error_code ec);
   void on_timeout();
   void on_shutdown(bool hurry);
   /// The connection is closed: the session and its streams go (writers fail from now on).
@@ -50,19 +70,20 @@ private:
   void run_pooled(const std::shared_ptr<H2Request>& req);
   void answer(const std::shared_ptr<H2Request>& req, Response res);
   void wait_read();
-  void on_read(std::size_t n);
-  bool write_out();
-  void wait_write();
   void update_deadline();
   void finish();
 
   Conn& c_;
+  std::string_view url_scheme_;
+  std::unique_ptr<H2Transport> transport_;
   std::unique_ptr<H2Session> session_;
   std::unique_ptr<char[]> rbuf_;
-  std::string out_;
-  std::size_t out_pos_ = 0;
+  std::string out_;           // the bytes of the write in flight
   bool reading_ = false;
-  bool write_waiting_ = false;
+  bool writing_ = false;
+  bool finishing_ = false;    // close once the write in flight is done
+  bool blocked_ = false;      // the last update_deadline() saw bytes waiting on the peer
+  bool progress_ = false;     // a write completed since then
   bool stopping_ = false;
   std::shared_ptr<H2Interim> interim_;
   std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned
