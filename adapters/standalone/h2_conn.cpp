@@ -436,6 +436,7 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   }
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     Delayed fn = std::move(*d);
+    req->escaped = true;
     auto responder = std::make_shared<H2Responder>(c_.weak_from_this(), c_.t_.mailbox, req, c_.sh_.opt.send_timeout);
     AppScope scope(c_.t_.fault_slot, &c_);
     call_delayed(c_.sh_, fn, std::move(responder));
@@ -449,6 +450,7 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
 // On the pool: the app, then its response goes to the io thread (a pull stream and a delayed response's
 // callable run here, writing through a Writer).
 void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
+  req->escaped = true;
   auto job = [self = c_.shared_from_this(), req = req]() mutable {
     Conn* c = self.get();
     Shared& sh = c->sh_;

@@ -268,7 +268,7 @@ struct H2Callbacks {
     if (!s.request_done && h.awaiting_ > 0) --h.awaiting_;
     --h.open_;
     // The stream holds its request alone (no app, Responder or Writer does): its env is recycled here.
-    if (s.req.use_count() == 1 && s.req->env) {
+    if (!s.req->escaped && s.req.use_count() == 1 && s.req->env) {
       if (s.req->cleanup.size() > 0) s.req->cleanup.run(*s.req->env);
       h.host_.release_env(std::move(s.req->env));
     }

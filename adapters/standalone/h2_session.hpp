@@ -45,6 +45,9 @@ struct H2Request final : Input, Informational {
   std::string body;
   std::size_t body_pos = 0;
   bool head = false;
+  // Handed to another thread (the app pool, a Responder or Writer): its env is never recycled, since
+  // the last holder may be on that thread.
+  bool escaped = false;
   std::shared_ptr<H2Interim> interim;
   ~H2Request() override;
   std::size_t read(char* buf, std::size_t n) override;
