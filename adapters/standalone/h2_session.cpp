@@ -211,7 +211,7 @@ struct H2Callbacks {
         }
       }
       if (!s) return 0;
-      if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) h.finish_head(*s);
+      if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) h.finish_head(*s, end);
       if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && end) h.request_complete(*s);
     } catch (...) {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -471,7 +471,7 @@ bool H2Session::blocked_on_window() const {
 }
 
 // The head is complete: the env's CGI part, or a refusal.
-void H2Session::finish_head(Stream& s) {
+void H2Session::finish_head(Stream& s, bool end_stream) {
   s.head_done = true;
   Env& env = *s.req->env;
   if (!s.bad_status) {
@@ -518,7 +518,7 @@ void H2Session::finish_head(Stream& s) {
     return;
   }
   auto expect = env.get(keys::HTTP_EXPECT);
-  if (!(nghttp2_session_get_stream_remote_close(ng_, s.id)) && iequals(expect, "100-continue")) {
+  if (!end_stream && iequals(expect, "100-continue")) {
     nghttp2_nv nv[] = {{(std::uint8_t*)":status", (std::uint8_t*)"100", 7, 3, NGHTTP2_NV_FLAG_NONE}};
     nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, s.id, nullptr, nv, 1, nullptr);
   }

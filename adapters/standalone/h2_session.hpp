@@ -139,7 +139,7 @@ private:
   void dispatch();
   void submit(Stream& s, int status, const Headers& headers, bool has_body, std::uint64_t* length);
   void refuse(Stream& s, int status, std::string_view why);
-  void finish_head(Stream& s);
+  void finish_head(Stream& s, bool end_stream);
   void request_complete(Stream& s);
   void close_stream(std::int32_t id, std::uint32_t error);
 

@@ -506,6 +506,22 @@ def main():
     hostile(srv, "rapid reset, slow app on the pool", paced_rapid_reset, probe=("/seq/ok", b"ok"))
     check(srv.stop() == 0, "pool server exits 0 after SIGTERM")
 
+    # An idle connection is closed at --idle-timeout with GOAWAY(NO_ERROR); a request's 100-continue.
+    srv = Server(["--app", APP, "--idle-timeout", "1"])
+    c = Client(srv.port)
+    sid = c.request("/", method="POST", headers=[("x-csgi-test", "echo"), ("expect", "100-continue"),
+                                                 ("content-length", "5")], body=b"hello")
+    c.wait([sid])
+    st = c.streams[sid]
+    check(st["interim"] and st["interim"][0].get(b":status") == b"100" and st["body"] == b"hello",
+          "Expect: 100-continue: a 100, then the echo (%r)" % st["interim"])
+    t0 = time.time()
+    closed, data = drain_until_closed(c.s, 5)
+    check(closed and goaway_code(data) == 0 and time.time() - t0 < 3,
+          "idle connection closed with GOAWAY NO_ERROR after --idle-timeout (%.1f s)" % (time.time() - t0))
+    c.close()
+    check(srv.stop() == 0, "server exits 0 after SIGTERM")
+
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
 
