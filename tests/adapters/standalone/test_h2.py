@@ -515,6 +515,10 @@ def main():
     st = c.streams[sid]
     check(st["interim"] and st["interim"][0].get(b":status") == b"100" and st["body"] == b"hello",
           "Expect: 100-continue: a 100, then the echo (%r)" % st["interim"])
+    sid = c.request("/seq/x", headers=[("expect", "100-continue")])  # no body: HEADERS end the stream
+    c.wait([sid])
+    check(c.streams[sid]["interim"] == [] and c.streams[sid]["body"] == b"x",
+          "Expect: 100-continue without a body: no 100 (%r)" % c.streams[sid]["interim"])
     t0 = time.time()
     closed, data = drain_until_closed(c.s, 5)
     check(closed and goaway_code(data) == 0 and time.time() - t0 < 3,
