@@ -202,6 +202,7 @@ private:
   bool make_room();
   void begin_request();
   void start_h2();
+  bool try_h2c_upgrade();
   void request_ready();
   void set_connection_env(Env& env);
   Response call_app(Env& env, int& failed);

@@ -313,6 +313,7 @@ void Conn::request_ready() {
     handle(Response::error(417, "unsupported expectation"));
     return;
   }
+  if (try_h2c_upgrade()) return;
   set_connection_env(env);
   clear_deadline();
   if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {

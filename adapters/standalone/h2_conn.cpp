@@ -243,7 +243,7 @@ private:
 };
 }  // namespace
 
-void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transport) {
+void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   transport_ = std::move(transport);
   csgi::Connection conn;
   conn.server_name = c_.listener_.server_name;
@@ -254,6 +254,15 @@ void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transp
   conn.script_name = c_.sh_.opt.script_name;
   session_ = std::make_unique<H2Session>(*this, H2Limits::from(c_.sh_.opt), conn);
   rbuf_.reset(new char[read_size]);
+}
+
+void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transport) {
+  open(std::move(transport));
+  receive_first(initial);
+}
+
+// The bytes read before the session began, then reading.
+void H2Conn::receive_first(std::string_view initial) {
   if (c_.t_.stopping) {
     stopping_ = true;
     session_->shutdown();
@@ -262,6 +271,17 @@ void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transp
   pump();
   if (!ok) return finish();
   wait_read();
+}
+
+void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env, bool head, std::string_view initial,
+                            std::unique_ptr<H2Transport> transport) {
+  open(std::move(transport));
+  prefix_ = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  if (!session_->upgrade(settings, std::move(env), head)) {
+    log_error("the HTTP2-Settings of an Upgrade: h2c request were refused");
+    session_->shutdown();
+  }
+  receive_first(initial);
 }
 
 void H2Conn::wait_read() {
@@ -289,6 +309,7 @@ void H2Conn::on_read(error_code ec, std::size_t n) {
 void H2Conn::pump() {
   if (!session_ || c_.phase_ == Conn::Phase::closed || writing_) return;
   out_.clear();
+  if (!prefix_.empty()) out_.swap(prefix_);  // the 101 of an upgrade goes first
   bool ok = session_->produce(out_, out_high);
   if (!out_.empty()) {
     writing_ = true;
@@ -567,6 +588,69 @@ void H2Conn::log_error(std::string_view what) {
   line += what;
   line += " (HTTP/2)";
   c_.sh_.errors.write(line);
+}
+
+namespace {
+// RFC 4648 §5 (base64url), padding optional: the token68 of HTTP2-Settings. False on a bad character.
+bool base64url_decode(std::string_view in, std::string& out) {
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char ch : in) {
+    int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26 : ch >= '0' && ch <= '9' ? ch - '0' + 52
+            : ch == '-' ? 62 : ch == '_' ? 63 : -1;
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return true;
+}
+
+// True when the comma-separated `list` holds `token` (case-insensitive).
+bool has_token(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    if (iequals(trim_ows(list.substr(0, comma)), token)) return true;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
+}  // namespace
+
+// HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a body: answered 101,
+// and the request is served as stream 1 of an HTTP/2 connection. Anything else is served as HTTP/1.1.
+// Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
+bool Conn::try_h2c_upgrade() {
+  if (!env_ || http10_ || !parser_ || !parser_->is_done()) return false;
+  Env& old = *env_;
+  if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
+      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS"))
+    return false;
+  std::string settings;
+  if (!base64url_decode(trim_ows(old.get("HTTP_HTTP2_SETTINGS")), settings)) return false;
+  // The request's env again, copied out of the read buffer, as HTTP/2 has it (ENV-16).
+  auto env = t_.acquire_env();
+  for (const Env::Entry& e : old) {
+    if (!e.value.is_text() || e.key == "HTTP_UPGRADE" || e.key == "HTTP_CONNECTION" || e.key == "HTTP_HTTP2_SETTINGS" ||
+        e.key == "HTTP_KEEP_ALIVE" || e.key == "HTTP_TE")
+      continue;
+    env->set(e.key, e.value.text());
+  }
+  env->set(keys::SERVER_PROTOCOL, "HTTP/2");
+  bool head = head_;
+  std::string rest(buf_.get() + begin_, end_ - begin_);
+  parser_.reset();
+  t_.release_env(std::move(env_));
+  req_ = Request::none;
+  phase_ = Phase::h2;
+  response_started_ = true;
+  h2_ = std::make_unique<H2Conn>(*this);
+  h2_->start_upgraded(settings, std::move(env), head, rest, std::make_unique<PlainTransport>(socket_, weak_from_this()));
+  return true;
 }
 
 // Conn's side: the connection's first bytes were the HTTP/2 preface.

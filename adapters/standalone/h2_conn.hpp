@@ -41,6 +41,10 @@ public:
   /// Starts the session over `transport` with the bytes already read from it (the preface and what
   /// followed it).
   void start(std::string_view initial, std::unique_ptr<H2Transport> transport);
+  /// The same after an HTTP/1.1 `Upgrade: h2c` request: a 101 goes first, then the session with that
+  /// request as stream 1 (`settings`: its decoded HTTP2-Settings; `env`: its env, copied).
+  void start_upgraded(std::string_view settings, std::unique_ptr<Env> env, bool head, std::string_view initial,
+                      std::unique_ptr<H2Transport> transport);
   void on_read(error_code ec, std::size_t n);
   void on_written(error_code ec);
   void on_timeout();
@@ -69,6 +73,8 @@ private:
   void run_inline(const std::shared_ptr<H2Request>& req);
   void run_pooled(const std::shared_ptr<H2Request>& req);
   void answer(const std::shared_ptr<H2Request>& req, Response res);
+  void open(std::unique_ptr<H2Transport> transport);
+  void receive_first(std::string_view initial);
   void wait_read();
   void update_deadline();
   void finish();
@@ -79,6 +85,7 @@ private:
   std::unique_ptr<H2Session> session_;
   std::unique_ptr<char[]> rbuf_;
   std::string out_;           // the bytes of the write in flight
+  std::string prefix_;        // bytes to write before the first frame (an upgrade's 101)
   bool reading_ = false;
   bool writing_ = false;
   bool finishing_ = false;    // close once the write in flight is done

@@ -775,6 +775,23 @@ void H2Session::fail(std::int32_t id) {
   nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
 }
 
+bool H2Session::upgrade(std::string_view settings, std::unique_ptr<Env> env, bool head) {
+  auto s = std::make_unique<Stream>();
+  s->id = 1;
+  s->req->id = 1;
+  s->req->env = std::move(env);
+  s->req->head = head;
+  s->head_done = s->request_done = true;
+  if (nghttp2_session_upgrade2(ng_, reinterpret_cast<const std::uint8_t*>(settings.data()), settings.size(), head,
+                               s.get()) != 0)
+    return false;
+  ++open_;
+  streams_[1] = std::move(s);
+  ready_.push_back(1);
+  dispatch();
+  return true;
+}
+
 void H2Session::shutdown() {
   nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_), NGHTTP2_NO_ERROR,
                         nullptr, 0);

@@ -122,6 +122,9 @@ public:
   /// The app failed to answer: 500 when the head is not out yet, else the stream is reset.
   void fail(std::int32_t id);
 
+  /// HTTP/1.1 `Upgrade: h2c` (RFC 7540 §3.2): the upgraded request, complete, becomes stream 1 with
+  /// `env`; `settings` is its decoded HTTP2-Settings. False when nghttp2 refuses them.
+  bool upgrade(std::string_view settings, std::unique_ptr<Env> env, bool head);
   /// Graceful stop: GOAWAY, the streams in flight finish, no new one is accepted.
   void shutdown();
   /// Streams opened and not closed.

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """`csgi serve` over HTTP/2 (h2c, prior knowledge), on real sockets, with real clients and hostile peers.
 
-  * curl --http2-prior-knowledge and nghttp against --demo (curl --http2's Upgrade: h2c answered as
-    HTTP/1.1); HEAD; 100 concurrent streams on one
+  * curl --http2-prior-knowledge and nghttp against --demo, and their Upgrade: h2c (curl --http2,
+    nghttp -u; one with a body stays HTTP/1.1); HEAD; 100 concurrent streams on one
     connection with the app on a pool (--app-threads 4), several of them in the app at once;
   * a 1.3 MB file to a client whose window is 4 KiB (flow control respected, digest matches);
   * per-stream refusals (malformed request, body over --max-body-bytes) leave the connection serving;
@@ -386,10 +386,23 @@ def main():
         r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", base + "/stream"], capture_output=True, text=True,
                            timeout=20)
         check(r.stdout.count("written by a delayed writer") == 10, "curl: the demo's delayed writer streams 10 lines")
-        # Upgrade: h2c is not taken up: the request is answered as HTTP/1.1 (RFC 9110 §7.8).
+        # Upgrade: h2c (RFC 7540 §3.2): 101, then the request's answer on stream 1; one with a body stays HTTP/1.1.
         r = subprocess.run(["curl", "-s", "--http2", "-w", "\n%{http_version}", base + "/hello"], capture_output=True,
                            text=True, timeout=20)
-        check(r.stdout == "Hello, world!\n1.1", "curl --http2 (Upgrade: h2c): answered as HTTP/1.1: %r" % r.stdout)
+        check(r.stdout == "Hello, world!\n2", "curl --http2 (Upgrade: h2c): upgraded: %r" % r.stdout)
+        r = subprocess.run(["curl", "-s", "--http2", "-w", "\n%{http_version}", base + "/env"], capture_output=True,
+                           text=True, timeout=20)
+        check("SERVER_PROTOCOL</td><td>HTTP/2" in r.stdout and "HTTP_UPGRADE" not in r.stdout and
+              "HTTP_HTTP2_SETTINGS" not in r.stdout, "the upgraded request's env is an HTTP/2 one (ENV-16)")
+        r = subprocess.run(["curl", "-sI", "--http2", base + "/hello"], capture_output=True, text=True, timeout=20)
+        check("HTTP/2 200" in r.stdout and "content-length: 13" in r.stdout, "curl -I --http2: HEAD upgraded")
+        r = subprocess.run(["curl", "-s", "--http2", "-d", "x=1", "-w", "\n%{http_version}", base + "/hello"],
+                           capture_output=True, text=True, timeout=20)
+        check(r.stdout == "Hello, world!\n1.1", "Upgrade: h2c with a body: answered as HTTP/1.1: %r" % r.stdout)
+    if shutil.which("nghttp"):
+        r = subprocess.run(["nghttp", "-u", "-v", base + "/hello"], capture_output=True, text=True, timeout=20)
+        check(r.returncode == 0 and "HTTP Upgrade success" in r.stdout and "Hello, world!" in r.stdout,
+              "nghttp -u (Upgrade: h2c): exit %d" % r.returncode)
     if shutil.which("nghttp"):
         r = subprocess.run(["nghttp", "-n", "-s", "-m", "20", base + "/hello"], capture_output=True, text=True, timeout=20)
         check(r.returncode == 0 and r.stdout.count("200") >= 1, "nghttp -m 20: exit %d" % r.returncode)
