@@ -267,7 +267,7 @@ void H2Conn::receive_first(std::string_view initial) {
     stopping_ = true;
     session_->shutdown();
   }
-  bool ok = session_->receive(initial.data(), initial.size());
+  bool ok = receive(initial.data(), initial.size());
   pump();
   if (!ok) return finish();
   wait_read();
@@ -277,7 +277,10 @@ void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env,
                             std::unique_ptr<H2Transport> transport) {
   open(std::move(transport));
   prefix_ = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
-  if (!session_->upgrade(settings, std::move(env), head)) {
+  receiving_ = true;  // the upgraded request's app may run now
+  bool upgraded = session_->upgrade(settings, std::move(env), head);
+  receiving_ = false;
+  if (!upgraded) {
     log_error("the HTTP2-Settings of an Upgrade: h2c request were refused");
     session_->shutdown();
   }
@@ -298,14 +301,23 @@ void H2Conn::on_read(error_code ec, std::size_t n) {
   if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
   if (ec) return c_.close_now();
   c_.t_.now = Clock::now();
-  bool ok = session_->receive(rbuf_.get(), n);
+  bool ok = receive(rbuf_.get(), n);
   pump();
   if (!ok) return finish();
   wait_read();
 }
 
+// Feeds the session; the apps of the requests it completes run meanwhile (inline mode): what they send
+// (a 103) is written at once, but the connection does not end under the session's feet.
+bool H2Conn::receive(const char* data, std::size_t n) {
+  receiving_ = true;
+  bool ok = session_->receive(data, n);
+  receiving_ = false;
+  return ok;
+}
+
 // Produces frames and starts writing them (one write in flight); ends the connection when the session
-// is done and everything is written.
+// is done and everything is written (not while it is receiving: the next pump() does that).
 void H2Conn::pump() {
   if (!session_ || c_.phase_ == Conn::Phase::closed || writing_) return;
   out_.clear();
@@ -315,7 +327,8 @@ void H2Conn::pump() {
     writing_ = true;
     transport_->write(out_);
   } else if (!ok || !session_->alive()) {
-    return finish();
+    if (!receiving_) finish();
+    return;
   }
   update_deadline();
 }

@@ -75,6 +75,7 @@ private:
   void answer(const std::shared_ptr<H2Request>& req, Response res);
   void open(std::unique_ptr<H2Transport> transport);
   void receive_first(std::string_view initial);
+  bool receive(const char* data, std::size_t n);
   void wait_read();
   void update_deadline();
   void finish();
@@ -88,6 +89,7 @@ private:
   std::string prefix_;        // bytes to write before the first frame (an upgrade's 101)
   bool reading_ = false;
   bool writing_ = false;
+  bool receiving_ = false;    // inside H2Session::receive (or upgrade): pump() does not end the connection
   bool finishing_ = false;    // close once the write in flight is done
   bool blocked_ = false;      // the last update_deadline() saw bytes waiting on the peer
   bool progress_ = false;     // a write completed since then
