@@ -10,7 +10,7 @@
 #   h2o (num-threads 1, a 13-byte hello.txt served by file.dir; h2o takes h2c with prior knowledge).
 # Reported: req/s (median of the rounds), and the server's CPU time per request (utime+stime of its
 # process over the run / requests): on a shared, noisy machine the second says more than the first.
-# Target (issue 13): ≥ 1.0 × nginx and ≥ 1.0 × h2o.
+# Target: ≥ 1.0 × nginx and ≥ 1.0 × h2o.
 # BENCH_QUICK=1: 100k/200k requests per run, one round (else 300k/1M, BENCH_REPS rounds, default 3).
 set -uo pipefail
 build=$(realpath "$1")
