@@ -70,6 +70,8 @@ struct H2Session::Stream {
   std::optional<std::uint64_t> content_length;
   bool head_done = false, request_done = false, dispatched = false, responded = false, reported = false;
   bool body_over = false;
+  bool refused = false;         // reset with REFUSED_STREAM: the connection's body budget was spent
+  std::uint64_t buffered = 0;   // body bytes counted against the connection's budget
   // The response.
   int status = 0;
   std::uint64_t sent = 0;
@@ -223,11 +225,23 @@ struct H2Callbacks {
                            std::size_t len, void* p) {
     H2Session& h = self(p);
     auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, id));
-    if (!s || s->body_over || s->bad_status || s->responded) return 0;
+    if (!s || s->body_over || s->bad_status || s->responded || s->refused) return 0;
     try {
       std::string& body = s->req->body;
+      if (body.size() + len <= h.limits_.max_body_bytes && h.buffered_ + len > h.limits_.max_body_bytes) {
+        // The bodies buffered on this connection at once stay within one --max-body-bytes: this one is
+        // refused unprocessed (the client may retry it).
+        s->refused = true;
+        h.buffered_ -= s->buffered;
+        s->buffered = 0;
+        std::string().swap(body);
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+      }
       if (body.size() + len > h.limits_.max_body_bytes) {
         s->body_over = true;
+        h.buffered_ -= s->buffered;
+        s->buffered = 0;
         std::string().swap(body);
         s->bad_status = 413;
         s->why = "request body larger than " + std::to_string(h.limits_.max_body_bytes) + " bytes";
@@ -235,6 +249,8 @@ struct H2Callbacks {
         return 0;
       }
       body.append(reinterpret_cast<const char*>(data), len);
+      s->buffered += len;
+      h.buffered_ += len;
     } catch (...) {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
@@ -267,6 +283,7 @@ struct H2Callbacks {
     }
     if (!s.request_done && h.awaiting_ > 0) --h.awaiting_;
     --h.open_;
+    h.buffered_ -= s.buffered;
     // The stream holds its request alone (no app, Responder or Writer does): its env is recycled here.
     if (!s.req->escaped && s.req.use_count() == 1 && s.req->env) {
       if (s.req->cleanup.size() > 0) s.req->cleanup.run(*s.req->env);
@@ -538,7 +555,7 @@ void H2Session::dispatch() {
   ready.swap(ready_);
   for (std::int32_t id : ready) {
     Stream* s = find(id);
-    if (!s || s->dispatched) continue;
+    if (!s || s->dispatched || s->refused) continue;
     s->dispatched = true;
     if (s->bad_status) {
       refuse(*s, s->bad_status, s->why);

@@ -156,6 +156,7 @@ private:
   std::string names_;                // its lower-cased field names
   std::size_t open_ = 0;
   std::size_t awaiting_ = 0;
+  std::uint64_t buffered_ = 0;      // request body bytes held by the open streams (within max_body_bytes)
   std::uint64_t empty_frames_ = 0;  // DATA frames without payload nor END_STREAM (a flood)
   bool fatal_ = false;
   bool calm_ = false;                // the peer abused the protocol: GOAWAY ENHANCE_YOUR_CALM
