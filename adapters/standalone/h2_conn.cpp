@@ -340,18 +340,20 @@ void H2Conn::on_written(error_code ec) {
     c_.dead_ = c_.dead_ || ec;
     return c_.close_now();
   }
-  progress_ = true;
   pump();
   wait_read();
 }
 
 // The connection's deadline: the send timeout while bytes wait for the peer (a write in flight, or a
-// response held by the peer's window: one never opened is a slow read), renewed by each write; the body
+// response held by the peer's window: one never opened is a slow read), renewed only by response body
+// bytes going out (a peer that keeps the window shut and sends PINGs is not making progress); the body
 // timeout while a request is incomplete; the idle timeout with nothing open; none while only apps run.
 void H2Conn::update_deadline() {
   bool blocked = writing_ || session_->blocked_on_window();
+  bool progress = session_->data_sent() != data_sent_;
+  data_sent_ = session_->data_sent();
   if (blocked) {
-    if (!blocked_ || progress_) c_.set_deadline(c_.sh_.opt.send_timeout);
+    if (!blocked_ || progress) c_.set_deadline(c_.sh_.opt.send_timeout);
   } else if (session_->awaiting_request()) {
     c_.set_deadline(c_.sh_.opt.body_timeout);
   } else if (session_->open_streams() == 0 && in_app_ == 0) {
@@ -360,7 +362,6 @@ void H2Conn::update_deadline() {
     c_.clear_deadline();
   }
   blocked_ = blocked;
-  progress_ = false;
 }
 
 void H2Conn::on_timeout() {

@@ -92,7 +92,7 @@ private:
   bool receiving_ = false;    // inside H2Session::receive (or upgrade): pump() does not end the connection
   bool finishing_ = false;    // close once the write in flight is done
   bool blocked_ = false;      // the last update_deadline() saw bytes waiting on the peer
-  bool progress_ = false;     // a write completed since then
+  std::uint64_t data_sent_ = 0;  // the session's data_sent() at the last update_deadline()
   bool stopping_ = false;
   std::shared_ptr<H2Interim> interim_;
   std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned

@@ -305,6 +305,7 @@ struct H2Callbacks {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       s->sent += n;
+      h.data_sent_ += n;
       if (s->eof) {  // nothing left (fill() sets it only then)
         if (s->declared && s->sent < *s->declared) {
           h.host_.log_error("the response body fell short of its Content-Length; the stream is reset (ADP-13)");

@@ -131,6 +131,8 @@ public:
   std::size_t open_streams() const noexcept { return open_; }
   /// Streams that have a response body waiting for the peer's flow-control window.
   bool blocked_on_window() const;
+  /// Response body bytes handed to DATA frames so far (progress, for the send timeout).
+  std::uint64_t data_sent() const noexcept { return data_sent_; }
   /// Streams waiting for the rest of their request (head or body).
   bool awaiting_request() const noexcept { return awaiting_ > 0; }
 
@@ -157,6 +159,7 @@ private:
   std::size_t open_ = 0;
   std::size_t awaiting_ = 0;
   std::uint64_t buffered_ = 0;      // request body bytes held by the open streams (within max_body_bytes)
+  std::uint64_t data_sent_ = 0;
   std::uint64_t empty_frames_ = 0;  // DATA frames without payload nor END_STREAM (a flood)
   bool fatal_ = false;
   bool calm_ = false;                // the peer abused the protocol: GOAWAY ENHANCE_YOUR_CALM

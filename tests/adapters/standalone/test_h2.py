@@ -363,6 +363,33 @@ def zero_window(port):
     return closed and "closed after %.1f s" % (time.time() - t0)
 
 
+def zero_window_with_pings(port):
+    # The same slow read, with a PING every 0.5 s: its ACKs are traffic, not progress of the response.
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(PREFACE + SettingsFrame(0, settings={0x4: 0}).serialize())
+    enc = hpack.Encoder()
+    s.sendall(HeadersFrame(1, enc.encode([(":method", "GET"), (":path", "/?"), (":scheme", "http"),
+                                          (":authority", "x"), ("x-csgi-test", "file_big")]),
+                           flags=["END_HEADERS", "END_STREAM"]).serialize())
+    t0 = time.time()
+    s.settimeout(0.5)
+    while time.time() - t0 < 15:
+        try:
+            s.sendall(PingFrame(0, opaque_data=b"pingpong").serialize())
+            if s.recv(65536) == b"":
+                break
+        except socket.timeout:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        time.sleep(0.5)
+    else:
+        s.close()
+        return False
+    s.close()
+    return "closed after %.1f s" % (time.time() - t0)
+
+
 def stream_id_exhaustion(port):
     # The last stream id a client has, answered; then a lower one, a connection error; the server goes on.
     s = raw(port)
@@ -520,6 +547,7 @@ def main():
     c.close()
 
     hostile(srv, "zero window held forever", zero_window, probe=("/seq/ok", b"ok"))
+    hostile(srv, "zero window held forever, with PINGs", zero_window_with_pings, probe=("/seq/ok", b"ok"))
 
     # Graceful stop: GOAWAY (NO_ERROR), and the stream in flight finishes after it (raw frames: python3-h2
     # drops a connection's streams on GOAWAY).
