@@ -19,9 +19,9 @@ namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 45> kRules = {
+constexpr std::array<std::string_view, 46> kRules = {
     "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
-    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "CORE-1", "CORE-2", "CORE-3", "CORE-4",
+    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
     "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8", "EXT-9", "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
     "RES-12", "RES-13", "RES-14", "MW-3",    "MW-5",
@@ -497,6 +497,14 @@ void Lint::check_env(const Env& env) {
                   ((proto.size() == 6 && is_digit(proto[5])) ||
                    (proto.size() == 8 && is_digit(proto[5]) && proto[6] == '.' && is_digit(proto[7])));
   if (!proto_ok) fail("ENV-12", str("SERVER_PROTOCOL must be HTTP/<major>[.<minor>], got ", quote(proto)));
+  if (proto == "HTTP/2") {
+    if (env.get(keys::HTTP_HOST).empty()) fail("ENV-16", "an HTTP/2 request must have HTTP_HOST (from :authority)");
+    for (std::string_view k : {"HTTP_CONNECTION", "HTTP_KEEP_ALIVE", "HTTP_PROXY_CONNECTION", "HTTP_TRANSFER_ENCODING",
+                               "HTTP_UPGRADE"})
+      if (env.contains(k)) fail("ENV-16", str(k, " must not exist in an HTTP/2 request (connection-specific)"));
+    if (const Value* v = env.find("HTTP_TE"); v && v->text() != "trailers")
+      fail("ENV-16", str("HTTP_TE of an HTTP/2 request can only be \"trailers\", got ", quote(v->text())));
+  }
 
   if (const Value* v = env.find(keys::REMOTE_ADDR); v && v->text().empty())
     fail("ENV-13", "REMOTE_ADDR, when present, must not be empty");

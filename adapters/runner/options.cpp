@@ -184,6 +184,16 @@ std::vector<OptionSpec> make_table() {
   {"max-connections", 0, "N", H, false, "open connections per process; at the limit accepting pauses",
    [](const Options& d) { return show(d.server.max_connections); },
    [](Options& o, const std::string& v) { o.server.max_connections = whole(v, 1, 1u << 24); }},
+  {"h2-max-streams", 0, "N", H, false,
+   "HTTP/2: streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); a client that "
+   "keeps more requests in the app (reset ones too) is not read from until some finish",
+   [](const Options& d) { return show(d.server.h2_max_streams); },
+   [](Options& o, const std::string& v) { o.server.h2_max_streams = static_cast<std::uint32_t>(whole(v, 1, 1u << 20)); }},
+  {"h2-initial-window", 0, "BYTES", H, false,
+   "HTTP/2: each stream's receive window for request bodies (SETTINGS_INITIAL_WINDOW_SIZE); the header list "
+   "limit is --max-header-bytes",
+   [](const Options& d) { return show_bytes(d.server.h2_initial_window); },
+   [](Options& o, const std::string& v) { o.server.h2_initial_window = static_cast<std::uint32_t>(whole(v, 1024, (1u << 31) - 1)); }},
   {"header-timeout", 0, "SECONDS", H, false, "to receive a request head; then 408",
    [](const Options& d) { return show_seconds(d.server.header_timeout); },
    [](Options& o, const std::string& v) { o.server.header_timeout = seconds(v); }},

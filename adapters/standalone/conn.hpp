@@ -32,6 +32,7 @@
 #include <optional>
 
 #include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/adapters/standalone/h2_conn.hpp"
 #include "csgi/adapters/standalone/request_parser.hpp"
 #include "csgi/adapters/standalone/websocket_session.hpp"
 #include "csgi/core/extensions.hpp"
@@ -183,9 +184,13 @@ public:
   void serve_read(const std::shared_ptr<PoolCall>& c);
 
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
+  /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
+  H2Conn* h2() noexcept { return h2_.get(); }
 
 private:
-  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, websocket, closed };
+  friend class H2Conn;
+  // h2: an HTTP/2 connection, driven by h2_ (h2_conn.cpp).
+  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, websocket, closed, h2 };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished), draining (finished; the rest of its body is being discarded).
   enum class Request { none, active, draining };
@@ -210,6 +215,8 @@ private:
   void wait_for_request();
   bool make_room();
   void begin_request();
+  void start_h2();
+  bool try_h2c_upgrade();
   void request_ready();
   void set_connection_env(Env& env);
   Response call_app(Env& env, int& failed);
@@ -372,6 +379,9 @@ private:
   // The handler the app gave csgix.websocket during its call, then the session running it.
   std::unique_ptr<websocket::Handler> ws_handler_;
   std::shared_ptr<WsSession> ws_;
+  // HTTP/2: possible until the first bytes say otherwise (h2_preface_match); then the driver.
+  bool h2_possible_ = true;
+  std::unique_ptr<H2Conn> h2_;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

@@ -212,6 +212,12 @@ Conn::Step Conn::read_head() {
       begin_ = end_ = 0;
       return Step::wait;
     }
+    if (h2_possible_) {
+      int m = h2_preface_match({buf_.get() + begin_, end_ - begin_});
+      if (m == 0) return Step::wait;
+      h2_possible_ = false;
+      if (m > 0) return start_h2(), Step::stop;
+    }
     begin_request();
     set_idle(false);
     set_deadline(sh_.opt.header_timeout);
@@ -318,6 +324,7 @@ void Conn::request_ready() {
     handle(Response::error(417, "unsupported expectation"));
     return;
   }
+  if (try_h2c_upgrade()) return;
   set_connection_env(env);
   clear_deadline();
   if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
@@ -514,6 +521,7 @@ void Conn::close_now() {
   }
   file_.reset();
   if (ws_) std::exchange(ws_, nullptr)->abort();
+  if (h2_) h2_->on_close();
   node_.unlink();
 }
 
@@ -563,6 +571,7 @@ bool Conn::hand_over(RequestKeeper& k) {
 
 void Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
+  if (h2_) return h2_->on_timeout();
   clear_deadline();
   if (proxy_pending_) {
     proxy_timeout();
@@ -616,6 +625,7 @@ std::string Conn::abandon(int status) noexcept {
 std::string abandon_faulted(Conn& c, int status) noexcept { return c.abandon(status); }
 
 void Conn::on_shutdown(bool hurry) {
+  if (h2_) return h2_->on_shutdown(hurry);
   keep_alive_ = false;
   if (phase_ == Phase::websocket) {
     if (ws_) ws_->going_away();

@@ -65,6 +65,11 @@ struct ServerOptions {
   // longer one (Content-Length or chunked) ends the connection after the response (Connection: close).
   std::uint64_t discard_body_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
+  // HTTP/2 (h2c with prior knowledge): streams a connection may have open at once (SETTINGS_MAX_CONCURRENT_
+  // STREAMS), and each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE). The header list size is
+  // max_header_bytes; request bodies are read whole (up to max_body_bytes) before the app runs.
+  std::uint32_t h2_max_streams = 100;
+  std::uint32_t h2_initial_window = 65535;
 
   // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
   // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start

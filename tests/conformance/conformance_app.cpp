@@ -271,6 +271,10 @@ Response dispatch(const Files& files, Env& env) {
     std::string m = files.marker("cleanup", env.get("HTTP_X_TOKEN"));
     return text(::access(m.c_str(), F_OK) == 0 ? "ran" : "not run");
   }
+  if (test == "sleep") {  // holds its thread: several at once show the app pool serving streams in parallel
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return text("slept");
+  }
   if (test == "informational") {
     auto* info = env.object<Informational>(keys::x::informational);
     bool sent = info && info->send(103, Headers{{"Link", "</style.css>; rel=preload; as=style"}});

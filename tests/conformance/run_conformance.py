@@ -7,6 +7,7 @@ case: case | result | note. Exit status 0 when no case failed.
 
   run_conformance.py --url http://127.0.0.1:8080/app [--groups core,http1,...] [--skip CASE=reason]...
   run_conformance.py --spawn 'csgi serve --app lib.so --listen 127.0.0.1:0' --prefix /app ...
+  run_conformance.py --h2c ...   (every request over HTTP/2 with prior knowledge, through python3-h2)
 
 Groups: core (the 36 Plack::Test::Suite cases), http1 (keep-alive, pipelining, half-close, 100-continue,
 HEAD, HTTP/1.0, chunked), extensions (csgix.cleanup, csgix.informational, csgix.io), range, framing
@@ -164,6 +165,120 @@ class Conn:
             pass
 
 
+class H2Client:
+    """One HTTP/2 connection over cleartext (prior knowledge, RFC 9113 §3.3) through python3-h2."""
+
+    def __init__(self, host, port, timeout=10, unix=None):
+        import h2.config
+        import h2.connection
+
+        self.c = Conn(host, port, timeout, unix)
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        self.h2.initiate_connection()
+        self.flush()
+        self.streams = {}  # id -> dict(status, headers, body, interim, ended, reset)
+
+    def flush(self):
+        data = self.h2.data_to_send()
+        if data:
+            self.c.send(data)
+
+    def pump(self):
+        """Reads once and handles the events; False at the end of the connection."""
+        import h2.events as ev
+
+        try:
+            d = self.c.s.recv(65536)
+        except ConnectionResetError:
+            d = b""
+        if not d:
+            return False
+        for e in self.h2.receive_data(d):
+            st = self.streams.get(getattr(e, "stream_id", None))
+            if isinstance(e, ev.InformationalResponseReceived) and st is not None:
+                st["interim"].append(Response(int(dict(e.headers)[b":status"]), "", self._hdrs(e.headers), b"", "HTTP/2"))
+            elif isinstance(e, ev.ResponseReceived) and st is not None:
+                st["status"] = int(dict(e.headers)[b":status"])
+                st["headers"] = self._hdrs(e.headers)
+            elif isinstance(e, ev.DataReceived):
+                if st is not None:
+                    st["body"] += e.data
+                self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            elif isinstance(e, ev.StreamEnded) and st is not None:
+                st["ended"] = True
+            elif isinstance(e, ev.StreamReset) and st is not None:
+                st["reset"] = e.error_code
+            elif isinstance(e, ev.ConnectionTerminated):
+                for st in self.streams.values():
+                    if not st["ended"] and st["reset"] is None and (e.last_stream_id or 0) < min(self.streams):
+                        st["reset"] = "goaway"
+        self.flush()
+        return True
+
+    @staticmethod
+    def _hdrs(headers):
+        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers if not k.startswith(b":")]
+
+    def request(self, method, path, authority, headers=(), body=b""):
+        sid = self.h2.get_next_available_stream_id()
+        hs = [(":method", method), (":path", path), (":scheme", "http"), (":authority", authority)] + list(headers)
+        if body and not any(k == "content-length" for k, _ in headers):
+            hs.append(("content-length", str(len(body))))
+        self.streams[sid] = {"status": None, "headers": [], "body": b"", "interim": [], "ended": False, "reset": None}
+        self.h2.send_headers(sid, [(k.encode("latin-1"), v.encode("latin-1")) for k, v in hs], end_stream=not body)
+        self.flush()
+        if body:
+            self.send_body(sid, body)
+        return sid
+
+    def send_body(self, sid, body, end=True):
+        while body:
+            room = min(self.h2.local_flow_control_window(sid), self.h2.max_outbound_frame_size, len(body))
+            if room <= 0:
+                if not self.pump():
+                    raise EOFError("connection closed while sending the body")
+                if self.streams[sid]["reset"] is not None:
+                    return
+                continue
+            self.h2.send_data(sid, body[:room])
+            body = body[room:]
+            self.flush()
+        if end:
+            self.h2.end_stream(sid)
+            self.flush()
+
+    def response(self, sid):
+        st = self.streams[sid]
+        while not st["ended"] and st["reset"] is None:
+            if not self.pump():
+                raise EOFError("connection closed")
+        if st["status"] is None:
+            raise EOFError("stream %d reset (%s) without a response" % (sid, st["reset"]))
+        r = Response(st["status"], "", st["headers"], st["body"], "HTTP/2")
+        r.interim, r.reset = st["interim"], st["reset"]
+        return r
+
+    def close(self):
+        try:
+            self.h2.close_connection()
+            self.flush()
+        except Exception:
+            pass
+        self.c.close()
+
+
+def h2_headers(lines):
+    """HTTP/1-style "Name: value" lines as HTTP/2 fields: lower-case names, no connection-specific ones."""
+    out = []
+    for l in lines:
+        k, _, v = l.partition(":")
+        k = k.strip().lower()
+        if k in ("connection", "keep-alive", "transfer-encoding", "upgrade", "host", "proxy-connection"):
+            continue
+        out.append((k, v.strip()))
+    return out
+
+
 class Suite:
     def __init__(self, args):
         u = urlsplit(args.url)
@@ -174,9 +289,15 @@ class Suite:
         self.limits = dict(kv.split("=") for kv in args.limits.split(",") if kv) if args.limits else {}
         self.timeouts = dict(kv.split("=") for kv in args.timeouts.split(",") if kv) if args.timeouts else {}
         self.host_header = "%s:%d" % (self.host, self.port)
+        self.h2c = args.h2c
 
     def conn(self, timeout=10):
+        if self.h2c:
+            raise SkipCase("HTTP/1-only: writes raw HTTP/1.1 bytes on the socket")
         return Conn(self.host, self.port, timeout, self.unix)
+
+    def h2(self, timeout=10):
+        return H2Client(self.host, self.port, timeout, self.unix)
 
     def raw(self, head_lines, body=b"", test=None, method="GET", path="/", extra=()):
         lines = ["%s %s%s HTTP/1.1" % (method, self.prefix, path), "Host: " + self.host_header]
@@ -188,6 +309,13 @@ class Suite:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
     def request(self, test=None, method="GET", path="/", headers=(), body=b"", head=False):
+        if self.h2c:
+            c = self.h2()
+            try:
+                hs = ([("x-csgi-test", test)] if test else []) + h2_headers(headers)
+                return c.response(c.request(method, self.prefix + path, self.host_header, hs, body))
+            finally:
+                c.close()
         c = self.conn()
         try:
             c.send(self.raw(headers, body, test, method, path, ["Connection: close"]))
@@ -307,9 +435,10 @@ def _(s):
     expect(r.body == "/foo/\xe3\x81\x82".encode("latin-1"), "got %r" % r.body)
 
 
-@case("core", "15 SERVER_PROTOCOL is HTTP/1.0 or HTTP/1.1")
+@case("core", "15 SERVER_PROTOCOL is HTTP/1.0 or HTTP/1.1 (HTTP/2 over h2c, ENV-16)")
 def _(s):
-    expect(re.fullmatch(rb"HTTP/1\.[01]", s.request("server_protocol").body))
+    got = s.request("server_protocol").body
+    expect(got == b"HTTP/2" if s.h2c else re.fullmatch(rb"HTTP/1\.[01]", got), "got %r" % got)
 
 
 @case("core", "16 SCRIPT_NAME is defined even when empty (ENV-2)")
@@ -333,7 +462,8 @@ def _(s):
 @case("core", "19 status line is '200 OK' and a Date is added (ADP-12)")
 def _(s):
     r = s.request("status_line")
-    expect(r.status == 200 and r.reason == "OK", "got %d %r" % (r.status, r.reason))
+    # HTTP/2 has no reason phrase (RFC 9113 §8.3.2).
+    expect(r.status == 200 and (s.h2c or r.reason == "OK"), "got %d %r" % (r.status, r.reason))
     expect(re.fullmatch(r"\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT", r.header("Date") or ""), "Date %r" % r.header("Date"))
 
 
@@ -706,6 +836,12 @@ def _(s):
 
 @case("extensions", "csgix.informational sends 103 Early Hints before the response (EXT-5)")
 def _(s):
+    if s.h2c:
+        r2 = s.request("informational")
+        expect(len(r2.interim) == 1 and r2.interim[0].status == 103 and "preload" in (r2.interim[0].header("Link") or ""),
+               "interim %r" % r2.interim)
+        expect(r2.status == 200 and r2.body == b"sent 103", "final %r" % r2)
+        return
     c = s.conn()
     c.send(s.raw(["Connection: close"], test="informational"))
     r = c.read_response(interim=True)
@@ -717,6 +853,8 @@ def _(s):
 
 @case("extensions", "csgix.io: the app takes the connection over (EXT-2)")
 def _(s):
+    if s.h2c:
+        raise SkipCase("csgix.io is absent on HTTP/2 (a stream is not a connection to take; ENV-16)")
     c = s.conn()
     c.send(s.raw(["Connection: Upgrade", "Upgrade: echo"], test="hijack") + b"ping\n")
     r = c.read_response(interim=True)
@@ -973,6 +1111,7 @@ def main():
     ap.add_argument("--limits", default="", help="request_line=N,header_bytes=N,header_count=N,body_bytes=N")
     ap.add_argument("--timeouts", default="", help="header=S,idle=S")
     ap.add_argument("--name", default="", help="adapter name for the table title")
+    ap.add_argument("--h2c", action="store_true", help="send every request over HTTP/2 (h2c, prior knowledge)")
     args = ap.parse_args()
     proc = None
     if args.spawn:

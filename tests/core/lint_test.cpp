@@ -295,6 +295,25 @@ TEST_CASE("Lint rejects: SERVER_PROTOCOL", "[lint][ENV-12]") {
   CHECK(env_breach([](Env& e) { e.erase(keys::SERVER_PROTOCOL); }) == "ENV-12");
 }
 
+TEST_CASE("Lint rejects: an HTTP/2 env without Host or with connection-specific fields", "[lint][ENV-16]") {
+  auto h2 = [](std::function<void(Env&)> more) {
+    return [more](Env& e) {
+      e.set(keys::SERVER_PROTOCOL, "HTTP/2");
+      e.set(keys::HTTP_HOST, "example.org");
+      if (more) more(e);
+    };
+  };
+  CHECK(env_breach(h2({})) == "");
+  CHECK(env_breach(h2([](Env& e) { e.set("HTTP_TE", "trailers"); })) == "");
+  CHECK(env_breach(h2([](Env& e) { e.erase(keys::HTTP_HOST); })) == "ENV-16");
+  CHECK(env_breach(h2([](Env& e) { e.set("HTTP_CONNECTION", "keep-alive"); })) == "ENV-16");
+  CHECK(env_breach(h2([](Env& e) { e.set("HTTP_TRANSFER_ENCODING", "chunked"); })) == "ENV-16");
+  CHECK(env_breach(h2([](Env& e) { e.set("HTTP_UPGRADE", "websocket"); })) == "ENV-16");
+  CHECK(env_breach(h2([](Env& e) { e.set("HTTP_TE", "gzip"); })) == "ENV-16");
+  // The same fields in an HTTP/1.1 request are its own business.
+  CHECK(env_breach([](Env& e) { e.set("HTTP_CONNECTION", "keep-alive"); }) == "");
+}
+
 TEST_CASE("Lint rejects: REMOTE_ADDR/REMOTE_PORT", "[lint][ENV-13]") {
   CHECK(env_breach([](Env& e) { e.set(keys::REMOTE_PORT, "x"); }) == "ENV-13");
   CHECK(env_breach([](Env& e) { e.set(keys::REMOTE_ADDR, ""); }) == "ENV-13");
