@@ -238,11 +238,12 @@ case("framing", "double-space", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "reject", 
 case("framing", "tab-separator", "GET\t/\tHTTP/1.1\r\nHost: a\r\n\r\n", "reject", "400")
 case("framing", "nul-first", "\x00GET / HTTP/1.1\r\nHost: a\r\n\r\n", "reject", "400")
 case("framing", "tls-hello", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "reject", "400")
-case("framing", "http2-preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "reject", "400|505")
+# The HTTP/2 connection preface ("PRI * HTTP/2.0") starts HTTP/2 with prior knowledge, and a bodiless
+# request with `Upgrade: h2c` switches to it: tests/adapters/standalone/test_h2.py covers both.
 case("framing", "expect-unknown", get(headers=("Host: a", "Expect: teapot")), "reject", "417")
 case("framing", "expect-100-no-body", get(headers=("Host: a", "Expect: 100-continue")), "accept", "200")
 case("framing", "connection-close-then-canary", get(headers=("Host: a", "Connection: close")), "accept", "200", "canary: no (the connection closes after the answer)")
-case("framing", "upgrade-h2c-ignored", get(headers=("Host: a", "Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA")), "accept", "200")
+case("framing", "upgrade-h2c-with-body-ignored", post(["Host: a", "Connection: Upgrade, HTTP2-Settings", "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA", "Content-Length: 5"], "hello"), "accept", "200", "a request with a body is answered in HTTP/1.1")
 
 # --- pipelining after errors -----------------------------------------------------------------------------
 case("pipelining", "good-then-bad-then-canary", get(target="/echo") + "GET / HTTP/9.9\r\nHost: a\r\n\r\n", "reject", "400|505", "the first answer is 200, then 505/400 and close")
