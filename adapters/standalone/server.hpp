@@ -73,6 +73,19 @@ struct ServerOptions {
   std::chrono::milliseconds send_timeout{60000};       // client not reading the response → closed
   std::chrono::milliseconds graceful_timeout{10000};   // on SIGTERM: in-flight requests (and idle connections) get this long
 
+  /// Development reload (csgi serve --reload; docs/standalone.md, "Reload on change"). With `load` set,
+  /// each prefork worker calls it after its fork, before it listens (the app's library or module is
+  /// loaded there, afresh in every new worker); an exception from it ends that worker before it is
+  /// ready. A change to one of `files`, or to a file ending in `tree_suffix` under one of `trees`, starts
+  /// new workers, which replace the old ones once all of them listen; when they cannot start, the old
+  /// ones keep serving. Needs a master: with `workers` = 0, one worker runs under it.
+  struct Reload {
+    std::function<void()> load;
+    std::vector<std::string> files;
+    std::vector<std::string> trees;
+    std::string tree_suffix = ".py";
+  } reload;
+
   /// Called once per listening address when the server is ready ("http://127.0.0.1:5000/",
   /// "unix:/path"). By default the address is printed to stdout as "csgi: listening on <address>".
   std::function<void(const std::string&)> on_listening;
