@@ -13,6 +13,11 @@
 #include "csgi/middleware/access_log.hpp"
 #include "csgi/middleware/server_status.hpp"
 
+// The greeting at /hello; the reload test builds a second library that answers another.
+#ifndef PROCESS_APP_HELLO
+#define PROCESS_APP_HELLO "hello"
+#endif
+
 namespace {
 csgi::App make_process_app(const csgi::AppArgs& args) {
   csgi::App app = [](csgi::Env& env) {
@@ -20,7 +25,7 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
     if (path == "/crash") ::raise(SIGSEGV);
     if (path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
-    return csgi::Response::text(200, "hello");
+    return csgi::Response::text(200, PROCESS_APP_HELLO);
   };
   app = csgi::wrap<csgi::mw::ServerStatus>(std::move(app));
   for (const std::string& a : args)
