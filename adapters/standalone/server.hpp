@@ -12,6 +12,9 @@
 /// `threads` io threads), restarts a worker that dies, and keeps the sockets open throughout. In a worker,
 /// a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in the app's code fails only the request that raised it: the
 /// worker finishes its other requests and exits, and the master replaces it (docs/reliability.md §4).
+/// SIGUSR2 to the master starts the csgi binary now at this one's path on the same sockets and hands
+/// over to it once its workers listen (docs/standalone.md, "Binary upgrade"); with NOTIFY_SOCKET set the
+/// server speaks systemd's Type=notify protocol.
 ///
 /// A graceful stop (stop(), SIGTERM/SIGINT, an old worker on SIGHUP) stops accepting and finishes the
 /// requests in flight; idle keep-alive connections stay open until their idle timeout (at most

@@ -62,7 +62,10 @@ void SystemdNotify::tick(Clock::time_point now, std::uint64_t requests, const st
   if (!enabled_) return;
   if (watchdog_.count() > 0 && now >= next_ping_) {
     send("WATCHDOG=1");
-    next_ping_ = now + std::chrono::duration_cast<Clock::duration>(watchdog_ / 2);
+    // Due every half interval on average, however late the caller's loop came round to this one.
+    auto half = std::chrono::duration_cast<Clock::duration>(watchdog_ / 2);
+    next_ping_ += half;
+    if (next_ping_ <= now) next_ping_ = now + half;
   }
   if (requests != last_requests_ && now >= next_status_) {
     last_requests_ = requests;

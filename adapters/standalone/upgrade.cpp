@@ -19,6 +19,7 @@ namespace csgi::standalone::detail {
 namespace {
 
 constexpr const char* fd_variable = "CSGI_UPGRADE_FD";
+constexpr std::size_t max_sockets = 1023;  // and the pipe: the child's table of descriptors to move
 
 // The path this process was started from: /proc/self/exe, without the " (deleted)" the kernel adds once
 // the file was replaced (as an upgrade does: the new binary is at that path now).
@@ -79,6 +80,10 @@ bool Upgrade::start(const std::vector<ListenSocket>& sockets, std::chrono::secon
     why = "cannot read /proc/self/exe or /proc/self/cmdline";
     return false;
   }
+  if (sockets.size() >= max_sockets) {
+    why = "too many listening sockets to hand over (" + std::to_string(sockets.size()) + ")";
+    return false;
+  }
   // Everything the child needs is made here: after fork() it may only make async-signal-safe calls.
   const int n = static_cast<int>(sockets.size());
   std::vector<std::string> env_strings;
@@ -116,8 +121,8 @@ bool Upgrade::start(const std::vector<ListenSocket>& sockets, std::chrono::secon
   }
   if (pid == 0) {
     // The new binary: sockets on 3…3+n-1, the pipe's write end (blocking) on 3+n, signals unblocked.
-    int high[1024];
-    int count = n + 1 < 1024 ? n + 1 : 1024;
+    int high[max_sockets + 1];
+    int count = n + 1;
     for (int i = 0; i < count; ++i) {
       int from = i < n ? fds[static_cast<std::size_t>(i)] : pipe_fds[1];
       high[i] = ::fcntl(from, F_DUPFD_CLOEXEC, 3 + count);
