@@ -140,8 +140,10 @@ def library(workers):
             check(wait_for(lambda: get(port) == "hello"), "%s: the next good build is served" % label)
             check(stop(p) == 0, "%s: SIGTERM stops it (exit 0)" % label)
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the workers too, were the master gone
+            except ProcessLookupError:
+                pass
             if failures:
                 print("error log:\n" + open(errlog).read())
 
@@ -170,8 +172,10 @@ def wsgi():
             check(get(port) == "v2", "--wsgi: the old workers keep serving")
             check(stop(p) == 0, "--wsgi: SIGTERM stops it (exit 0)")
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the workers too, were the master gone
+            except ProcessLookupError:
+                pass
 
 
 library(0)

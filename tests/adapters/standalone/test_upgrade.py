@@ -163,10 +163,13 @@ with tempfile.TemporaryDirectory() as tmp:
     finally:
         if failures:
             print("error log:\n" + open(errlog).read())
-        if p.poll() is None:
+        # Every process of the test is in the first master's process group (the new master and the
+        # workers of both, orphans included when a master died).
+        try:
             os.killpg(p.pid, signal.SIGKILL)
-        if new_master and alive(new_master):
-            os.killpg(os.getpgid(new_master), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
 
 print("%d failures" % len(failures))
 sys.exit(1 if failures else 0)
