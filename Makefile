@@ -40,9 +40,11 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              csgi_cli canary_app conformance_app ctest:conformance_standalone_root \
              ctest:conformance_standalone_prefix ctest:conformance_standalone_threads \
              ctest:conformance_standalone_pool ctest:standalone_test_pool \
-             ctest:reliability_corpus ctest:reliability_faults_short
+             ctest:reliability_corpus ctest:reliability_faults_short \
+             standalone_websocket_app ctest:websocket_conformance ctest:websocket_conformance_pool
 TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads \
-             ctest:standalone_test_pool ctest:conformance_standalone_pool
+             ctest:standalone_test_pool ctest:conformance_standalone_pool \
+             standalone_websocket_app ctest:websocket_conformance_pool
 SOAK_SECONDS ?= 60
 test-asan: deps
 	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)

@@ -19,6 +19,7 @@ inline constexpr K CONTENT_TYPE = "CONTENT_TYPE";
 inline constexpr K REMOTE_ADDR = "REMOTE_ADDR";
 inline constexpr K REMOTE_PORT = "REMOTE_PORT";
 inline constexpr K REMOTE_USER = "REMOTE_USER";
+inline constexpr K HTTPS = "HTTPS";
 inline constexpr K HTTP_HOST = "HTTP_HOST";
 inline constexpr K HTTP_COOKIE = "HTTP_COOKIE";
 inline constexpr K HTTP_ACCEPT_ENCODING = "HTTP_ACCEPT_ENCODING";
@@ -56,6 +57,7 @@ inline constexpr K cleanup_handlers = "csgix.cleanup.handlers";  // object csgi:
 inline constexpr K informational = "csgix.informational";      // object csgi::Informational
 inline constexpr K request_body_limit = "csgix.body_limit";    // integer: max request body bytes
 inline constexpr K server_stats = "csgix.server_stats";        // object csgi::ServerStats (EXT-7)
+inline constexpr K websocket = "csgix.websocket";  // object csgi::websocket::Upgrade (EXT-8)
 }  // namespace x
 // Keys of the apps in middleware/, each under its own prefix (EXT-6).
 namespace router {

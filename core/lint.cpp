@@ -13,15 +13,16 @@
 #include "csgi/core/percent.hpp"
 #include "csgi/core/server_stats.hpp"
 #include "csgi/core/text.hpp"
+#include "csgi/core/websocket.hpp"
 
 namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 43> kRules = {
+constexpr std::array<std::string_view, 45> kRules = {
     "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
     "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "CORE-1", "CORE-2", "CORE-3", "CORE-4",
-    "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "RES-1",
+    "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8", "EXT-9", "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
     "RES-12", "RES-13", "RES-14", "MW-3",    "MW-5",
 };
@@ -99,10 +100,11 @@ void need_bool(const Env& env, std::string_view key, std::string_view rule) {
 constexpr std::array<std::string_view, 9> kCoreKeys = {keys::version,   keys::url_scheme,   keys::input,
                                                        keys::errors,    keys::multithread,  keys::multiprocess,
                                                        keys::run_once,  keys::nonblocking,  keys::streaming};
-constexpr std::array<std::string_view, 12> kExtKeys = {
+constexpr std::array<std::string_view, 13> kExtKeys = {
     keys::x::io,       keys::x::input_buffered, keys::x::logger,          keys::x::session,
     keys::x::session_options, keys::x::harakiri, keys::x::harakiri_commit, keys::x::cleanup,
-    keys::x::cleanup_handlers, keys::x::informational, keys::x::request_body_limit, keys::x::server_stats};
+    keys::x::cleanup_handlers, keys::x::informational, keys::x::request_body_limit, keys::x::server_stats,
+    keys::x::websocket};
 
 template <std::size_t N>
 bool known(const std::array<std::string_view, N>& list, std::string_view key) {
@@ -150,6 +152,7 @@ void check_extensions(const Env& env) {
   need_object<CleanupHandlers>(env, keys::x::cleanup_handlers, "csgi::CleanupHandlers", "EXT-1");
   need_object<Informational>(env, keys::x::informational, "csgi::Informational", "EXT-1");
   need_object<ServerStats>(env, keys::x::server_stats, "csgi::ServerStats", "EXT-7");
+  need_object<websocket::Upgrade>(env, keys::x::websocket, "csgi::websocket::Upgrade", "EXT-8");
   if (env.flag(keys::x::cleanup) && !env.object<CleanupHandlers>(keys::x::cleanup_handlers))
     fail("EXT-4", "csgix.cleanup is true but csgix.cleanup.handlers is missing");
 }
@@ -182,7 +185,8 @@ std::optional<std::uint64_t> check_final_head(int status, const Headers& headers
   for (std::string_view hop : {"Transfer-Encoding", "Connection", "Keep-Alive", "TE", "Trailer", "Proxy-Connection"}) {
     if (headers.has(hop)) fail("RES-14", str("hop-by-hop header ", hop, " must not be set by the app: framing is the adapter's"));
   }
-  if (status != 101 && headers.has("Upgrade")) fail("RES-14", "Upgrade is only allowed with status 101");
+  if (status != 101 && status != 426 && headers.has("Upgrade"))
+    fail("RES-14", "Upgrade is only allowed with status 101 or 426");
   auto lengths = headers.get_all("Content-Length");
   if (no_body_status(status)) {
     if (headers.has("Content-Type"))
@@ -208,6 +212,7 @@ struct Exchange {
   bool head_request = false;
   bool answered = false;        // the Responder was used
   bool final_started = false;   // the final response was handed to the adapter
+  bool upgraded = false;        // csgix.websocket took a handler
 };
 
 void check_length(std::uint64_t declared, std::uint64_t actual, bool head_request) {
@@ -396,6 +401,34 @@ private:
   std::shared_ptr<Exchange> ex_;
 };
 
+class LintUpgrade final : public websocket::Upgrade {
+public:
+  LintUpgrade(websocket::Upgrade& inner, Value held, std::shared_ptr<Exchange> ex)
+      : inner_(inner), held_(std::move(held)), ex_(std::move(ex)) {}
+  bool upgrade(websocket::Handler handler) override {
+    std::lock_guard lock(ex_->mu);
+    if (ex_->final_started) fail("EXT-9", "csgix.websocket used after the app returned its response");
+    if (ex_->upgraded) fail("EXT-9", "csgix.websocket's upgrade() called twice for one request");
+    ex_->upgraded = inner_.upgrade(std::move(handler));
+    return ex_->upgraded;
+  }
+
+private:
+  websocket::Upgrade& inner_;
+  Value held_;
+  std::shared_ptr<Exchange> ex_;
+};
+
+/// EXT-9: a handler taken means a 101 answer, and a WebSocket 101 needs a handler taken.
+void check_upgrade(const Response& res, const Exchange& ex) {
+  bool ws101 = res.status == 101 && iequals(res.headers.get("Upgrade").value_or(""), "websocket");
+  if (ex.upgraded && res.status != 101)
+    fail("EXT-9", str("csgix.websocket took a handler but the response is ", std::to_string(res.status),
+                      ", not 101 (return what csgi::websocket::accept returned)"));
+  if (ws101 && !ex.upgraded)
+    fail("EXT-9", "a 101 with Upgrade: websocket needs csgix.websocket's upgrade() (csgi::websocket::accept)");
+}
+
 }  // namespace
 
 LintError::LintError(std::string_view rule, std::string_view detail)
@@ -507,6 +540,11 @@ Response Lint::operator()(Env& env) const {
         std::make_shared<LintInformational>(*info, *env.find(keys::x::informational), ex);
     env.set_object<Informational>(keys::x::informational, std::move(wrapped));
   }
+  if (auto* up = env.object<websocket::Upgrade>(keys::x::websocket)) {
+    std::shared_ptr<websocket::Upgrade> wrapped =
+        std::make_shared<LintUpgrade>(*up, *env.find(keys::x::websocket), ex);
+    env.set_object<websocket::Upgrade>(keys::x::websocket, std::move(wrapped));
+  }
 
   std::string_view script = env.get(keys::SCRIPT_NAME), path = env.get(keys::PATH_INFO);
   Response res = next_(env);
@@ -521,6 +559,10 @@ Response Lint::operator()(Env& env) const {
       fail("EXT-3", "csgix.harakiri.commit set although the adapter does not offer csgix.harakiri");
   }
 
+  {
+    std::lock_guard lock(ex->mu);
+    check_upgrade(res, *ex);
+  }
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     if (!*d) fail("RES-8", "a delayed response needs a callable");
     if (!env.flag(keys::streaming)) fail("CORE-6", "a delayed response needs csgi.streaming to be true");

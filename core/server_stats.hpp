@@ -19,6 +19,8 @@
 
 namespace csgi {
 
+class WorkerBoard;
+
 class ServerStats {
 public:
   /// Exact statuses counted one by one (the status classes are counted as well).
@@ -71,6 +73,10 @@ public:
   /// Counts one response without touching the in-progress count.
   void record_response(int status, std::uint64_t bytes_sent = 0) noexcept;
 
+  /// The counters of every worker of the server (core/worker_board.hpp), when the adapter keeps them.
+  void set_board(const WorkerBoard* b) noexcept { board_.store(b, std::memory_order_relaxed); }
+  const WorkerBoard* board() const noexcept { return board_.load(std::memory_order_relaxed); }
+
   Snapshot snapshot() const noexcept;
   /// Zeroes the cumulative counters and restarts the clock; gauges (open, busy, workers) are kept (tests; an admin "reset" action).
   void reset() noexcept;
@@ -89,6 +95,7 @@ private:
   std::atomic<bool> draining_{false};
   std::atomic<const char*> adapter_{nullptr};
   std::atomic<std::size_t> adapter_len_{0};
+  std::atomic<const WorkerBoard*> board_{nullptr};
 };
 
 }  // namespace csgi

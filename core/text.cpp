@@ -2,14 +2,39 @@
 
 namespace csgi {
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-    if (x == y) continue;
-    if ((x | 0x20) != (y | 0x20) || (x | 0x20) < 'a' || (x | 0x20) > 'z') return false;
+namespace {
+
+// Eight bytes of `a` and `b` equal but for the case of ASCII letters: where they differ, only in bit
+// 0x20, and there a letter (a non-ASCII byte never is). Per byte, with no carry between bytes: the
+// bytes compared with 'a' and 'z' have their high bit cleared first.
+bool iequal_words(std::uint64_t x, std::uint64_t y) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  std::uint64_t d = x ^ y;
+  if (d == 0) return true;
+  if (d & ~(0x20 * ones)) return false;
+  std::uint64_t differ = (d << 2) & highs;  // the high bit of each byte that differs
+  if (x & differ) return false;
+  std::uint64_t low = (x | 0x20 * ones) & ~highs;
+  std::uint64_t at_least_a = low + (0x80 - 'a') * ones;
+  std::uint64_t above_z = low + (0x80 - 'z' - 1) * ones;
+  return (differ & ~(at_least_a & ~above_z)) == 0;
+}
+
+}  // namespace
+
+bool iequals_same_size(const char* a, const char* b, std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (!iequal_words(x, y)) return false;
   }
-  return true;
+  if (i == n) return true;
+  std::uint64_t x = 0, y = 0;
+  std::memcpy(&x, a + i, n - i);
+  std::memcpy(&y, b + i, n - i);
+  return iequal_words(x, y);
 }
 
 bool istarts_with(std::string_view s, std::string_view prefix) noexcept {

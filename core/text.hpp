@@ -3,8 +3,11 @@
 /// and case-insensitive comparison. (Case-sensitive prefix and suffix tests are std::string_view's
 /// starts_with and ends_with.)
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace csgi {
 
@@ -36,10 +39,25 @@ constexpr bool is_ctl(char c) noexcept {
 }
 
 /// `s` holds a control character; a horizontal tab counts as one only when `allow_tab` is false
-/// (field values may hold tabs, request targets may not).
+/// (field values may hold tabs, request targets may not). Eight bytes at a time: a word with no byte
+/// below 0x20 and none equal to 0x7f is passed whole; any other is looked at byte by byte.
 constexpr bool has_ctl(std::string_view s, bool allow_tab) noexcept {
-  for (char c : s)
-    if (is_ctl(c) && !(allow_tab && c == '\t')) return true;
+  std::size_t i = 0;
+  if (!std::is_constant_evaluated()) {
+    constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; i + 8 <= s.size(); i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      std::uint64_t del = w ^ (0x7f * ones);
+      // A byte below 0x20 (with its high bit clear), or a zero byte of w ^ 0x7f..: a byte equal to 0x7f.
+      if ((((w - 0x20 * ones) & ~w) | ((del - ones) & ~del)) & highs) {
+        for (std::size_t j = i; j < i + 8; ++j)
+          if (is_ctl(s[j]) && !(allow_tab && s[j] == '\t')) return true;
+      }
+    }
+  }
+  for (; i < s.size(); ++i)
+    if (is_ctl(s[i]) && !(allow_tab && s[i] == '\t')) return true;
   return false;
 }
 
@@ -51,7 +69,10 @@ constexpr bool within_prefix(std::string_view path, std::string_view prefix) noe
 }
 
 /// Case-insensitive ASCII comparison (header names, tokens).
-bool iequals(std::string_view a, std::string_view b) noexcept;
+bool iequals_same_size(const char* a, const char* b, std::size_t n) noexcept;
+inline bool iequals(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && iequals_same_size(a.data(), b.data(), a.size());
+}
 /// `s` starts with `prefix`, ASCII case-insensitively.
 bool istarts_with(std::string_view s, std::string_view prefix) noexcept;
 /// `s` ends with `suffix`, ASCII case-insensitively.

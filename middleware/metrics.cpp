@@ -1,5 +1,6 @@
 #include "csgi/middleware/metrics.hpp"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,7 +17,9 @@
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
+#include "csgi/core/process.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/core/worker_board.hpp"
 
 namespace csgi::mw {
 
@@ -71,10 +74,58 @@ void sample(std::string& out, std::string_view name, std::string_view labels, st
   out.append(" ").append(std::to_string(v)).append("\n");
 }
 
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') out.push_back('\\');
+    if (ch == '\n') {
+      out.append("\\n");
+      continue;
+    }
+    out.push_back(ch);
+  }
+  return out;
+}
+
+// The adapter's WorkerBoard: gauges summed over every worker process, restarts, accept queues.
+void render_board(std::string& out, const WorkerBoard& board) {
+  WorkerBoard::Totals t = board.totals();
+  header(out, "csgi_workers", "gauge", "Server processes serving requests (prefork workers, or this one process).");
+  sample(out, "csgi_workers", "", t.workers);
+  header(out, "csgi_worker_restarts_total", "counter", "Workers replaced, by cause.");
+  for (std::size_t i = 0; i < t.restarts.size(); ++i)
+    sample(out, "csgi_worker_restarts_total", "cause=\"" + std::string(WorkerBoard::cause_names[i]) + "\"", t.restarts[i]);
+  header(out, "csgi_connections_open", "gauge", "Client connections open, over all workers.");
+  sample(out, "csgi_connections_open", "", t.connections_open);
+  header(out, "csgi_connections_idle", "gauge", "Keep-alive connections waiting for their next request, over all workers.");
+  sample(out, "csgi_connections_idle", "", t.connections_idle);
+  header(out, "csgi_app_queue_length", "gauge", "Requests waiting for an app thread (--app-threads), over all workers.");
+  sample(out, "csgi_app_queue_length", "", t.app_queued);
+  header(out, "csgi_app_threads_busy", "gauge", "App threads running the app (--app-threads), over all workers.");
+  sample(out, "csgi_app_threads_busy", "", t.app_busy);
+  std::vector<WorkerBoard::Backlog> backlogs = board.backlogs();
+  if (backlogs.empty()) return;
+  header(out, "csgi_listen_queue_length", "gauge", "Connections in a listening socket's accept queue.");
+  for (const auto& b : backlogs) sample(out, "csgi_listen_queue_length", "listener=\"" + label_value(b.listener) + "\"", b.queued);
+  header(out, "csgi_listen_queue_limit", "gauge", "A listening socket's accept queue limit (its listen() backlog).");
+  for (const auto& b : backlogs) sample(out, "csgi_listen_queue_limit", "listener=\"" + label_value(b.listener) + "\"", b.limit);
+}
+
 }  // namespace
+
+// True while process `pid` exists (a worker that died, even by SIGKILL, leaves its count behind).
+bool alive(int pid) noexcept { return pid > 0 && (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM); }
 
 struct Metrics::Counters {
   std::array<std::array<U64, class_names.size()>, method_names.size()> requests{};
+  // Requests in the app, per process: a worker that ends with requests inside the app (a contained fault,
+  // a request timeout, SIGKILL) takes its count with it. A process past the last free slot counts in
+  // in_flight.
+  struct alignas(64) InFlight {
+    std::atomic<int> pid{0};
+    U64 n{0};
+  };
+  std::array<InFlight, 256> in_flight_by_process{};
   alignas(64) U64 in_flight{0};
   alignas(64) U64 bytes_in{0};
   U64 bytes_out{0};
@@ -87,6 +138,43 @@ struct Metrics::Counters {
     requests[method][class_index(status)].fetch_add(1, std::memory_order_relaxed);
     duration_buckets[bucket_index(d)].fetch_add(1, std::memory_order_relaxed);
     duration_ns.fetch_add(d, std::memory_order_relaxed);
+  }
+
+  // This process's in-flight count: found once per process and thread (fork_generation tells a forked
+  // child), claimed from a free slot or one whose process is gone.
+  U64& in_flight_here() noexcept {
+    struct Cache {
+      const Counters* counters = nullptr;
+      unsigned generation = 0;
+      U64* n = nullptr;
+    };
+    thread_local Cache cache;
+    unsigned gen = fork_generation();
+    if (cache.counters == this && cache.generation == gen) return *cache.n;
+    int me = ::getpid();
+    U64* found = &in_flight;
+    for (InFlight& f : in_flight_by_process)
+      if (f.pid.load(std::memory_order_acquire) == me) found = &f.n;
+    for (std::size_t i = 0; found == &in_flight && i < in_flight_by_process.size(); ++i) {
+      InFlight& f = in_flight_by_process[i];
+      int owner = f.pid.load(std::memory_order_acquire);
+      if (owner == -1 || (owner > 0 && alive(owner))) continue;    // being claimed, or in use
+      if (!f.pid.compare_exchange_strong(owner, -1)) continue;     // free, or a gone process's: claimed
+      f.n.store(0, std::memory_order_relaxed);
+      f.pid.store(me, std::memory_order_release);
+      found = &f.n;
+    }
+    cache = {this, gen, found};
+    return *found;
+  }
+
+  std::uint64_t in_flight_now() const noexcept {
+    std::uint64_t sum = in_flight.load(std::memory_order_relaxed);
+    for (const InFlight& f : in_flight_by_process) {
+      int owner = f.pid.load(std::memory_order_acquire);
+      if (owner > 0 && alive(owner)) sum += f.n.load(std::memory_order_relaxed);
+    }
+    return sum;
   }
 };
 // Released with munmap alone: no destructor to run.
@@ -126,11 +214,12 @@ Response Metrics::operator()(Env& env) {
   Counters& c = *counters_;
   if (std::string_view cl = env.get(keys::CONTENT_LENGTH); !cl.empty())
     c.bytes_in.fetch_add(content_length(cl), std::memory_order_relaxed);
-  c.in_flight.fetch_add(1, std::memory_order_relaxed);
+  U64& here = c.in_flight_here();
+  here.fetch_add(1, std::memory_order_relaxed);
   struct InFlight {
     U64& n;
     ~InFlight() { n.fetch_sub(1, std::memory_order_relaxed); }
-  } in_flight{c.in_flight};
+  } in_flight{here};
   Response res;
   try {
     if (env.get(keys::PATH_INFO) != options_.path) {
@@ -177,7 +266,7 @@ std::string Metrics::render(const Env& env) const {
         sample(out, "csgi_http_requests_total",
                "method=\"" + std::string(method_names[m]) + "\",code=\"" + std::string(class_names[k]) + "\"", v);
   header(out, "csgi_http_requests_in_flight", "gauge", "HTTP requests inside the app now.");
-  sample(out, "csgi_http_requests_in_flight", "", ld(c.in_flight));
+  sample(out, "csgi_http_requests_in_flight", "", c.in_flight_now());
   header(out, "csgi_http_request_body_bytes_total", "counter", "Request body bytes, by Content-Length.");
   sample(out, "csgi_http_request_body_bytes_total", "", ld(c.bytes_in));
   header(out, "csgi_http_response_body_bytes_total", "counter", "Response body bytes of bodies of known length.");
@@ -200,6 +289,7 @@ std::string Metrics::render(const Env& env) const {
     sample(out, "csgi_worker_connections_total", pid, s.connections_total);
     header(out, "csgi_worker_requests_busy", "gauge", "Requests in progress in this worker process.");
     sample(out, "csgi_worker_requests_busy", pid, s.workers_busy);
+    if (const WorkerBoard* board = stats->board()) render_board(out, *board);
   }
   return out;
 }

@@ -16,10 +16,19 @@
 /// counters and a scrape of any worker reports the sum over all of them.
 /// From csgix.server_stats (when the adapter provides it), this worker's own gauges, labelled with its
 /// pid: csgi_worker_connections_open, csgi_worker_requests_busy, csgi_worker_connections_total.
+/// From the adapter's WorkerBoard (ServerStats::board(): the standalone server keeps one, in shared memory,
+/// for all its workers), summed over every worker process:
+///   csgi_workers                                 processes serving
+///   csgi_worker_restarts_total{cause}            workers replaced: crash, timeout (--request-timeout),
+///                                                 max_requests, memory (--max-worker-memory)
+///   csgi_connections_open, csgi_connections_idle  connections open; keep-alive ones waiting for a request
+///   csgi_app_queue_length, csgi_app_threads_busy  the app executor (--app-threads): waiting requests, busy threads
+///   csgi_listen_queue_length{listener}, csgi_listen_queue_limit{listener}
+///                                                 each TCP listening socket's accept queue (Linux TCP_INFO)
 ///
 /// Scrapes are answered only to clients whose REMOTE_ADDR is in `allow_from` (default loopback; empty
 /// list: any client); others get 403. GET and HEAD only (405 with Allow otherwise).
-/// Reads:  PATH_INFO (compared whole), REQUEST_METHOD, REMOTE_ADDR, CONTENT_LENGTH, csgix.server_stats.
+/// Reads:  PATH_INFO (compared whole), REQUEST_METHOD, REMOTE_ADDR, CONTENT_LENGTH, csgix.server_stats (and its board).
 /// Writes: nothing in the env; the scrape's response.
 /// Order:  outermost (or just inside access_log), so that it counts what every other layer answers.
 #include <memory>

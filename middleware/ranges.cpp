@@ -125,7 +125,7 @@ const std::string* complete_bytes(const Body& body) {
 /// The size of a rangeable body; nullopt when the body is not rangeable (or a file cannot be stat'ed).
 std::optional<std::uint64_t> rangeable_size(const RangeRequest& req, const Response& res) {
   if (res.status != 200 || res.headers.has("content-range")) return std::nullopt;
-  if (auto ar = res.headers.get("accept-ranges"); ar && to_lower(trim_ows(*ar)) == "none") return std::nullopt;
+  if (auto ar = res.headers.get("accept-ranges"); ar && iequals(trim_ows(*ar), "none")) return std::nullopt;
   if (auto* f = std::get_if<FileBody>(&res.body)) {
     try {
       return f->size();

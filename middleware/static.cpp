@@ -148,13 +148,15 @@ Response Static::serve(Env& env, std::string_view relative, const FileCache::Ent
 
   const FileCache::Entry* chosen = &entry;
   std::shared_ptr<const FileCache::Entry> sibling;
-  std::string etag = o.etag ? entry.etag : std::string();
-  std::string lm = o.last_modified ? entry.last_modified : std::string();
+  std::string_view etag = o.etag ? std::string_view(entry.etag) : std::string_view();
+  std::string_view lm = o.last_modified ? std::string_view(entry.last_modified) : std::string_view();
+  std::string coded_etag;  // the ETag of a precompressed sibling
   bool head = env.get(keys::REQUEST_METHOD) == "HEAD";
   std::string_view range = env.get(keys::HTTP_RANGE);
 
   Response res;
   res.status = 200;
+  res.headers.reserve(8);
   bool vary = false;
   std::string encoding;
   if (o.precompressed && is_compressible_type(type)) {
@@ -171,15 +173,18 @@ Response Static::serve(Env& env, std::string_view relative, const FileCache::Ent
         sibling = std::move(sib);
         chosen = sibling.get();
         encoding = coding;
-        if (o.etag) etag.insert(etag.size() - 1, std::string("-") + coding);
+        if (o.etag) {
+          coded_etag = std::string(etag.substr(0, etag.size() - 1)) + "-" + coding + std::string(etag.substr(etag.size() - 1));
+          etag = coded_etag;
+        }
         break;
       }
     }
   }
 
   auto add_common = [&](Headers& h) {
-    if (!lm.empty()) h.add("Last-Modified", lm);
-    if (!etag.empty()) h.add("ETag", etag);
+    if (!lm.empty()) h.add("Last-Modified", std::string(lm));
+    if (!etag.empty()) h.add("ETag", std::string(etag));
     if (!o.cache_control.empty()) h.add("Cache-Control", o.cache_control);
     if (vary) h.add("Vary", "Accept-Encoding");
   };

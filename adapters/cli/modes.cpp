@@ -16,7 +16,7 @@ const std::vector<Mode>& modes() {
        "its factory with the --app-arg values. The same library runs unchanged under the FastCGI, CGI and "
        "Python adapters.",
        [](const ModeArgs& a, App) { return load_app(a.value, a.app_args); }},
-      {"demo", nullptr, Mode::Kind::source, "serve the built-in demo (hello, /env, /stream)",
+      {"demo", nullptr, Mode::Kind::source, "serve the built-in demo (hello, /env, /stream, /websocket)",
        "A small app to try the server: a greeting at /, the request env at /env, a streamed response "
        "written by a delayed writer at /stream.",
        [](const ModeArgs& a, App) { return demo_app(a.app_args); }},
@@ -50,8 +50,9 @@ const std::vector<Mode>& modes() {
       {"metrics", nullptr, Mode::Kind::layer, "serve Prometheus metrics at /metrics (loopback clients only)",
        "GET /metrics answers the request counters by method and status class, requests in flight, body "
        "bytes in and out and a request duration histogram in the Prometheus text format, summed over all "
-       "--workers (the counters are shared memory made before the workers fork), plus the answering "
-       "worker's open connections. Only loopback clients may scrape (403 otherwise). Put it first, or "
+       "--workers (the counters are shared memory made before the workers fork), and the server's gauges "
+       "over all workers: workers, restarts by cause, open and idle connections, the app executor's queue "
+       "and busy threads, the accept queues. Only loopback clients may scrape (403 otherwise). Put it first, or "
        "right after --health, so that it counts what every other layer answers. See "
        "docs/middleware/metrics.md.",
        make_metrics_layer},

@@ -1,25 +1,16 @@
 #include "csgi/adapters/cli/options.hpp"
 
-#include <boost/program_options.hpp>
 #include <cstdlib>
 #include <sstream>
 
 namespace csgi::cli {
 
-namespace po = boost::program_options;
-
 namespace {
 
-po::options_description mode_options() {
-  po::options_description o("App options");
-  for (const Mode& m : modes()) {
-    if (m.value_name)
-      o.add_options()(m.option, po::value<std::vector<std::string>>()->value_name(m.value_name), m.summary);
-    else
-      o.add_options()(m.option, po::bool_switch(), m.summary);
-  }
-  o.add_options()("app-arg", po::value<std::vector<std::string>>()->value_name("ARG")->composing(),
-                  "an argument for the app's factory; repeatable, in order");
+std::vector<runner::ExtraOption> mode_options() {
+  std::vector<runner::ExtraOption> o;
+  for (const Mode& m : modes()) o.push_back({m.option, m.value_name, true, m.summary});
+  o.push_back({"app-arg", "ARG", true, "an argument for the app's factory; repeatable, in order"});
   return o;
 }
 
@@ -62,11 +53,11 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
 
   // Modes in command-line order (layers compose in this order).
   for (const auto& o : parsed.given) {
-    const Mode* m = find_mode(o.string_key);
+    const Mode* m = find_mode(o.name);
     if (!m) continue;
     if (m->value_name) {
-      if (o.value.size() != 1 || o.value.front().empty()) throw UsageError("--" + std::string(m->option) + " needs a value");
-      cl.modes.push_back({m, o.value.front()});
+      if (o.value.empty()) throw UsageError("--" + std::string(m->option) + " needs a value");
+      cl.modes.push_back({m, o.value});
     } else {
       cl.modes.push_back({m, {}});
     }
@@ -79,11 +70,11 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
     throw UsageError("give only one of " + mode_list(is_source, ", ", " and "));
   if (cl.modes.empty())
     throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
-  if (parsed.vm.count("app-arg")) cl.app_args = parsed.vm["app-arg"].as<std::vector<std::string>>();
+  cl.app_args = parsed.values("app-arg");
   cl.options = std::move(parsed.options);
   // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
   for (const auto& c : cl.modes)
-    if (std::string_view(c.mode->option) == "wsgi" && !parsed.vm.count("app-threads")) cl.options.server.app_threads = 8;
+    if (std::string_view(c.mode->option) == "wsgi" && !parsed.has("app-threads")) cl.options.server.app_threads = 8;
   cl.warnings = std::move(parsed.warnings);
   return cl;
 }
@@ -118,7 +109,7 @@ std::string help_text() {
   }
   o << "\n";
   std::ostringstream opts;
-  opts << mode_options() << "\n" << runner::describe();
+  opts << runner::describe("App options", mode_options()) << "\n" << runner::describe();
   o << "OPTIONS\n" << opts.str() << "\n";
   o << "SIGNALS\n"
        "    TERM, INT  stop accepting, finish in-flight requests (up to --graceful-timeout), exit 0\n"

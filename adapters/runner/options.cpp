@@ -1,13 +1,14 @@
 #include "csgi/adapters/runner/options.hpp"
 
-#include <boost/program_options.hpp>
+#include <getopt.h>
+
 #include <charconv>
 #include <cmath>
 #include <sstream>
 
-namespace csgi::runner {
+#include "csgi/middleware/cidr.hpp"
 
-namespace po = boost::program_options;
+namespace csgi::runner {
 
 namespace {
 
@@ -121,6 +122,19 @@ std::vector<OptionSpec> make_table() {
   {"reuseport", 0, nullptr, H, false,
    "one SO_REUSEPORT socket per io thread instead of one shared socket",
    off, [](Options& o, const std::string&) { o.server.reuseport = true; }},
+  {"proxy-protocol", 0, nullptr, H, false,
+   "a TCP connection from a --trusted-proxy address must start with a PROXY protocol header (v1 or v2: "
+   "HAProxy's send-proxy, send-proxy-v2), which gives the client's address and port and the scheme; a "
+   "header from another address, a malformed one or a missing one is refused and logged",
+   off, [](Options& o, const std::string&) { o.server.proxy_protocol = true; }},
+  {"trusted-proxy", 0, "CIDR", H, true,
+   "an address or block (IPv4 or IPv6: 10.0.0.0/8, ::1) of the proxies that send a PROXY header; "
+   "repeatable, required with --proxy-protocol",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     mw::Cidr check(v);  // throws for a malformed block
+     o.server.trusted_proxies.push_back(v);
+   }},
   {"script-name", 0, "PATH", H | F | C, false,
    "mount the app under this prefix (SCRIPT_NAME; empty or /prefix). HTTP: other paths get 404. "
    "FastCGI, CGI: a fixed mount point instead of the one derived from the front server's variables "
@@ -191,6 +205,38 @@ std::vector<OptionSpec> make_table() {
    "requests in flight get this long on SIGTERM/SIGINT before the process exits",
    [](const Options& d) { return show_seconds(d.server.graceful_timeout); },
    [](Options& o, const std::string& v) { o.server.graceful_timeout = seconds(v); }},
+  {"max-requests", 0, "N", H, false,
+   "with --workers: a worker that has answered N requests (plus its share of --max-requests-jitter) stops "
+   "accepting, finishes its requests and exits while the master starts its replacement; 0: never",
+   [](const Options& d) { return show(d.server.max_requests); },
+   [](Options& o, const std::string& v) { o.server.max_requests = whole(v, 0, 1ull << 62); }},
+  {"max-requests-jitter", 0, "J", H, false,
+   "each worker's --max-requests limit is N plus a random whole number from 0 to J, so that workers do not "
+   "all leave at once (gunicorn's rule)",
+   [](const Options& d) { return show(d.server.max_requests_jitter); },
+   [](Options& o, const std::string& v) { o.server.max_requests_jitter = whole(v, 0, 1ull << 62); }},
+  {"max-worker-memory", 0, "MB", H, false,
+   "with --workers: a worker whose resident memory exceeds MB mebibytes after a request is recycled as by "
+   "--max-requests (uWSGI's reload-on-rss); 0: never",
+   [](const Options& d) { return show(d.server.max_worker_rss >> 20); },
+   [](Options& o, const std::string& v) { o.server.max_worker_rss = whole(v, 0, 1ull << 40) << 20; }},
+  {"request-timeout", 0, "SECONDS", H, false,
+   "with --workers: an app call running longer is answered 504, the app thread's stack goes to the error "
+   "log, and its worker finishes its other requests and is replaced (uWSGI's harakiri); off by default",
+   [](const Options&) { return std::string("off"); },
+   [](Options& o, const std::string& v) { o.server.request_timeout = seconds(v); }},
+  {"ws-max-message-bytes", 0, "BYTES", H, false,
+   "largest WebSocket message a client may send (fragments together); larger: closed with 1009",
+   [](const Options& d) { return show_bytes(d.server.ws_max_message_bytes); },
+   [](Options& o, const std::string& v) { o.server.ws_max_message_bytes = whole(v, 1, 1ull << 40); }},
+  {"ws-send-queue-bytes", 0, "BYTES", H, false,
+   "WebSocket messages queued for a slow client up to this size; past it send() returns false",
+   [](const Options& d) { return show_bytes(d.server.ws_send_queue_bytes); },
+   [](Options& o, const std::string& v) { o.server.ws_send_queue_bytes = whole(v, 1, 1ull << 40); }},
+  {"ws-idle-timeout", 0, "SECONDS", H, false,
+   "a silent WebSocket client is pinged after half of this and closed after all of it",
+   [](const Options& d) { return show_seconds(d.server.ws_idle_timeout); },
+   [](Options& o, const std::string& v) { o.server.ws_idle_timeout = seconds(v); }},
   {"backlog", 0, "N", F, false, "listen() backlog of the socket opened for --listen",
    [](const Options& d) { return show(static_cast<std::uint64_t>(d.backlog)); },
    [](Options& o, const std::string& v) { o.backlog = static_cast<int>(whole(v, 1, 65535)); }},
@@ -204,21 +250,110 @@ std::vector<OptionSpec> make_table() {
 // Spellings kept from the former csgi-fcgi/csgi-cgi parsers: deprecated name → row.
 constexpr std::pair<const char*, const char*> deprecated[] = {{"max-body", "max-body-bytes"}};
 
-std::string po_name(const OptionSpec& row) {
-  return row.short_name ? std::string(row.name) + "," + row.short_name : std::string(row.name);
+// Every option getopt_long is told about: the table's rows, the caller's, the deprecated spellings and
+// --help, each with its long name, short letter (or 0), whether it takes a value and may repeat.
+struct Known {
+  std::string name;
+  char short_name;
+  bool takes_value;
+  bool repeatable;
+};
+
+std::vector<Known> known_options(const std::vector<ExtraOption>& extra) {
+  std::vector<Known> known;
+  for (const OptionSpec& row : option_table())
+    known.push_back({row.name, row.short_name, row.value_name != nullptr, row.repeatable});
+  for (const ExtraOption& e : extra) known.push_back({e.name, 0, e.value_name != nullptr, e.repeatable});
+  for (const auto& [old, now] : deprecated) known.push_back({old, 0, true, false});
+  known.push_back({"help", 'h', false, true});
+  return known;
 }
 
-bool given(const po::variables_map& vm, const char* name) {
-  auto it = vm.find(name);
-  if (it == vm.end() || it->second.defaulted() || it->second.empty()) return false;
-  if (auto* b = boost::any_cast<bool>(&it->second.value())) return *b;
-  return true;
+// getopt_long's error for the word at argv[optind - 1]: the option as written, without its value.
+std::string offending(char* const* argv, int at, int letter) {
+  if (letter > 0 && letter < 256) return std::string("-") + static_cast<char>(letter);
+  std::string_view w = at >= 0 ? argv[at] : "";
+  return std::string(w.substr(0, w.find('=')));
 }
 
-std::vector<std::string> values(const po::variables_map& vm, const OptionSpec& row) {
-  if (!row.value_name) return {"1"};
-  if (row.repeatable) return vm[row.name].as<std::vector<std::string>>();
-  return {vm[row.name].as<std::string>()};
+// Runs getopt_long over `words` (words[0] is a placeholder program name): the options in order, and the
+// other words. getopt_long keeps its state in globals, so this runs once per process in practice (tests
+// call it repeatedly from one thread; optind = 0 starts it afresh each time).
+void read_words(std::vector<std::string>& words, const std::vector<Known>& known, Parsed& p,
+                std::vector<std::string>& others) {
+  std::vector<option> longs;
+  std::string shorts = "-:";
+  for (std::size_t i = 0; i < known.size(); ++i) {
+    longs.push_back({known[i].name.c_str(), known[i].takes_value ? required_argument : no_argument, nullptr,
+                     static_cast<int>(1000 + i)});
+    if (known[i].short_name) shorts += std::string(1, known[i].short_name) + (known[i].takes_value ? ":" : "");
+  }
+  longs.push_back({nullptr, 0, nullptr, 0});
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(words.size());
+  auto by_letter = [&](int c) -> const Known* {
+    for (const Known& k : known)
+      if (k.short_name && k.short_name == c) return &k;
+    return nullptr;
+  };
+  optind = 0;
+  opterr = 0;
+  for (;;) {
+    int index = -1;
+    int c = getopt_long(argc, argv.data(), shorts.c_str(), longs.data(), &index);
+    if (c == -1) break;
+    if (c == 1) {
+      others.emplace_back(optarg);
+      continue;
+    }
+    if (c == '?') throw UsageError("unknown or ambiguous option '" + offending(argv.data(), optind - 1, optopt) + "'");
+    if (c == ':') {
+      const Known* k = optopt >= 1000 ? &known[static_cast<std::size_t>(optopt - 1000)] : by_letter(optopt);
+      throw UsageError("--" + (k ? k->name : offending(argv.data(), optind - 1, optopt)) + " needs a value");
+    }
+    const Known* k = c >= 1000 ? &known[static_cast<std::size_t>(c - 1000)] : by_letter(c);
+    if (!k) throw UsageError("unknown option '" + offending(argv.data(), optind - 1, c) + "'");
+    if (!k->repeatable && p.has(k->name)) throw UsageError("--" + k->name + " may be given only once");
+    p.given.push_back({k->name, k->takes_value && optarg ? optarg : ""});
+  }
+  for (int i = optind; i < argc; ++i) others.emplace_back(argv[static_cast<std::size_t>(i)]);
+}
+
+// The help of a list of options: "  -l, --listen ADDR" and the text beside it, wrapped.
+std::string help_list(std::string_view title, const std::vector<std::pair<std::string, std::string>>& entries) {
+  constexpr std::size_t column = 32, width = 100;
+  std::string out = std::string(title) + ":\n";
+  for (const auto& [name, text] : entries) {
+    std::string line = "  " + name;
+    if (line.size() + 2 > column) {
+      out += line + "\n";
+      line.clear();
+    }
+    line.resize(column, ' ');
+    std::istringstream in(text);
+    std::string word;
+    bool first = true;
+    while (in >> word) {
+      if (!first && line.size() + 1 + word.size() > width) {
+        out += line + "\n";
+        line.assign(column, ' ');
+        first = true;
+      }
+      line += (first ? "" : " ") + word;
+      first = false;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string entry_name(const char* name, char short_name, const char* value_name) {
+  std::string out = short_name ? std::string("-") + short_name + ", " : "";
+  out += "--" + std::string(name);
+  if (value_name) out += " " + std::string(value_name);
+  return out;
 }
 
 void apply_row(Options& o, const OptionSpec& row, const std::vector<std::string>& vals, const char* as) {
@@ -274,21 +409,34 @@ const OptionSpec* find_option(std::string_view name) {
   return nullptr;
 }
 
-po::options_description describe() {
-  po::options_description o("Server options");
+std::string describe() {
+  std::vector<std::pair<std::string, std::string>> entries;
   for (const OptionSpec& row : option_table()) {
     std::string help = row.help;
     if (std::string d = defaults_text(row); !d.empty()) help += ". Default: " + d;
     if (row.adapters != all_adapters) help += ". [" + adapters_text(row.adapters) + "]";
-    if (!row.value_name)
-      o.add_options()(po_name(row).c_str(), po::bool_switch(), help.c_str());
-    else if (row.repeatable)
-      o.add_options()(po_name(row).c_str(), po::value<std::vector<std::string>>()->value_name(row.value_name)->composing(),
-                      help.c_str());
-    else
-      o.add_options()(po_name(row).c_str(), po::value<std::string>()->value_name(row.value_name), help.c_str());
+    entries.emplace_back(entry_name(row.name, row.short_name, row.value_name), help);
   }
-  return o;
+  return help_list("Server options", entries);
+}
+
+std::string describe(std::string_view title, const std::vector<ExtraOption>& options) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const ExtraOption& e : options) entries.emplace_back(entry_name(e.name, 0, e.value_name), e.help);
+  return help_list(title, entries);
+}
+
+bool Parsed::has(std::string_view name) const {
+  for (const GivenOption& g : given)
+    if (g.name == name) return true;
+  return false;
+}
+
+std::vector<std::string> Parsed::values(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const GivenOption& g : given)
+    if (g.name == name) out.push_back(g.value);
+  return out;
 }
 
 std::string options_markdown() {
@@ -302,40 +450,16 @@ std::string options_markdown() {
   return out;
 }
 
-Parsed parse(int argc, char** argv, int first, const po::options_description& extra, std::optional<Adapter> implied) {
-  po::options_description all;
-  all.add(describe()).add(extra);
-  po::options_description hidden;
-  for (const auto& [old, now] : deprecated) hidden.add_options()(old, po::value<std::string>());
-  hidden.add_options()("help,h", "")("csgi-words", po::value<std::vector<std::string>>());
-  all.add(hidden);
-  po::positional_options_description words;
-  words.add("csgi-words", -1);
-
-  // "--script-name=" gives an empty value, as "--script-name ''" does (program_options refuses it).
-  std::vector<std::string> args;
-  for (int i = first; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a.starts_with("--") && a.size() > 3 && a.back() == '=' && a.find('=') == a.size() - 1) {
-      args.emplace_back(a.substr(0, a.size() - 1));
-      args.emplace_back();
-    } else {
-      args.emplace_back(a);
-    }
-  }
+Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& extra, std::optional<Adapter> implied) {
+  std::vector<std::string> words{"csgi"};
+  for (int i = first; i < argc; ++i) words.emplace_back(argv[i]);
   Parsed p;
-  try {
-    auto parsed = po::command_line_parser(args).options(all).positional(words).run();
-    po::store(parsed, p.vm);
-    po::notify(p.vm);
-    p.given = parsed.options;
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  p.help = p.vm.count("help") > 0;
+  std::vector<std::string> others;
+  read_words(words, known_options(extra), p, others);
+  p.help = p.has("help");
   if (p.help) return p;
 
-  bool fastcgi = given(p.vm, "fastcgi"), cgi = given(p.vm, "cgi");
+  bool fastcgi = p.has("fastcgi"), cgi = p.has("cgi");
   if (fastcgi && cgi) throw UsageError("give only one of --fastcgi and --cgi");
   Adapter chosen = fastcgi ? Adapter::fastcgi : cgi ? Adapter::cgi : Adapter::http;
   if (implied && (fastcgi || cgi) && chosen != *implied)
@@ -343,19 +467,33 @@ Parsed parse(int argc, char** argv, int first, const po::options_description& ex
                      std::string(adapter_name(*implied)) + " only");
   p.options = default_options(implied ? *implied : chosen);
 
-  if (p.vm.count("csgi-words") && p.options.adapter != Adapter::cgi)
-    throw UsageError("unexpected argument '" + p.vm["csgi-words"].as<std::vector<std::string>>().front() + "'");
+  if (!others.empty() && p.options.adapter != Adapter::cgi) throw UsageError("unexpected argument '" + others.front() + "'");
   for (const OptionSpec& row : option_table())
-    if (given(p.vm, row.name)) apply_row(p.options, row, values(p.vm, row), row.name);
+    if (p.has(row.name)) apply_row(p.options, row, row.value_name ? p.values(row.name) : std::vector<std::string>{"1"}, row.name);
   for (const auto& [old, now] : deprecated) {
-    if (!given(p.vm, old)) continue;
-    if (given(p.vm, now)) throw UsageError("give only one of --" + std::string(old) + " and --" + now);
+    if (!p.has(old)) continue;
+    if (p.has(now)) throw UsageError("give only one of --" + std::string(old) + " and --" + now);
     p.warnings.push_back("--" + std::string(old) + " is deprecated; use --" + now);
-    apply_row(p.options, *find_option(now), {p.vm[old].as<std::string>()}, old);
+    apply_row(p.options, *find_option(now), p.values(old), old);
   }
   validate(p.options);
   return p;
 }
+
+namespace {
+// Recycling and the request timeout replace a worker: they need a master (--workers).
+void validate_recycling(const Options& o) {
+  const auto& s = o.server;
+  const char* needs_master = s.max_requests > 0        ? "--max-requests"
+                             : s.max_worker_rss > 0    ? "--max-worker-memory"
+                             : s.request_timeout.count() ? "--request-timeout"
+                                                       : nullptr;
+  if (needs_master && s.workers == 0)
+    throw UsageError(std::string(needs_master) +
+                     " needs --workers N: a worker is replaced by the master process, which a single process does not have");
+  if (s.max_requests_jitter > 0 && s.max_requests == 0) throw UsageError("--max-requests-jitter needs --max-requests");
+}
+}  // namespace
 
 void validate(Options& o) {
   auto& s = o.server;
@@ -364,6 +502,11 @@ void validate(Options& o) {
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");
   if (s.threads == 0 || s.threads > 1024) throw UsageError("--threads must be 1…1024");
   if (s.max_connections == 0) throw UsageError("--max-connections must be at least 1");
+  if (s.proxy_protocol && s.trusted_proxies.empty())
+    throw UsageError("--proxy-protocol needs --trusted-proxy CIDR: the addresses of the proxies that send the header");
+  if (!s.proxy_protocol && !s.trusted_proxies.empty())
+    throw UsageError("--trusted-proxy applies with --proxy-protocol");
+  validate_recycling(o);
   if (o.adapter == Adapter::cgi && s.access_log == "-")
     throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }

@@ -1,16 +1,16 @@
 #pragma once
 /// The one command line of every way to launch an app: `csgi serve` (HTTP, `--fastcgi`, `--cgi`), its
 /// aliases csgi-fcgi and csgi-cgi, and programs that call csgi::run(). One options struct (Options), one
-/// option table (option_table()) from which the boost::program_options description, `--help` and the
+/// option table (option_table()) from which `--help` and the
 /// options table of docs/standalone.md are generated, and one parser (parse()).
 ///
 /// Each row says which adapters it applies to; an option given for an adapter it does not apply to is a
 /// usage error naming both ("--reuseport does not apply to FastCGI (--fastcgi)"). An option has one
 /// default for every adapter it applies to, except where a row shows a per-adapter default (`--threads`:
 /// 1 for HTTP, 16 for FastCGI, where each thread serves one kept front-server connection at a time).
-#include <boost/program_options/options_description.hpp>
-#include <boost/program_options/parsers.hpp>
-#include <boost/program_options/variables_map.hpp>
+///
+/// The words are read by getopt_long(3): `--name VALUE`, `--name=VALUE` (`--name=` is an empty value),
+/// `-l VALUE`, `-lVALUE`, a long name shortened to any unambiguous prefix, and other words anywhere.
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -71,9 +71,20 @@ const std::vector<OptionSpec>& option_table();
 /// The row named `name` (without "--"), or nullptr.
 const OptionSpec* find_option(std::string_view name);
 
-/// The table as boost::program_options, each help text followed by its default(s) and, unless it applies
-/// everywhere, the adapters it applies to. What --help prints.
-boost::program_options::options_description describe();
+/// An option the calling program adds to the table's (the csgi command's app modes). They apply to every
+/// adapter and are not validated here: the caller reads them from Parsed::given.
+struct ExtraOption {
+  const char* name;        // long name, without "--"
+  const char* value_name;  // nullptr for a switch
+  bool repeatable;
+  const char* help;
+};
+
+/// The table under the title "Server options:", one option per entry, each help text followed by its
+/// default(s) and, unless it applies everywhere, the adapters it applies to. What --help prints.
+std::string describe();
+/// Options listed as describe() lists the table's, under `title`.
+std::string describe(std::string_view title, const std::vector<ExtraOption>& options);
 /// The table as the Markdown table of docs/standalone.md ("| option | default | adapters | meaning |").
 std::string options_markdown();
 
@@ -81,12 +92,22 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// One option as given: its long name (the table's or the caller's; a deprecated spelling as written)
+/// and its value ("" for a switch).
+struct GivenOption {
+  std::string name;
+  std::string value;
+};
+
 struct Parsed {
   Options options;
-  boost::program_options::variables_map vm;  // every option given, the caller's `extra` ones included
-  std::vector<boost::program_options::option> given;  // in command-line order
-  std::vector<std::string> warnings;          // deprecated spellings used, one line each
-  bool help = false;                          // -h / --help
+  std::vector<GivenOption> given;     // every option given, the caller's `extra` ones included, in order
+  std::vector<std::string> warnings;  // deprecated spellings used, one line each
+  bool help = false;                  // -h / --help
+  /// Whether the option named `name` was given.
+  bool has(std::string_view name) const;
+  /// The values given for `name`, in order.
+  std::vector<std::string> values(std::string_view name) const;
 };
 
 /// Parses argv[first..argc) against the table plus `extra` (the caller's own options, e.g. the csgi
@@ -94,7 +115,9 @@ struct Parsed {
 /// (csgi-fcgi, a csgi::run program spawned on a FastCGI socket); --fastcgi/--cgi choose it otherwise.
 /// Words that are not options are refused, except under CGI (a server passes an ISINDEX query's words as
 /// arguments). Throws UsageError with a one-line reason.
-Parsed parse(int argc, char** argv, int first, const boost::program_options::options_description& extra,
+/// An option given twice that is not repeatable, an unknown or ambiguous name and a missing value are
+/// usage errors too.
+Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& extra,
              std::optional<Adapter> implied = std::nullopt);
 
 /// Checks the values across options (limits, ranges, at most one --listen for FastCGI); throws UsageError.

@@ -3,10 +3,11 @@
 
 namespace csgi::standalone::detail {
 
-AppPool::AppPool(unsigned threads) {
+AppPool::AppPool(unsigned threads, WorkerBoard::Slot* board, std::function<void(unsigned)> on_start)
+    : board_(board), on_start_(std::move(on_start)) {
   try {
     threads_.reserve(threads);
-    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, i] { work(i); });
   } catch (...) {
     shutdown();  // the threads made so far
     throw;
@@ -18,6 +19,7 @@ bool AppPool::post(Job job) {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
     queue_.push_back(std::move(job));
+    if (board_) board_->app_queued.fetch_add(1, std::memory_order_relaxed);
   }
   cv_.notify_one();
   return true;
@@ -30,6 +32,7 @@ void AppPool::shutdown() noexcept {
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
     left.swap(queue_);
+    if (board_) board_->app_queued.fetch_sub(left.size(), std::memory_order_relaxed);
   }
   cv_.notify_all();
   for (auto& t : threads_)
@@ -38,7 +41,8 @@ void AppPool::shutdown() noexcept {
   left.clear();
 }
 
-void AppPool::work() {
+void AppPool::work(unsigned index) {
+  if (on_start_) on_start_(index);
   for (;;) {
     Job job;
     {
@@ -47,12 +51,17 @@ void AppPool::work() {
       if (queue_.empty()) return;
       job = std::move(queue_.front());
       queue_.pop_front();
+      if (board_) {
+        board_->app_queued.fetch_sub(1, std::memory_order_relaxed);
+        board_->app_busy.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     try {
       job();
     } catch (...) {
       // A job catches what the app throws; this is the last line of defence (out of memory).
     }
+    if (board_) board_->app_busy.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

@@ -9,12 +9,16 @@
 #include <thread>
 #include <vector>
 
+#include "csgi/core/worker_board.hpp"
+
 namespace csgi::standalone::detail {
 
 class AppPool {
 public:
   using Job = std::function<void()>;
-  explicit AppPool(unsigned threads);
+  /// With `board`, the queue's length and the busy threads are kept in that slot's gauges. `on_start`
+  /// runs first on each thread, with its index (0…threads-1).
+  explicit AppPool(unsigned threads, WorkerBoard::Slot* board = nullptr, std::function<void(unsigned)> on_start = {});
   ~AppPool() { shutdown(); }
   AppPool(const AppPool&) = delete;
   AppPool& operator=(const AppPool&) = delete;
@@ -25,12 +29,14 @@ public:
   void shutdown() noexcept;
 
 private:
-  void work();
+  void work(unsigned index);
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  WorkerBoard::Slot* board_;
+  std::function<void(unsigned)> on_start_;
 };
 
 }  // namespace csgi::standalone::detail

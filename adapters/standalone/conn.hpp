@@ -33,6 +33,7 @@
 
 #include "csgi/adapters/standalone/detail.hpp"
 #include "csgi/adapters/standalone/request_parser.hpp"
+#include "csgi/adapters/standalone/websocket_session.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -104,7 +105,7 @@ struct PoolCall {
 /// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
 /// this is destroyed. It stands in for the connection's csgi.input, csgix.io and csgix.informational,
 /// which fail from then on.
-struct HeldRequest final : Input, Hijack, Informational {
+struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
   std::unique_ptr<Env> env;
   std::unique_ptr<char[]> buf;
   CleanupHandlers cleanup;
@@ -116,6 +117,7 @@ struct HeldRequest final : Input, Hijack, Informational {
   }
   int take(std::string&) override { return -1; }
   bool send(int, const Headers&) override { return false; }
+  bool upgrade(websocket::Handler) override { return false; }
 };
 
 /// Where a delayed response's Responder, and its Writer, keep the request of a connection that closed
@@ -138,14 +140,16 @@ struct RequestKeeper {
 class Conn final : public std::enable_shared_from_this<Conn>,
                    public Input,
                    public Hijack,
-                   public Informational {
+                   public Informational,
+                   public websocket::Upgrade {
 public:
   Conn(IoThread& t, Socket s, const ListenSocket& l);
   ~Conn();
   void start();
   void on_timeout();
   void on_shutdown(bool hurry);
-  std::string abandon() noexcept;
+  std::string abandon(int status) noexcept;
+  friend std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
   void force_close() { close_now(); }
   ConnNode& node() noexcept {
     node_.conn = this;
@@ -159,6 +163,8 @@ public:
   int take(std::string& pending) override;
   // csgix.informational
   bool send(int status, const Headers& headers) override;
+  // csgix.websocket (websocket_upgrade.cpp)
+  bool upgrade(websocket::Handler handler) override;
 
   // Delayed responses (called on the io thread, posted by the responder / writer).
   void on_delayed(Response r);
@@ -179,14 +185,22 @@ public:
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
 
 private:
-  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, closed };
+  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, websocket, closed };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished), draining (finished; the rest of its body is being discarded).
   enum class Request { none, active, draining };
   // What a step of process() leaves to do: the next step, the loop again, wait for bytes, or nothing.
   enum class Step { next, again, wait, stop };
 
+  // The PROXY protocol header before the connection's own bytes (proxy_header.cpp).
+  void read_proxy_header();
+  void on_proxy_readable(error_code ec);
+  void accept_proxy_header(const proxy_protocol::Header& h, std::size_t length);
+  void refuse_proxy(std::string_view why, std::string_view bytes);
+  void proxy_timeout();
+
   // Reading and parsing.
+  void serve();
   void wait_read();
   void on_read(error_code ec, std::size_t n);
   void process();
@@ -212,6 +226,10 @@ private:
   void recv_blocking();
   bool send_interim(int status, const Headers& headers);
   int take_here(std::string& pending);
+  // WebSocket (websocket_upgrade.cpp): the app's 101 hands the socket to a session.
+  bool upgrade_here(websocket::Handler& handler);
+  void begin_websocket(Response& res);
+  std::string pending_output();
 
   // The app on the pool (pooled.cpp).
   void run_in_pool();
@@ -254,6 +272,14 @@ private:
   void on_writable(error_code ec);
   void after_flush();
   void close_now();
+  void set_idle(bool idle) noexcept {
+    if (idle == idle_) return;
+    idle_ = idle;
+    if (sh_.slot) {
+      if (idle) sh_.slot->connections_idle.fetch_add(1, std::memory_order_relaxed);
+      else sh_.slot->connections_idle.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
   void drop_env() noexcept;
   bool hand_over(RequestKeeper& k);
   void linger();
@@ -269,6 +295,12 @@ private:
   const ListenSocket& listener_;
   char remote_addr_[48] = {0};
   char remote_port_[8] = {0};
+  // What a PROXY header said: the proxy's destination port (else the listener's), and TLS to the proxy.
+  char server_port_[8] = {0};
+  bool proxy_https_ = false;
+  bool proxy_pending_ = false;  // the header is being read
+  bool proxy_trusted_ = false;  // the peer is a trusted proxy: the header is required
+  std::uint16_t proxy_seen_ = 0;  // header bytes received so far
 
   // Input buffer: [begin_, end_) unparsed; a request's header occupies [req_start_, body_base_).
   std::unique_ptr<char[]> buf_;
@@ -281,6 +313,7 @@ private:
   CleanupHandlers cleanup_;
   Phase phase_ = Phase::reading;
   bool waiting_ = false;         // a read is pending
+  bool idle_ = false;            // a keep-alive connection waiting for its next request (counted on the board)
   bool write_waiting_ = false;   // a wait for writability is pending
   Request req_ = Request::none;
   bool keep_alive_ = true;
@@ -336,6 +369,9 @@ private:
   std::shared_ptr<Conn> self_hold_;
   // A csgi.input read of the app's pool thread waiting for bytes from the socket.
   std::shared_ptr<PoolCall> call_;
+  // The handler the app gave csgix.websocket during its call, then the session running it.
+  std::unique_ptr<websocket::Handler> ws_handler_;
+  std::shared_ptr<WsSession> ws_;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

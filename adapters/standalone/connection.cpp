@@ -48,9 +48,14 @@ Conn::~Conn() {
 void Conn::start() {
   t_.add(*this);
   sh_.stats->connection_opened();
+  if (sh_.slot) sh_.slot->connections_open.fetch_add(1, std::memory_order_relaxed);
   set_deadline(sh_.opt.header_timeout);
-  wait_read();
+  if (sh_.proxy.enabled() && listener_.tcp) read_proxy_header();  // serve() follows the header
+  else serve();
 }
+
+// The connection's own bytes begin: requests are read.
+void Conn::serve() { wait_read(); }
 
 // Reads with async_read_some: Asio tries the recv at once, and after a read that drained the socket it
 // waits for the next epoll edge without another syscall (no epoll_ctl per request, unlike async_wait).
@@ -137,7 +142,8 @@ void Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
   csgi::Connection conn;
   conn.server_name = listener_.server_name;
-  conn.server_port = listener_.server_port;
+  conn.server_port = server_port_[0] ? std::string_view(server_port_) : std::string_view(listener_.server_port);
+  if (proxy_https_) conn.url_scheme = "https";
   conn.remote_addr = remote_addr_;
   conn.remote_port = remote_port_;
   conn.script_name = sh_.opt.script_name;
@@ -146,6 +152,7 @@ void Conn::begin_request() {
   prebody_.clear();
   prebody_pos_ = 0;
   prebody_ready_ = false;
+  ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
   expect_ = {};
   continue_pending_ = false;
   response_started_ = false;
@@ -206,6 +213,7 @@ Conn::Step Conn::read_head() {
       return Step::wait;
     }
     begin_request();
+    set_idle(false);
     set_deadline(sh_.opt.header_timeout);
   }
   if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
@@ -293,7 +301,10 @@ void Conn::wait_for_request() {
   }
   // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
   // (see on_shutdown); a request that still comes is answered with Connection: close.
-  if (req_ != Request::active && begin_ == end_) set_deadline(sh_.opt.idle_timeout);
+  if (req_ != Request::active && begin_ == end_) {
+    set_deadline(sh_.opt.idle_timeout);
+    set_idle(true);
+  }
   wait_read();
 }
 
@@ -340,8 +351,10 @@ void Conn::set_connection_env(Env& env) {
   env.set_bool(keys::x::cleanup, true);
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
+  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
+  if (proxy_https_) env.set_view(keys::HTTPS, "on");
 }
 
 // Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
@@ -375,9 +388,12 @@ void Conn::after_app(Response res, int failed) {
     socket_.close(ec);
     phase_ = Phase::closed;
     sh_.stats->connection_closed();  // the app owns it now: no longer one of ours
+    if (sh_.slot) sh_.slot->connections_open.fetch_sub(1, std::memory_order_relaxed);
     t_.release_env(std::move(env_));
     return;
   }
+  if (ws_handler_ && res.status == 101 && !std::holds_alternative<Delayed>(res.body)) return begin_websocket(res);
+  ws_handler_.reset();
   handle(std::move(res));
 }
 
@@ -472,6 +488,8 @@ void Conn::close_now() {
   bool app_running = phase_ == Phase::pooled;
   phase_ = Phase::closed;
   sh_.stats->connection_closed();
+  set_idle(false);
+  if (sh_.slot) sh_.slot->connections_open.fetch_sub(1, std::memory_order_relaxed);
   self_hold_.reset();
   clear_deadline();
   error_code ec;
@@ -495,6 +513,7 @@ void Conn::close_now() {
     stream_.reset();
   }
   file_.reset();
+  if (ws_) std::exchange(ws_, nullptr)->abort();
   node_.unlink();
 }
 
@@ -533,6 +552,7 @@ bool Conn::hand_over(RequestKeeper& k) {
   env.set_object<Input>(keys::input, static_cast<Input*>(h.get()));
   env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(h.get()));
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(h.get()));
+  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(h.get()));
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &h->cleanup);
   cleanup_.move_to(h->cleanup);
   h->buf = std::exchange(buf_, std::move(fresh));
@@ -544,6 +564,10 @@ bool Conn::hand_over(RequestKeeper& k) {
 void Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
   clear_deadline();
+  if (proxy_pending_) {
+    proxy_timeout();
+    return;
+  }
   if (phase_ == Phase::discarding) {
     keep_alive_ = false;
     resume_held();
@@ -561,19 +585,23 @@ void Conn::on_timeout() {
   close_now();
 }
 
-std::string Conn::abandon() noexcept {
+std::string Conn::abandon(int status) noexcept {
   std::string what;
   try {
     if (env_) what = std::string(env_->get(keys::REQUEST_METHOD)) + " " + std::string(env_->get(keys::REQUEST_URI));
   } catch (...) {
   }
   if (phase_ == Phase::closed || hijacked_) return what;
-  // Nothing of this response nor of an earlier pipelined one is pending: a 500 is in order. One
+  // Nothing of this response nor of an earlier pipelined one is pending: a 500 (504) is in order. One
   // non-blocking send; if it does not fit, the client gets the half-close alone.
   if (!response_started_ && !dead_ && out_pos_ == out_.size() && ext_.empty()) {
-    static constexpr std::string_view r =
+    static constexpr std::string_view r500 =
         "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
         "Connection: close\r\n\r\nInternal Server Error\n";
+    static constexpr std::string_view r504 =
+        "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
+        "Connection: close\r\n\r\nGateway Timeout\n";
+    std::string_view r = status == 504 ? r504 : r500;
     (void)::send(fd_, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   ::shutdown(fd_, SHUT_WR);
@@ -585,10 +613,14 @@ std::string Conn::abandon() noexcept {
   return what;
 }
 
-std::string abandon_faulted(Conn& c) noexcept { return c.abandon(); }
+std::string abandon_faulted(Conn& c, int status) noexcept { return c.abandon(status); }
 
 void Conn::on_shutdown(bool hurry) {
   keep_alive_ = false;
+  if (phase_ == Phase::websocket) {
+    if (ws_) ws_->going_away();
+    return;
+  }
   // A graceful stop does not close an idle keep-alive connection (nor one accepted whose request has not
   // arrived): its client may be sending a request right now, and closing would race it into a failed
   // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the

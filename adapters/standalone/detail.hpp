@@ -19,10 +19,12 @@
 #include <boost/intrusive/list.hpp>
 
 #include "csgi/adapters/standalone/listen.hpp"
+#include "csgi/adapters/standalone/proxy_protocol.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/log_files.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/core/worker_board.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -81,6 +83,7 @@ private:
 struct Shared {
   App app;
   ServerOptions opt;
+  ProxyTrust proxy;  // --proxy-protocol, --trusted-proxy
   std::vector<ListenSocket> listeners;
   LogFile access_log;
   LogFile error_log;
@@ -94,6 +97,8 @@ struct Shared {
   bool multiprocess = false;
   std::vector<class IoThread*> threads;  // every io thread of this process (for accept balancing)
   class AppPool* pool = nullptr;         // --app-threads > 0: where the app runs
+  WorkerBoard::Slot* slot = nullptr;     // this process's gauges on the server's WorkerBoard
+  class Recycler* recycler = nullptr;    // a prefork worker with --max-requests/--max-worker-memory
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
@@ -107,12 +112,14 @@ struct Shared {
 
 class Conn;
 
-/// Crash containment in prefork workers (server.cpp, docs/reliability.md §4): each io thread of a worker
-/// has a slot that says which connection's app code it is running, read by the SIGSEGV/SIGBUS/SIGFPE/
-/// SIGILL handler on that thread. Lock-free atomics only: the handler may read them at any instant.
+/// Crash containment and the request timeout in prefork workers (server.cpp, docs/reliability.md §4):
+/// each io thread and app pool thread of a worker has a slot that says which connection's app code it is
+/// running, read by the SIGSEGV/SIGBUS/SIGFPE/SIGILL handler on that thread and by the request timeout's
+/// watchdog. Lock-free atomics only: the handler may read them at any instant.
 struct FaultSlot {
   std::atomic<long> tid{0};            // the io thread's kernel thread id
   std::atomic<Conn*> conn{nullptr};  // the connection whose app code runs now, or null
+  std::atomic<std::uint64_t> calls{0};  // app calls begun on this thread (the request timeout's watchdog)
 };
 
 /// Sets the slot around a call into the app (nests); nothing when the thread has no slot.
@@ -121,6 +128,7 @@ public:
   AppScope(FaultSlot* slot, Conn* c) noexcept : slot_(slot) {
     if (!slot_) return;
     prev_ = slot_->conn.load(std::memory_order_relaxed);
+    if (!prev_) slot_->calls.store(slot_->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     slot_->conn.store(c, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
@@ -137,10 +145,19 @@ private:
   Conn* prev_ = nullptr;
 };
 
+/// The fault slot of this thread when it is an app pool thread of a prefork worker (set as it starts).
+inline thread_local FaultSlot* pool_fault_slot = nullptr;
+
+/// After a fault or a request timeout in `c`'s app call on a pool thread (frozen for good): has the
+/// connection's io thread answer `status` as the app's response, then set `answered`. Returns "METHOD
+/// URI" for the log.
+std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
+
 /// After a fault in `c`'s app code, with the faulting io thread frozen (never to run again): answers
-/// 500 when nothing of the response went out yet, half-closes the socket, and detaches the connection
-/// from its thread so that nothing touches it again. Returns "METHOD URI" of its request for the log.
-std::string abandon_faulted(Conn& c) noexcept;
+/// `status` (500 for a fault, 504 for a request timeout) when nothing of the response went out yet,
+/// half-closes the socket, and detaches the connection from its thread so that nothing touches it
+/// again. Returns "METHOD URI" of its request for the log.
+std::string abandon_faulted(Conn& c, int status = 500) noexcept;
 
 /// Where the app's threads post to an io thread (a delayed response's Responder and Writer hold it, so it
 /// outlives the io thread). Closed when the io thread goes: from then on a post is dropped and says so.

@@ -37,7 +37,11 @@ void Conn::run_in_pool() {
 // On a pool thread.
 void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
   int failed = 0;
-  Response res = call_app(env, failed);
+  Response res;
+  {
+    AppScope scope(pool_fault_slot, this);
+    res = call_app(env, failed);
+  }
   if (std::holds_alternative<Delayed>(res.body) || std::holds_alternative<StreamPtr>(res.body)) {
     // What a log line says of the request: the env may be gone once the io thread has the response.
     std::string what;
@@ -292,6 +296,23 @@ void Conn::pooled_timeout() {
     return;
   }
   if (out_pos_ < out_.size() || !ext_.empty()) close_now();
+}
+
+// The pool thread running this connection's app call is frozen (a fault, a request timeout) and keeps
+// its reference to the connection for good; the io thread, which runs on, answers in the app's place.
+std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept {
+  std::string what;
+  try {
+    if (c.env_) what = std::string(c.env_->get(keys::REQUEST_METHOD)) + " " + std::string(c.env_->get(keys::REQUEST_URI));
+    Conn* conn = &c;
+    auto answer = [conn, status, &answered] {
+      conn->on_pooled_done(Response::error(status), status);
+      answered.store(true);
+    };
+    c.t_.mailbox->post(answer);
+  } catch (...) {
+  }
+  return what;
 }
 
 }  // namespace csgi::standalone::detail

@@ -1,5 +1,6 @@
 // The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
 #include "csgi/adapters/standalone/conn.hpp"
+#include "csgi/adapters/standalone/recycle.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -26,6 +27,26 @@ void Conn::handle(Response res) {
   start_body(res);
 }
 
+namespace {
+
+enum class FramingField { other, framing, date };
+
+// Whether a response field is one the server writes itself: Content-Length, Transfer-Encoding,
+// Connection, Keep-Alive (dropped from the app's), or Date (kept, and then not added). Told apart by
+// length first: most fields are compared with nothing.
+FramingField framing_field(std::string_view name) noexcept {
+  switch (name.size()) {
+    case 4: return iequals(name, "date") ? FramingField::date : FramingField::other;
+    case 10:
+      return iequals(name, "connection") || iequals(name, "keep-alive") ? FramingField::framing : FramingField::other;
+    case 14: return iequals(name, "content-length") ? FramingField::framing : FramingField::other;
+    case 17: return iequals(name, "transfer-encoding") ? FramingField::framing : FramingField::other;
+    default: return FramingField::other;
+  }
+}
+
+}  // namespace
+
 void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
   status_ = status;
   response_started_ = true;
@@ -33,14 +54,13 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   bool has_date = false;
   bool upgrade = status == 101;
   for (const Header& h : headers) {
-    if (!upgrade && (iequals(h.name, "content-length") || iequals(h.name, "transfer-encoding") ||
-                     iequals(h.name, "connection") || iequals(h.name, "keep-alive")))
-      continue;
+    FramingField f = framing_field(h.name);
+    if (!upgrade && f == FramingField::framing) continue;
     if (!is_token(h.name) || has_ctl(h.value, true)) {
       sh_.errors.write("csgi: response header \"" + h.name + "\" has a bad name or control characters; dropped");
       continue;
     }
-    if (!has_date && iequals(h.name, "date")) has_date = true;
+    if (f == FramingField::date) has_date = true;
     out_.append(h.name);
     out_.append(": ");
     out_.append(h.value);
@@ -358,6 +378,7 @@ void Conn::end_request() {
   keeper_.reset();
   sh_.stats->record_response(status_, sent_body_);
   log_access();
+  if (sh_.recycler) sh_.recycler->after_request();
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();

@@ -4,6 +4,8 @@
 
 #include "csgi/core/server_stats.hpp"
 
+#include <cxxabi.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <semaphore.h>
@@ -13,7 +15,9 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -24,6 +28,7 @@
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/detail.hpp"
 #include "csgi/adapters/standalone/handover.hpp"
+#include "csgi/adapters/standalone/recycle.hpp"
 #include "csgi/adapters/standalone/systemd_notify.hpp"
 #include "csgi/adapters/standalone/upgrade.hpp"
 #include "csgi/adapters/standalone/worker_reports.hpp"
@@ -225,16 +230,19 @@ void IoThread::accept(Listener& l) {
   });
 }
 
+// The calling thread (an io thread or an app pool thread of a prefork worker) takes its fault slot.
+void take_fault_slot(FaultSlot& slot) {
+  // The fault handler runs on an alternate stack, so that a stack overflow in the app is contained too.
+  static constexpr std::size_t alt_size = 64 * 1024;
+  stack_t ss{};
+  ss.ss_sp = ::malloc(alt_size);  // kept until the process exits (the thread may be frozen on it)
+  ss.ss_size = alt_size;
+  if (ss.ss_sp) ::sigaltstack(&ss, nullptr);
+  slot.tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+}
+
 void IoThread::run() {
-  if (fault_slot) {
-    // The fault handler runs on an alternate stack, so that a stack overflow in the app is contained too.
-    static constexpr std::size_t alt_size = 64 * 1024;
-    stack_t ss{};
-    ss.ss_sp = ::malloc(alt_size);  // kept until the process exits (the thread may be frozen on it)
-    ss.ss_size = alt_size;
-    if (ss.ss_sp) ::sigaltstack(&ss, nullptr);
-    fault_slot->tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
-  }
+  if (fault_slot) take_fault_slot(*fault_slot);
   for (auto& l : listeners_) accept(*l);
   sweep();
   for (;;) {
@@ -282,15 +290,28 @@ using namespace detail;
 // timeout, the worker _exits without destructors. Memory after a fault is not trusted: the worker only
 // finishes what it has and leaves. A fault anywhere else (outside the app, on another thread of the app,
 // a second fault while draining) ends the worker with the signal's default action, as before.
+// An app call on an app pool thread (--app-threads) is contained the same way, except that the pool
+// thread's connection is answered by its io thread, which runs on.
+//
+// The request timeout (--request-timeout) ends the same way: a watchdog thread sees an app call running
+// too long and signals its thread (on_timeout), which records its backtrace and parks; the rescue thread
+// answers 504 and logs the stack.
 namespace {
 struct FaultState {
   FaultSlot* slots = nullptr;
   unsigned nslots = 0;
   std::atomic<bool> armed{false};
   std::atomic<int> sig{0};        // the first contained fault's signal
-  std::atomic<int> slot{-1};      // its io thread
+  std::atomic<int> slot{-1};      // its thread's slot (io threads first, then app pool threads)
   unsigned alarm_s = 12;
   sem_t wake;
+  // The request timeout: the watchdog names the slot and the app call it timed out, and signals that
+  // thread with timeout_sig; the thread records its own backtrace and parks as a faulting thread does.
+  int timeout_sig = 0;
+  std::atomic<int> timeout_slot{-1};
+  std::atomic<std::uint64_t> timeout_call{0};
+  void* frames[64];
+  int nframes = 0;
 };
 FaultState g_fault;
 
@@ -317,17 +338,10 @@ void die_by(int sig) {
   ::_exit(128 + sig);  // not reached for these signals
 }
 
-void on_fault(int sig, siginfo_t*, void*) {
-  if (!g_fault.armed.load(std::memory_order_relaxed)) die_by(sig);
-  long tid = static_cast<long>(::syscall(SYS_gettid));
-  int mine = -1;
-  for (unsigned i = 0; i < g_fault.nslots; ++i)
-    if (g_fault.slots[i].tid.load(std::memory_order_relaxed) == tid) mine = static_cast<int>(i);
-  // Not an io thread, or an io thread outside the app's code: nothing known to contain.
-  if (mine < 0 || g_fault.slots[mine].conn.load(std::memory_order_relaxed) == nullptr) die_by(sig);
-  int none = 0;
-  if (!g_fault.sig.compare_exchange_strong(none, sig)) die_by(sig);  // a second fault: end at once
-  g_fault.slot.store(mine);
+// Parks the calling thread (an io thread, or an app pool thread) for good and hands its connection to the
+// rescue thread: the common end of a contained fault and of a request timeout. Async-signal-safe.
+[[noreturn]] void park_for_rescue(int slot) {
+  g_fault.slot.store(slot);
   // The last resort: if the rescue cannot finish (a lock the frozen thread holds), SIGALRM ends it.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -335,6 +349,59 @@ void on_fault(int sig, siginfo_t*, void*) {
   ::alarm(g_fault.alarm_s);
   ::sem_post(&g_fault.wake);
   for (;;) ::pause();  // every signal is blocked here (sa_mask): this thread never runs again
+}
+
+int my_slot() noexcept {
+  long tid = static_cast<long>(::syscall(SYS_gettid));
+  for (unsigned i = 0; i < g_fault.nslots; ++i)
+    if (g_fault.slots[i].tid.load(std::memory_order_relaxed) == tid) return static_cast<int>(i);
+  return -1;
+}
+
+// The request timeout's signal, sent by the watchdog to the thread running an app call too long. If
+// that call has ended meanwhile, nothing happens. backtrace() was called once when the handler was
+// installed (its first call loads the unwinder), so here it only walks the stack.
+void on_timeout(int sig, siginfo_t*, void*) {
+  if (!g_fault.armed.load(std::memory_order_relaxed)) return;
+  int mine = my_slot();
+  if (mine < 0 || mine != g_fault.timeout_slot.load() || g_fault.slots[mine].conn.load(std::memory_order_relaxed) == nullptr ||
+      g_fault.slots[mine].calls.load(std::memory_order_relaxed) != g_fault.timeout_call.load())
+    return;
+  g_fault.nframes = ::backtrace(g_fault.frames, static_cast<int>(std::size(g_fault.frames)));
+  int none = 0;
+  if (!g_fault.sig.compare_exchange_strong(none, sig)) return;  // a fault is being contained: it ends the worker
+  park_for_rescue(mine);
+}
+
+void on_fault(int sig, siginfo_t*, void*) {
+  if (!g_fault.armed.load(std::memory_order_relaxed)) die_by(sig);
+  int mine = my_slot();
+  // Not a thread with a slot, or one outside the app's code: nothing known to contain.
+  if (mine < 0 || g_fault.slots[mine].conn.load(std::memory_order_relaxed) == nullptr) die_by(sig);
+  int none = 0;
+  if (!g_fault.sig.compare_exchange_strong(none, sig)) die_by(sig);  // a second fault: end at once
+  park_for_rescue(mine);
+}
+
+// The frames of a backtrace, one per line, C++ names demangled where backtrace_symbols found a name.
+std::string describe_frames(void* const* frames, int n) {
+  std::string out;
+  char** names = ::backtrace_symbols(frames, n);
+  for (int i = 0; i < n; ++i) {
+    std::string line = names ? names[i] : "?";
+    // "object(mangled+0x12) [0xaddr]": the mangled name, demangled.
+    std::size_t open = line.find('('), plus = line.find('+', open == std::string::npos ? 0 : open);
+    if (open != std::string::npos && plus != std::string::npos && plus > open + 1) {
+      std::string mangled = line.substr(open + 1, plus - open - 1);
+      int status = -1;
+      char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+      if (status == 0 && d) line.replace(open + 1, mangled.size(), d);
+      std::free(d);
+    }
+    out += "  #" + std::to_string(i) + " " + line + "\n";
+  }
+  std::free(names);
+  return out;
 }
 }  // namespace
 
@@ -351,16 +418,27 @@ struct Server::Impl {
   Shared* shared = nullptr;
   ServerStats stats;  // this server's counters: its io threads record, the app reads csgix.server_stats
 
-  int notify_fd = -1;   // worker → master: "I contained a fault and am leaving" (the worker's pid)
+  int notify_fd = -1;   // worker → master: "I am leaving, start my replacement" (a Notice)
   pid_t master_pid = 0;
+  std::shared_ptr<WorkerBoard> board;  // every worker's gauges and the restarts, shared across the fork
+
+  /// What a leaving worker writes to the master (one write, atomic on a pipe).
+  struct Notice {
+    pid_t pid;
+    WorkerBoard::Cause cause;
+  };
   SystemdNotify sd;                  // systemd Type=notify (nothing unless NOTIFY_SOCKET is set)
   WorkerReports* reports = nullptr;  // a prefork master's and its workers': ready, requests served
   int upgrade_fd = -1;  // this process was started by a binary upgrade: tells the old master it is ready
 
   int run();
   int serve(Shared& sh, bool in_worker);
+  void make_fault_slots();
   void arm_fault_containment(Shared& sh);
   [[noreturn]] void rescue(Shared& sh);
+  void watch_requests();
+  void notify_master(WorkerBoard::Cause cause) noexcept;
+  void retire(Shared& sh, WorkerBoard::Cause cause, const std::string& why);
   int master(Shared& sh);
   std::string served_status() const;
   void install_ticker(std::optional<Ticker>& ticker, bool in_worker);
@@ -376,6 +454,7 @@ Server::Server(App app, ServerOptions options) : impl_(std::make_unique<Impl>())
   if (!impl_->opt.script_name.empty() &&
       (impl_->opt.script_name.front() != '/' || impl_->opt.script_name.back() == '/'))
     throw std::invalid_argument("script name must start with '/' and not end with '/': " + impl_->opt.script_name);
+  (void)ProxyTrust(impl_->opt.proxy_protocol, impl_->opt.trusted_proxies);  // throws for a bad block
 }
 
 Server::~Server() = default;
@@ -419,11 +498,15 @@ void Server::Impl::announce(const std::vector<ListenSocket>& socks) {
   }
 }
 
-// In a worker, before its io threads start: slots, the rescue thread, the handlers.
-void Server::Impl::arm_fault_containment(Shared& sh) {
-  g_fault.nslots = static_cast<unsigned>(threads.size());
+// In a worker, before its app pool starts: one slot per io thread, then one per app thread.
+void Server::Impl::make_fault_slots() {
+  g_fault.nslots = static_cast<unsigned>(threads.size()) + opt.app_threads;
   g_fault.slots = new FaultSlot[g_fault.nslots];  // lives as long as the process
-  for (unsigned i = 0; i < g_fault.nslots; ++i) threads[i]->fault_slot = &g_fault.slots[i];
+  for (std::size_t i = 0; i < threads.size(); ++i) threads[i]->fault_slot = &g_fault.slots[i];
+}
+
+// In a worker, before its io threads start: the rescue thread, the handlers.
+void Server::Impl::arm_fault_containment(Shared& sh) {
   auto secs = std::chrono::ceil<std::chrono::seconds>(opt.graceful_timeout).count();
   g_fault.alarm_s = static_cast<unsigned>(std::max<long long>(1, secs) + 2);
   ::sem_init(&g_fault.wake, 0, 0);
@@ -433,7 +516,70 @@ void Server::Impl::arm_fault_containment(Shared& sh) {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigfillset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::sigaction(sig, &sa, nullptr);
+  if (opt.request_timeout.count() > 0) {
+    void* warm[4];
+    (void)::backtrace(warm, 4);  // loads the unwinder now, outside any signal handler
+    g_fault.timeout_sig = SIGRTMIN + 3;
+    sa.sa_sigaction = on_timeout;
+    ::sigaction(g_fault.timeout_sig, &sa, nullptr);
+    std::thread([this] { watch_requests(); }).detach();
+  }
   g_fault.armed = true;
+}
+
+// The request timeout's watchdog (a prefork worker with --request-timeout): every tick it looks at what
+// each io thread runs; an app call seen running for longer than the timeout gets its thread signalled
+// (on_timeout), which hands the request to the rescue thread as a fault does.
+void Server::Impl::watch_requests() {
+  sigset_t all;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
+  auto tick = std::clamp<std::chrono::milliseconds>(opt.request_timeout / 20, std::chrono::milliseconds(10),
+                                                    std::chrono::milliseconds(250));
+  struct Seen {
+    std::uint64_t call = 0;
+    Clock::time_point since{};
+  };
+  std::vector<Seen> seen(g_fault.nslots);
+  while (g_fault.sig.load() == 0) {
+    std::this_thread::sleep_for(tick);
+    auto now = Clock::now();
+    for (unsigned i = 0; i < g_fault.nslots; ++i) {
+      FaultSlot& slot = g_fault.slots[i];
+      std::uint64_t call = slot.calls.load(std::memory_order_relaxed);
+      if (slot.conn.load(std::memory_order_relaxed) == nullptr) {
+        seen[i] = {};
+        continue;
+      }
+      if (seen[i].call != call) {
+        seen[i] = {call, now};
+        continue;
+      }
+      if (now - seen[i].since < opt.request_timeout) continue;
+      g_fault.timeout_call.store(call);
+      g_fault.timeout_slot.store(static_cast<int>(i));
+      ::syscall(SYS_tgkill, ::getpid(), slot.tid.load(), g_fault.timeout_sig);
+      seen[i].since = now;  // if the call ended just now, it is looked at again a timeout later
+    }
+  }
+}
+
+void Server::Impl::notify_master(WorkerBoard::Cause cause) noexcept {
+  if (notify_fd < 0) return;
+  Notice n{::getpid(), cause};
+  ssize_t w = ::write(notify_fd, &n, sizeof n);
+  (void)w;
+  ::kill(master_pid, SIGCHLD);
+}
+
+// A worker past --max-requests or --max-worker-memory: the master forks its replacement now, and this
+// worker stops accepting and finishes its requests (as on SIGTERM).
+void Server::Impl::retire(Shared& sh, WorkerBoard::Cause cause, const std::string& why) {
+  notify_master(cause);
+  sh.errors.write("csgi: worker " + std::to_string(::getpid()) + " " + why +
+                  ": it stops accepting, finishes its requests and exits (a new worker replaces it)");
+  std::lock_guard lock(mu);
+  for (auto& t : threads) t->stop();
 }
 
 void Server::Impl::rescue(Shared& sh) {
@@ -447,26 +593,39 @@ void Server::Impl::rescue(Shared& sh) {
   }
   int sig = g_fault.sig.load();
   int slot = g_fault.slot.load();
+  bool timeout = g_fault.timeout_sig != 0 && sig == g_fault.timeout_sig;
   pid_t me = ::getpid();
-  // 1. The master starts a replacement now (the pid through the pipe; SIGCHLD wakes it up).
-  if (notify_fd >= 0) {
-    ssize_t w = ::write(notify_fd, &me, sizeof me);
-    (void)w;
-    ::kill(master_pid, SIGCHLD);
-  }
-  IoThread& t = *threads[static_cast<std::size_t>(slot)];
-  // 2. Only the faulting request's client sees the failure.
+  // 1. The master starts a replacement now (a Notice through the pipe; SIGCHLD wakes it up).
+  notify_master(timeout ? WorkerBoard::Cause::timeout : WorkerBoard::Cause::crash);
+  // 2. Only the faulting (timed-out) request's client sees the failure: a 500 (504). On an io thread the
+  // connection is answered from here; on an app pool thread its io thread, which runs on, answers it.
+  bool pooled = static_cast<std::size_t>(slot) >= threads.size();
   Conn* c = g_fault.slots[slot].conn.load();
-  std::string request = c ? abandon_faulted(*c) : std::string();
-  // 3. One line in the error log.
-  sh.errors.write("csgi: worker " + std::to_string(me) + ": " + signal_name(sig) + " in the app on io thread " +
-                  std::to_string(slot) + " while serving \"" + request +
-                  "\"; that request failed; the worker stops accepting, finishes its other requests and exits "
-                  "(a new worker replaces it)");
-  // 4. Every io thread stops gracefully; the frozen one's io_context is run here.
+  int status = timeout ? 504 : 500;
+  static std::atomic<bool> answered{false};
+  std::string request = !c ? std::string() : pooled ? abandon_pooled(*c, status, answered) : abandon_faulted(*c, status);
+  // 3. The error log: one line, and for a timeout the app thread's stack (without the handler's frame).
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", static_cast<double>(opt.request_timeout.count()) / 1000.0);
+  std::string what = timeout ? "the app ran longer than --request-timeout (" + std::string(limit) + " s)"
+                             : std::string(signal_name(sig)) + " in the app";
+  std::string on = pooled ? "app thread " + std::to_string(static_cast<std::size_t>(slot) - threads.size())
+                          : "io thread " + std::to_string(slot);
+  std::string line = "csgi: worker " + std::to_string(me) + ": " + what + " on " + on +
+                     " while serving \"" + request + "\"; that request " +
+                     (timeout ? "was answered 504" : "failed") +
+                     "; the worker stops accepting, finishes its other requests and exits (a new worker replaces it)";
+  if (timeout && g_fault.nframes > 1)
+    line += "\ncsgi: the app thread's stack:\n" + describe_frames(g_fault.frames + 1, g_fault.nframes - 1);
+  sh.errors.write(line);
+  // 4. Every io thread stops gracefully; a frozen io thread's io_context is run here. The abandoned
+  // connection is never destroyed (the frozen stack holds it): it stays in the count.
   for (auto& th : threads) th->stop();
   auto deadline = Clock::now() + opt.graceful_timeout;
-  while (sh.connections.load() > (c ? 1u : 0u) && Clock::now() < deadline) {
+  while (pooled && (sh.connections.load() > (c ? 1u : 0u) || (c && !answered.load())) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  IoThread& t = *threads[pooled ? 0 : static_cast<std::size_t>(slot)];
+  while (!pooled && sh.connections.load() > (c ? 1u : 0u) && Clock::now() < deadline) {
     try {
       t.ioc.run_for(std::chrono::milliseconds(50));
     } catch (const std::exception& e) {
@@ -485,6 +644,7 @@ int Server::Impl::run() {
   Shared sh;
   sh.app = app;
   sh.opt = opt;
+  sh.proxy = ProxyTrust(opt.proxy_protocol, opt.trusted_proxies);
   sh.init_status_lines();
   sh.multithread = opt.threads > 1 || opt.app_threads > 0;
   sh.multiprocess = opt.workers > 0;
@@ -511,7 +671,15 @@ int Server::Impl::run() {
     throw;
   }
   shared = &sh;
+  board = WorkerBoard::create();
+  for (const auto& s : sh.listeners) board->add_listener(s.fd, s.display);
+  stats.set_board(board.get());
+  if (opt.workers == 0) {
+    sh.slot = board->claim();
+    WorkerBoard::set_pid(sh.slot, ::getpid());
+  }
   int rc = opt.workers > 0 ? master(sh) : serve(sh, false);
+  stats.set_board(nullptr);
   for (auto& s : sh.listeners) {
     ::close(s.fd);
     if (!s.tcp && !s.systemd && s.display.rfind("unix:", 0) == 0 && opt.workers == 0) ::unlink(s.display.c_str() + 5);
@@ -532,9 +700,21 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   // The app's pool: created here, in the process that serves (a prefork worker after its fork); joined
   // once the io threads are done and before they are destroyed (its jobs use their connections).
   std::optional<AppPool> pool;
+  if (in_worker) make_fault_slots();
   if (opt.app_threads > 0) {
-    pool.emplace(opt.app_threads);
+    std::function<void(unsigned)> on_start;
+    if (in_worker)
+      on_start = [io = threads.size()](unsigned i) {
+        take_fault_slot(g_fault.slots[io + i]);
+        pool_fault_slot = &g_fault.slots[io + i];
+      };
+    pool.emplace(opt.app_threads, sh.slot, std::move(on_start));
     sh.pool = &*pool;
+  }
+  std::optional<Recycler> recycler;
+  if (in_worker && (opt.max_requests > 0 || opt.max_worker_rss > 0)) {
+    recycler.emplace(opt, [this, &sh](WorkerBoard::Cause cause, const std::string& why) { retire(sh, cause, why); });
+    sh.recycler = &*recycler;
   }
   sh.accepting = static_cast<unsigned>(threads.size());
   if (in_worker) arm_fault_containment(sh);
@@ -615,6 +795,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     threads.clear();
   }
   sh.pool = nullptr;
+  sh.recycler = nullptr;
   return 0;
 }
 
@@ -665,11 +846,13 @@ int Server::Impl::master(Shared& sh) {
   WorkerReports worker_reports;
   reports = &worker_reports;
   auto spawn = [&]() -> pid_t {
+    WorkerBoard::Slot* slot = board->claim();
     pid_t pid = ::fork();
     if (pid == 0) {
       // Worker: serve with the inherited sockets; signals stay blocked until the handlers are set.
       if (notify[0] >= 0) ::close(notify[0]);
       notify_fd = notify[1];
+      sh.slot = slot;
       worker_reports.in_worker();
       if (upgrade_fd >= 0) ::close(upgrade_fd);
       upgrade_fd = -1;
@@ -685,7 +868,12 @@ int Server::Impl::master(Shared& sh) {
       std::fflush(nullptr);
       ::_exit(rc);
     }
-    if (pid < 0) sh.errors.write(std::string("csgi: fork failed: ") + std::strerror(errno));
+    if (pid < 0) {
+      sh.errors.write(std::string("csgi: fork failed: ") + std::strerror(errno));
+      board->release(slot);
+    } else {
+      WorkerBoard::set_pid(slot, pid);
+    }
     return pid;
   };
   Handover handover(opt, sh, sd, worker_reports, upgrade_fd, workers, generation, spawn);
@@ -700,12 +888,16 @@ int Server::Impl::master(Shared& sh) {
   bool stopping = false;
   Clock::time_point stop_deadline{};
   std::vector<Clock::time_point> recent_crashes;
-  auto replace_worker = [&] {
+  std::map<pid_t, WorkerBoard::Cause> leaving;  // retiring workers: why they leave
+  auto replace_worker = [&](WorkerBoard::Cause cause) {
+    board->count_restart(cause);
     // Back off when workers die in a loop (a broken app) instead of forking hundreds a second.
-    auto now = Clock::now();
-    std::erase_if(recent_crashes, [&](auto t) { return now - t > std::chrono::seconds(1); });
-    recent_crashes.push_back(now);
-    if (recent_crashes.size() > 10) ::usleep(500000);
+    if (cause == WorkerBoard::Cause::crash || cause == WorkerBoard::Cause::timeout) {
+      auto now = Clock::now();
+      std::erase_if(recent_crashes, [&](auto t) { return now - t > std::chrono::seconds(1); });
+      recent_crashes.push_back(now);
+      if (recent_crashes.size() > 10) ::usleep(500000);
+    }
     if (pid_t p = spawn(); p > 0) workers[p] = generation;
   };
   for (;;) {
@@ -715,13 +907,14 @@ int Server::Impl::master(Shared& sh) {
       stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
       for (auto& [pid, g] : workers) ::kill(pid, SIGTERM);
     }
-    // Workers leaving after a contained fault: replaced now, not when they exit.
-    for (pid_t leaving = 0; notify[0] >= 0 && ::read(notify[0], &leaving, sizeof leaving) == sizeof leaving;) {
-      auto it = workers.find(leaving);
+    // Workers leaving (a contained fault, a request timeout, recycling): replaced now, not when they exit.
+    for (Notice n{}; notify[0] >= 0 && ::read(notify[0], &n, sizeof n) == sizeof n;) {
+      auto it = workers.find(n.pid);
       if (it == workers.end() || it->second == retiring) continue;
       bool replace = !stopping && it->second == generation;
       it->second = retiring;
-      if (replace) replace_worker();
+      leaving[n.pid] = n.cause;
+      if (replace) replace_worker(n.cause);
     }
     // Reap.
     for (;;) {
@@ -733,17 +926,28 @@ int Server::Impl::master(Shared& sh) {
       if (it == workers.end()) continue;
       unsigned gen = it->second;
       workers.erase(it);
+      board->release(board->find(pid));
+      auto why = leaving.find(pid);
+      std::optional<WorkerBoard::Cause> cause;
+      if (why != leaving.end()) {
+        cause = why->second;
+        leaving.erase(why);
+      }
       bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
       bool replace = !stopping && gen == generation;
       if (gen == retiring && WIFEXITED(status) && WEXITSTATUS(status) == 70) {
-        sh.errors.write("csgi: worker " + std::to_string(pid) + " exited after containing a fault");
+        sh.errors.write("csgi: worker " + std::to_string(pid) + " exited after " +
+                        (cause == WorkerBoard::Cause::timeout ? "a request timeout" : "containing a fault"));
+      } else if (gen == retiring && cause && !crashed) {
+        sh.errors.write("csgi: worker " + std::to_string(pid) + " exited (recycled: " +
+                        std::string(WorkerBoard::cause_names[static_cast<unsigned>(*cause)]) + ")");
       } else if (crashed) {
         sh.errors.write("csgi: worker " + std::to_string(pid) + " died (" +
                         (WIFSIGNALED(status) ? std::string("signal ") + std::to_string(WTERMSIG(status))
                                              : "exit " + std::to_string(WEXITSTATUS(status))) +
                         ")" + (replace ? "; starting a new one" : ""));
       }
-      if (replace) replace_worker();
+      if (replace) replace_worker(WorkerBoard::Cause::crash);
     }
     if (stopping && workers.empty()) break;
     if (stopping && Clock::now() > stop_deadline) {

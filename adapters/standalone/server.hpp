@@ -1,7 +1,7 @@
 #pragma once
 /// The standalone HTTP/1.1 server (docs/standalone.md): runs any csgi::App over HTTP/1.0 and 1.1 with
 /// keep-alive, pipelining, chunked bodies, file bodies by sendfile(2), delayed and streaming responses,
-/// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats extensions.
+/// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats / csgix.websocket extensions.
 ///
 /// Threads and workers. Each of `threads` io threads runs its own io_context with its own connections;
 /// the app is called on the io thread that owns the connection. An app that blocks (or reads a slow
@@ -69,12 +69,31 @@ struct ServerOptions {
   std::uint64_t discard_body_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
 
+  // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
+  // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start
+  // with a PROXY header, which gives REMOTE_ADDR/REMOTE_PORT, SERVER_PORT and the scheme; a connection
+  // from any other address must not. Unix sockets are not affected.
+  bool proxy_protocol = false;
+  std::vector<std::string> trusted_proxies;
+
   // Timeouts.
   std::chrono::milliseconds header_timeout{10000};     // first byte to end of header → 408
   std::chrono::milliseconds body_timeout{30000};       // between two pieces of a request body → 408
   std::chrono::milliseconds idle_timeout{15000};       // keep-alive connection with no request → closed
   std::chrono::milliseconds send_timeout{60000};       // client not reading the response → closed
   std::chrono::milliseconds graceful_timeout{10000};   // on SIGTERM: in-flight requests (and idle connections) get this long
+
+  // Prefork workers only (workers > 0): recycling and the request timeout (docs/reliability.md §4). A
+  // worker past a limit stops accepting and finishes its requests while the master forks its replacement.
+  std::uint64_t max_requests = 0;         // 0: none; else each worker's limit is this + a random 0…jitter
+  std::uint64_t max_requests_jitter = 0;
+  std::uint64_t max_worker_rss = 0;       // bytes of resident memory, checked after each request; 0: none
+  // An app call running longer is answered 504, its thread's stack logged, and its worker replaced; 0: none.
+  std::chrono::milliseconds request_timeout{0};
+  // WebSocket (csgix.websocket, core/websocket.hpp).
+  std::size_t ws_max_message_bytes = 16ull << 20;     // a bigger message is closed with 1009
+  std::size_t ws_send_queue_bytes = 16ull << 20;      // Connection::send returns false past this much queued
+  std::chrono::milliseconds ws_idle_timeout{60000};   // a ping after half of it; closed after all of it in silence (0: never)
 
   /// Development reload (csgi serve --reload; docs/standalone.md, "Reload on change"). With `load` set,
   /// each prefork worker calls it after its fork, before it listens (the app's library or module is

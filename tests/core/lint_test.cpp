@@ -306,7 +306,7 @@ TEST_CASE("Lint rejects: CGI keys that are not text", "[lint][ENV-14]") {
 
 TEST_CASE("Lint rejects: unknown keys under csgi. and csgix.", "[lint][ENV-15]") {
   CHECK(env_breach([](Env& e) { e.set("csgi.foo", "1"); }) == "ENV-15");
-  CHECK(env_breach([](Env& e) { e.set_bool("csgix.websocket", true); }) == "ENV-15");
+  CHECK(env_breach([](Env& e) { e.set_bool("csgix.webtransport", true); }) == "ENV-15");
 }
 
 TEST_CASE("Lint accepts the csgi.request.* caches csgi::Request writes", "[lint][ENV-15]") {

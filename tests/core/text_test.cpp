@@ -35,3 +35,67 @@ TEST_CASE("iequals, istarts_with, iends_with compare ASCII case-insensitively", 
   CHECK(csgi::iends_with("application/LD+JSON", "+json"));
   CHECK_FALSE(csgi::iends_with("json", "+json"));
 }
+
+namespace {
+
+bool reference_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    auto lower = [](unsigned char c) { return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c + 32) : c; };
+    if (lower(x) != lower(y)) return false;
+  }
+  return true;
+}
+
+bool reference_has_ctl(std::string_view s, bool allow_tab) {
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 || u == 0x7f) && !(allow_tab && c == '\t')) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("iequals agrees with a byte-by-byte comparison for every pair of bytes at every position", "[text]") {
+  // Words of 8 bytes are compared at once: each position of a 1-, 8- and 13-byte string, in the first word
+  // and the tail, with the other bytes letters in either case.
+  for (std::size_t len : {1u, 8u, 13u}) {
+    for (std::size_t at = 0; at < len; ++at) {
+      std::string a(len, 'k'), b(len, 'K');
+      for (int x = 0; x < 256; ++x) {
+        for (int y = 0; y < 256; ++y) {
+          a[at] = static_cast<char>(x);
+          b[at] = static_cast<char>(y);
+          if (csgi::iequals(a, b) != reference_iequals(a, b)) {
+            INFO("len " << len << " at " << at << " bytes " << x << " " << y);
+            CHECK(csgi::iequals(a, b) == reference_iequals(a, b));
+          }
+        }
+      }
+    }
+  }
+  CHECK(csgi::iequals("Transfer-Encoding", "TRANSFER-ENCODING"));
+  CHECK_FALSE(csgi::iequals("Transfer-Encoding", "Transfer-Encodinf"));
+  CHECK_FALSE(csgi::iequals("[\\]^_", "{|}~\x7f"));  // each pair differs by 0x20 only: not letters
+  CHECK(csgi::iequals("", ""));
+}
+
+TEST_CASE("has_ctl agrees with a byte-by-byte scan for every byte at every position", "[text]") {
+  for (std::size_t len : {1u, 7u, 8u, 9u, 17u}) {
+    for (std::size_t at = 0; at < len; ++at) {
+      std::string s(len, 'v');
+      for (int c = 0; c < 256; ++c) {
+        s[at] = static_cast<char>(c);
+        for (bool tab : {false, true}) {
+          if (csgi::has_ctl(s, tab) != reference_has_ctl(s, tab)) {
+            INFO("len " << len << " at " << at << " byte " << c << " allow_tab " << tab);
+            CHECK(csgi::has_ctl(s, tab) == reference_has_ctl(s, tab));
+          }
+        }
+      }
+    }
+  }
+  static_assert(csgi::has_ctl("a\x01", false) && !csgi::has_ctl("a\tb", true));  // still constexpr
+}

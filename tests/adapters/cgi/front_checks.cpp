@@ -122,6 +122,14 @@ Column run_front_checks(const Front& f) {
     auto r = http(f.port, "GET", p + "/http-error");
     return expect(r.status == 418, "status " + std::to_string(r.status));
   });
+  add("WebSocket upgrade → 501, no csgix.websocket (EXT-8)", [&] {
+    auto r = http(f.port, "GET", p + "/websocket", {},
+                  {{"Upgrade", "websocket"}, {"Connection", "Upgrade"}, {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+                   {"Sec-WebSocket-Version", "13"}},
+                  std::chrono::seconds(5));
+    return expect(r.status == 501 && r.body.find("csgix.websocket") != std::string::npos,
+                  "status " + std::to_string(r.status) + " body '" + r.body.substr(0, 80) + "'");
+  });
   add("HEAD: headers, no body", [&] {
     auto r = http(f.port, "HEAD", p + "/pull");
     return expect(r.status == 200 && r.body.empty(), "status " + std::to_string(r.status));

@@ -16,6 +16,7 @@
 //   /barrier?n=N     waits until N requests are inside at once (≤ 5 s): 200 "ok" or 503 "timeout"
 //   /status?code=N   empty response with that status;   /headers   repeated Set-Cookie
 //   /pid             the process id
+//   /websocket       csgi::websocket::accept: these adapters offer no csgix.websocket, so 501
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/websocket.hpp"
 
 namespace {
 
@@ -208,6 +210,7 @@ csgi::App make_app(const csgi::AppArgs& args) {
       return r;
     }
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
+    if (path == "/websocket") return csgi::websocket::accept(env, {});
     return csgi::Response::error(404);
   };
 }

@@ -3,7 +3,9 @@
   * new connections go to whichever worker accepts them; scrapes are repeated until both workers have
     answered one, and every scrape shows the sum over both (the counters are shared memory);
   * the exposition passes `promtool check metrics` (Debian's prometheus package);
-  * a real Prometheus server scrapes it (`up` is 1 and csgi_http_requests_total is stored).
+  * a real Prometheus server scrapes it (`up` is 1 and csgi_http_requests_total is stored);
+  * the worker gauges (workers, restarts by cause, open and idle connections, app executor, accept queue)
+    are summed over both workers.
 Without promtool/prometheus those two checks are skipped with a message (exit 0 if the rest passed).
 Usage: test_metrics.py CSGI_EXE"""
 import json
@@ -91,6 +93,55 @@ def sum_over_workers(port):
     return last
 
 
+def worker_gauges(port):
+    """The WorkerBoard's sums: workers, restarts by cause, open and idle keep-alive connections (three
+    connections left idle after one request each, whichever worker holds them), the app executor's gauges
+    and the listening socket's accept queue."""
+    idle = []
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        data = b""
+        while b"Hello, world!" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        idle.append(s)
+    try:
+        text = None
+        for _ in range(50):  # an idle connection is counted once its worker waits for its next request
+            text = get(port, "/metrics")[1]
+            if value(text, "csgi_connections_idle") == 3:
+                break
+            time.sleep(0.05)
+        check(value(text, "csgi_workers") == 2, "csgi_workers is 2 (%s)" % value(text, "csgi_workers"))
+        for cause in ("crash", "timeout", "max_requests", "memory"):
+            check(value(text, 'csgi_worker_restarts_total{cause="%s"}' % cause) == 0, "no restarts by %s yet" % cause)
+        check(value(text, "csgi_connections_idle") == 3, "3 idle keep-alive connections over both workers (%s)"
+              % value(text, "csgi_connections_idle"))
+        check(value(text, "csgi_connections_open") == 4, "4 open connections: the idle ones and the scrape's (%s)"
+              % value(text, "csgi_connections_open"))
+        check(value(text, "csgi_app_queue_length") == 0 and value(text, "csgi_app_threads_busy") == 0,
+              "the app executor's gauges are there (no --app-threads: 0)")
+        check(value(text, 'csgi_listen_queue_limit{listener="127.0.0.1:%d"}' % port) == 4096,
+              "the accept queue's limit of the listening socket (4096)")
+        check(value(text, 'csgi_listen_queue_length{listener="127.0.0.1:%d"}' % port) is not None,
+              "the accept queue's length of the listening socket")
+    finally:
+        for s in idle:
+            s.close()
+    for _ in range(50):
+        text = get(port, "/metrics")[1]
+        if value(text, "csgi_connections_idle") == 0:
+            break
+        time.sleep(0.05)
+    check(value(text, "csgi_connections_idle") == 0 and value(text, "csgi_connections_open") == 1,
+          "closed connections leave the gauges (idle %s, open %s)" % (value(text, "csgi_connections_idle"),
+                                                                      value(text, "csgi_connections_open")))
+    return text
+
+
 def promtool(text):
     if not shutil.which("promtool"):
         print("SKIP promtool check metrics: promtool not installed (Debian package prometheus)")
@@ -143,6 +194,7 @@ def main():
         text = sum_over_workers(port)
         if text is not None:
             promtool(text)
+            promtool(worker_gauges(port))
             prometheus_scrape(port)
     finally:
         p.terminate()

@@ -51,7 +51,19 @@ std::string sample(const OptionSpec& row) {
   if (v == "OCTAL") return "660";
   if (v == "SECONDS") return "5";
   if (v == "BYTES") return "4096";
+  if (v == "CIDR") return "10.0.0.0/8";
   return "2";
+}
+
+// What an option needs beside it to be valid on its own.
+std::vector<std::string> companion(const OptionSpec& row) {
+  std::string name = row.name;
+  if (name == "proxy-protocol") return {"--trusted-proxy", "127.0.0.1"};
+  if (name == "trusted-proxy") return {"--proxy-protocol"};
+  // Options that replace workers need a master; the jitter needs its limit.
+  if (name == "max-requests" || name == "max-worker-memory" || name == "request-timeout") return {"--workers", "2"};
+  if (name == "max-requests-jitter") return {"--workers", "2", "--max-requests", "9"};
+  return {};
 }
 
 std::string read_file(const std::string& path) {
@@ -73,6 +85,7 @@ TEST_CASE("an option given for an adapter it does not apply to is a usage error 
       if (std::string(row.name) == "fastcgi" || std::string(row.name) == "cgi") continue;
       INFO(args.back() << " with " << adapter_name(a));
       if (row.adapters & static_cast<unsigned>(a)) {
+        for (const std::string& c : companion(row)) args.push_back(c);
         CHECK_NOTHROW(parse_args(args));
       } else {
         std::string e = usage_error(args);
@@ -89,6 +102,20 @@ TEST_CASE("an option given for an adapter it does not apply to is a usage error 
   CHECK(usage_error({"--error-log", "x"}, Adapter::fastcgi).find("--error-log does not apply to FastCGI") == 0);
   CHECK(usage_error({"--cgi"}, Adapter::fastcgi) == "--cgi: this program serves FastCGI only");
   CHECK(usage_error({"--fastcgi", "--cgi"}) == "give only one of --fastcgi and --cgi");
+}
+
+TEST_CASE("recycling and the request timeout need --workers; a single process refuses them with a usage error") {
+  CHECK(usage_error({"--max-requests", "100"}).find("--max-requests needs --workers N") == 0);
+  CHECK(usage_error({"--max-worker-memory", "200"}).find("--max-worker-memory needs --workers N") == 0);
+  CHECK(usage_error({"--request-timeout", "5"}).find("--request-timeout needs --workers N") == 0);
+  CHECK(usage_error({"--workers", "2", "--max-requests-jitter", "5"}) == "--max-requests-jitter needs --max-requests");
+  auto o = parse_args({"--workers", "2", "--max-requests", "100", "--max-requests-jitter", "10", "--max-worker-memory",
+                       "300", "--request-timeout", "2.5"})
+               .options.server;
+  CHECK(o.max_requests == 100);
+  CHECK(o.max_requests_jitter == 10);
+  CHECK(o.max_worker_rss == 300ull << 20);
+  CHECK(o.request_timeout == std::chrono::milliseconds(2500));
 }
 
 TEST_CASE("FastCGI keeps the --threads given; its own default applies only when none is") {
@@ -150,6 +177,35 @@ TEST_CASE("--script-name= is an empty fixed mount point; words are refused excep
   CHECK(parse_args({"--cgi", "isindex", "words"}).options.adapter == Adapter::cgi);
 }
 
+TEST_CASE("the words as getopt_long reads them: =VALUE, -lVALUE, prefixes; repeats, unknowns and missing values refused") {
+  CHECK(parse_args({"--threads=3"}).options.server.threads == 3);
+  CHECK(parse_args({"-t4"}).options.server.threads == 4);
+  CHECK(parse_args({"--work", "2"}).options.server.workers == 2);  // an unambiguous prefix
+  CHECK(parse_args({"-l", "a:1", "--listen=b:2", "-lc:3"}).options.server.listen ==
+        std::vector<std::string>{"a:1", "b:2", "c:3"});
+  CHECK(usage_error({"--threads", "2", "--threads", "3"}) == "--threads may be given only once");
+  CHECK(usage_error({"--reuseport", "--reuseport"}) == "--reuseport may be given only once");
+  CHECK(usage_error({"--no-such-option"}) == "unknown or ambiguous option '--no-such-option'");
+  CHECK(usage_error({"--max", "1"}) == "unknown or ambiguous option '--max'");  // --max-body-bytes, --max-connections...
+  CHECK(usage_error({"-x"}) == "unknown or ambiguous option '-x'");
+  CHECK(usage_error({"--listen"}) == "--listen needs a value");
+  CHECK(usage_error({"-l"}) == "--listen needs a value");
+  CHECK(usage_error({"--", "word"}) == "unexpected argument 'word'");
+  // The caller's own options come back in command-line order with their values.
+  std::vector<std::string> args{"prog", "--mode-a", "x", "--threads", "2", "--flag", "--mode-a", "y"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::vector<ExtraOption> extra{{"mode-a", "V", true, "a"}, {"flag", nullptr, false, "f"}};
+  Parsed p = parse(static_cast<int>(argv.size()), argv.data(), 1, extra);
+  CHECK(p.values("mode-a") == std::vector<std::string>{"x", "y"});
+  CHECK(p.has("flag"));
+  CHECK_FALSE(p.has("help"));
+  REQUIRE(p.given.size() == 4);
+  CHECK(p.given[2].name == "flag");
+  CHECK(p.options.server.threads == 2);
+  CHECK(parse_args({"-h"}).help);
+}
+
 TEST_CASE("docs/standalone.md's options table is the option table") {
   std::string doc = read_file(CSGI_SOURCE_DIR "/docs/standalone.md");
   const std::string begin = "<!-- options table: generated from adapters/runner/options.cpp -->\n";
@@ -172,7 +228,7 @@ TEST_CASE("docs/standalone.md's options table is the option table") {
 TEST_CASE("--help lists every option with its default(s) and the adapters it applies to") {
   std::ostringstream help;
   help << describe();
-  std::string flat;  // program_options wraps the text: compare with the line breaks and indents taken out
+  std::string flat;  // the help text is wrapped: compare with the line breaks and indents taken out
   for (std::istringstream in(help.str()); in;) {
     std::string word;
     in >> word;
@@ -189,4 +245,15 @@ TEST_CASE("--help lists every option with its default(s) and the adapters it app
         }
   }
   CHECK(flat.find("Default: 1 (HTTP), 16 (FastCGI). [HTTP, FastCGI]") != std::string::npos);
+}
+
+TEST_CASE("--proxy-protocol and --trusted-proxy come together; a block is an IPv4 or IPv6 address or CIDR") {
+  auto o = parse_args({"--proxy-protocol", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "::1"}).options.server;
+  CHECK(o.proxy_protocol);
+  CHECK(o.trusted_proxies == std::vector<std::string>{"10.0.0.0/8", "::1"});
+  CHECK(usage_error({"--proxy-protocol"}).find("--proxy-protocol needs --trusted-proxy") == 0);
+  CHECK(usage_error({"--trusted-proxy", "10.0.0.0/8"}) == "--trusted-proxy applies with --proxy-protocol");
+  CHECK(usage_error({"--proxy-protocol", "--trusted-proxy", "10.0.0.0/33"}).find("--trusted-proxy: ") == 0);
+  CHECK(usage_error({"--proxy-protocol", "--trusted-proxy", "lb.example"}).find("--trusted-proxy: ") == 0);
+  CHECK(usage_error({"--fastcgi", "--proxy-protocol"}).find("--proxy-protocol does not apply to FastCGI") == 0);
 }

@@ -17,6 +17,8 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/core/server_stats.hpp"
+#include "csgi/core/worker_board.hpp"
 #include "running.hpp"
 
 using namespace std::chrono_literals;
@@ -286,4 +288,42 @@ TEST_CASE("pool: csgix.io hands the connection to the app on the pool thread") {
   std::string got = recv_until(fd, "\x01");
   ::close(fd);
   CHECK(got == "RAW extra");
+}
+
+TEST_CASE("pool: the server's WorkerBoard shows requests waiting for an app thread and the busy threads") {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> entered{0};
+  Running run(
+      [&](Env&) {
+        entered.fetch_add(1);
+        released.wait();
+        return Response::text(200, "done");
+      },
+      one_io_thread(1));
+  const csgi::WorkerBoard* board = run.server.stats().board();
+  REQUIRE(board != nullptr);
+  int a = connect_tcp(run.port), b = connect_tcp(run.port);
+  send_all(a, "GET /a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  send_all(b, "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  csgi::WorkerBoard::Totals t;
+  for (int i = 0; i < 200; ++i) {  // one request in the app, the other queued behind it
+    t = board->totals();
+    if (entered.load() == 1 && t.app_queued == 1) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(t.workers == 1);
+  CHECK(t.app_busy == 1);
+  CHECK(t.app_queued == 1);
+  CHECK(t.connections_open == 2);
+  release.set_value();
+  CHECK(recv_until(a, "done").find("\r\n\r\ndone") != std::string::npos);
+  CHECK(recv_until(b, "done").find("\r\n\r\ndone") != std::string::npos);
+  ::close(a);
+  ::close(b);
+  for (int i = 0; i < 200 && (board->totals().app_busy || board->totals().connections_open); ++i)
+    std::this_thread::sleep_for(10ms);
+  CHECK(board->totals().app_busy == 0);
+  CHECK(board->totals().app_queued == 0);
+  CHECK(board->totals().connections_open == 0);
 }

@@ -1,12 +1,17 @@
-// A CSGI_APP library for the process tests (test_process.py): /hello, /slow (200 ms), /crash (SIGSEGV in
-// the worker, on purpose), /pid (the serving process), /server-status (the server_status middleware over
-// the adapter's csgix.server_stats). With the app argument "access-log=PATH" the app is
+// A CSGI_APP library for the process tests (test_process.py, test_workers.py): /hello, /slow (200 ms),
+// /crash (SIGSEGV in the worker, on purpose), /pid (the serving process), /sleep?SECONDS (in
+// process_app_sleep, a name the request timeout's logged stack shows), /grow?MB (keeps MB mebibytes of
+// touched memory for the life of the worker), /server-status (the server_status middleware over the
+// adapter's csgix.server_stats). With the app argument "access-log=PATH" the app is
 // wrapped in the access_log middleware writing to PATH: its writer is made when the library is loaded,
 // in the process that later forks the workers.
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 
 #include "csgi/core/app_library.hpp"
@@ -18,6 +23,12 @@
 #define PROCESS_APP_HELLO "hello"
 #endif
 
+// Exported and not inlined: the request timeout test looks for this name in the logged stack.
+extern "C" __attribute__((visibility("default"), noinline)) void process_app_sleep(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  asm volatile("" ::: "memory");  // keeps the call from being a tail call (its frame stays on the stack)
+}
+
 namespace {
 csgi::App make_process_app(const csgi::AppArgs& args) {
   csgi::App app = [](csgi::Env& env) {
@@ -25,6 +36,16 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
     if (path == "/crash") ::raise(SIGSEGV);
     if (path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
+    if (path == "/sleep") {
+      process_app_sleep(std::atof(std::string(env.get("QUERY_STRING")).c_str()));
+      return csgi::Response::text(200, std::to_string(::getpid()));
+    }
+    if (path == "/grow") {
+      std::size_t bytes = static_cast<std::size_t>(std::atoi(std::string(env.get("QUERY_STRING")).c_str())) << 20;
+      char* kept = static_cast<char*>(std::malloc(bytes));  // kept until the worker exits, on purpose
+      if (kept) std::memset(kept, 1, bytes);
+      return csgi::Response::text(200, std::to_string(::getpid()));
+    }
     return csgi::Response::text(200, PROCESS_APP_HELLO);
   };
   app = csgi::wrap<csgi::mw::ServerStatus>(std::move(app));

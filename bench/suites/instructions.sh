@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Bench suite "instructions": user-space instructions per request, counted by valgrind (callgrind), for
+# csgi, nginx and h2o serving a hello and a 1 KB static file, one process (one thread) each. A count does
+# not move with the machine's load as req/s does. Each server runs twice under callgrind, from start to
+# exit, serving N1 and then N2 requests (`ab -k -c 8`); instructions per request = (Ir(N2) - Ir(N1)) /
+# (N2 - N1), so start-up and shutdown cancel out. Kernel work (system calls, sendfile) is not counted:
+# the servers make about the same calls per request, and CPU time per request in the other suites
+# includes it.
+# Called by scripts/bench.sh as `bash instructions.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/instructions.md.
+# BENCH_QUICK=1: fewer requests.
+set -euo pipefail
+build=$(realpath "${1:-build}")
+out=$(realpath "${2:-bench/out}")
+mkdir -p "$out"
+csgi="$build/adapters/cli/csgi"
+[ -x "$csgi" ] || cmake --build "$build" --target csgi_cli -j"$(nproc)"
+PY=/usr/bin/python3
+for tool in valgrind ab nginx h2o; do
+  command -v "$tool" >/dev/null || { echo "instructions bench: $tool not found" >&2; exit 1; }
+done
+if [ "${BENCH_QUICK:-0}" = 1 ]; then n1=1000 n2=3000; else n1=2000 n2=10000; fi
+
+tmp=$(mktemp -d)
+spid=""
+cleanup() {
+  [ -n "$spid" ] && kill -9 "$spid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+mkdir -p "$tmp/site"
+head -c 1024 /dev/zero | tr '\0' 'x' > "$tmp/site/1k.html"
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+write_configs() {  # PORT
+  mkdir -p "$tmp/nginx" "$tmp/h2o"
+  cat > "$tmp/nginx/nginx.conf" <<EOF
+master_process off;
+worker_processes 1;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_requests 100000000;
+  client_body_temp_path $tmp/nginx/body;
+  proxy_temp_path $tmp/nginx/proxy;
+  fastcgi_temp_path $tmp/nginx/fcgi;
+  uwsgi_temp_path $tmp/nginx/uwsgi;
+  scgi_temp_path $tmp/nginx/scgi;
+  types { text/html html; }
+  server {
+    listen 127.0.0.1:$1;
+    location = /hello { default_type text/plain; return 200 "Hello, world!"; }
+    location / { root $tmp/site; }
+  }
+}
+EOF
+  cat > "$tmp/h2o/h2o.conf" <<EOF
+listen:
+  host: 127.0.0.1
+  port: $1
+num-threads: 1
+user: $(id -un)
+pid-file: $tmp/h2o/h2o.pid
+error-log: $tmp/h2o/error.log
+hosts:
+  default:
+    paths:
+      /hello:
+        mruby.handler: |
+          Proc.new do |env|
+            [200, {"content-type" => "text/plain"}, ["Hello, world!"]]
+          end
+      /:
+        file.dir: $tmp/site
+EOF
+}
+
+# server_cmd NAME PORT PATH: sets cmd to the command line of one server serving PATH on PORT (csgi: the
+# demo app for /hello, the static app alone for files; nginx and h2o serve both from one config).
+server_cmd() {
+  local what=(--demo)
+  [ "$3" = /hello ] || what=(--static "$tmp/site")
+  case "$1" in
+    csgi) cmd=("$csgi" serve "${what[@]}" --listen "127.0.0.1:$2" --threads 1 --idle-timeout 600) ;;
+    nginx) cmd=(nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" -g 'daemon off;') ;;
+    h2o) cmd=(h2o -c "$tmp/h2o/h2o.conf") ;;
+  esac
+}
+
+# count NAME PATH REQUESTS: prints the instructions the server executed, start to exit.
+count() {
+  local name=$1 path=$2 n=$3 port file
+  port=$(free_port)
+  write_configs "$port"
+  file="$tmp/callgrind.$name.$n.out"
+  local cmd
+  server_cmd "$name" "$port" "$path"
+  valgrind --tool=callgrind --callgrind-out-file="$file" "${cmd[@]}" >"$tmp/$name.log" 2>&1 &
+  spid=$!
+  for _ in $(seq 300); do
+    curl -s -o /dev/null "http://127.0.0.1:$port$path" && break
+    sleep 0.1
+  done
+  local done
+  done=$(ab -k -c 8 -n "$n" "http://127.0.0.1:$port$path" 2>/dev/null | awk '/Complete requests/ {c=$3} /Failed requests/ {f=$3} END {print c "/" f}')
+  [ "$done" = "$n/0" ] || echo "instructions bench: $name $path answered $done of $n" >&2
+  kill -TERM "$spid" 2>/dev/null || true
+  [ "$name" = nginx ] && kill -QUIT "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  spid=""
+  # The warm-up curl adds one request to each run; it cancels out in the difference.
+  awk '/^(summary|totals):/ {print $2; exit}' "$file"
+}
+
+results="$tmp/results.tsv"
+: > "$results"
+for path in /hello /1k.html; do
+  for name in csgi nginx h2o; do
+    a=$(count "$name" "$path" "$n1")
+    b=$(count "$name" "$path" "$n2")
+    printf '%s\t%s\t%s\t%s\n' "$path" "$name" "$a" "$b" >> "$results"
+    echo "$path $name: $a instructions for $n1 requests, $b for $n2"
+  done
+done
+
+"$PY" - "$results" "$out/instructions.md" "$n1" "$n2" <<'EOF'
+import sys
+src, dst, n1, n2 = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+per = {}
+for line in open(src):
+    path, name, a, b = line.rstrip("\n").split("\t")
+    try:
+        per[(path, name)] = (int(b) - int(a)) / (n2 - n1)
+    except ValueError:
+        per[(path, name)] = None
+fmt = lambda v: "failed" if v is None else f"{v:,.0f}"
+ratio = lambda c, p: "" if c is None or not p else f"{c / p:.2f}"
+lines = ["## instructions: user-space instructions per request (callgrind)", "",
+         "Counted by valgrind's callgrind, which does not depend on the machine's load. Each server runs in one",
+         f"process with one thread, twice from start to exit, serving {n1} and then {n2} keep-alive requests",
+         "(`ab -k -c 8`); the figure is the difference divided by the difference in requests, so start-up and",
+         "shutdown cancel out. Kernel instructions (system calls, sendfile) are not counted. Lower is better;",
+         "the ratios are csgi / peer (below 1.00: csgi executes fewer instructions).", "",
+         "| request | csgi | nginx | h2o | csgi / nginx | csgi / h2o |", "|---|---|---|---|---|---|"]
+labels = {"/hello": "hello (13 bytes; csgi `--demo`, nginx `return 200`, h2o mruby handler)",
+          "/1k.html": "static 1 KB file (csgi `--static`, nginx `root`, h2o `file.dir`)"}
+for path in ("/hello", "/1k.html"):
+    c, g, h = (per.get((path, s)) for s in ("csgi", "nginx", "h2o"))
+    lines.append(f"| {labels[path]} | {fmt(c)} | {fmt(g)} | {fmt(h)} | {ratio(c, g)} | {ratio(c, h)} |")
+lines += ["", "Commands (PORT from a free-port probe; each under `valgrind --tool=callgrind`):", "",
+          "- csgi: `csgi serve --demo --listen 127.0.0.1:PORT --threads 1` (hello), `csgi serve --static SITE "
+          "--listen 127.0.0.1:PORT --threads 1` (file)",
+          "- nginx: `nginx -c nginx.conf -g 'daemon off;'` with `master_process off; worker_processes 1;`",
+          "- h2o: `h2o -c h2o.conf` with `num-threads: 1`",
+          f"- client: `ab -k -c 8 -n {n1}` and `-n {n2}` (bench/suites/instructions.sh)"]
+open(dst, "w").write("\n".join(lines) + "\n")
+EOF
+cat "$out/instructions.md"

@@ -1,0 +1,113 @@
+#include "csgi/core/websocket.hpp"
+
+#include "csgi/core/env.hpp"
+#include "csgi/core/keys.hpp"
+#include "csgi/core/text.hpp"
+
+namespace csgi::websocket {
+
+namespace {
+
+/// True when the comma-separated list `value` holds `token` (case-insensitive).
+bool has_token(std::string_view value, std::string_view token) {
+  while (!value.empty()) {
+    std::size_t comma = value.find(',');
+    if (iequals(trim_ows(value.substr(0, comma)), token)) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool is_b64(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+}
+
+/// A base64 encoding of 16 bytes: 22 characters and "==".
+bool valid_key(std::string_view key) {
+  key = trim_ows(key);
+  if (key.size() != 24 || key.substr(22) != "==") return false;
+  for (char c : key.substr(0, 22))
+    if (!is_b64(c)) return false;
+  return true;
+}
+
+Response upgrade_required(std::string why, bool version) {
+  Response r = Response::error(426, why);
+  r.headers.add("Upgrade", "websocket");
+  if (version) r.headers.add("Sec-WebSocket-Version", "13");
+  return r;
+}
+
+}  // namespace
+
+bool sendable_close_code(int code) noexcept {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
+}
+
+std::string handshake_problem(const Env& env) {
+  if (env.get(keys::REQUEST_METHOD) != "GET") return "a WebSocket handshake is a GET request";
+  if (env.get(keys::SERVER_PROTOCOL) != "HTTP/1.1") return "a WebSocket handshake needs HTTP/1.1";
+  if (!has_token(env.get("HTTP_UPGRADE"), "websocket")) return "the request has no \"Upgrade: websocket\"";
+  if (!has_token(env.get("HTTP_CONNECTION"), "upgrade")) return "the request has no \"Connection: Upgrade\"";
+  if (!valid_key(env.get("HTTP_SEC_WEBSOCKET_KEY")))
+    return "Sec-WebSocket-Key must be the base64 encoding of 16 bytes";
+  if (trim_ows(env.get("HTTP_SEC_WEBSOCKET_VERSION")) != "13") return "Sec-WebSocket-Version must be 13";
+  return {};
+}
+
+Response accept(Env& env, Handler handler) {
+  auto* up = env.object<Upgrade>(keys::x::websocket);
+  if (!up)
+    return Response::error(501, "this server offers no WebSocket here (csgix.websocket is absent): serve the app "
+                                "with csgi serve");
+  if (std::string why = handshake_problem(env); !why.empty())
+    return upgrade_required(why, !env.get("HTTP_SEC_WEBSOCKET_VERSION").empty() &&
+                                     trim_ows(env.get("HTTP_SEC_WEBSOCKET_VERSION")) != "13");
+  std::string_view length = env.get(keys::CONTENT_LENGTH);
+  if ((!length.empty() && length != "0") || !env.get("HTTP_TRANSFER_ENCODING").empty())
+    return Response::error(400, "a WebSocket handshake has no body");
+  if (!up->upgrade(std::move(handler)))
+    return Response::error(500, "the connection could not be upgraded (csgix.websocket refused the handler)");
+  Response r;
+  r.status = 101;
+  r.headers.add("Upgrade", "websocket");
+  return r;
+}
+
+bool valid_utf8(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int n;
+    std::uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (end - p <= n) return false;
+    for (int i = 1; i <= n; ++i) {
+      if ((p[i] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+}  // namespace csgi::websocket
