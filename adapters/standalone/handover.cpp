@@ -111,9 +111,9 @@ void Handover::poll(bool stopping) {
     }
   }
   // The watchdog hears from a master that supervises: workers serve (or, with --reload, wait for a fix),
-  // or it is stopping.
+  // or it is stopping; not from one that handed over (the new master is systemd's main process now).
   std::size_t alive = alive_in(generation_);
-  if (alive > 0 || reload_ || stopping)
+  if ((alive > 0 || reload_ || stopping) && !handed_over_)
     sd_.tick(now, reports_.served(), std::to_string(alive) + " workers, ");
 }
 

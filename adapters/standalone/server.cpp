@@ -451,6 +451,7 @@ Server::Server(App app, ServerOptions options) : impl_(std::make_unique<Impl>())
   if (!impl_->app) throw std::invalid_argument("csgi::standalone::Server: no app");
   if (impl_->opt.threads == 0) impl_->opt.threads = 1;
   if (impl_->opt.reload.load && impl_->opt.workers == 0) impl_->opt.workers = 1;
+  if (!impl_->opt.handle_signals) impl_->sd.disable();
   if (!impl_->opt.script_name.empty() &&
       (impl_->opt.script_name.front() != '/' || impl_->opt.script_name.back() == '/'))
     throw std::invalid_argument("script name must start with '/' and not end with '/': " + impl_->opt.script_name);

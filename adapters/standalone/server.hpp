@@ -54,7 +54,7 @@ struct ServerOptions {
   std::string script_name;        // mount prefix ("" or "/prefix"); other paths answer 404
   std::string access_log;         // file for one combined-format line per request ("" = none, "-" = stdout)
   std::string error_log;          // file for csgi.errors ("" = stderr)
-  bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs; off for embedding
+  bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs, systemd notification; off for embedding
 
   // Limits (over the limit: the status in the comment, and the connection is closed).
   std::size_t max_request_line = 8192;        // 414

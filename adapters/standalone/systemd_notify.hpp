@@ -16,6 +16,8 @@ public:
   /// Reads NOTIFY_SOCKET, and WATCHDOG_USEC when WATCHDOG_PID is unset or this process.
   SystemdNotify();
   bool enabled() const noexcept { return enabled_; }
+  /// Sends nothing from now on (a server embedded with handle_signals off: the program owns the process).
+  void disable() noexcept { enabled_ = false; }
   /// The watchdog interval systemd asked for (WatchdogSec=), 0 when none.
   std::chrono::microseconds watchdog() const noexcept { return watchdog_; }
   /// How often tick() should run: often enough for the watchdog and the STATUS line.
