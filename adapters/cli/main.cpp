@@ -3,8 +3,10 @@
 // the app from the chosen modes (modes.cpp) and serves it with csgi::runner.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "csgi/adapters/cli/options.hpp"
+#include "csgi/adapters/cli/reload.hpp"
 #include "csgi/adapters/runner/runner.hpp"
 
 namespace {
@@ -23,9 +25,9 @@ int fail(bool cgi, int status, const char* why) {
   return status;
 }
 
-csgi::App build_app(const csgi::cli::CommandLine& cl) {
+// The source mode's app (--app, --demo, --wsgi); empty when only layers were given.
+csgi::App build_source(const csgi::cli::CommandLine& cl) {
   using namespace csgi::cli;
-  // Sources first, then layers wrapped around it in reverse order so the first given is outermost.
   csgi::App app;
   ModeArgs args{{}, cl.app_args, &cl.options};
   for (const auto& c : cl.modes)
@@ -33,12 +35,31 @@ csgi::App build_app(const csgi::cli::CommandLine& cl) {
       args.value = c.value;
       app = c.mode->make(args, {});
     }
+  return app;
+}
+
+// The layers wrapped around `app` in reverse order, so that the first given is outermost.
+csgi::App wrap_layers(const csgi::cli::CommandLine& cl, csgi::App app) {
+  using namespace csgi::cli;
+  ModeArgs args{{}, cl.app_args, &cl.options};
   for (auto it = cl.modes.rbegin(); it != cl.modes.rend(); ++it)
     if (it->mode->kind == Mode::Kind::layer) {
       args.value = it->value;
       app = it->mode->make(args, std::move(app));
     }
   return app;
+}
+
+csgi::App build_app(const csgi::cli::CommandLine& cl) { return wrap_layers(cl, build_source(cl)); }
+
+// --reload: the layers are made here, in the master (the metrics layer's shared counters among them),
+// around a source that each worker loads after its fork, so that a new worker loads the changed file.
+csgi::App build_reloading_app(csgi::cli::CommandLine& cl) {
+  auto source = std::make_shared<csgi::App>();
+  auto line = std::make_shared<const csgi::cli::CommandLine>(cl);
+  csgi::cli::watch_for_reload(cl, cl.options.server.reload);
+  cl.options.server.reload.load = [line, source] { *source = build_source(*line); };
+  return wrap_layers(cl, [source](csgi::Env& env) { return (*source)(env); });
 }
 
 }  // namespace
@@ -65,7 +86,10 @@ int main(int argc, char** argv) {
   cgi = cl.options.adapter == csgi::runner::Adapter::cgi;
   csgi::App app;
   try {
-    app = build_app(cl);
+    app = cl.options.reload ? build_reloading_app(cl) : build_app(cl);
+  } catch (const UsageError& e) {
+    std::cerr << program.name << ": " << e.what() << " (try " << program.name << " --help)\n";
+    return fail(cgi, 2, "bad command line");
   } catch (const std::exception& e) {
     std::cerr << program.name << ": " << e.what() << "\n";
     return fail(cgi, 1, "app failed to load");

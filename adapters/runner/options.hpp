@@ -43,6 +43,9 @@ struct Options {
   /// The --access-log line format. The HTTP server writes "combined" itself; any other format, and every
   /// format under FastCGI and CGI, is written by the access_log middleware that serve() puts outermost.
   std::string access_log_format = "combined";
+  /// --reload: `csgi serve` watches the --app library (or the --wsgi module's files) and restarts the
+  /// workers when they change (ServerOptions::reload, which the csgi command fills in).
+  bool reload = false;
 };
 
 /// The defaults for `adapter`: Options{} with the adapter set and its per-adapter defaults applied.

@@ -75,7 +75,8 @@ std::string usage(const std::string& program) {
        "by a front server, it serves FastCGI when fd 0 is a listening socket and one CGI request when\n"
        "GATEWAY_INTERFACE is set.\n\n"
     << describe()
-    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files.\n";
+    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files; USR2 (with\n"
+       "--workers) upgrades to the binary now at this program's path.\n";
   return o.str();
 }
 
@@ -95,6 +96,8 @@ int run(App app, int argc, char** argv) {
       std::cout << usage(program);
       return 0;
     }
+    if (p.options.reload)
+      throw UsageError("--reload: this program's app is linked into it; csgi serve --app LIB.so or --wsgi reloads");
     return serve(std::move(app), p.options);
   } catch (const UsageError& e) {
     std::cerr << program << ": " << e.what() << " (try --help)\n";

@@ -27,7 +27,11 @@
 
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/adapters/standalone/handover.hpp"
 #include "csgi/adapters/standalone/recycle.hpp"
+#include "csgi/adapters/standalone/systemd_notify.hpp"
+#include "csgi/adapters/standalone/upgrade.hpp"
+#include "csgi/adapters/standalone/worker_reports.hpp"
 #include "csgi/core/response.hpp"
 
 namespace csgi::standalone {
@@ -423,6 +427,9 @@ struct Server::Impl {
     pid_t pid;
     WorkerBoard::Cause cause;
   };
+  SystemdNotify sd;                  // systemd Type=notify (nothing unless NOTIFY_SOCKET is set)
+  WorkerReports* reports = nullptr;  // a prefork master's and its workers': ready, requests served
+  int upgrade_fd = -1;  // this process was started by a binary upgrade: tells the old master it is ready
 
   int run();
   int serve(Shared& sh, bool in_worker);
@@ -433,6 +440,8 @@ struct Server::Impl {
   void notify_master(WorkerBoard::Cause cause) noexcept;
   void retire(Shared& sh, WorkerBoard::Cause cause, const std::string& why);
   int master(Shared& sh);
+  std::string served_status() const;
+  void install_ticker(std::optional<Ticker>& ticker, bool in_worker);
   void announce(const std::vector<ListenSocket>& socks);
 };
 
@@ -441,6 +450,8 @@ Server::Server(App app, ServerOptions options) : impl_(std::make_unique<Impl>())
   impl_->opt = std::move(options);
   if (!impl_->app) throw std::invalid_argument("csgi::standalone::Server: no app");
   if (impl_->opt.threads == 0) impl_->opt.threads = 1;
+  if (impl_->opt.reload.load && impl_->opt.workers == 0) impl_->opt.workers = 1;
+  if (!impl_->opt.handle_signals) impl_->sd.disable();
   if (!impl_->opt.script_name.empty() &&
       (impl_->opt.script_name.front() != '/' || impl_->opt.script_name.back() == '/'))
     throw std::invalid_argument("script name must start with '/' and not end with '/': " + impl_->opt.script_name);
@@ -641,6 +652,7 @@ int Server::Impl::run() {
   sh.stats = &stats;
   stats.attach_adapter("standalone");
   stats.set_workers(opt.workers > 0 ? opt.workers : 1);
+  upgrade_fd = take_upgrade_fd();
   try {
     sh.access_log.open(opt.access_log);
     sh.error_log.open(opt.error_log);
@@ -678,6 +690,9 @@ int Server::Impl::run() {
 
 // Serves in this process with opt.threads io threads until a stop.
 int Server::Impl::serve(Shared& sh, bool in_worker) {
+  // --reload: the app's library or module is loaded here, in each new worker; a failure ends the worker
+  // before it is ready, and the master keeps the workers it has.
+  if (in_worker && opt.reload.load) opt.reload.load();
   {
     std::lock_guard lock(mu);
     for (unsigned i = 0; i < opt.threads; ++i) threads.push_back(std::make_unique<IoThread>(sh, i));
@@ -707,26 +722,38 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
   // The signal set belongs to thread 0's io_context and must go before it does (below).
   std::optional<asio::signal_set> signals(std::in_place, threads[0]->ioc);
-  threads[0]->on_stop = [&signals] {
+  std::optional<Ticker> ticker;  // systemd's watchdog and STATUS (or a worker's count for its master's)
+  install_ticker(ticker, in_worker);
+  threads[0]->on_stop = [&signals, &ticker] {
     error_code ignore;
     if (signals) signals->cancel(ignore);
+    if (ticker) ticker->cancel();
   };
   if (opt.handle_signals || in_worker) {
     signals->add(SIGTERM);
     signals->add(SIGINT);
     signals->add(SIGHUP);
     signals->add(SIGUSR1);
+    if (!in_worker) signals->add(SIGUSR2);
   }
   std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGTERM || sig == SIGINT) {
+      if (!in_worker) sd.stopping("stopping: finishing the requests in flight");
       std::lock_guard lock(mu);
       stop_requested = true;
       for (auto& t : threads) t->stop();
       return;
     }
-    // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too.
-    reopen_logs(sh);
+    if (sig == SIGUSR2) {
+      sh.errors.write("csgi: SIGUSR2 (binary upgrade) needs --workers: a master process that starts the new "
+                      "binary while its workers serve; ignored");
+    } else {
+      // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too.
+      if (sig == SIGHUP && !in_worker) sd.reloading("reopening the log files");
+      reopen_logs(sh);
+      if (sig == SIGHUP && !in_worker) sd.ready(served_status());
+    }
     signals->async_wait(on_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(on_signal);
@@ -734,8 +761,11 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     sigset_t all;
     sigemptyset(&all);
     ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    if (reports) reports->ready();
   } else {
     announce(sh.listeners);
+    sd.ready(served_status());
+    tell_upgrade_ready(upgrade_fd);
   }
   {
     std::lock_guard lock(mu);
@@ -756,7 +786,9 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     sigemptyset(&block);
     for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&block, sig);
     ::sigprocmask(SIG_BLOCK, &block, nullptr);
+    if (reports) reports->publish(stats.snapshot().requests_total);
   }
+  ticker.reset();
   signals.reset();
   {
     std::lock_guard lock(mu);
@@ -768,6 +800,26 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   return 0;
 }
 
+// "serving, N requests served" (the process's own count; a master's is its workers' sum).
+std::string Server::Impl::served_status() const {
+  std::uint64_t n = reports ? reports->served() : stats.snapshot().requests_total;
+  return "serving, " + std::to_string(n) + " requests served";
+}
+
+// With systemd's NOTIFY_SOCKET set: a single process pings the watchdog and updates STATUS from its io
+// thread 0 (so a stuck thread 0 stops the pings), a worker adds its count to its master's.
+void Server::Impl::install_ticker(std::optional<Ticker>& ticker, bool in_worker) {
+  if (!sd.enabled()) return;
+  ticker.emplace(threads[0]->ioc, sd.tick_interval(), [this, in_worker] {
+    std::uint64_t n = stats.snapshot().requests_total;
+    if (in_worker) {
+      if (reports) reports->publish(n);
+    } else {
+      sd.tick(Clock::now(), n, "serving, ");
+    }
+  });
+}
+
 namespace {
 volatile sig_atomic_t g_dummy = 0;
 void noop_handler(int) { g_dummy = 1; }
@@ -777,7 +829,7 @@ void noop_handler(int) { g_dummy = 1; }
 int Server::Impl::master(Shared& sh) {
   sigset_t set, old;
   sigemptyset(&set);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD}) sigaddset(&set, s);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&set, s);
   ::sigprocmask(SIG_BLOCK, &set, &old);
   // SIGCHLD must not be ignored for sigtimedwait to see it.
   struct sigaction sa {};
@@ -792,6 +844,8 @@ int Server::Impl::master(Shared& sh) {
   int notify[2] = {-1, -1};
   if (::pipe2(notify, O_CLOEXEC | O_NONBLOCK) != 0) notify[0] = notify[1] = -1;
   master_pid = ::getpid();
+  WorkerReports worker_reports;
+  reports = &worker_reports;
   auto spawn = [&]() -> pid_t {
     WorkerBoard::Slot* slot = board->claim();
     pid_t pid = ::fork();
@@ -800,6 +854,9 @@ int Server::Impl::master(Shared& sh) {
       if (notify[0] >= 0) ::close(notify[0]);
       notify_fd = notify[1];
       sh.slot = slot;
+      worker_reports.in_worker();
+      if (upgrade_fd >= 0) ::close(upgrade_fd);
+      upgrade_fd = -1;
       int rc = 0;
       try {
         threads.clear();
@@ -820,8 +877,13 @@ int Server::Impl::master(Shared& sh) {
     }
     return pid;
   };
-  for (unsigned i = 0; i < opt.workers; ++i)
-    if (pid_t p = spawn(); p > 0) workers[p] = generation;
+  Handover handover(opt, sh, sd, worker_reports, upgrade_fd, workers, generation, spawn);
+  if (handover.reloading()) {
+    handover.start_generation();  // with --reload the first workers load the app, as later ones do
+  } else {
+    for (unsigned i = 0; i < opt.workers; ++i)
+      if (pid_t p = spawn(); p > 0) workers[p] = generation;
+  }
   announce(sh.listeners);
 
   bool stopping = false;
@@ -840,6 +902,12 @@ int Server::Impl::master(Shared& sh) {
     if (pid_t p = spawn(); p > 0) workers[p] = generation;
   };
   for (;;) {
+    handover.poll(stopping);
+    if (handover.handed_over() && !stopping) {
+      stopping = true;  // the new master serves: the workers here finish what they have and exit
+      stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
+      for (auto& [pid, g] : workers) ::kill(pid, SIGTERM);
+    }
     // Workers leaving (a contained fault, a request timeout, recycling): replaced now, not when they exit.
     for (Notice n{}; notify[0] >= 0 && ::read(notify[0], &n, sizeof n) == sizeof n;) {
       auto it = workers.find(n.pid);
@@ -854,6 +922,7 @@ int Server::Impl::master(Shared& sh) {
       int status = 0;
       pid_t pid = ::waitpid(-1, &status, WNOHANG);
       if (pid <= 0) break;
+      handover.exited(pid, status);
       auto it = workers.find(pid);
       if (it == workers.end()) continue;
       unsigned gen = it->second;
@@ -889,12 +958,16 @@ int Server::Impl::master(Shared& sh) {
     int sig = ::sigtimedwait(&set, nullptr, &ts);
     if (sig == SIGTERM || sig == SIGINT) {
       if (!stopping) {
+        sd.stopping("stopping: the workers finish the requests in flight");
         stopping = true;
         stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
       }
       // A second TERM/INT is passed on too: the workers then close their idle connections at once.
       for (auto& [pid, g] : workers) ::kill(pid, SIGTERM);
+    } else if (sig == SIGUSR2 && !stopping) {
+      handover.upgrade();
     } else if (sig == SIGHUP && !stopping) {
+      handover.restarting();
       // Graceful restart: new workers first (they accept at once on the same sockets), then the old
       // ones stop accepting and finish what they have. Workers of earlier generations were told
       // already (a second SIGTERM would close their idle connections at once).
@@ -915,7 +988,8 @@ int Server::Impl::master(Shared& sh) {
   for (int fd : notify)
     if (fd >= 0) ::close(fd);
   for (const auto& s : sh.listeners)
-    if (!s.tcp && !s.systemd && s.display.rfind("unix:", 0) == 0) ::unlink(s.display.c_str() + 5);
+    if (!s.tcp && !s.systemd && !handover.handed_over() && s.display.rfind("unix:", 0) == 0) ::unlink(s.display.c_str() + 5);
+  reports = nullptr;
   return 0;
 }
 

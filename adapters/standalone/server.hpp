@@ -12,6 +12,9 @@
 /// `threads` io threads), restarts a worker that dies, and keeps the sockets open throughout. In a worker,
 /// a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in the app's code fails only the request that raised it: the
 /// worker finishes its other requests and exits, and the master replaces it (docs/reliability.md §4).
+/// SIGUSR2 to the master starts the csgi binary now at this one's path on the same sockets and hands
+/// over to it once its workers listen (docs/standalone.md, "Binary upgrade"); with NOTIFY_SOCKET set the
+/// server speaks systemd's Type=notify protocol.
 ///
 /// A graceful stop (stop(), SIGTERM/SIGINT, an old worker on SIGHUP) stops accepting and finishes the
 /// requests in flight; idle keep-alive connections stay open until their idle timeout (at most
@@ -51,7 +54,7 @@ struct ServerOptions {
   std::string script_name;        // mount prefix ("" or "/prefix"); other paths answer 404
   std::string access_log;         // file for one combined-format line per request ("" = none, "-" = stdout)
   std::string error_log;          // file for csgi.errors ("" = stderr)
-  bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs; off for embedding
+  bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs, systemd notification; off for embedding
 
   // Limits (over the limit: the status in the comment, and the connection is closed).
   std::size_t max_request_line = 8192;        // 414
@@ -96,6 +99,19 @@ struct ServerOptions {
   std::size_t ws_max_message_bytes = 16ull << 20;     // a bigger message is closed with 1009
   std::size_t ws_send_queue_bytes = 16ull << 20;      // Connection::send returns false past this much queued
   std::chrono::milliseconds ws_idle_timeout{60000};   // a ping after half of it; closed after all of it in silence (0: never)
+
+  /// Development reload (csgi serve --reload; docs/standalone.md, "Reload on change"). With `load` set,
+  /// each prefork worker calls it after its fork, before it listens (the app's library or module is
+  /// loaded there, afresh in every new worker); an exception from it ends that worker before it is
+  /// ready. A change to one of `files`, or to a file ending in `tree_suffix` under one of `trees`, starts
+  /// new workers, which replace the old ones once all of them listen; when they cannot start, the old
+  /// ones keep serving. Needs a master: with `workers` = 0, one worker runs under it.
+  struct Reload {
+    std::function<void()> load;
+    std::vector<std::string> files;
+    std::vector<std::string> trees;
+    std::string tree_suffix = ".py";
+  } reload;
 
   /// Called once per listening address when the server is ready ("http://127.0.0.1:5000/",
   /// "unix:/path"). By default the address is printed to stdout as "csgi: listening on <address>".

@@ -18,6 +18,11 @@
 #include "csgi/middleware/access_log.hpp"
 #include "csgi/middleware/server_status.hpp"
 
+// The greeting at /hello; the reload test builds a second library that answers another.
+#ifndef PROCESS_APP_HELLO
+#define PROCESS_APP_HELLO "hello"
+#endif
+
 // Exported and not inlined: the request timeout test looks for this name in the logged stack.
 extern "C" __attribute__((visibility("default"), noinline)) void process_app_sleep(double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -41,7 +46,7 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
       if (kept) std::memset(kept, 1, bytes);
       return csgi::Response::text(200, std::to_string(::getpid()));
     }
-    return csgi::Response::text(200, "hello");
+    return csgi::Response::text(200, PROCESS_APP_HELLO);
   };
   app = csgi::wrap<csgi::mw::ServerStatus>(std::move(app));
   for (const std::string& a : args)
