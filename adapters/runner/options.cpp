@@ -92,7 +92,8 @@ std::vector<OptionSpec> make_table() {
    off, ignore},
   {"listen", 'l', "ADDR", H | F, true,
    "where to listen: HOST:PORT, [IPV6]:PORT, :PORT (all IPv4), PORT or unix:/PATH. HTTP: repeatable; "
-   "without it the sockets systemd passes in LISTEN_FDS, if any. FastCGI: at most one",
+   "https://HOST:PORT serves TLS there (--tls-cert); without it the sockets systemd passes in LISTEN_FDS, "
+   "if any. FastCGI: at most one",
    [](const Options& d) { return std::string(d.adapter == Adapter::fastcgi ? "the socket on fd 0" : "127.0.0.1:5000"); },
    [](Options& o, const std::string& v) {
      if (v.empty()) throw std::invalid_argument("an address is needed");
@@ -116,6 +117,35 @@ std::vector<OptionSpec> make_table() {
   {"reuseport", 0, nullptr, H, false,
    "one SO_REUSEPORT socket per io thread instead of one shared socket",
    off, [](Options& o, const std::string&) { o.server.reuseport = true; }},
+  {"tls-cert", 0, "FILE", H, true,
+   "a PEM certificate chain to serve TLS with, paired with the --tls-key of the same position; repeatable: "
+   "the certificate whose names match the client's SNI is chosen, the first by default. Served on the "
+   "https:// listeners, or on every listener when none says https://. Re-read on SIGHUP",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a file is needed");
+     o.server.tls_certificates.push_back({v, ""});
+   }},
+  {"tls-key", 0, "FILE", H, true,
+   "the PEM private key (unencrypted) of the --tls-cert of the same position",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a file is needed");
+     for (auto& c : o.server.tls_certificates)
+       if (c.key_file.empty()) {
+         c.key_file = v;
+         return;
+       }
+     o.server.tls_certificates.push_back({"", v});
+   }},
+  {"tls-client-ca", 0, "FILE", H, false,
+   "require a client certificate signed by a CA in this PEM file (the handshake fails without one); the "
+   "app reads SSL_CLIENT_VERIFY, SSL_CLIENT_S_DN and SSL_CLIENT_CERT",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a file is needed");
+     o.server.tls_client_ca = v;
+   }},
   {"script-name", 0, "PATH", H | F | C, false,
    "mount the app under this prefix (SCRIPT_NAME; empty or /prefix). HTTP: other paths get 404. "
    "FastCGI, CGI: a fixed mount point instead of the one derived from the front server's variables "
@@ -359,6 +389,11 @@ void validate(Options& o) {
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");
   if (s.threads == 0 || s.threads > 1024) throw UsageError("--threads must be 1…1024");
   if (s.max_connections == 0) throw UsageError("--max-connections must be at least 1");
+  for (const auto& c : s.tls_certificates)
+    if (c.cert_file.empty() || c.key_file.empty())
+      throw UsageError("--tls-cert and --tls-key come in pairs: give one --tls-key for each --tls-cert");
+  if (!s.tls_client_ca.empty() && s.tls_certificates.empty())
+    throw UsageError("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
   if (o.adapter == Adapter::cgi && s.access_log == "-")
     throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }

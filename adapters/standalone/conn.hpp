@@ -4,12 +4,18 @@
 //   connection.cpp  reading requests (parsed by request_parser.hpp), the env, the app call, closing, and
 //                   the io thread's list of connections;
 //   respond.cpp     turning the app's response into bytes: heads, bodies, files, pull streams, writing;
-//   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread.
+//   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread;
+//   tls_io.cpp      the TLS connection's reads and writes through OpenSSL (tls.hpp).
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
 // bytes of an active request's header never move; body bytes are read behind the header. Responses are
 // serialised into one output buffer and written with one sendmsg(2) for as many pipelined responses as
 // are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
+//
+// On a TLS listener the connection has an SSL object (ssl_): each place that reads or writes the socket
+// goes through tls_recv / tls_writev / tls_sendfile instead (one branch on ssl_, so the plain path makes
+// the same syscalls as without TLS). The handshake is made by the first read, bounded by the header
+// timeout like a slow request head.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -33,6 +39,7 @@
 
 #include "csgi/adapters/standalone/detail.hpp"
 #include "csgi/adapters/standalone/request_parser.hpp"
+#include "csgi/adapters/standalone/tls.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -261,6 +268,19 @@ private:
   void clear_deadline() { deadline_ = {}; }
   bool blocking_send(std::string_view data);
 
+  // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
+  // errno (EAGAIN when OpenSSL waits for the socket: readable, or writable when tls_want_write_).
+  void tls_wait_read();
+  ssize_t tls_recv(char* buf, std::size_t n);
+  ssize_t tls_writev(const iovec* iov, int n);
+  ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
+  ssize_t tls_result(int r, std::size_t done);
+  void tls_begin_request(csgi::Connection& conn);
+  short tls_poll_events(short plain) const noexcept { return ssl_ && tls_want_write_ ? POLLOUT : plain; }
+  struct SslFree {
+    void operator()(SSL* s) const noexcept { SSL_free(s); }
+  };
+
   ConnNode node_;
   IoThread& t_;
   Shared& sh_;
@@ -336,6 +356,13 @@ private:
   std::shared_ptr<Conn> self_hold_;
   // A csgi.input read of the app's pool thread waiting for bytes from the socket.
   std::shared_ptr<PoolCall> call_;
+  // TLS: the connection's SSL object, the certificates it was accepted with, what its env says, and
+  // the buffer gathered bytes are copied into for one SSL_write.
+  std::unique_ptr<SSL, SslFree> ssl_;
+  std::shared_ptr<const TlsGeneration> tls_gen_;
+  std::unique_ptr<TlsInfo> tls_info_;
+  std::unique_ptr<char[]> tls_out_;
+  bool tls_want_write_ = false;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

@@ -23,6 +23,7 @@
 
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/detail.hpp"
+#include "csgi/adapters/standalone/tls.hpp"
 #include "csgi/core/response.hpp"
 
 namespace csgi::standalone {
@@ -100,6 +101,8 @@ void LogErrorStream::write(std::string_view message) {
   else
     stderr_stream().write(message);
 }
+
+Shared::~Shared() { errors_owner->detach(); }
 
 void Shared::init_status_lines() {
   for (int s = 100; s < 600; ++s) {
@@ -399,7 +402,7 @@ void Server::Impl::announce(const std::vector<ListenSocket>& socks) {
   }
   cv.notify_all();
   for (const auto& s : socks) {
-    std::string url = s.tcp ? "http://" + s.display + "/" : s.display;
+    std::string url = s.tcp ? (s.tls ? "https://" : "http://") + s.display + "/" : s.display;
     if (opt.on_listening) {
       opt.on_listening(url);
     } else {
@@ -470,6 +473,25 @@ void Server::Impl::rescue(Shared& sh) {
   ::_exit(70);
 }
 
+namespace {
+// With certificates and no listener marked https://, every listener serves TLS (as gunicorn's and
+// uvicorn's --certfile do); an https:// listener without certificates is an error.
+void choose_tls_listeners(Shared& sh) {
+  bool marked = false;
+  for (const auto& s : sh.listeners) marked = marked || s.tls;
+  if (marked && !sh.tls) throw std::runtime_error("--listen https://…: no certificate; give --tls-cert FILE --tls-key FILE");
+  if (sh.tls && !marked)
+    for (auto& s : sh.listeners) s.tls = true;
+}
+
+// SIGHUP: new connections get the certificates as the files now say; open ones keep theirs.
+void reload_tls(Shared& sh) {
+  if (!sh.tls) return;
+  std::string err = sh.tls->reload();
+  if (!err.empty()) sh.errors.write("csgi: TLS certificates not reloaded, the previous ones stay: " + err);
+}
+}  // namespace
+
 int Server::Impl::run() {
   ::signal(SIGPIPE, SIG_IGN);
   Shared sh;
@@ -484,12 +506,14 @@ int Server::Impl::run() {
   try {
     sh.access_log.open(opt.access_log);
     sh.error_log.open(opt.error_log);
+    if (!opt.tls_certificates.empty()) sh.tls = std::make_unique<TlsServer>(opt.tls_certificates, opt.tls_client_ca);
     sh.listeners = systemd_sockets();
     if (sh.listeners.empty()) {
       std::vector<std::string> specs = opt.listen;
       if (specs.empty()) specs.push_back("127.0.0.1:5000");
       for (const auto& spec : specs) sh.listeners.push_back(open_listen(parse_listen(spec), opt.reuseport));
     }
+    choose_tls_listeners(sh);
   } catch (...) {
     {
       std::lock_guard lock(mu);
@@ -545,8 +569,10 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
       for (auto& t : threads) t->stop();
       return;
     }
-    // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too.
+    // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too;
+    // SIGHUP also re-reads the TLS certificates.
     reopen_logs(sh);
+    if (sig == SIGHUP) reload_tls(sh);
     signals->async_wait(on_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(on_signal);
@@ -698,6 +724,7 @@ int Server::Impl::master(Shared& sh) {
       for (auto& [pid, g] : workers)
         if (g == generation) old_pids.push_back(pid);
       ++generation;
+      reload_tls(sh);  // the new workers start with the certificates as the files now say
       for (unsigned i = 0; i < opt.workers; ++i)
         if (pid_t p = spawn(); p > 0) workers[p] = generation;
       for (pid_t p : old_pids) ::kill(p, SIGTERM);
