@@ -185,8 +185,13 @@ SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
     SSL_CTX_set_dh_auto(ctx, 1);
     if (SSL_CTX_use_certificate_chain_file(ctx, c.cert_file.c_str()) != 1)
       fail("--tls-cert", c.cert_file, "not a PEM certificate chain (" + tls_error_text() + ")");
-    if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-      fail("--tls-key", c.key_file, "not an unencrypted PEM private key (" + tls_error_text() + ")");
+    if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      bool mismatch = ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH ||
+                      ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+      std::string why = tls_error_text();
+      if (mismatch) fail("--tls-key", c.key_file, "does not match the certificate " + c.cert_file);
+      fail("--tls-key", c.key_file, "not an unencrypted PEM private key (" + why + ")");
+    }
     if (SSL_CTX_check_private_key(ctx) != 1) {
       ERR_clear_error();
       fail("--tls-key", c.key_file, "does not match the certificate " + c.cert_file);
