@@ -389,11 +389,6 @@ void validate(Options& o) {
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");
   if (s.threads == 0 || s.threads > 1024) throw UsageError("--threads must be 1…1024");
   if (s.max_connections == 0) throw UsageError("--max-connections must be at least 1");
-  for (const auto& c : s.tls_certificates)
-    if (c.cert_file.empty() || c.key_file.empty())
-      throw UsageError("--tls-cert and --tls-key come in pairs: give one --tls-key for each --tls-cert");
-  if (!s.tls_client_ca.empty() && s.tls_certificates.empty())
-    throw UsageError("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
   if (o.adapter == Adapter::cgi && s.access_log == "-")
     throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }

@@ -171,6 +171,8 @@ bool name_matches(std::string_view pattern, std::string_view host) {
 }
 
 SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
+  if (c.key_file.empty()) fail("--tls-cert", c.cert_file, "no --tls-key given for it (they come in pairs)");
+  if (c.cert_file.empty()) fail("--tls-key", c.key_file, "no --tls-cert given for it (they come in pairs)");
   check_readable("--tls-cert", c.cert_file);
   check_readable("--tls-key", c.key_file);
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
