@@ -5,16 +5,16 @@
 //                   the io thread's list of connections;
 //   respond.cpp     turning the app's response into bytes: heads, bodies, files, pull streams, writing;
 //   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread;
-//   tls_io.cpp      the TLS connection's reads and writes through OpenSSL (tls.hpp).
+//   tls_io.cpp      the TLS connection's reads and writes through its TlsSession (tls.hpp).
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
 // bytes of an active request's header never move; body bytes are read behind the header. Responses are
 // serialised into one output buffer and written with one sendmsg(2) for as many pipelined responses as
 // are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
 //
-// On a TLS listener the connection has an SSL object (ssl_): each place that reads or writes the socket
-// goes through tls_recv / tls_writev / tls_sendfile instead (one branch on ssl_, so the plain path makes
-// the same syscalls as without TLS). The handshake is made by the first read, bounded by the header
+// On a TLS listener the connection has a TlsSession (tls_, OpenSSL in libcsgi_tls.so): each place that
+// reads or writes the socket goes through it instead (one branch on tls_, so the plain path makes the same
+// syscalls as without TLS). The handshake is made by the first read, bounded by the header
 // timeout like a slow request head.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -269,17 +269,12 @@ private:
   bool blocking_send(std::string_view data);
 
   // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
-  // errno (EAGAIN when OpenSSL waits for the socket: readable, or writable when tls_want_write_).
+  // errno (EAGAIN when the session waits for the socket: readable, or writable when it wants to write).
   void tls_wait_read();
-  ssize_t tls_recv(char* buf, std::size_t n);
   ssize_t tls_writev(const iovec* iov, int n);
   ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
-  ssize_t tls_result(int r, std::size_t done);
   void tls_begin_request(csgi::Connection& conn);
-  short tls_poll_events(short plain) const noexcept { return ssl_ && tls_want_write_ ? POLLOUT : plain; }
-  struct SslFree {
-    void operator()(SSL* s) const noexcept { SSL_free(s); }
-  };
+  short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
 
   ConnNode node_;
   IoThread& t_;
@@ -356,13 +351,11 @@ private:
   std::shared_ptr<Conn> self_hold_;
   // A csgi.input read of the app's pool thread waiting for bytes from the socket.
   std::shared_ptr<PoolCall> call_;
-  // TLS: the connection's SSL object, the certificates it was accepted with, what its env says, and
-  // the buffer gathered bytes are copied into for one SSL_write.
-  std::unique_ptr<SSL, SslFree> ssl_;
-  std::shared_ptr<const TlsGeneration> tls_gen_;
+  // TLS: the connection's session, what its env says, and the buffer gathered bytes are copied into for
+  // one write.
+  std::unique_ptr<TlsSession> tls_;
   std::unique_ptr<TlsInfo> tls_info_;
   std::unique_ptr<char[]> tls_out_;
-  bool tls_want_write_ = false;
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

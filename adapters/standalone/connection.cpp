@@ -12,8 +12,9 @@ Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
   error_code ec;
   socket_.native_non_blocking(true, ec);
   if (listener_.tls && sh_.tls) {
-    tls_gen_ = sh_.tls->current();
-    ssl_.reset(tls_gen_->accept(fd_));
+    std::string why;
+    tls_ = sh_.tls->accept(fd_, why);
+    if (!tls_) sh_.errors.write("csgi: TLS connection setup failed: " + why);
   }
   if (listener_.tcp) {
     int one = 1;
@@ -53,8 +54,7 @@ void Conn::start() {
   t_.add(*this);
   sh_.stats->connection_opened();
   set_deadline(sh_.opt.header_timeout);
-  if (listener_.tls && !ssl_) {
-    sh_.errors.write("csgi: TLS connection setup failed: " + tls_error_text());
+  if (listener_.tls && !tls_) {
     close_now();
     return;
   }
@@ -73,7 +73,7 @@ void Conn::wait_read() {
     }
   }
   waiting_ = true;
-  if (ssl_) {
+  if (tls_) {
     tls_wait_read();
     return;
   }
@@ -154,7 +154,7 @@ void Conn::begin_request() {
   conn.remote_addr = remote_addr_;
   conn.remote_port = remote_port_;
   conn.script_name = sh_.opt.script_name;
-  if (ssl_) tls_begin_request(conn);
+  if (tls_) tls_begin_request(conn);
   parser_.emplace(*env_, sh_.opt, conn);
   scan_pos_ = 0;
   prebody_.clear();
@@ -350,7 +350,7 @@ void Conn::set_connection_env(Env& env) {
   env.set_bool(keys::run_once, false);
   env.set_bool(keys::nonblocking, false);
   env.set_bool(keys::streaming, true);
-  if (!ssl_) env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(this));  // no raw socket under TLS
+  if (!tls_) env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(this));  // no raw socket under TLS
   else if (tls_info_) tls_info_->set_env(env);
   env.set_bool(keys::x::cleanup, true);
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
@@ -472,7 +472,7 @@ void Conn::linger() {
     return;
   }
   phase_ = Phase::lingering;
-  if (ssl_) (void)SSL_shutdown(ssl_.get());  // close_notify, as far as the socket takes it now
+  if (tls_) tls_->shutdown();  // close_notify, as far as the socket takes it now
   ::shutdown(fd_, SHUT_WR);
   deadline_ = t_.now + std::chrono::seconds(2);
   if (peer_eof_) {
@@ -588,7 +588,7 @@ std::string Conn::abandon() noexcept {
   if (phase_ == Phase::closed || hijacked_) return what;
   // Nothing of this response nor of an earlier pipelined one is pending: a 500 is in order. One
   // non-blocking send; if it does not fit, the client gets the half-close alone.
-  if (!ssl_ && !response_started_ && !dead_ && out_pos_ == out_.size() && ext_.empty()) {
+  if (!tls_ && !response_started_ && !dead_ && out_pos_ == out_.size() && ext_.empty()) {
     static constexpr std::string_view r =
         "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
         "Connection: close\r\n\r\nInternal Server Error\n";
@@ -682,7 +682,7 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
 // Waits (poll, bounded by body_timeout) for body bytes and appends them to the buffer.
 void Conn::recv_blocking() {
   for (;;) {
-    ssize_t r = ssl_ ? tls_recv(buf_.get() + end_, cap_ - end_) : ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
+    ssize_t r = tls_ ? tls_->recv(buf_.get() + end_, cap_ - end_) : ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
     if (r > 0) {
       end_ += static_cast<std::size_t>(r);
       return;
@@ -710,14 +710,14 @@ void Conn::recv_blocking() {
 bool Conn::blocking_send(std::string_view data) {
   while (!data.empty()) {
     iovec one{const_cast<char*>(data.data()), data.size()};
-    ssize_t w = ssl_ ? tls_writev(&one, 1) : ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    ssize_t w = tls_ ? tls_writev(&one, 1) : ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (w > 0) {
       data.remove_prefix(static_cast<std::size_t>(w));
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd_, ssl_ && !tls_want_write_ ? short(POLLIN) : short(POLLOUT), 0};
+      pollfd p{fd_, tls_ && !tls_->want_write() ? short(POLLIN) : short(POLLOUT), 0};
       if (::poll(&p, 1, static_cast<int>(sh_.opt.send_timeout.count())) <= 0) return false;
       continue;
     }
@@ -738,7 +738,7 @@ int Conn::take(std::string& pending) {
 }
 
 int Conn::take_here(std::string& pending) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || hijacked_ || ssl_) return -1;
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || hijacked_ || tls_) return -1;
   int fd = ::dup(fd_);
   if (fd < 0) return -1;
   int fl = ::fcntl(fd, F_GETFL);

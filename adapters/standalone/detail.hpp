@@ -94,7 +94,7 @@ struct Shared {
   bool multiprocess = false;
   std::vector<class IoThread*> threads;  // every io thread of this process (for accept balancing)
   class AppPool* pool = nullptr;         // --app-threads > 0: where the app runs
-  std::unique_ptr<class TlsServer> tls;  // certificates given: the TLS listeners' (tls.hpp)
+  std::unique_ptr<class TlsContext> tls;  // certificates given: the TLS listeners' (tls.hpp)
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);

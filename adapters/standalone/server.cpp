@@ -508,7 +508,7 @@ int Server::Impl::run() {
     sh.error_log.open(opt.error_log);
     if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
       throw std::runtime_error("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
-    if (!opt.tls_certificates.empty()) sh.tls = std::make_unique<TlsServer>(opt.tls_certificates, opt.tls_client_ca);
+    if (!opt.tls_certificates.empty()) sh.tls = make_tls_context(opt.tls_certificates, opt.tls_client_ca);
     sh.listeners = systemd_sockets();
     if (sh.listeners.empty()) {
       std::vector<std::string> specs = opt.listen;

@@ -1,20 +1,19 @@
 #pragma once
-// TLS for the standalone server (internal, not installed; docs/standalone.md §TLS). OpenSSL on the
-// connection's own non-blocking socket: the server side of a connection is an SSL object whose reads and
-// writes the connection makes in place of recv/sendmsg/sendfile (conn.hpp), waiting on the same reactor.
+// TLS for the standalone server (internal, not installed; docs/standalone.md, TLS). OpenSSL lives in a
+// module of its own, libcsgi_tls.so (tls_module.cpp), loaded with dlopen only when certificates are given:
+// a server without TLS does not map libssl and libcrypto (their pages would add to every process's RSS).
 //
-//   TlsServer    the certificates of the process, loaded at start (errors name the file and the reason)
-//                and re-read by reload() (SIGHUP); each load is one TlsGeneration.
-//   TlsGeneration one SSL_CTX per certificate, the first the default, the others chosen by SNI; new
-//                connections take the current generation, open ones keep theirs.
-//   TlsInfo      what the env of a TLS connection says about it (HTTPS, SSL_PROTOCOL, …: spec ENV-16/17).
-#include <openssl/ssl.h>
+//   TlsContext  the certificates of the process, loaded at start (errors name the file and the reason),
+//               re-read by reload() (SIGHUP); the first certificate is the default, the others chosen
+//               by SNI. New connections take the current certificates, open ones keep theirs.
+//   TlsSession  the server side of one connection: OpenSSL on the connection's own non-blocking socket,
+//               whose reads and writes the connection makes in place of recv/sendmsg (conn.hpp).
+//   TlsInfo     what the env of a TLS connection says about it (HTTPS, SSL_PROTOCOL, …: spec ENV-16/17).
+#include <sys/types.h>
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "csgi/adapters/standalone/server.hpp"
@@ -25,59 +24,47 @@ class Env;
 
 namespace csgi::standalone::detail {
 
-/// The ALPN protocols offered, in the server's order of preference (RFC 7301 wire format, each name
-/// preceded by its length). HTTP/2 goes first here once the server speaks it.
-std::string_view alpn_protocols() noexcept;
-
-class TlsGeneration {
-public:
-  /// Loads every certificate and key; throws std::runtime_error "--tls-cert FILE: reason" (a missing,
-  /// unreadable, malformed or expired certificate, a key that does not match it, a bad client CA file).
-  TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca);
-  ~TlsGeneration();
-  TlsGeneration(const TlsGeneration&) = delete;
-  TlsGeneration& operator=(const TlsGeneration&) = delete;
-
-  /// A server-side SSL object for a new connection on `fd` (nullptr when OpenSSL cannot make one).
-  SSL* accept(int fd) const;
-  bool asks_client_cert() const noexcept { return client_ca_; }
-
-private:
-  struct Entry {
-    SSL_CTX* ctx = nullptr;
-    std::vector<std::string> names;  // DNS names of the certificate (SAN, else CN), lower case
-  };
-  std::vector<Entry> entries_;
-  bool client_ca_ = false;
-  static int on_servername(SSL* ssl, int* alert, void* arg);
-  SSL_CTX* for_name(std::string_view host) const;
-};
-
-class TlsServer {
-public:
-  TlsServer(std::vector<TlsCertificate> certs, std::string client_ca);
-  /// The generation new connections use.
-  std::shared_ptr<const TlsGeneration> current() const;
-  /// Re-reads the files; on failure the current certificates stay and the reason is returned ("" = done).
-  std::string reload() noexcept;
-
-private:
-  std::vector<TlsCertificate> certs_;
-  std::string client_ca_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const TlsGeneration> current_;
-};
-
 /// The env values of one TLS connection, read once its handshake is done.
 struct TlsInfo {
   std::string protocol, cipher, sni, verify, subject, cert;
   bool asked_client_cert = false;
-  void read(SSL* ssl, bool asked);
   /// Sets HTTPS and the SSL_* keys (views into this object).
   void set_env(Env& env) const;
 };
 
-/// The reason of the last OpenSSL error of this thread (and clears the queue).
-std::string tls_error_text();
+class TlsSession {
+public:
+  virtual ~TlsSession() = default;
+  /// As recv(2) / send(2) would say: bytes, 0 at the end of the stream (recv), or -1 with errno: EAGAIN
+  /// when OpenSSL waits for the socket (writable when want_write(), else readable), ECONNRESET for a failed
+  /// handshake or a bad record. The handshake is made by the first calls. A send that returned EAGAIN is
+  /// made again with the same first bytes (and no fewer of them).
+  virtual ssize_t recv(char* buf, std::size_t n) = 0;
+  virtual ssize_t send(const char* buf, std::size_t n) = 0;
+  virtual bool want_write() const noexcept = 0;
+  /// Sends close_notify as far as the socket takes it now.
+  virtual void shutdown() noexcept = 0;
+  /// The connection's protocol, cipher, SNI name and client certificate (after the handshake).
+  virtual void info(TlsInfo& out) = 0;
+};
+
+class TlsContext {
+public:
+  virtual ~TlsContext() = default;
+  /// A session for a new connection on `fd`; nullptr when OpenSSL cannot make one (then `why` says why).
+  virtual std::unique_ptr<TlsSession> accept(int fd, std::string& why) = 0;
+  /// Re-reads the files; on failure the current certificates stay and the reason is returned ("" = done).
+  virtual std::string reload() = 0;
+};
+
+/// Loads libcsgi_tls.so and the certificates; throws std::runtime_error "--tls-cert FILE: reason" (a
+/// missing, unreadable, malformed or expired certificate, a key that does not match it, a bad client CA
+/// file) or "TLS: cannot load libcsgi_tls.so …".
+std::unique_ptr<TlsContext> make_tls_context(const std::vector<TlsCertificate>& certs, const std::string& client_ca);
+
+/// The module's entry point (extern "C", looked up by name): a context, or nullptr with `error` set.
+using TlsMakeFn = TlsContext* (*)(const std::vector<TlsCertificate>& certs, const std::string& client_ca,
+                                  std::string& error);
+inline constexpr const char* tls_module_entry = "csgi_tls_make_context_v1";
 
 }  // namespace csgi::standalone::detail

@@ -1,0 +1,459 @@
+// The TLS module, libcsgi_tls.so (see tls.hpp): OpenSSL contexts, certificates chosen by SNI, session
+// tickets with rotating keys, and the server side of a connection on its non-blocking socket.
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "csgi/adapters/standalone/tls.hpp"
+
+namespace csgi::standalone::detail {
+
+namespace {
+
+/// The ALPN protocols offered, in the server's order of preference (RFC 7301 wire format, each name
+/// preceded by its length). HTTP/2 goes first here once the server speaks it.
+std::string_view alpn_protocols() noexcept {
+  static constexpr char protos[] = "\x08http/1.1";
+  return {protos, sizeof protos - 1};
+}
+
+/// The reason of the first OpenSSL error of this thread (and clears the queue).
+std::string tls_error_text() {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown TLS error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+// Mozilla "intermediate" (TLS 1.2 ciphers; TLS 1.3 suites are OpenSSL's defaults, all of them AEAD).
+constexpr const char* kCiphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305";
+constexpr const char* kGroups = "X25519:prime256v1:secp384r1";
+
+// Session tickets: the key of each 12-hour period is derived from a random secret made once per server
+// (before a prefork master forks, so every worker derives the same keys); a ticket of the current or the
+// previous period is accepted (the previous one renewed), so a ticket lives at most 24 hours.
+constexpr long kTicketPeriod = 12 * 3600;
+
+struct TicketSecret {
+  unsigned char secret[32];
+  TicketSecret() {
+    if (RAND_bytes(secret, sizeof secret) != 1) throw std::runtime_error("TLS: no random bytes for ticket keys");
+  }
+};
+
+TicketSecret& ticket_secret() {
+  static TicketSecret s;
+  return s;
+}
+
+struct TicketKey {
+  unsigned char name[16];
+  unsigned char aes[32];
+  unsigned char hmac[32];
+};
+
+bool derive(long period, TicketKey& k) {
+  unsigned char in[32 + 8 + 1];
+  std::memcpy(in, ticket_secret().secret, 32);
+  for (int i = 0; i < 8; ++i) in[32 + i] = static_cast<unsigned char>(static_cast<unsigned long long>(period) >> (8 * i));
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  unsigned char* parts[3] = {k.name, k.aes, k.hmac};
+  std::size_t sizes[3] = {sizeof k.name, sizeof k.aes, sizeof k.hmac};
+  for (int p = 0; p < 3; ++p) {
+    in[40] = static_cast<unsigned char>(p);
+    if (EVP_Digest(in, sizeof in, out, &len, EVP_sha256(), nullptr) != 1) return false;
+    std::memcpy(parts[p], out, sizes[p]);
+  }
+  OPENSSL_cleanse(in, sizeof in);
+  return true;
+}
+
+long current_period() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(now).count() / kTicketPeriod);
+}
+
+bool use_key(const TicketKey& k, const unsigned char* iv, EVP_CIPHER_CTX* cctx, EVP_MAC_CTX* hctx, int enc) {
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, const_cast<unsigned char*>(k.hmac), sizeof k.hmac),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>("SHA256"), 0),
+      OSSL_PARAM_construct_end()};
+  if (EVP_CipherInit_ex(cctx, EVP_aes_256_cbc(), nullptr, k.aes, iv, enc) != 1) return false;
+  return EVP_MAC_CTX_set_params(hctx, params) == 1;
+}
+
+int on_ticket(SSL*, unsigned char key_name[16], unsigned char iv[EVP_MAX_IV_LENGTH], EVP_CIPHER_CTX* cctx,
+              EVP_MAC_CTX* hctx, int enc) {
+  long period = current_period();
+  TicketKey k;
+  if (enc) {
+    if (!derive(period, k) || RAND_bytes(iv, 16) != 1) return -1;
+    std::memcpy(key_name, k.name, sizeof k.name);
+    return use_key(k, iv, cctx, hctx, 1) ? 1 : -1;
+  }
+  for (long p : {period, period - 1}) {
+    if (!derive(p, k)) return -1;
+    if (std::memcmp(key_name, k.name, sizeof k.name) != 0) continue;
+    if (!use_key(k, iv, cctx, hctx, 0)) return -1;
+    return p == period ? 1 : 2;  // 2: valid, but issue a ticket under the current key
+  }
+  return 0;  // unknown key (older, or another server's): a full handshake
+}
+
+int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+            void*) {
+  std::string_view ours = alpn_protocols();
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, reinterpret_cast<const unsigned char*>(ours.data()),
+                            static_cast<unsigned>(ours.size()), in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_ALERT_FATAL;  // RFC 7301 §3.2: no_application_protocol
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+[[noreturn]] void fail(std::string_view option, const std::string& file, const std::string& why) {
+  throw std::runtime_error(std::string(option) + " " + file + ": " + why);
+}
+
+// A missing or unreadable file is named with the system's reason, before OpenSSL's less clear one.
+void check_readable(std::string_view option, const std::string& file) {
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) fail(option, file, std::strerror(errno));
+  std::fclose(f);
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string asn1_time_text(const ASN1_TIME* t) {
+  BIO* b = BIO_new(BIO_s_mem());
+  if (!b) return "?";
+  ASN1_TIME_print(b, t);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(b, &data);
+  std::string out(data, static_cast<std::size_t>(n > 0 ? n : 0));
+  BIO_free(b);
+  return out;
+}
+
+std::vector<std::string> dns_names(X509* cert) {
+  std::vector<std::string> names;
+  auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (sans) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
+      if (g->type != GEN_DNS) continue;
+      const unsigned char* d = ASN1_STRING_get0_data(g->d.dNSName);
+      names.push_back(lower({reinterpret_cast<const char*>(d), static_cast<std::size_t>(ASN1_STRING_length(g->d.dNSName))}));
+    }
+    GENERAL_NAMES_free(sans);
+  }
+  if (names.empty()) {
+    char cn[256] = {0};
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn) > 0) names.push_back(lower(cn));
+  }
+  return names;
+}
+
+bool name_matches(std::string_view pattern, std::string_view host) {
+  if (pattern == host) return true;
+  // "*.example.com" matches one label: a.example.com, not example.com nor a.b.example.com.
+  if (pattern.size() > 2 && pattern.substr(0, 2) == "*.") {
+    auto dot = host.find('.');
+    return dot != std::string_view::npos && dot > 0 && host.substr(dot) == pattern.substr(1);
+  }
+  return false;
+}
+
+SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
+  if (c.key_file.empty()) fail("--tls-cert", c.cert_file, "no --tls-key given for it (they come in pairs)");
+  if (c.cert_file.empty()) fail("--tls-key", c.key_file, "no --tls-cert given for it (they come in pairs)");
+  check_readable("--tls-cert", c.cert_file);
+  check_readable("--tls-key", c.key_file);
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx) throw std::runtime_error("TLS: " + tls_error_text());
+  try {
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    if (SSL_CTX_set_cipher_list(ctx, kCiphers) != 1 || SSL_CTX_set1_groups_list(ctx, kGroups) != 1)
+      throw std::runtime_error("TLS: " + tls_error_text());
+    SSL_CTX_set_dh_auto(ctx, 1);
+    if (SSL_CTX_use_certificate_chain_file(ctx, c.cert_file.c_str()) != 1)
+      fail("--tls-cert", c.cert_file, "not a PEM certificate chain (" + tls_error_text() + ")");
+    if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      bool mismatch = ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH ||
+                      ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+      std::string why = tls_error_text();
+      if (mismatch) fail("--tls-key", c.key_file, "does not match the certificate " + c.cert_file);
+      fail("--tls-key", c.key_file, "not an unencrypted PEM private key (" + why + ")");
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+      ERR_clear_error();
+      fail("--tls-key", c.key_file, "does not match the certificate " + c.cert_file);
+    }
+    X509* cert = SSL_CTX_get0_certificate(ctx);
+    if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0)
+      fail("--tls-cert", c.cert_file, "the certificate expired on " + asn1_time_text(X509_get0_notAfter(cert)));
+    if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0)
+      fail("--tls-cert", c.cert_file, "the certificate is not valid before " + asn1_time_text(X509_get0_notBefore(cert)));
+    if (!client_ca.empty()) {
+      check_readable("--tls-client-ca", client_ca);
+      STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(client_ca.c_str());
+      if (!names || SSL_CTX_load_verify_locations(ctx, client_ca.c_str(), nullptr) != 1) {
+        if (names) sk_X509_NAME_pop_free(names, X509_NAME_free);
+        fail("--tls-client-ca", client_ca, "no PEM CA certificate in it (" + tls_error_text() + ")");
+      }
+      SSL_CTX_set_client_CA_list(ctx, names);
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      SSL_CTX_set_verify_depth(ctx, 4);
+    }
+    static const unsigned char sid_ctx[] = "csgi";
+    SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof sid_ctx - 1);
+    SSL_CTX_set_timeout(ctx, kTicketPeriod);
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, on_ticket);
+    SSL_CTX_set_alpn_select_cb(ctx, on_alpn, nullptr);
+  } catch (...) {
+    SSL_CTX_free(ctx);
+    throw;
+  }
+  return ctx;
+}
+
+/// One load of the certificates: an SSL_CTX per certificate, the first the default, the others chosen by SNI.
+class TlsGeneration {
+public:
+  TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca);
+  ~TlsGeneration();
+  TlsGeneration(const TlsGeneration&) = delete;
+  TlsGeneration& operator=(const TlsGeneration&) = delete;
+  SSL* accept(int fd) const;
+  bool asks_client_cert() const noexcept { return client_ca_; }
+
+private:
+  struct Entry {
+    SSL_CTX* ctx = nullptr;
+    std::vector<std::string> names;  // DNS names of the certificate (SAN, else CN), lower case
+  };
+  std::vector<Entry> entries_;
+  bool client_ca_ = false;
+  static int on_servername(SSL* ssl, int* alert, void* arg);
+  SSL_CTX* for_name(std::string_view host) const;
+};
+
+TlsGeneration::TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca)
+    : client_ca_(!client_ca.empty()) {
+  if (certs.empty()) throw std::runtime_error("TLS: no certificate (--tls-cert FILE --tls-key FILE)");
+  ticket_secret();
+  try {
+    for (const TlsCertificate& c : certs) {
+      Entry e;
+      e.ctx = make_context(c, client_ca);
+      e.names = dns_names(SSL_CTX_get0_certificate(e.ctx));
+      entries_.push_back(std::move(e));
+    }
+  } catch (...) {
+    for (Entry& e : entries_) SSL_CTX_free(e.ctx);
+    throw;
+  }
+  SSL_CTX_set_tlsext_servername_callback(entries_.front().ctx, on_servername);
+  SSL_CTX_set_tlsext_servername_arg(entries_.front().ctx, this);
+}
+
+TlsGeneration::~TlsGeneration() {
+  for (Entry& e : entries_) SSL_CTX_free(e.ctx);
+}
+
+SSL* TlsGeneration::accept(int fd) const {
+  SSL* ssl = SSL_new(entries_.front().ctx);
+  if (!ssl) return nullptr;
+  if (SSL_set_fd(ssl, fd) != 1) {
+    SSL_free(ssl);
+    return nullptr;
+  }
+  SSL_set_accept_state(ssl);
+  return ssl;
+}
+
+SSL_CTX* TlsGeneration::for_name(std::string_view host) const {
+  std::string h = lower(host);
+  for (const Entry& e : entries_)
+    for (const std::string& n : e.names)
+      if (name_matches(n, h)) return e.ctx;
+  return entries_.front().ctx;
+}
+
+// SNI: the certificate whose names match the host the client asked for; the first one otherwise.
+int TlsGeneration::on_servername(SSL* ssl, int*, void* arg) {
+  const char* host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (!host) return SSL_TLSEXT_ERR_OK;
+  auto* self = static_cast<const TlsGeneration*>(arg);
+  SSL_CTX* ctx = self->for_name(host);
+  if (ctx != SSL_get_SSL_CTX(ssl)) SSL_set_SSL_CTX(ssl, ctx);
+  return SSL_TLSEXT_ERR_OK;
+}
+
+/// The server side of one connection. It keeps the certificates it was accepted with.
+class OpenSslSession final : public TlsSession {
+public:
+  OpenSslSession(SSL* ssl, std::shared_ptr<const TlsGeneration> gen) : ssl_(ssl), gen_(std::move(gen)) {}
+  ~OpenSslSession() override { SSL_free(ssl_); }
+  ssize_t recv(char* buf, std::size_t n) override {
+    std::size_t got = 0;
+    ERR_clear_error();
+    int r = SSL_read_ex(ssl_, buf, n, &got);
+    return result(r, got);
+  }
+  ssize_t send(const char* buf, std::size_t n) override {
+    std::size_t done = 0;
+    ERR_clear_error();
+    int r = SSL_write_ex(ssl_, buf, n, &done);
+    return result(r, done);
+  }
+  bool want_write() const noexcept override { return want_write_; }
+  void shutdown() noexcept override {
+    ERR_clear_error();
+    (void)SSL_shutdown(ssl_);
+    ERR_clear_error();
+  }
+  void info(TlsInfo& out) override;
+
+private:
+  ssize_t result(int r, std::size_t done);
+  SSL* ssl_;
+  std::shared_ptr<const TlsGeneration> gen_;
+  bool want_write_ = false;
+};
+
+// What an SSL_read_ex / SSL_write_ex call came to, as a syscall would say it.
+ssize_t OpenSslSession::result(int r, std::size_t done) {
+  want_write_ = false;
+  if (r == 1) return static_cast<ssize_t>(done);
+  switch (SSL_get_error(ssl_, r)) {
+    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE: want_write_ = true; errno = EAGAIN; return -1;
+    case SSL_ERROR_ZERO_RETURN: return 0;  // close_notify, or (SSL_OP_IGNORE_UNEXPECTED_EOF) a plain EOF
+    case SSL_ERROR_SYSCALL:
+      if (errno == 0 || errno == EAGAIN) errno = ECONNRESET;
+      ERR_clear_error();
+      return -1;
+    default:  // a failed handshake (old protocol, no shared cipher, bad client certificate) or a bad record
+      ERR_clear_error();
+      errno = ECONNRESET;
+      return -1;
+  }
+}
+
+class OpenSslContext final : public TlsContext {
+public:
+  OpenSslContext(std::vector<TlsCertificate> certs, std::string client_ca)
+      : certs_(std::move(certs)), client_ca_(std::move(client_ca)),
+        current_(std::make_shared<const TlsGeneration>(certs_, client_ca_)) {}
+  std::unique_ptr<TlsSession> accept(int fd, std::string& why) override {
+    std::shared_ptr<const TlsGeneration> gen;
+    {
+      std::lock_guard lock(mu_);
+      gen = current_;
+    }
+    SSL* ssl = gen->accept(fd);
+    if (!ssl) {
+      why = tls_error_text();
+      return nullptr;
+    }
+    return std::make_unique<OpenSslSession>(ssl, std::move(gen));
+  }
+  std::string reload() override {
+    try {
+      auto next = std::make_shared<const TlsGeneration>(certs_, client_ca_);
+      std::lock_guard lock(mu_);
+      current_ = std::move(next);
+      return {};
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+
+private:
+  std::vector<TlsCertificate> certs_;
+  std::string client_ca_;
+  std::mutex mu_;
+  std::shared_ptr<const TlsGeneration> current_;
+};
+
+void OpenSslSession::info(TlsInfo& out) {
+  SSL* ssl = ssl_;
+  bool asked = gen_->asks_client_cert();
+  std::string& protocol = out.protocol;
+  std::string& cipher = out.cipher;
+  std::string& sni = out.sni;
+  std::string& verify = out.verify;
+  std::string& subject = out.subject;
+  std::string& cert = out.cert;
+  bool& asked_client_cert = out.asked_client_cert;
+  protocol = SSL_get_version(ssl);
+  cipher = SSL_get_cipher_name(ssl);
+  const char* host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  sni = host ? host : "";
+  asked_client_cert = asked;
+  if (!asked) return;
+  X509* peer = SSL_get1_peer_certificate(ssl);
+  if (!peer) {
+    verify = "NONE";
+    return;
+  }
+  long v = SSL_get_verify_result(ssl);
+  verify = v == X509_V_OK ? "SUCCESS" : std::string("FAILED:") + X509_verify_cert_error_string(v);
+  BIO* b = BIO_new(BIO_s_mem());
+  if (b) {
+    X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+    char* data = nullptr;
+    long n = BIO_get_mem_data(b, &data);
+    subject.assign(data, static_cast<std::size_t>(n > 0 ? n : 0));
+    (void)BIO_reset(b);
+    PEM_write_bio_X509(b, peer);
+    n = BIO_get_mem_data(b, &data);
+    cert.assign(data, static_cast<std::size_t>(n > 0 ? n : 0));
+    BIO_free(b);
+  }
+  X509_free(peer);
+  // A subject may hold any bytes; control characters become spaces (ENV-17). The PEM keeps its lines.
+  for (char& c : subject)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+}
+
+}  // namespace
+}  // namespace csgi::standalone::detail
+
+extern "C" __attribute__((visibility("default"))) csgi::standalone::detail::TlsContext* csgi_tls_make_context_v1(
+    const std::vector<csgi::standalone::TlsCertificate>& certs, const std::string& client_ca, std::string& error) {
+  try {
+    return new csgi::standalone::detail::OpenSslContext(certs, client_ca);
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "TLS: unknown error";
+  }
+  return nullptr;
+}
