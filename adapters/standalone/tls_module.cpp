@@ -112,7 +112,9 @@ int on_ticket(SSL*, unsigned char key_name[16], unsigned char iv[EVP_MAX_IV_LENG
     if (!derive(p, k)) return -1;
     if (std::memcmp(key_name, k.name, sizeof k.name) != 0) continue;
     if (!use_key(k, iv, cctx, hctx, 0)) return -1;
-    return p == period ? 1 : 2;  // 2: valid, but issue a ticket under the current key
+    // 2: valid, and a new ticket is issued (under the current key). TLS 1.3 tickets are single-use for
+    // clients (RFC 8446 §C.4): without a new one each resumed connection would be followed by a full one.
+    return 2;
   }
   return 0;  // unknown key (older, or another server's): a full handshake
 }

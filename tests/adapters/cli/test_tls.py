@@ -171,6 +171,14 @@ try:
         s = connect(port, ctx=ctx, session=session)
         status, _ = request(s, "/")
         check(status == 200 and s.session_reused, "%s session resumed" % version.name)
+        if version == ssl.TLSVersion.TLSv1_3:
+            # TLS 1.3 tickets are single-use (RFC 8446 §C.4): a resumed connection brings a new one.
+            check(s.session.id != session.id, "TLSv1.3: a resumed connection gets a new ticket")
+            again = s.session
+            s.close()
+            s = connect(port, ctx=ctx, session=again)
+            request(s, "/")
+            check(s.session_reused, "TLSv1.3: the new ticket resumes too")
         s.close()
 
     # A slow handshake is closed at the header timeout (1 s) while others are served; so is a flood.
