@@ -271,6 +271,9 @@ private:
   // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
   // errno (EAGAIN when the session waits for the socket: readable, or writable when it wants to write).
   void tls_wait_read();
+  void tls_wait_socket();
+  void tls_on_socket(error_code ec, std::size_t got);
+  bool tls_fill();
   ssize_t tls_writev(const iovec* iov, int n);
   ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
   void tls_begin_request(csgi::Connection& conn);

@@ -704,6 +704,11 @@ void Conn::recv_blocking() {
       keep_alive_ = false;
       throw HttpError(408, "timed out reading the request body");
     }
+    if (tls_ && pr > 0 && !tls_fill()) {
+      keep_alive_ = false;
+      dead_ = true;
+      throw BadRequest("connection error while reading the body");
+    }
   }
 }
 
@@ -719,6 +724,10 @@ bool Conn::blocking_send(std::string_view data) {
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       pollfd p{fd_, tls_ && !tls_->want_write() ? short(POLLIN) : short(POLLOUT), 0};
       if (::poll(&p, 1, static_cast<int>(sh_.opt.send_timeout.count())) <= 0) return false;
+      if (tls_ && !tls_fill()) {
+        dead_ = true;
+        return false;
+      }
       continue;
     }
     dead_ = true;

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "csgi/adapters/standalone/server.hpp"
@@ -40,6 +41,14 @@ public:
   /// handshake or a bad record. The handshake is made by the first calls. A send that returned EAGAIN is
   /// made again with the same first bytes (and no fewer of them).
   virtual ssize_t recv(char* buf, std::size_t n) = 0;
+  /// The session reads ciphertext only from its own buffer, which the connection fills: the reactor's
+  /// read lands in in_room() (then in_added(n), or in_eof() at the end of the stream), or fill() reads the
+  /// socket once, as recv(2) would say (after a poll). recv() says EAGAIN, not want_write(), when the
+  /// buffer is empty.
+  virtual std::pair<char*, std::size_t> in_room() = 0;
+  virtual void in_added(std::size_t n) = 0;
+  virtual void in_eof() = 0;
+  virtual ssize_t fill() = 0;
   virtual ssize_t send(const char* buf, std::size_t n) = 0;
   virtual bool want_write() const noexcept = 0;
   /// Sends close_notify as far as the socket takes it now.

@@ -9,21 +9,13 @@ namespace {
 constexpr std::size_t tls_chunk = 64 * 1024;
 }  // namespace
 
-// Reads like async_read_some does: at once when the session has (or the socket gives) bytes, completing
-// through the io_context; otherwise after the socket is ready for what the session waits for. The first
-// reads make the handshake.
+// Reads like async_read_some does: at once when the session has bytes, completing through the
+// io_context; otherwise once the reactor has read more ciphertext into the session (tls_on_socket). The
+// first reads make the handshake.
 void Conn::tls_wait_read() {
   ssize_t r = tls_->recv(buf_.get() + end_, cap_ - end_);
   if (r < 0 && errno == EAGAIN) {
-    socket_.async_wait(tls_->want_write() ? Socket::wait_write : Socket::wait_read,
-                       [self = shared_from_this()](error_code ec) {
-                         if (ec || self->phase_ == Phase::closed) {
-                           self->waiting_ = false;
-                           self->on_read(ec ? ec : asio::error::operation_aborted, 0);
-                           return;
-                         }
-                         self->tls_wait_read();
-                       });
+    tls_wait_socket();
     return;
   }
   error_code ec;
@@ -33,6 +25,46 @@ void Conn::tls_wait_read() {
     self->waiting_ = false;
     self->on_read(ec, n);
   });
+}
+
+// Waits for what the session needs: writability (a handshake flight the socket did not take), or
+// ciphertext, read by the reactor straight into the session's buffer (a speculative read that, unlike
+// async_wait, re-arms no epoll registration).
+void Conn::tls_wait_socket() {
+  if (tls_->want_write()) {
+    socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) { self->tls_on_socket(ec, 0); });
+    return;
+  }
+  auto [room, n] = tls_->in_room();
+  socket_.async_read_some(asio::buffer(room, n),
+                          [self = shared_from_this()](error_code ec, std::size_t got) { self->tls_on_socket(ec, got); });
+}
+
+void Conn::tls_on_socket(error_code ec, std::size_t got) {
+  if (ec == asio::error::eof) {
+    tls_->in_eof();
+  } else if (ec) {
+    waiting_ = false;
+    on_read(ec, 0);
+    return;
+  }
+  tls_->in_added(got);
+  ssize_t r = tls_->recv(buf_.get() + end_, cap_ - end_);
+  if (r < 0 && errno == EAGAIN && phase_ != Phase::closed) {
+    tls_wait_socket();
+    return;
+  }
+  waiting_ = false;
+  if (r > 0) on_read({}, static_cast<std::size_t>(r));
+  else on_read(r == 0 ? error_code(asio::error::eof) : error_code(asio::error::connection_reset), 0);
+}
+
+// After a poll for the socket in a blocking read or write: ciphertext goes into the session (false: the
+// connection failed).
+bool Conn::tls_fill() {
+  if (tls_->want_write()) return true;
+  ssize_t r = tls_->fill();
+  return r >= 0 || errno == EAGAIN || errno == EINTR;
 }
 
 // The segments are copied into one buffer for one write; a write the session could not finish is made

@@ -8,6 +8,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -251,7 +254,7 @@ public:
   ~TlsGeneration();
   TlsGeneration(const TlsGeneration&) = delete;
   TlsGeneration& operator=(const TlsGeneration&) = delete;
-  SSL* accept(int fd) const;
+  SSL* accept() const;
   bool asks_client_cert() const noexcept { return client_ca_; }
 
 private:
@@ -288,14 +291,9 @@ TlsGeneration::~TlsGeneration() {
   for (Entry& e : entries_) SSL_CTX_free(e.ctx);
 }
 
-SSL* TlsGeneration::accept(int fd) const {
+SSL* TlsGeneration::accept() const {
   SSL* ssl = SSL_new(entries_.front().ctx);
-  if (!ssl) return nullptr;
-  if (SSL_set_fd(ssl, fd) != 1) {
-    SSL_free(ssl);
-    return nullptr;
-  }
-  SSL_set_accept_state(ssl);
+  if (ssl) SSL_set_accept_state(ssl);
   return ssl;
 }
 
@@ -318,10 +316,56 @@ int TlsGeneration::on_servername(SSL* ssl, int*, void* arg) {
 }
 
 /// The server side of one connection. It keeps the certificates it was accepted with.
+// The session's BIO: reads come from the session's ciphertext buffer, which the connection fills (its
+// reactor's read into in_room(), or fill() when it waits itself), so that waiting for bytes costs no
+// epoll_ctl; writes go to the socket at once.
+class OpenSslSession;
+BIO_METHOD* bio_method();
+
 class OpenSslSession final : public TlsSession {
 public:
-  OpenSslSession(SSL* ssl, std::shared_ptr<const TlsGeneration> gen) : ssl_(ssl), gen_(std::move(gen)) {}
+  OpenSslSession(SSL* ssl, int fd, std::shared_ptr<const TlsGeneration> gen)
+      : ssl_(ssl), fd_(fd), gen_(std::move(gen)) {}
   ~OpenSslSession() override { SSL_free(ssl_); }
+  bool attach() {
+    BIO* bio = BIO_new(bio_method());
+    if (!bio) return false;
+    BIO_set_data(bio, this);
+    BIO_set_init(bio, 1);
+    SSL_set_bio(ssl_, bio, bio);
+    return true;
+  }
+  std::pair<char*, std::size_t> in_room() override {
+    if (in_pos_ == in_end_) in_pos_ = in_end_ = 0;
+    return {in_ + in_end_, sizeof in_ - in_end_};
+  }
+  void in_added(std::size_t n) override { in_end_ += n; }
+  void in_eof() override { in_eof_ = true; }
+  ssize_t fill() override {
+    auto [p, n] = in_room();
+    ssize_t r = ::recv(fd_, p, n, 0);
+    if (r > 0) in_end_ += static_cast<std::size_t>(r);
+    else if (r == 0) in_eof_ = true;
+    return r;
+  }
+  int bio_read(char* out, int len) {
+    std::size_t have = in_end_ - in_pos_;
+    if (have == 0) {
+      if (in_eof_) return 0;
+      return -1;  // the caller sets retry: WANT_READ
+    }
+    std::size_t k = std::min(have, static_cast<std::size_t>(len));
+    std::memcpy(out, in_ + in_pos_, k);
+    in_pos_ += k;
+    return static_cast<int>(k);
+  }
+  int bio_write(const char* data, int len) {
+    for (;;) {
+      ssize_t w = ::send(fd_, data, static_cast<std::size_t>(len), MSG_NOSIGNAL);
+      if (w >= 0) return static_cast<int>(w);
+      if (errno != EINTR) return -1;
+    }
+  }
   ssize_t recv(char* buf, std::size_t n) override {
     std::size_t got = 0;
     ERR_clear_error();
@@ -345,9 +389,42 @@ public:
 private:
   ssize_t result(int r, std::size_t done);
   SSL* ssl_;
+  int fd_;
   std::shared_ptr<const TlsGeneration> gen_;
   bool want_write_ = false;
+  bool in_eof_ = false;
+  std::size_t in_pos_ = 0, in_end_ = 0;
+  char in_[SSL3_RT_MAX_PLAIN_LENGTH + 512];  // one TLS record and its header with room to spare
 };
+
+int session_bio_read(BIO* b, char* out, int len) {
+  BIO_clear_retry_flags(b);
+  int r = static_cast<OpenSslSession*>(BIO_get_data(b))->bio_read(out, len);
+  if (r < 0) BIO_set_retry_read(b);
+  return r;
+}
+
+int session_bio_write(BIO* b, const char* data, int len) {
+  BIO_clear_retry_flags(b);
+  int r = static_cast<OpenSslSession*>(BIO_get_data(b))->bio_write(data, len);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
+  return r;
+}
+
+long session_bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+BIO_METHOD* bio_method() {
+  static BIO_METHOD* m = [] {
+    BIO_METHOD* bm = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "csgi connection");
+    if (bm) {
+      BIO_meth_set_read(bm, session_bio_read);
+      BIO_meth_set_write(bm, session_bio_write);
+      BIO_meth_set_ctrl(bm, session_bio_ctrl);
+    }
+    return bm;
+  }();
+  return m;
+}
 
 // What an SSL_read_ex / SSL_write_ex call came to, as a syscall would say it.
 ssize_t OpenSslSession::result(int r, std::size_t done) {
@@ -379,12 +456,18 @@ public:
       std::lock_guard lock(mu_);
       gen = current_;
     }
-    SSL* ssl = gen->accept(fd);
-    if (!ssl) {
+    SSL* ssl = gen->accept();
+    if (!ssl || !bio_method()) {
+      why = tls_error_text();
+      if (ssl) SSL_free(ssl);
+      return nullptr;
+    }
+    auto session = std::make_unique<OpenSslSession>(ssl, fd, std::move(gen));
+    if (!session->attach()) {
       why = tls_error_text();
       return nullptr;
     }
-    return std::make_unique<OpenSslSession>(ssl, std::move(gen));
+    return session;
   }
   std::string reload() override {
     try {
