@@ -191,6 +191,25 @@ bool name_matches(std::string_view pattern, std::string_view host) {
   return false;
 }
 
+// DHE with the RFC 7919 group ffdhe2048, as Mozilla's configuration says (OpenSSL's automatic choice is
+// RFC 3526's group 14, a prime widely shared, which testssl.sh flags under LOGJAM).
+bool use_ffdhe2048(SSL_CTX* ctx) {
+  EVP_PKEY_CTX* pctx = EVP_PKEY_CTX_new_from_name(nullptr, "DH", nullptr);
+  if (!pctx) return false;
+  EVP_PKEY* pkey = nullptr;
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, const_cast<char*>("ffdhe2048"), 0),
+                         OSSL_PARAM_construct_end()};
+  bool ok = EVP_PKEY_paramgen_init(pctx) == 1 && EVP_PKEY_CTX_set_params(pctx, params) == 1 &&
+            EVP_PKEY_paramgen(pctx, &pkey) == 1;
+  EVP_PKEY_CTX_free(pctx);
+  if (!ok) return false;
+  if (SSL_CTX_set0_tmp_dh_pkey(ctx, pkey) != 1) {
+    EVP_PKEY_free(pkey);
+    return false;
+  }
+  return true;
+}
+
 SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
   if (c.key_file.empty()) fail("--tls-cert", c.cert_file, "no --tls-key given for it (they come in pairs)");
   if (c.cert_file.empty()) fail("--tls-key", c.key_file, "no --tls-cert given for it (they come in pairs)");
@@ -205,7 +224,7 @@ SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
     if (SSL_CTX_set_cipher_list(ctx, kCiphers) != 1 || SSL_CTX_set1_groups_list(ctx, kGroups) != 1)
       throw std::runtime_error("TLS: " + tls_error_text());
-    SSL_CTX_set_dh_auto(ctx, 1);
+    if (!use_ffdhe2048(ctx)) throw std::runtime_error("TLS: cannot set the DHE group: " + tls_error_text());
     if (SSL_CTX_use_certificate_chain_file(ctx, c.cert_file.c_str()) != 1)
       fail("--tls-cert", c.cert_file, "not a PEM certificate chain (" + tls_error_text() + ")");
     if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
