@@ -275,6 +275,34 @@ finally:
     proc.terminate()
     proc.wait(timeout=15)
 
+# Sockets from systemd (docs/deploy/systemd/csgi-web*.socket): the one named "https" serves TLS.
+activate = shutil.which("systemd-socket-activate")
+if activate:
+    free = []
+    for _ in range(2):
+        t = socket.socket()
+        t.bind(("127.0.0.1", 0))
+        free.append(t.getsockname()[1])
+        t.close()
+    proc = subprocess.Popen([activate, "-l", "127.0.0.1:%d" % free[0], "-l", "127.0.0.1:%d" % free[1], "--fdname=http:https",
+                             CSGI, "serve", "--demo", "--tls-cert", SERVER_CERT, "--tls-key", SERVER_KEY],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        time.sleep(0.5)
+        s = socket.create_connection(("127.0.0.1", free[0]), timeout=10)
+        status, body = request(s, "/env")
+        check(status == 200 and env_of(body).get("csgi.url_scheme") == "http", "systemd socket named http: plain")
+        s.close()
+        s = connect(free[1])
+        status, body = request(s, "/env")
+        check(status == 200 and env_of(body).get("HTTPS") == "on", "systemd socket named https: TLS")
+        s.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+else:
+    print("skip: systemd-socket-activate not installed (the systemd socket names)")
+
 # --tls-client-ca: a client certificate is required; its keys are in the env.
 p, port = start(["--demo", "--tls-cert", SERVER_CERT, "--tls-key", SERVER_KEY, "--tls-client-ca", certs.ca])
 try:
