@@ -354,11 +354,11 @@ private:
   std::shared_ptr<Conn> self_hold_;
   // A csgi.input read of the app's pool thread waiting for bytes from the socket.
   std::shared_ptr<PoolCall> call_;
-  // TLS: the connection's session, what its env says, and the buffer gathered bytes are copied into for
-  // one write.
+  // TLS: the connection's session, what its env says, and the buffers of its writes.
   std::unique_ptr<TlsSession> tls_;
   std::unique_ptr<TlsInfo> tls_info_;
-  std::unique_ptr<char[]> tls_out_;
+  std::unique_ptr<char[]> tls_out_;   // 16 KiB, for gathered small segments
+  std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

@@ -5,8 +5,11 @@
 namespace csgi::standalone::detail {
 
 namespace {
-// Bytes gathered from the output segments for one TLS write (OpenSSL cuts them into 16 KiB records).
-constexpr std::size_t tls_chunk = 64 * 1024;
+// Small segments are gathered into one TLS record's worth (16 KiB) for one write; a large segment is
+// written from where it is, up to 1 MiB a call. File bodies are read 64 KiB at a time.
+constexpr std::size_t tls_record = 16 * 1024;
+constexpr std::size_t tls_direct_max = 1 << 20;
+constexpr std::size_t tls_file_chunk = 64 * 1024;
 }  // namespace
 
 // Reads like async_read_some does: at once when the session has bytes, completing through the
@@ -67,27 +70,32 @@ bool Conn::tls_fill() {
   return r >= 0 || errno == EAGAIN || errno == EINTR;
 }
 
-// The segments are copied into one buffer for one write; a write the session could not finish is made
-// again with the same first bytes (the caller has not moved past them) and no fewer of them.
+// A write the session could not finish is made again with the same first bytes (the caller has not
+// moved past them) and no fewer of them: the first segment only grows while it is not written, so the
+// choice between gathering and writing it in place, and the length, never go back.
 ssize_t Conn::tls_writev(const iovec* iov, int n) {
-  if (n == 1 && iov[0].iov_len >= tls_chunk) return tls_->send(static_cast<const char*>(iov[0].iov_base), tls_chunk);
-  if (!tls_out_) tls_out_.reset(new char[tls_chunk]);
+  if (iov[0].iov_len >= tls_record)
+    return tls_->send(static_cast<const char*>(iov[0].iov_base), std::min(iov[0].iov_len, tls_direct_max));
+  if (!tls_out_) tls_out_.reset(new char[tls_record]);
   std::size_t len = 0;
-  for (int i = 0; i < n && len < tls_chunk; ++i) {
-    std::size_t k = std::min(iov[i].iov_len, tls_chunk - len);
+  for (int i = 0; i < n && len < tls_record; ++i) {
+    std::size_t k = std::min(iov[i].iov_len, tls_record - len);
     std::memcpy(tls_out_.get() + len, iov[i].iov_base, k);
     len += k;
   }
   return tls_->send(tls_out_.get(), len);
 }
 
-// A file body: read into the buffer and written through the session (no kernel TLS offload).
+// A file body: read into a buffer held while the file is sent, and written through the session (no
+// kernel TLS offload). A retried write reads the same bytes again.
 ssize_t Conn::tls_sendfile(int file_fd, off_t* off, std::size_t n) {
-  if (!tls_out_) tls_out_.reset(new char[tls_chunk]);
-  ssize_t got = ::pread(file_fd, tls_out_.get(), std::min(n, tls_chunk), *off);
+  if (!tls_file_) tls_file_.reset(new char[tls_file_chunk]);
+  std::size_t want = std::min(n, tls_file_chunk);
+  ssize_t got = ::pread(file_fd, tls_file_.get(), want, *off);
   if (got <= 0) return got;
-  ssize_t w = tls_->send(tls_out_.get(), static_cast<std::size_t>(got));
+  ssize_t w = tls_->send(tls_file_.get(), static_cast<std::size_t>(got));
   if (w > 0) *off += w;
+  if (w > 0 && static_cast<std::size_t>(w) == n) tls_file_.reset();  // the last bytes of the body
   return w;
 }
 

@@ -105,7 +105,32 @@ check(rc != 0 and "--tls-cert" in err and len(err.splitlines()) == 1, "https:// 
 rc, err = start_error(["--tls-cert", SERVER_CERT])
 check(rc != 0 and "--tls-key" in err, "a --tls-cert without its --tls-key: %r" % err)
 
+static_dir = os.path.join(certs.dir, "static")
+os.mkdir(static_dir)
+big = os.urandom(3 * 1024 * 1024 + 17)
+with open(os.path.join(static_dir, "big.bin"), "wb") as f:
+    f.write(big)
 p, port = start(["--demo", "--header-timeout", "1"] + TLS_ARGS)
+files, files_port = start(["--demo", "--static", static_dir] + TLS_ARGS)
+try:
+    # A client that does not read at first: the server's writes wait (partial TLS writes, made again
+    # with the same bytes), then every byte arrives intact.
+    s = connect(files_port)
+    s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    time.sleep(1)
+    data = b""
+    while data.count(big) < 2:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+        time.sleep(0.01)
+    check(data.count(big) == 2, "a slow reader gets two pipelined 3 MB files intact over TLS")
+    s.close()
+finally:
+    files.terminate()
+    files.wait(timeout=15)
+
 try:
     # The env (ENV-16, ENV-17).
     s = connect(port)
