@@ -474,8 +474,8 @@ void Server::Impl::rescue(Shared& sh) {
 }
 
 namespace {
-// With certificates and no listener marked https://, every listener serves TLS (as gunicorn's and
-// uvicorn's --certfile do); an https:// listener without certificates is an error.
+// With certificates and no listener marked https://, every listener serves TLS (as gunicorn and uvicorn
+// do when given a certificate); an https:// listener without certificates is an error.
 void choose_tls_listeners(Shared& sh) {
   bool marked = false;
   for (const auto& s : sh.listeners) marked = marked || s.tls;

