@@ -277,6 +277,30 @@ finally:
     p.terminate()
     p.wait(timeout=15)
 
+# With --workers the master re-reads the files on SIGHUP before it starts the new workers.
+shutil.copy(SERVER_CERT, cert_file)
+shutil.copy(SERVER_KEY, key_file)
+p, port = start(["--demo", "--workers", "2", "--tls-cert", cert_file, "--tls-key", key_file])
+try:
+    s = connect(port)
+    before = s.getpeercert(binary_form=True)
+    s.close()
+    shutil.copy(renewed_cert, cert_file)
+    shutil.copy(renewed_key, key_file)
+    p.send_signal(signal.SIGHUP)
+    seen = set()
+    for _ in range(60):
+        s = connect(port)
+        seen.add(s.getpeercert(binary_form=True))
+        s.close()
+        if renewed_der in seen:
+            break
+        time.sleep(0.1)
+    check(before != renewed_der and renewed_der in seen, "--workers 2: after SIGHUP the new workers serve the renewed certificate")
+finally:
+    p.terminate()
+    p.wait(timeout=15)
+
 # --listen https://… next to a plain listener.
 proc = subprocess.Popen([CSGI, "serve", "--demo", "--tls-cert", SERVER_CERT, "--tls-key", SERVER_KEY, "--listen",
                          "127.0.0.1:0", "--listen", "https://127.0.0.1:0"], stdout=subprocess.PIPE,
