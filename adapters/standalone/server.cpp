@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <iostream>
 #include <map>
@@ -489,6 +490,7 @@ void reload_tls(Shared& sh) {
   if (!sh.tls) return;
   std::string err = sh.tls->reload();
   if (!err.empty()) sh.errors.write("csgi: TLS certificates not reloaded, the previous ones stay: " + err);
+  else if (std::string notes = sh.tls->notes(); !notes.empty()) sh.errors.write("csgi: " + notes);
 }
 }  // namespace
 
@@ -508,7 +510,10 @@ int Server::Impl::run() {
     sh.error_log.open(opt.error_log);
     if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
       throw std::runtime_error("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
-    if (!opt.tls_certificates.empty()) sh.tls = make_tls_context(opt.tls_certificates, opt.tls_client_ca);
+    if (!opt.tls_certificates.empty()) {
+      sh.tls = make_tls_context(opt.tls_certificates, opt.tls_client_ca);
+      if (std::string notes = sh.tls->notes(); !notes.empty()) sh.errors.write("csgi: " + notes);
+    }
     sh.listeners = systemd_sockets();
     if (sh.listeners.empty()) {
       std::vector<std::string> specs = opt.listen;
@@ -563,6 +568,9 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     signals->add(SIGHUP);
     signals->add(SIGUSR1);
   }
+  // SIGHUP's TLS reload runs beside the io threads: fetching OCSP responses may take seconds. One at a
+  // time; the last one is waited for when serving ends.
+  std::future<void> tls_reload;
   std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGTERM || sig == SIGINT) {
@@ -574,7 +582,16 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too;
     // SIGHUP also re-reads the TLS certificates.
     reopen_logs(sh);
-    if (sig == SIGHUP) reload_tls(sh);
+    if (sig == SIGHUP && sh.tls) {
+      try {
+        if (!tls_reload.valid() || tls_reload.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+          tls_reload = std::async(std::launch::async, [&sh] { reload_tls(sh); });
+        else
+          sh.errors.write("csgi: SIGHUP: the TLS certificates are being re-read already");
+      } catch (const std::exception& e) {
+        sh.errors.write(std::string("csgi: SIGHUP: cannot re-read the TLS certificates: ") + e.what());
+      }
+    }
     signals->async_wait(on_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(on_signal);

@@ -64,6 +64,8 @@ public:
   virtual std::unique_ptr<TlsSession> accept(int fd, std::string& why) = 0;
   /// Re-reads the files; on failure the current certificates stay and the reason is returned ("" = done).
   virtual std::string reload() = 0;
+  /// What the last load has to say that is not an error ("" for nothing): OCSP responses not fetched.
+  virtual std::string notes() = 0;
 };
 
 /// Loads libcsgi_tls.so and the certificates; throws std::runtime_error "--tls-cert FILE: reason" (a

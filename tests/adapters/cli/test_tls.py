@@ -11,6 +11,7 @@
   * a slow handshake is closed at the header timeout, and a flood of stalled handshakes leaves the server
     serving another client;
   * --listen https://… next to a plain listener: one process serves both;
+  * OCSP stapling from the responder the certificate names; a responder that is down is logged;
   * --tls-client-ca: a client certificate is required and its keys are in the env.
 Usage: test_tls.py CSGI_EXE"""
 import html
@@ -351,6 +352,56 @@ if activate:
         proc.wait(timeout=15)
 else:
     print("skip: systemd-socket-activate not installed (the systemd socket names)")
+
+# OCSP stapling: the response of the responder the certificate names (`openssl ocsp` here) is stapled.
+def free_port():
+    t = socket.socket()
+    t.bind(("127.0.0.1", 0))
+    n = t.getsockname()[1]
+    t.close()
+    return n
+
+
+ocsp_port = free_port()
+leaf_cert, leaf_key = certs.issue("stapled", "localhost", ["DNS:localhost"], ocsp_url="http://127.0.0.1:%d" % ocsp_port)
+chain = os.path.join(certs.dir, "stapled-chain.pem")
+with open(chain, "w") as out, open(leaf_cert) as a, open(certs.ca) as b:
+    out.write(a.read() + b.read())
+serial = subprocess.run(["openssl", "x509", "-in", leaf_cert, "-noout", "-serial"], capture_output=True, text=True).stdout
+index = os.path.join(certs.dir, "index.txt")
+with open(index, "w") as f:
+    f.write("V\t%s\t\t%s\tunknown\t/CN=localhost\n" % (time.strftime("%y%m%d%H%M%SZ", time.gmtime(time.time() + 86400)),
+                                                        serial.strip().split("=")[1]))
+responder = subprocess.Popen(["openssl", "ocsp", "-index", index, "-port", str(ocsp_port), "-rsigner", certs.ca,
+                              "-rkey", certs.ca_key, "-CA", certs.ca], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    time.sleep(1)  # `openssl ocsp` answers one connection at a time: no probe connection before csgi's
+    stapled_errors = os.path.join(certs.dir, "stapled-errors.log")
+    p, port = start(["--demo", "--tls-cert", chain, "--tls-key", leaf_key, "--error-log", stapled_errors])
+    try:
+        r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-servername", "localhost", "-status"],
+                           input="", capture_output=True, text=True, timeout=20)
+        check("OCSP Response Status: successful" in r.stdout and "Cert Status: good" in r.stdout,
+              "OCSP stapling: the responder's answer is stapled (%s)" % open(stapled_errors).read().strip()[:200])
+    finally:
+        p.terminate()
+        p.wait(timeout=15)
+finally:
+    responder.terminate()
+    responder.wait(timeout=15)
+# The responder gone: the server still starts (after at most 5 s) and says why nothing is stapled.
+errors = os.path.join(certs.dir, "errors.log")
+p, port = start(["--demo", "--tls-cert", chain, "--tls-key", leaf_key, "--error-log", errors])
+try:
+    s = connect(port)
+    check(request(s, "/")[0] == 200, "OCSP responder down: the server starts and serves")
+    s.close()
+    with open(errors) as f:
+        logged = f.read()
+    check("no OCSP stapling" in logged and chain in logged, "OCSP responder down: logged (%r)" % logged.strip()[:160])
+finally:
+    p.terminate()
+    p.wait(timeout=15)
 
 # --tls-client-ca: a client certificate is required; its keys are in the env.
 p, port = start(["--demo", "--tls-cert", SERVER_CERT, "--tls-key", SERVER_KEY, "--tls-client-ca", certs.ca])

@@ -26,14 +26,17 @@ class Certs:
     def path(self, name):
         return os.path.join(self.dir, name)
 
-    def issue(self, name, cn, sans, days="2", client=False):
-        """A certificate signed by the test CA: returns (cert file, key file)."""
+    def issue(self, name, cn, sans, days="2", client=False, ocsp_url=None):
+        """A certificate signed by the test CA (naming an OCSP responder when ocsp_url is given): returns
+        (cert file, key file)."""
         key, csr, cert, ext = (self.path(name + s) for s in (".key", ".csr", ".pem", ".ext"))
         _run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=" + cn)
         with open(ext, "w") as f:
             if sans:
                 f.write("subjectAltName=" + ",".join(sans) + "\n")
             f.write("extendedKeyUsage=" + ("clientAuth" if client else "serverAuth") + "\n")
+            if ocsp_url:
+                f.write("authorityInfoAccess=OCSP;URI:" + ocsp_url + "\n")
         _run("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", self.ca_key, "-CAcreateserial", "-out", cert,
              "-days", days, "-extfile", ext)
         return cert, key
