@@ -19,7 +19,6 @@ inline constexpr K CONTENT_TYPE = "CONTENT_TYPE";
 inline constexpr K REMOTE_ADDR = "REMOTE_ADDR";
 inline constexpr K REMOTE_PORT = "REMOTE_PORT";
 inline constexpr K REMOTE_USER = "REMOTE_USER";
-inline constexpr K HTTPS = "HTTPS";
 inline constexpr K HTTP_HOST = "HTTP_HOST";
 inline constexpr K HTTP_COOKIE = "HTTP_COOKIE";
 inline constexpr K HTTP_ACCEPT_ENCODING = "HTTP_ACCEPT_ENCODING";
@@ -31,6 +30,14 @@ inline constexpr K HTTP_IF_RANGE = "HTTP_IF_RANGE";
 inline constexpr K HTTP_EXPECT = "HTTP_EXPECT";
 inline constexpr K HTTP_USER_AGENT = "HTTP_USER_AGENT";
 inline constexpr K HTTP_REFERER = "HTTP_REFERER";
+// A connection over TLS (ENV-17, ENV-18), named as Apache mod_ssl names them.
+inline constexpr K HTTPS = "HTTPS";                          // "on"
+inline constexpr K SSL_PROTOCOL = "SSL_PROTOCOL";            // "TLSv1.2" | "TLSv1.3"
+inline constexpr K SSL_CIPHER = "SSL_CIPHER";                // OpenSSL's name of the cipher suite
+inline constexpr K SSL_TLS_SNI = "SSL_TLS_SNI";              // the host name the client sent (SNI)
+inline constexpr K SSL_CLIENT_VERIFY = "SSL_CLIENT_VERIFY";  // "SUCCESS" | "NONE" | "FAILED:reason"
+inline constexpr K SSL_CLIENT_S_DN = "SSL_CLIENT_S_DN";      // the client certificate's subject (RFC 2253)
+inline constexpr K SSL_CLIENT_CERT = "SSL_CLIENT_CERT";      // the client certificate (PEM)
 
 // Core keys (always present).
 inline constexpr K version = "csgi.version";            // text "1.0"

@@ -19,9 +19,9 @@ namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 46> kRules = {
+constexpr std::array<std::string_view, 48> kRules = {
     "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
-    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
+    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16",  "ENV-17",  "ENV-18", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
     "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8", "EXT-9", "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
     "RES-12", "RES-13", "RES-14", "MW-3",    "MW-5",
@@ -160,6 +160,28 @@ void check_extensions(const Env& env) {
 // ---- response heads --------------------------------------------------------------------------------------
 
 bool no_body_status(int status) noexcept { return status_has_no_body(status); }
+
+/// ENV-17 / ENV-18: HTTPS and the TLS keys (named as Apache mod_ssl does).
+void check_tls_keys(const Env& env, std::string_view scheme) {
+  std::string_view https = env.get(keys::HTTPS);
+  bool on = iequals(https, "on") || https == "1";
+  if (on && scheme != "https")
+    fail("ENV-17", str("HTTPS is ", quote(https), " but csgi.url_scheme is ", quote(scheme)));
+  static constexpr std::string_view tls_keys[] = {keys::SSL_PROTOCOL, keys::SSL_CIPHER, keys::SSL_TLS_SNI,
+                                                  keys::SSL_CLIENT_VERIFY, keys::SSL_CLIENT_S_DN, keys::SSL_CLIENT_CERT};
+  for (std::string_view k : tls_keys)
+    if (env.contains(k) && scheme != "https") fail("ENV-18", str(k, " is set but csgi.url_scheme is ", quote(scheme)));
+  if (const Value* v = env.find(keys::SSL_PROTOCOL); v && !(v->text().starts_with("TLSv") || v->text().starts_with("SSLv")))
+    fail("ENV-18", str("SSL_PROTOCOL must name a protocol such as TLSv1.3, got ", quote(v->text())));
+  if (const Value* v = env.find(keys::SSL_CLIENT_VERIFY)) {
+    std::string_view t = v->text();
+    if (t != "SUCCESS" && t != "NONE" && t != "GENEROUS" && !t.starts_with("FAILED:"))
+      fail("ENV-18", str("SSL_CLIENT_VERIFY must be SUCCESS, NONE, GENEROUS or FAILED:reason, got ", quote(t)));
+  }
+  if (const Value* v = env.find(keys::SSL_CLIENT_CERT); v && !v->text().empty() &&
+                                                       !v->text().starts_with("-----BEGIN CERTIFICATE-----"))
+    fail("ENV-18", "SSL_CLIENT_CERT must be a PEM certificate (-----BEGIN CERTIFICATE-----)");
+}
 
 void check_fields(const Headers& headers) {
   for (const Header& h : headers) {
@@ -523,6 +545,8 @@ void Lint::check_env(const Env& env) {
   for (std::string_view k : {keys::multithread, keys::multiprocess, keys::run_once, keys::nonblocking})
     need_bool(env, k, "CORE-5");
   need_bool(env, keys::streaming, "CORE-6");
+
+  check_tls_keys(env, scheme);
 
   if (env.flag(keys::x::input_buffered) && !env.object<Input>(keys::input)->seekable())
     fail("INPUT-2", "csgix.input.buffered is true but csgi.input is not seekable()");

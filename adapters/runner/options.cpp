@@ -93,7 +93,8 @@ std::vector<OptionSpec> make_table() {
    off, ignore},
   {"listen", 'l', "ADDR", H | F, true,
    "where to listen: HOST:PORT, [IPV6]:PORT, :PORT (all IPv4), PORT or unix:/PATH. HTTP: repeatable; "
-   "without it the sockets systemd passes in LISTEN_FDS, if any. FastCGI: at most one",
+   "https://HOST:PORT serves TLS there (--tls-cert); without it the sockets systemd passes in LISTEN_FDS, "
+   "if any. FastCGI: at most one",
    [](const Options& d) { return std::string(d.adapter == Adapter::fastcgi ? "the socket on fd 0" : "127.0.0.1:5000"); },
    [](Options& o, const std::string& v) {
      if (v.empty()) throw std::invalid_argument("an address is needed");
@@ -134,6 +135,35 @@ std::vector<OptionSpec> make_table() {
    [](Options& o, const std::string& v) {
      mw::Cidr check(v);  // throws for a malformed block
      o.server.trusted_proxies.push_back(v);
+   }},
+  {"tls-cert", 0, "FILE", H, true,
+   "a PEM certificate chain to serve TLS with, paired with the --tls-key of the same position; repeatable: "
+   "the certificate whose names match the client's SNI is chosen, the first by default. Served on the "
+   "https:// listeners, or on every listener when none says https://. Re-read on SIGHUP",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a file is needed");
+     o.server.tls_certificates.push_back({v, ""});
+   }},
+  {"tls-key", 0, "FILE", H, true,
+   "the PEM private key (unencrypted) of the --tls-cert of the same position",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a file is needed");
+     for (auto& c : o.server.tls_certificates)
+       if (c.key_file.empty()) {
+         c.key_file = v;
+         return;
+       }
+     o.server.tls_certificates.push_back({"", v});
+   }},
+  {"tls-client-ca", 0, "FILE", H, false,
+   "require a client certificate signed by a CA in this PEM file (the handshake fails without one); the "
+   "app reads SSL_CLIENT_VERIFY, SSL_CLIENT_S_DN and SSL_CLIENT_CERT",
+   [](const Options&) { return std::string("none"); },
+   [](Options& o, const std::string& v) {
+     if (v.empty()) throw std::invalid_argument("a file is needed");
+     o.server.tls_client_ca = v;
    }},
   {"script-name", 0, "PATH", H | F | C, false,
    "mount the app under this prefix (SCRIPT_NAME; empty or /prefix). HTTP: other paths get 404. "

@@ -4,12 +4,18 @@
 //   connection.cpp  reading requests (parsed by request_parser.hpp), the env, the app call, closing, and
 //                   the io thread's list of connections;
 //   respond.cpp     turning the app's response into bytes: heads, bodies, files, pull streams, writing;
-//   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread.
+//   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread;
+//   tls_io.cpp      the TLS connection's reads and writes through its TlsSession (tls.hpp).
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
 // bytes of an active request's header never move; body bytes are read behind the header. Responses are
 // serialised into one output buffer and written with one sendmsg(2) for as many pipelined responses as
 // are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
+//
+// On a TLS listener the connection has a TlsSession (tls_, OpenSSL in libcsgi_tls.so): each place that
+// reads or writes the socket goes through it instead (one branch on tls_, so the plain path makes the same
+// syscalls as without TLS). The handshake is made by the first read, bounded by the header
+// timeout like a slow request head.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -35,6 +41,7 @@
 #include "csgi/adapters/standalone/h2_conn.hpp"
 #include "csgi/adapters/standalone/request_parser.hpp"
 #include "csgi/adapters/standalone/websocket_session.hpp"
+#include "csgi/adapters/standalone/tls.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -294,6 +301,17 @@ private:
   void clear_deadline() { deadline_ = {}; }
   bool blocking_send(std::string_view data);
 
+  // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
+  // errno (EAGAIN when the session waits for the socket: readable, or writable when it wants to write).
+  void tls_wait_read();
+  void tls_wait_socket();
+  void tls_on_socket(error_code ec, std::size_t got);
+  bool tls_fill();
+  ssize_t tls_writev(const iovec* iov, int n);
+  ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
+  void tls_begin_request(csgi::Connection& conn);
+  short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
+
   ConnNode node_;
   IoThread& t_;
   Shared& sh_;
@@ -382,6 +400,11 @@ private:
   // HTTP/2: possible until the first bytes say otherwise (h2_preface_match); then the driver.
   bool h2_possible_ = true;
   std::unique_ptr<H2Conn> h2_;
+  // TLS: the connection's session, what its env says, and the buffers of its writes.
+  std::unique_ptr<TlsSession> tls_;
+  std::unique_ptr<TlsInfo> tls_info_;
+  std::unique_ptr<char[]> tls_out_;   // 16 KiB, for gathered small segments
+  std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).

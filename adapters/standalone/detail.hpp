@@ -99,6 +99,7 @@ struct Shared {
   class AppPool* pool = nullptr;         // --app-threads > 0: where the app runs
   WorkerBoard::Slot* slot = nullptr;     // this process's gauges on the server's WorkerBoard
   class Recycler* recycler = nullptr;    // a prefork worker with --max-requests/--max-worker-memory
+  std::unique_ptr<class TlsContext> tls;  // certificates given: the TLS listeners' (tls.hpp)
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
@@ -107,7 +108,7 @@ struct Shared {
   Shared() = default;
   Shared(const Shared&) = delete;
   Shared& operator=(const Shared&) = delete;
-  ~Shared() { errors_owner->detach(); }
+  ~Shared();
 };
 
 class Conn;

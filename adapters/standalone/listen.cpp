@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -25,9 +26,22 @@ bool all_digits(std::string_view s) {
     if (c < '0' || c > '9') return false;
   return std::atoi(std::string(s).c_str()) <= 65535;
 }
+ListenAddress parse_plain_listen(std::string_view spec);
 }  // namespace
 
 ListenAddress parse_listen(std::string_view spec) {
+  bool tls = spec.substr(0, 8) == "https://";
+  if (tls || spec.substr(0, 7) == "http://") {
+    spec.remove_prefix(tls ? 8 : 7);
+    if (!spec.empty() && spec.back() == '/') spec.remove_suffix(1);  // the URL form "https://host:443/"
+  }
+  ListenAddress a = parse_plain_listen(spec);
+  a.tls = tls;
+  return a;
+}
+
+namespace {
+ListenAddress parse_plain_listen(std::string_view spec) {
   ListenAddress a;
   if (spec.substr(0, 5) == "unix:") {
     a.kind = ListenAddress::Kind::unix_path;
@@ -60,6 +74,7 @@ ListenAddress parse_listen(std::string_view spec) {
   a.port = std::string(port);
   return a;
 }
+}  // namespace
 
 void describe_socket(ListenSocket& s) {
   sockaddr_storage ss{};
@@ -108,6 +123,7 @@ ListenSocket open_listen(const ListenAddress& addr, bool reuseport, int backlog)
     if (::bind(s.fd, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0) fail("bind");
     if (::listen(s.fd, backlog) != 0) fail("listen");
     describe_socket(s);
+    s.tls = addr.tls;
     return s;
   }
   addrinfo hints{};
@@ -135,6 +151,7 @@ ListenSocket open_listen(const ListenAddress& addr, bool reuseport, int backlog)
   if (rc != 0) fail("bind");
   if (::listen(s.fd, backlog) != 0) fail("listen");
   describe_socket(s);
+  s.tls = addr.tls;
   return s;
 }
 
@@ -145,6 +162,15 @@ std::vector<ListenSocket> systemd_sockets() {
   if (!pid || !fds) return out;
   bool mine = std::strtol(pid, nullptr, 10) == static_cast<long>(::getpid());
   int n = static_cast<int>(std::strtol(fds, nullptr, 10));
+  std::vector<std::string> names;
+  if (const char* fdnames = std::getenv("LISTEN_FDNAMES")) {
+    std::string_view all(fdnames);
+    for (std::size_t pos = 0; pos <= all.size();) {
+      std::size_t colon = std::min(all.find(':', pos), all.size());
+      names.emplace_back(all.substr(pos, colon - pos));
+      pos = colon + 1;
+    }
+  }
   ::unsetenv("LISTEN_PID");
   ::unsetenv("LISTEN_FDS");
   ::unsetenv("LISTEN_FDNAMES");
@@ -155,6 +181,7 @@ std::vector<ListenSocket> systemd_sockets() {
     s.fd = fd;
     s.systemd = true;
     describe_socket(s);
+    s.tls = static_cast<std::size_t>(fd - 3) < names.size() && names[static_cast<std::size_t>(fd - 3)] == "https";
     out.push_back(std::move(s));
   }
   return out;

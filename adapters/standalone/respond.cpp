@@ -241,7 +241,8 @@ void Conn::pump_file() {
   }
   while (file_left_ > 0) {
     off_t off = static_cast<off_t>(file_off_);
-    ssize_t n = ::sendfile(fd_, file_->fd(), &off, std::min<std::uint64_t>(file_left_, 1 << 30));
+    std::size_t want = std::min<std::uint64_t>(file_left_, 1 << 30);
+    ssize_t n = tls_ ? tls_sendfile(file_->fd(), &off, want) : ::sendfile(fd_, file_->fd(), &off, want);
     if (n > 0) {
       file_off_ += static_cast<std::uint64_t>(n);
       file_left_ -= static_cast<std::uint64_t>(n);
@@ -485,7 +486,7 @@ bool Conn::flush() {
     msg.msg_iovlen = static_cast<std::size_t>(n);
     int flags = MSG_NOSIGNAL;
     if (phase_ == Phase::file && file_left_ > 0) flags |= MSG_MORE;
-    ssize_t w = ::sendmsg(fd_, &msg, flags);
+    ssize_t w = tls_ ? tls_writev(iov, n) : ::sendmsg(fd_, &msg, flags);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;

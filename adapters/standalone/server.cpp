@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <iostream>
 #include <map>
@@ -32,6 +33,7 @@
 #include "csgi/adapters/standalone/systemd_notify.hpp"
 #include "csgi/adapters/standalone/upgrade.hpp"
 #include "csgi/adapters/standalone/worker_reports.hpp"
+#include "csgi/adapters/standalone/tls.hpp"
 #include "csgi/core/response.hpp"
 
 namespace csgi::standalone {
@@ -109,6 +111,8 @@ void LogErrorStream::write(std::string_view message) {
   else
     stderr_stream().write(message);
 }
+
+Shared::~Shared() { errors_owner->detach(); }
 
 void Shared::init_status_lines() {
   for (int s = 100; s < 600; ++s) {
@@ -489,7 +493,7 @@ void Server::Impl::announce(const std::vector<ListenSocket>& socks) {
   }
   cv.notify_all();
   for (const auto& s : socks) {
-    std::string url = s.tcp ? "http://" + s.display + "/" : s.display;
+    std::string url = s.tcp ? (s.tls ? "https://" : "http://") + s.display + "/" : s.display;
     if (opt.on_listening) {
       opt.on_listening(url);
     } else {
@@ -640,6 +644,26 @@ void Server::Impl::rescue(Shared& sh) {
   ::_exit(70);
 }
 
+namespace {
+// With certificates and no listener marked https://, every listener serves TLS (as gunicorn and uvicorn
+// do when given a certificate); an https:// listener without certificates is an error.
+void choose_tls_listeners(Shared& sh) {
+  bool marked = false;
+  for (const auto& s : sh.listeners) marked = marked || s.tls;
+  if (marked && !sh.tls) throw std::runtime_error("--listen https://…: no certificate; give --tls-cert FILE --tls-key FILE");
+  if (sh.tls && !marked)
+    for (auto& s : sh.listeners) s.tls = true;
+}
+
+// SIGHUP: new connections get the certificates as the files now say; open ones keep theirs.
+void reload_tls(Shared& sh) {
+  if (!sh.tls) return;
+  std::string err = sh.tls->reload();
+  if (!err.empty()) sh.errors.write("csgi: TLS certificates not reloaded, the previous ones stay: " + err);
+  else if (std::string notes = sh.tls->notes(); !notes.empty()) sh.errors.write("csgi: " + notes);
+}
+}  // namespace
+
 int Server::Impl::run() {
   ::signal(SIGPIPE, SIG_IGN);
   Shared sh;
@@ -656,12 +680,19 @@ int Server::Impl::run() {
   try {
     sh.access_log.open(opt.access_log);
     sh.error_log.open(opt.error_log);
+    if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
+      throw std::runtime_error("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
+    if (!opt.tls_certificates.empty()) {
+      sh.tls = make_tls_context(opt.tls_certificates, opt.tls_client_ca);
+      if (std::string notes = sh.tls->notes(); !notes.empty()) sh.errors.write("csgi: " + notes);
+    }
     sh.listeners = systemd_sockets();
     if (sh.listeners.empty()) {
       std::vector<std::string> specs = opt.listen;
       if (specs.empty()) specs.push_back("127.0.0.1:5000");
       for (const auto& spec : specs) sh.listeners.push_back(open_listen(parse_listen(spec), opt.reuseport));
     }
+    choose_tls_listeners(sh);
   } catch (...) {
     {
       std::lock_guard lock(mu);
@@ -736,6 +767,9 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     signals->add(SIGUSR1);
     if (!in_worker) signals->add(SIGUSR2);
   }
+  // SIGHUP's TLS reload runs beside the io threads: fetching OCSP responses may take seconds. One at a
+  // time; the last one is waited for when serving ends.
+  std::future<void> tls_reload;
   std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGTERM || sig == SIGINT) {
@@ -749,9 +783,20 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
       sh.errors.write("csgi: SIGUSR2 (binary upgrade) needs --workers: a master process that starts the new "
                       "binary while its workers serve; ignored");
     } else {
-      // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too.
+      // SIGUSR1 (and SIGHUP in a single process): reopen every log file of the process, the app's too;
+      // SIGHUP also re-reads the TLS certificates.
       if (sig == SIGHUP && !in_worker) sd.reloading("reopening the log files");
       reopen_logs(sh);
+      if (sig == SIGHUP && sh.tls) {
+        try {
+          if (!tls_reload.valid() || tls_reload.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+            tls_reload = std::async(std::launch::async, [&sh] { reload_tls(sh); });
+          else
+            sh.errors.write("csgi: SIGHUP: the TLS certificates are being re-read already");
+        } catch (const std::exception& e) {
+          sh.errors.write(std::string("csgi: SIGHUP: cannot re-read the TLS certificates: ") + e.what());
+        }
+      }
       if (sig == SIGHUP && !in_worker) sd.ready(served_status());
     }
     signals->async_wait(on_signal);
@@ -975,6 +1020,7 @@ int Server::Impl::master(Shared& sh) {
       for (auto& [pid, g] : workers)
         if (g == generation) old_pids.push_back(pid);
       ++generation;
+      reload_tls(sh);  // the new workers start with the certificates as the files now say
       for (unsigned i = 0; i < opt.workers; ++i)
         if (pid_t p = spawn(); p > 0) workers[p] = generation;
       for (pid_t p : old_pids) ::kill(p, SIGTERM);

@@ -43,6 +43,12 @@ class ServerStats;
 
 namespace csgi::standalone {
 
+/// A certificate chain (PEM, the server's certificate first) and its private key (PEM), for TLS.
+struct TlsCertificate {
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct ServerOptions {
   /// Where to listen: "host:port", "[v6]:port", ":port" (all IPv4), "unix:/path". Empty with
   /// LISTEN_FDS set in the environment: the sockets systemd handed over. Empty otherwise: 127.0.0.1:5000.
@@ -55,6 +61,11 @@ struct ServerOptions {
   std::string access_log;         // file for one combined-format line per request ("" = none, "-" = stdout)
   std::string error_log;          // file for csgi.errors ("" = stderr)
   bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs, systemd notification; off for embedding
+
+  // TLS (docs/standalone.md, TLS): served on the listeners given as https://HOST:PORT, or on every
+  // listener when certificates are given and no listener says https://. SIGHUP re-reads the files.
+  std::vector<TlsCertificate> tls_certificates;  // the first is the default; the others chosen by SNI
+  std::string tls_client_ca;                     // non-empty: clients must present a certificate it signed
 
   // Limits (over the limit: the status in the comment, and the connection is closed).
   std::size_t max_request_line = 8192;        // 414

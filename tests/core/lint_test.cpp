@@ -323,6 +323,41 @@ TEST_CASE("Lint rejects: CGI keys that are not text", "[lint][ENV-14]") {
   CHECK(env_breach([](Env& e) { e.set_int("GATEWAY_INTERFACE", 1); }) == "ENV-14");
 }
 
+TEST_CASE("Lint rejects: HTTPS on without the https scheme", "[lint][ENV-17]") {
+  CHECK(env_breach([](Env& e) { e.set(keys::HTTPS, "on"); }) == "ENV-17");
+  CHECK(env_breach([](Env& e) {
+          e.set(keys::HTTPS, "on");
+          e.set(keys::url_scheme, "https");
+        }).empty());
+  CHECK(env_breach([](Env& e) { e.set(keys::HTTPS, "off"); }).empty());  // as a front server may pass it
+}
+
+TEST_CASE("Lint rejects: malformed TLS keys", "[lint][ENV-18]") {
+  auto tls = [](Env& e) {
+    e.set(keys::HTTPS, "on");
+    e.set(keys::url_scheme, "https");
+  };
+  CHECK(env_breach([&](Env& e) {
+          tls(e);
+          e.set(keys::SSL_PROTOCOL, "TLSv1.3");
+          e.set(keys::SSL_CLIENT_VERIFY, "FAILED:certificate has expired");
+          e.set(keys::SSL_CLIENT_CERT, "-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----\n");
+        }).empty());
+  CHECK(env_breach([&](Env& e) {
+          tls(e);
+          e.set(keys::SSL_PROTOCOL, "1.3");
+        }) == "ENV-18");
+  CHECK(env_breach([&](Env& e) {
+          tls(e);
+          e.set(keys::SSL_CLIENT_VERIFY, "yes");
+        }) == "ENV-18");
+  CHECK(env_breach([&](Env& e) {
+          tls(e);
+          e.set(keys::SSL_CLIENT_CERT, "MIIB...");
+        }) == "ENV-18");
+  CHECK(env_breach([](Env& e) { e.set(keys::SSL_PROTOCOL, "TLSv1.3"); }) == "ENV-18");  // TLS keys on http
+}
+
 TEST_CASE("Lint rejects: unknown keys under csgi. and csgix.", "[lint][ENV-15]") {
   CHECK(env_breach([](Env& e) { e.set("csgi.foo", "1"); }) == "ENV-15");
   CHECK(env_breach([](Env& e) { e.set_bool("csgix.webtransport", true); }) == "ENV-15");

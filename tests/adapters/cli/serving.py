@@ -12,14 +12,14 @@ def check(cond, what):
         failures.append(what)
 
 
-def start(csgi, args):
-    """Starts `csgi serve ARGS --listen 127.0.0.1:0`; returns (process, port) once it listens."""
-    p = subprocess.Popen([csgi, "serve"] + args + ["--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
+def start(csgi, args, listen="127.0.0.1:0", stderr=subprocess.DEVNULL):
+    """Starts `csgi serve ARGS --listen LISTEN`; returns (process, port) once it listens (http or https)."""
+    p = subprocess.Popen([csgi, "serve"] + args + ["--listen", listen], stdout=subprocess.PIPE,
+                         stderr=stderr, text=True)
     deadline = time.time() + 10
     while time.time() < deadline:
         line = p.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+        m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", line)
         if m:
             return p, int(m.group(1))
     p.kill()

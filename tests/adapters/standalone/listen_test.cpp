@@ -21,6 +21,18 @@ TEST_CASE("parse_listen: the --listen forms") {
   CHECK((e.kind == ListenAddress::Kind::unix_path && e.path == "/run/x.sock"));
 }
 
+TEST_CASE("parse_listen: https:// marks a TLS listener, http:// a plain one") {
+  auto a = parse_listen("https://127.0.0.1:8443");
+  CHECK((a.tls && a.host == "127.0.0.1" && a.port == "8443"));
+  auto b = parse_listen("https://[::1]:443/");
+  CHECK((b.tls && b.host == "::1" && b.port == "443"));
+  auto c = parse_listen("http://:8080");
+  CHECK((!c.tls && c.host.empty() && c.port == "8080"));
+  CHECK_FALSE(parse_listen("127.0.0.1:80").tls);
+  CHECK_THROWS_AS(parse_listen("https://"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_listen("ftp://127.0.0.1:21"), std::invalid_argument);
+}
+
 TEST_CASE("parse_listen: malformed values are refused") {
   CHECK_THROWS_AS(parse_listen("localhost"), std::invalid_argument);
   CHECK_THROWS_AS(parse_listen("::1:80"), std::invalid_argument);

@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Headless Chromium loads `csgi serve --demo` over https://, trusting the test CA (an NSS database in a
+temporary HOME, made with certutil from libnss3-tools): the demo page, a page that reports the
+navigation's protocol and secure context, and /env with the TLS keys. Without the CA the page does not
+load (the control). Exit 77 (skipped) without chromium or certutil.
+Usage: test_browser_tls.py CSGI_EXE"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CSGI = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serving import check, failures, start  # noqa: E402
+from tls_certs import Certs  # noqa: E402
+
+chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+certutil = shutil.which("certutil")
+if not chromium or not certutil:
+    print("SKIP: chromium or certutil (libnss3-tools) not installed")
+    sys.exit(77)
+
+work = tempfile.mkdtemp(prefix="csgi-browser-tls-")
+os.mkdir(os.path.join(work, "certs"))
+certs = Certs(os.path.join(work, "certs"))
+site = os.path.join(work, "site")
+os.mkdir(site)
+with open(os.path.join(site, "probe.html"), "w") as f:
+    f.write('<!doctype html><meta charset=utf-8><title>probe</title><p id=out>pending</p><script>'
+            'const nav = performance.getEntriesByType("navigation")[0];'
+            'document.getElementById("out").textContent = "protocol=" + nav.nextHopProtocol + '
+            '" secure=" + window.isSecureContext;</script>')
+trusting = os.path.join(work, "home")
+nssdb = os.path.join(trusting, ".pki", "nssdb")
+os.makedirs(nssdb)
+subprocess.run([certutil, "-d", "sql:" + nssdb, "-N", "--empty-password"], check=True)
+subprocess.run([certutil, "-d", "sql:" + nssdb, "-A", "-n", "csgi test CA", "-t", "C,,", "-i", certs.ca], check=True)
+untrusting = os.path.join(work, "home-untrusting")
+os.mkdir(untrusting)
+
+
+def dump(url, home):
+    profile = tempfile.mkdtemp(dir=work)
+    r = subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--user-data-dir=" + profile, "--virtual-time-budget=3000", "--dump-dom", url],
+                       capture_output=True, text=True, timeout=90, env=dict(os.environ, HOME=home))
+    return r.stdout
+
+
+tls = ["--tls-cert", certs.server[0], "--tls-key", certs.server[1]]
+p, port = start(CSGI, ["--demo"] + tls, listen="https://127.0.0.1:0")
+q = None
+try:
+    q, probe_port = start(CSGI, ["--demo", "--static", site] + tls, listen="https://127.0.0.1:0")
+    base = "https://localhost:%d" % port
+    check("Hello from" not in dump(base + "/", untrusting), "without the test CA the page does not load")
+    check("Hello from csgi!" in dump(base + "/", trusting), "the demo page loads over https")
+    probe = dump("https://localhost:%d/probe.html" % probe_port, trusting)
+    check("protocol=http/1.1 secure=true" in probe, "nextHopProtocol http/1.1 in a secure context: %r" %
+          probe[probe.find("id=\"out\""):][:60])
+    env = dump(base + "/env", trusting)
+    check("<td>SSL_PROTOCOL</td><td>TLSv1.3</td>" in env, "the browser's request: SSL_PROTOCOL TLSv1.3")
+    check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's request: SSL_TLS_SNI localhost")
+    check("<td>csgi.url_scheme</td><td>https</td>" in env, "the browser's request: csgi.url_scheme https")
+finally:
+    for server in (p, q):
+        if server is None:
+            continue
+        server.terminate()
+        server.wait(timeout=15)
+    shutil.rmtree(work, ignore_errors=True)
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
