@@ -40,12 +40,9 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              csgi_cli canary_app conformance_app ctest:conformance_standalone_root \
              ctest:conformance_standalone_prefix ctest:conformance_standalone_threads \
              ctest:conformance_standalone_pool ctest:standalone_test_pool \
-             ctest:reliability_corpus ctest:reliability_faults_short \
-             standalone_websocket_app ctest:websocket_conformance ctest:websocket_conformance_pool \
-             ctest:conformance_standalone_h2c ctest:conformance_standalone_h2c_pool ctest:standalone_h2
+             ctest:reliability_corpus ctest:reliability_faults_short
 TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads \
-             ctest:standalone_test_pool ctest:conformance_standalone_pool \
-             standalone_websocket_app ctest:websocket_conformance_pool ctest:conformance_standalone_h2c_pool
+             ctest:standalone_test_pool ctest:conformance_standalone_pool
 SOAK_SECONDS ?= 60
 test-asan: deps
 	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)
