@@ -84,14 +84,17 @@ void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
 }
 
 namespace {
-// Header name → env key body: ASCII letters upper-cased, '-' → '_', every other byte kept. One table for
-// short names; 8 or 16 bytes at a time (GCC vector extensions: SSE2 or NEON) for the rest. Bit 8 of
-// the table, and the returned mask, mark '_': a name holding one is dropped (ENV-10).
+// Header name → env key body: ASCII letters upper-cased, '-' → '_'. One table for short names; 8 or 16
+// bytes at a time (GCC vector extensions: SSE2 or NEON) for the rest. Bit 8 of the table, and the
+// returned mask, mark a byte other than a letter, a digit or '-' ('_' among them): a name holding one
+// is dropped, as nginx's ignore_invalid_headers does (ENV-9, ENV-10).
 constexpr std::array<std::uint16_t, 256> kKeyByte = [] {
   std::array<std::uint16_t, 256> t{};
-  for (unsigned c = 0; c < 256; ++c) t[c] = static_cast<std::uint16_t>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  for (unsigned c = 0; c < 256; ++c) {
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    t[c] = static_cast<std::uint16_t>((c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c) | (alnum || c == '-' ? 0 : 0x100));
+  }
   t['-'] = '_';
-  t['_'] = 0x100 | '_';
   return t;
 }();
 
@@ -102,7 +105,9 @@ inline std::uint64_t key_chunk(const char* in, char* out) noexcept {
   std::memcpy(&x, in, N);
   V lower = reinterpret_cast<V>((x >= 'a') & (x <= 'z'));
   V dash = reinterpret_cast<V>(x == '-');
-  V under = reinterpret_cast<V>(x == '_');
+  V upper = reinterpret_cast<V>((x >= 'A') & (x <= 'Z'));
+  V digit = reinterpret_cast<V>((x >= '0') & (x <= '9'));
+  V under = ~(lower | upper | digit | dash);  // a byte that drops the name
   V y = x - (lower & 0x20) + (dash & static_cast<unsigned char>('_' - '-'));
   std::memcpy(out, &y, N);
   std::uint64_t m[N / 8];
@@ -112,7 +117,7 @@ inline std::uint64_t key_chunk(const char* in, char* out) noexcept {
   return any;
 }
 
-// Writes the key body for `n` bytes of `in` to `out`; nonzero when the name holds a '_'.
+// Writes the key body for `n` bytes of `in` to `out`; nonzero when the name holds a byte that drops it.
 inline std::uint64_t key_bytes(const char* in, std::size_t n, char* out) noexcept {
   std::uint64_t underscore = 0;
   if (n >= 16) {
