@@ -82,6 +82,8 @@ bool iends_with(std::string_view s, std::string_view suffix) noexcept;
 std::string_view trim_ows(std::string_view s) noexcept;
 /// ASCII lower-case copy.
 std::string to_lower(std::string_view s);
+/// True when `s` is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
+bool valid_utf8(std::string_view s) noexcept;
 /// Escapes & < > " ' for HTML text and attribute values.
 std::string html_escape(std::string_view s);
 

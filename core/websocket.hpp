@@ -43,6 +43,7 @@
 #include <string_view>
 
 #include "csgi/core/response.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 class Env;
@@ -110,7 +111,6 @@ std::string handshake_problem(const Env& env);
 /// Answers a WebSocket upgrade request with `handler` (see the top of this header).
 Response accept(Env& env, Handler handler);
 
-/// True when `s` is valid UTF-8 (no overlongs, surrogates, or code points above U+10FFFF).
-bool valid_utf8(std::string_view s) noexcept;
+using csgi::valid_utf8;  // core/text.hpp: text messages and close reasons must be valid UTF-8
 
 }  // namespace csgi::websocket

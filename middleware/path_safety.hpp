@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "csgi/core/response.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::mw {
 
@@ -35,8 +36,7 @@ struct SafePath {
 /// `.well-known` (RFC 8615).
 SafePath sanitize_path(std::string_view path_info, bool allow_dotfiles = false);
 
-/// True when `s` is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
-bool valid_utf8(std::string_view s) noexcept;
+using csgi::valid_utf8;  // core/text.hpp
 
 struct Opened {
   int status = 0;  // 0: opened; else 403, 404 or 500

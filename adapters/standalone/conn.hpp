@@ -407,6 +407,9 @@ private:
   std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
 
+/// One access-log line in the combined format (respond.cpp); SERVER_PROTOCOL names the protocol.
+std::string combined_log_line(std::string_view remote_addr, const Env& env, int status, std::uint64_t body_bytes);
+
 /// The Responder handed to the app for a delayed response (delayed.cpp).
 std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
                                               std::chrono::milliseconds send_timeout,

@@ -573,28 +573,7 @@ void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t bo
   Shared& sh = c_.sh_;
   sh.stats->record_response(status, body_bytes);
   if (!sh.access_log.enabled() || !req.env) return;
-  const Env& env = *req.env;
-  auto field = [](std::string_view v) { return v.empty() ? std::string("-") : std::string(v); };
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char when[40];
-  std::strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S +0000", &tm);
-  std::string line;
-  line.reserve(256);
-  line += c_.remote_addr_[0] ? c_.remote_addr_ : "-";
-  line += " - - [";
-  line += when;
-  line += "] \"";
-  line += env.get(keys::REQUEST_METHOD);
-  line += ' ';
-  line += env.get(keys::REQUEST_URI);
-  line += " HTTP/2\" ";
-  line += std::to_string(status);
-  line += ' ';
-  line += std::to_string(body_bytes);
-  line += " \"" + field(env.get(keys::HTTP_REFERER)) + "\" \"" + field(env.get(keys::HTTP_USER_AGENT)) + "\"\n";
-  sh.access_log.write(line);
+  sh.access_log.write(combined_log_line(c_.remote_addr_, *req.env, status, body_bytes));
 }
 
 void H2Conn::log_error(std::string_view what) {

@@ -428,9 +428,7 @@ void Conn::log_error(std::string_view what) {
   sh_.errors.write(line);
 }
 
-void Conn::log_access() {
-  if (!sh_.access_log.enabled() || !env_) return;
-  const Env& env = *env_;
+std::string combined_log_line(std::string_view remote_addr, const Env& env, int status, std::uint64_t body_bytes) {
   auto field = [](std::string_view v) { return v.empty() ? std::string("-") : std::string(v); };
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -439,7 +437,7 @@ void Conn::log_access() {
   std::strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S +0000", &tm);
   std::string line;
   line.reserve(256);
-  line += remote_addr_[0] ? remote_addr_ : "-";
+  line += remote_addr.empty() ? std::string_view("-") : remote_addr;
   line += " - - [";
   line += when;
   line += "] \"";
@@ -449,11 +447,16 @@ void Conn::log_access() {
   line += ' ';
   line += env.get(keys::SERVER_PROTOCOL);
   line += "\" ";
-  line += std::to_string(status_);
+  line += std::to_string(status);
   line += ' ';
-  line += std::to_string(sent_body_);
+  line += std::to_string(body_bytes);
   line += " \"" + field(env.get(keys::HTTP_REFERER)) + "\" \"" + field(env.get(keys::HTTP_USER_AGENT)) + "\"\n";
-  sh_.access_log.write(line);
+  return line;
+}
+
+void Conn::log_access() {
+  if (!sh_.access_log.enabled() || !env_) return;
+  sh_.access_log.write(combined_log_line(remote_addr_, *env_, status_, sent_body_));
 }
 
 // Output.

@@ -24,3 +24,24 @@ def start(csgi, args, listen="127.0.0.1:0", stderr=subprocess.DEVNULL):
             return p, int(m.group(1))
     p.kill()
     raise RuntimeError("csgi did not start")
+
+
+def exchange(sock, path, host="t", close=False, extra=""):
+    """One GET on an open (plain or TLS) socket; returns (status, head text, body text) once the body of
+    its Content-Length has arrived."""
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n%s%s\r\n" % (path, host, extra, "Connection: close\r\n" if close else "")).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    m = re.search(rb"(?i)content-length: *(\d+)", head)
+    n = int(m.group(1)) if m else 0
+    while len(body) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(head.split()[1]), head.decode(), body.decode("utf-8", "replace")

@@ -18,7 +18,7 @@ import time
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, start as start_csgi  # noqa: E402
+from serving import check, exchange, failures, start as start_csgi  # noqa: E402
 
 
 def start(args):
@@ -26,22 +26,7 @@ def start(args):
 
 
 def request(sock, path):
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nUser-Agent: probe/1\r\n\r\n" % path).encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    m = re.search(rb"(?i)content-length: *(\d+)", head)
-    n = int(m.group(1)) if m else 0
-    while len(body) < n:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        body += chunk
-    return int(head.split()[1]), head.decode(), body.decode()
+    return exchange(sock, path, extra="User-Agent: probe/1\r\n")
 
 
 with tempfile.TemporaryDirectory() as tmp:

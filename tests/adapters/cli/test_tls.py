@@ -27,7 +27,7 @@ import time
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, start as start_csgi  # noqa: E402
+from serving import check, exchange, failures, start as start_csgi  # noqa: E402
 from tls_certs import Certs  # noqa: E402
 
 certs = Certs()
@@ -53,22 +53,8 @@ def connect(port, ctx=None, host="localhost", session=None):
 
 
 def request(sock, path, close=False):
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n" % (path, "Connection: close\r\n" if close else "")).encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    m = re.search(rb"(?i)content-length: *(\d+)", head)
-    n = int(m.group(1)) if m else 0
-    while len(body) < n:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        body += chunk
-    return int(head.split()[1]), body.decode("utf-8", "replace")
+    status, _, body = exchange(sock, path, host="localhost", close=close)
+    return status, body
 
 
 def env_of(body):

@@ -19,31 +19,14 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe import check, failures, fetch, get_ok  # noqa: E402,F401
+
 CSGI, APP, APP_AGAIN = (os.path.abspath(a) for a in sys.argv[1:4])
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def get(port, path="/hello"):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-    data = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        data += d
-    s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise OSError("bad response: %r" % data[:200])
-    return body.decode()
+    return get_ok(port, path)
 
 
 def replace(dst, src=None, text=None):

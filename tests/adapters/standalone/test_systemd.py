@@ -19,15 +19,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe import check, failures, fetch, get_ok  # noqa: E402,F401
+
 CSGI, APP, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
 UNIT = os.path.join(SRC, "docs/deploy/systemd/csgi-http.service")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def unit_settings(path):
@@ -41,16 +37,7 @@ def unit_settings(path):
 
 
 def get(port, path="/hello"):
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-    data = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        data += d
-    s.close()
-    return data
+    return fetch(port, path, timeout=5)
 
 
 class Notify:
