@@ -626,6 +626,8 @@ App from_wsgi(py::object wsgi_app) {
 
 App to_app(py::handle obj) {
   if (py::isinstance<AppHandle>(obj)) return obj.cast<AppHandle&>().app();
+  py::object host = py::module_::import("csgi._asgi_host");
+  if (host.attr("is_asgi_app")(obj).cast<bool>()) return to_app(host.attr("from_asgi")(obj));
   return from_wsgi(py::reinterpret_borrow<py::object>(obj));
 }
 

@@ -12,6 +12,7 @@ from ._csgi import App, Builder, Layer, load_app, reopen_logs, spec_version  # n
 from ._csgi import BodyIterator, ErrorsStream, FileWrapper, InputStream, StartResponse  # noqa: F401
 from ._wsgi import import_wsgi_app  # noqa: F401
 from ._asgi import asgi  # noqa: F401
+from ._asgi_host import LifespanFailed, from_asgi  # noqa: F401
 try:  # present when the module was built with the standalone adapter
     from ._csgi import serve  # noqa: F401
 except ImportError:  # pragma: no cover
