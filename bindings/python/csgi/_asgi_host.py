@@ -26,6 +26,10 @@ _READ_SIZE = 1 << 16    # request body bytes per http.request message
 _END = object()
 
 
+class ClientDisconnected(OSError):
+    """Raised by send() once the client has gone (after a chance for the app to be cancelled)."""
+
+
 class LifespanFailed(RuntimeError):
     """The app's lifespan startup failed (``lifespan.startup.failed`` or an exception)."""
 
@@ -99,6 +103,7 @@ class _Exchange:
         length = environ.get("CONTENT_LENGTH")
         self.remaining = int(length) if length and length.isdigit() else None
         self.body_done = self.remaining == 0 or (self.remaining is None and "HTTP_TRANSFER_ENCODING" not in environ)
+        self.body_given = False     # an http.request message went to the app
         self.started = False        # http.response.start received
         self.head_given = False     # the WSGI side has the head (and the first body)
         self.finished = False       # the last body message was sent
@@ -123,13 +128,16 @@ class _Exchange:
         try:
             await self.host.app(self.scope, self.receive, self.send)
         except BaseException as e:  # noqa: B902 - every failure of the app ends its response
+            if self.gone and isinstance(e, OSError):
+                self.end()  # the client left and send() said so: nothing to report
+                return
             self.fail(e)
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
             return
         if not self.head_given:
             self.fail(RuntimeError("the ASGI app returned without sending a response"))
-        elif not self.finished:
+        elif not self.finished and not self.gone:
             self.fail(RuntimeError("the ASGI app returned before its response body ended"))
 
     def fail(self, exc):
@@ -153,6 +161,9 @@ class _Exchange:
             self.ended.set_result(None)
 
     async def receive(self):
+        if self.body_done and not self.body_given:
+            self.body_given = True
+            return {"type": "http.request", "body": b"", "more_body": False}
         if not self.body_done:
             want = _READ_SIZE if self.remaining is None else min(_READ_SIZE, self.remaining)
             try:
@@ -162,6 +173,7 @@ class _Exchange:
                 self.gone = True
                 self.end()
                 return {"type": "http.disconnect"}
+            self.body_given = True
             if self.remaining is not None:
                 self.remaining -= len(data)
                 self.body_done = self.remaining <= 0 or not data
@@ -184,9 +196,9 @@ class _Exchange:
             raise RuntimeError("unexpected ASGI message %r" % kind)
         if not self.started:
             raise RuntimeError("http.response.body before http.response.start")
+        if self.gone:
+            await self.left()
         if self.finished:
-            if self.gone:
-                return
             raise RuntimeError("http.response.body after the last one")
         body = message.get("body", b"")
         more = message.get("more_body", False)
@@ -198,8 +210,6 @@ class _Exchange:
                 self.give(("complete", bytes(body)))
                 self.end()
             return
-        if self.gone:
-            return
         if body:
             self.push(bytes(body))
         if not more:
@@ -210,6 +220,14 @@ class _Exchange:
         while self.queued >= _HIGH_WATER and not self.gone:
             self.room = self.loop.create_future()
             await self.room
+        if self.gone:
+            await self.left()
+
+    async def left(self):
+        """send() once the client has gone: a chance to be cancelled (Starlette cancels a streaming
+        response when receive() reports the disconnect), then ClientDisconnected."""
+        await asyncio.sleep(0)
+        raise ClientDisconnected("the client disconnected")
 
     def push(self, item):
         with self.cv:
