@@ -164,6 +164,9 @@ def test_lifespan_once_per_worker(server_factory, csgi_bin, tmp_path, workers):
     srv = start_csgi(server_factory, csgi_bin, tmp_path, "--workers", str(workers))
     for _ in range(20):
         assert fetch(srv.port, "GET", "/")[0] == 200
+    deadline = time.monotonic() + 10  # each worker starts on its own, after the master listens
+    while len(lines(tmp_path / "lifespan.txt")) < 2 * max(workers, 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
     started = (tmp_path / "lifespan.txt").read_text().splitlines()
     assert len(started) == max(workers, 1) and all(s.startswith("startup ") for s in started)
     pids = {s.split()[1] for s in started}
