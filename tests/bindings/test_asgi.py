@@ -326,3 +326,11 @@ def test_mounted_failure_after_start_aborts_the_response(mounted):
     while "stream failed mid-body" not in srv.output() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "stream failed mid-body" in srv.output()
+
+
+@pytest.mark.parametrize("args", [("hello",), ("echo",), ("stream",), ("delayed",)])
+def test_inline_mode_answers_alike(load, args):
+    sc = scope("/x", method="POST", root_path="/cpp", headers=[("Content-Type", "text/plain")])
+    pooled = validate(drive(csgi.asgi(load(*args)), sc, chunks=(b"abc",)))
+    inline = validate(drive(csgi.asgi(load(*args), threads=0), sc, chunks=(b"abc",)))
+    assert pooled == inline

@@ -131,14 +131,28 @@ def _latin1(text):
     return text.encode("utf-8").decode("latin-1")
 
 
+_HEADER_KEYS = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}  # name → environ key
+
+
+def _header_key(name):
+    key = _HEADER_KEYS.get(name) or _HEADER_KEYS.get(name.lower())
+    if key is None:
+        key = "HTTP_" + name.decode("latin-1").upper().replace("-", "_")
+        if len(_HEADER_KEYS) < 1024:
+            _HEADER_KEYS[name] = key
+    return key
+
+
 def _environ(scope, body_input):
     """The PEP 3333 environ of an ASGI http scope (what uvicorn's and Starlette's WSGI adapters build)."""
-    query = scope.get("query_string", b"")
+    query = scope.get("query_string")
     query = query.decode("latin-1") if query else ""
+    root = scope.get("root_path", "")
+    path = scope["path"]
     env = {
         "REQUEST_METHOD": scope["method"],
-        "SCRIPT_NAME": _latin1(scope.get("root_path", "")),
-        "PATH_INFO": _latin1(scope["path"]),
+        "SCRIPT_NAME": _latin1(root) if root and not root.isascii() else root,
+        "PATH_INFO": path if path.isascii() else _latin1(path),
         "QUERY_STRING": query,
         "SERVER_PROTOCOL": "HTTP/" + scope.get("http_version", "1.1"),
         "wsgi.version": (1, 0),
@@ -163,15 +177,8 @@ def _environ(scope, body_input):
         env["REMOTE_ADDR"] = str(client[0])
         env["REMOTE_PORT"] = str(client[1])
     for name, value in scope.get("headers", ()):
-        name = name.decode("latin-1")
+        key = _HEADER_KEYS.get(name) or _header_key(name)
         value = value.decode("latin-1")
-        lower = name.lower()
-        if lower == "content-type":
-            key = "CONTENT_TYPE"
-        elif lower == "content-length":
-            key = "CONTENT_LENGTH"
-        else:
-            key = "HTTP_" + name.upper().replace("-", "_")
         if key in env:
             env[key] += ("; " if key == "HTTP_COOKIE" else ",") + value
         else:
@@ -216,7 +223,8 @@ class ASGIApp:
         if hasattr(app, "build") and not callable(app):
             app = app.build()
         self.app = app if isinstance(app, App) else App(app)
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="csgi-asgi")
+        self._inline = threads == 0
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(threads, 4), thread_name_prefix="csgi-asgi")
 
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
@@ -269,7 +277,10 @@ class ASGIApp:
             pump = None
         try:
             environ = _environ(scope, body_input)
-            head, first, it = await _finish(loop.run_in_executor(self._pool, self._call, environ))
+            if self._inline and streamed is None:
+                head, first, it = self._call(environ)  # an app that never blocks, on the loop
+            else:
+                head, first, it = await _finish(loop.run_in_executor(self._pool, self._call, environ))
             if streamed is not None:
                 streamed.response_started()
             await send({"type": "http.response.start", "status": _status_code(head[0]),
@@ -315,5 +326,7 @@ def asgi(app, *, threads=32):
 
     ``app``: a ``csgi.App`` (``load_app()``, ``Builder.build()``, the built-ins), a ``csgi.Builder`` or
     any WSGI callable. The app runs on a pool of ``threads`` threads with the GIL released; the event
-    loop never waits for it."""
+    loop never waits for it. ``threads=0``: the app is called on the event loop's thread when the request
+    body came whole (as ``csgi serve --app-threads 0`` calls it on the io thread): for apps that never
+    block (a delayed response must be answered at once); streamed bodies and responses still use a pool."""
     return ASGIApp(app, threads=threads)
