@@ -260,7 +260,7 @@ void bind_from_asgi(py::module_& m) {
       [](std::shared_ptr<AsgiQueue> q, py::object keep) {
         auto hold = std::make_shared<PyRef>(std::move(keep));  // the Python host, for as long as the app lives
         App app = [q, hold](Env& env) {
-          // The body is read here, on the server's app thread: the adapter's csgi.input is not readable
+          // The body is read here, on the server's thread: the adapter's csgi.input is not readable
           // once the app has returned its delayed response. Bounded by the server's body limit.
           std::string_view cl = env.get(keys::CONTENT_LENGTH);
           std::string body;
