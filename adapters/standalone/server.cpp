@@ -604,6 +604,7 @@ int Server::Impl::master(Shared& sh) {
   ::sigaction(SIGCHLD, &sa, nullptr);
 
   std::map<pid_t, unsigned> workers;  // pid → generation
+  int exit_status = 0;
   constexpr unsigned retiring = ~0u;  // the generation of a worker leaving after a contained fault
   unsigned generation = 0;
   // Workers that contained a fault say so through this pipe (their pid), so that a replacement starts
@@ -666,8 +667,17 @@ int Server::Impl::master(Shared& sh) {
       unsigned gen = it->second;
       workers.erase(it);
       bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
-      bool replace = !stopping && gen == generation;
-      if (gen == retiring && WIFEXITED(status) && WEXITSTATUS(status) == 70) {
+      bool cannot_start = WIFEXITED(status) && WEXITSTATUS(status) == kWorkerCannotStart;
+      bool replace = !stopping && gen == generation && !cannot_start;
+      if (cannot_start && !stopping) {
+        // The app cannot start in a worker (an ASGI lifespan startup failed): a new one would fail alike.
+        sh.errors.write("csgi: worker " + std::to_string(pid) + " could not start the app (exit " +
+                        std::to_string(kWorkerCannotStart) + "); stopping the server");
+        stopping = true;
+        exit_status = kWorkerCannotStart;
+        stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
+        for (auto& [other, g] : workers) ::kill(other, SIGTERM);
+      } else if (gen == retiring && WIFEXITED(status) && WEXITSTATUS(status) == 70) {
         sh.errors.write("csgi: worker " + std::to_string(pid) + " exited after containing a fault");
       } else if (crashed) {
         sh.errors.write("csgi: worker " + std::to_string(pid) + " died (" +
@@ -712,7 +722,7 @@ int Server::Impl::master(Shared& sh) {
     if (fd >= 0) ::close(fd);
   for (const auto& s : sh.listeners)
     if (!s.tcp && !s.systemd && s.display.rfind("unix:", 0) == 0) ::unlink(s.display.c_str() + 5);
-  return 0;
+  return exit_status;
 }
 
 }  // namespace csgi::standalone
