@@ -149,7 +149,6 @@ HC=("$PY" -m hypercorn --bind 127.0.0.1:PORT --workers 1)
 if [[ "$csgi_help" == *--asgi* ]]; then
   measure asgi_csgi_fa 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi fahello:app
   measure asgi_csgi_st 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi sthello:app
-  measure asgi_csgi_fa0 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --app-threads 0 --asgi fahello:app
 fi
 measure asgi_uv_fa 50 / "${UV[@]}" fahello:app
 measure asgi_uv_st 50 / "${UV[@]}" sthello:app
@@ -239,7 +238,6 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "| Flask app | gunicorn sync | ${RPS[gun_flask]} | ${LAT[gun_flask]} | $(ratio gun_flask uwsgi_flask) vs uWSGI | |"
   if [ -n "${RPS[asgi_csgi_fa]:-}" ]; then
     echo "| FastAPI hello | csgi serve --asgi | ${RPS[asgi_csgi_fa]} | ${LAT[asgi_csgi_fa]} | $(ratio asgi_csgi_fa asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
-    echo "| FastAPI hello, --app-threads 0 | csgi serve --asgi | ${RPS[asgi_csgi_fa0]} | ${LAT[asgi_csgi_fa0]} | $(ratio asgi_csgi_fa0 asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
     echo "| Starlette hello | csgi serve --asgi | ${RPS[asgi_csgi_st]} | ${LAT[asgi_csgi_st]} | $(ratio asgi_csgi_st asgi_uv_st) vs uvicorn | |"
   fi
   echo "| FastAPI hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fa]} | ${LAT[asgi_uv_fa]} | 1.00 | |"
@@ -255,11 +253,12 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo
   echo "| case | µs CPU/request |"
   echo "|---|---|"
-  for k in gun_cxx gun_py csgi_py asgi_csgi_fa asgi_csgi_fa0 asgi_uv_fa asgi_hc_fa asgi_csgi_st asgi_uv_st asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
+  for k in gun_cxx gun_py csgi_py asgi_csgi_fa asgi_uv_fa asgi_hc_fa asgi_csgi_st asgi_uv_st asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} |"
   done
   echo
-  echo "The bridges in process, µs per call (median machine noise ±10%; 'cost' = minus the pure-Python hello):"
+  echo "The bridges in process, wall µs per call of a serial loop ('cost' = minus the pure-Python hello; the"
+  echo "thread-pool row is mostly the hand-over to a pool thread and back, not CPU):"
   echo
   echo "| call | µs/call | bridge cost µs |"
   echo "|---|---|---|"
@@ -270,7 +269,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "Commands (PORT chosen free per run; modules written by bench/suites/python.sh):"
   echo
   for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close uwsgi_flask gun_flask csgi_flask gil_1 gil_4 \
-           asgi_csgi_fa asgi_csgi_fa0 asgi_csgi_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
+           asgi_csgi_fa asgi_csgi_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
   done
 } > "$out/python.md"
