@@ -25,8 +25,8 @@
 namespace csgi::python {
 namespace {
 
-/// One request on its way through the ASGI app. Used by one thread at a time (the loop thread, or a
-/// pool thread the loop waits for).
+/// One request on its way through the ASGI app: used on the loop thread, but for write(), which runs on a
+/// pool thread (the writer is shared under a lock with the loop's close() and fail()).
 class AsgiRequest {
 public:
   AsgiRequest(Env& env, std::string body) : env_(&env), body_(std::move(body)) {}
@@ -47,8 +47,9 @@ public:
     Py_ssize_t len = 0;
     if (PyBytes_AsStringAndSize(body.ptr(), &data, &len) < 0) throw_python_error();
     r.body = std::string(data, static_cast<std::size_t>(len));
-    answered();
     Responder res = std::move(responder_);
+    if (!res) throw std::logic_error("the response was answered already");
+    answered();
     ReleaseGil nogil;
     res.respond(std::move(r));
   }
@@ -57,20 +58,23 @@ public:
     Responder res = std::move(responder_);
     if (!res) throw std::logic_error("the response was answered already");
     ReleaseGil nogil;
-    writer_ = res.start(status, std::move(h));
+    WriterPtr w = res.start(status, std::move(h));
+    std::lock_guard lock(writer_mu_);
+    writer_ = std::move(w);
   }
   /// False once the client has gone. May wait (back-pressure): called on a pool thread.
   bool write(py::bytes chunk) {
-    if (!writer_) return false;
+    WriterPtr w = writer();
+    if (!w) return false;
     char* data = nullptr;
     Py_ssize_t len = 0;
     if (PyBytes_AsStringAndSize(chunk.ptr(), &data, &len) < 0) throw_python_error();
     ReleaseGil nogil;
-    return writer_->write(std::string_view(data, static_cast<std::size_t>(len)));
+    return w->write(std::string_view(data, static_cast<std::size_t>(len)));
   }
   void close() {
     answered();
-    if (WriterPtr w = std::move(writer_)) {
+    if (WriterPtr w = take_writer()) {
       ReleaseGil nogil;
       w->close();
     }
@@ -86,9 +90,9 @@ public:
       return;
     }
     answered();
-    WriterPtr w = std::move(writer_);
+    WriterPtr w = take_writer();
     ReleaseGil nogil;
-    w.reset();  // dropped without close(): the adapter ends the response as failed
+    w.reset();  // dropped without close() (the last reference once a write in flight returns): failed
   }
   void log(const std::string& message) {
     if (env_) {
@@ -105,6 +109,15 @@ private:
     return *env_;
   }
   void answered() noexcept { env_ = nullptr; }
+  // The writer is taken by the loop thread (close, fail) while a pool thread may be writing.
+  WriterPtr writer() {
+    std::lock_guard lock(writer_mu_);
+    return writer_;
+  }
+  WriterPtr take_writer() {
+    std::lock_guard lock(writer_mu_);
+    return std::move(writer_);
+  }
   static Headers to_headers(py::handle list) {
     Headers h;
     for (py::handle item : list) {
@@ -122,6 +135,7 @@ private:
   Env* env_;
   std::string body_;
   Responder responder_;
+  std::mutex writer_mu_;
   WriterPtr writer_;
 };
 
