@@ -68,7 +68,9 @@ std::string package_dir() {
   return (program_dir / CSGI_PYTHON_INSTALL_RELATIVE_DIR).lexically_normal().string();
 }
 
-App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
+namespace {
+
+App load_python_app(const std::string& spec, const std::vector<std::string>& args, int asgi_workers) {
   std::string dir = package_dir();
   const csgi_python_host* host = open_host(dir);
   std::vector<const char*> argv;
@@ -76,14 +78,27 @@ App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args)
   App app;
   const void* peer = nullptr;
   char err[1024] = "";
-  if (host->load_wsgi_app(spec.c_str(), argv.data(), static_cast<int>(argv.size()), dir.c_str(), &app, &peer, err,
-                          sizeof err) != 0)
-    throw std::runtime_error(err);
+  int rc = asgi_workers < 0
+               ? host->load_wsgi_app(spec.c_str(), argv.data(), static_cast<int>(argv.size()), dir.c_str(), &app,
+                                     &peer, err, sizeof err)
+               : host->load_asgi_app(spec.c_str(), static_cast<unsigned>(asgi_workers), argv.data(),
+                                     static_cast<int>(argv.size()), dir.c_str(), &app, &peer, err, sizeof err);
+  if (rc != 0) throw std::runtime_error(err);
   // The extension has its own copy of csgi::log_files (csgi.mw.access_log's writers are there): linked to
   // this program's, so that the server's SIGUSR1 reopens them and a worker flushes them before it exits.
   static std::shared_ptr<void> link;  // for the life of the process: the extension is never unloaded
   if (peer) link = log_files::link(*static_cast<const log_files::Peer*>(peer), nullptr);
   return app;
+}
+
+}  // namespace
+
+App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args) {
+  return load_python_app(spec, args, -1);
+}
+
+App load_asgi_app(const std::string& spec, unsigned workers, const std::vector<std::string>& args) {
+  return load_python_app(spec, args, static_cast<int>(workers));
 }
 
 }  // namespace csgi::python_host

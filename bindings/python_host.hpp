@@ -26,4 +26,10 @@ std::string package_dir();
 /// or libpython cannot be loaded.
 App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args = {});
 
+/// As load_wsgi_app, for an ASGI 3 app (`csgi serve --asgi`), served through csgi._asgi_host: an asyncio
+/// event loop on a thread of each serving process; with `workers` 0 it and the lifespan startup start
+/// now (a failing startup throws, its traceback printed), else in each forked worker (which then ends
+/// with status 3 when the startup fails).
+App load_asgi_app(const std::string& spec, unsigned workers, const std::vector<std::string>& args = {});
+
 }  // namespace csgi::python_host

@@ -5,7 +5,7 @@
 /// The module lies in the csgi Python package directory, next to the extension csgi._csgi it works with.
 #include <stddef.h>
 
-#define CSGI_PYTHON_HOST_ABI_VERSION 1
+#define CSGI_PYTHON_HOST_ABI_VERSION 2
 #define CSGI_PYTHON_HOST_FILE "libcsgi_python_host.so"
 #define CSGI_PYTHON_HOST_ENTRY "csgi_python_host_v1"
 
@@ -28,6 +28,11 @@ struct csgi_python_host {
   /// the Python traceback printed to stderr first. Called at most once per process.
   int (*load_wsgi_app)(const char* spec, const char* const* argv, int argc, const char* package_dir,
                        void* app_out, const void** log_peer_out, char* err, size_t err_size);
+  /// As load_wsgi_app, for an ASGI app (`csgi serve --asgi`): `workers` is the server's --workers (0:
+  /// the event loop and the lifespan startup start now; N: in each forked worker).
+  int (*load_asgi_app)(const char* spec, unsigned workers, const char* const* argv, int argc,
+                       const char* package_dir, void* app_out, const void** log_peer_out, char* err,
+                       size_t err_size);
 };
 
 typedef const struct csgi_python_host* (*csgi_python_host_entry_fn)(void);

@@ -106,7 +106,8 @@ std::vector<OptionSpec> make_table() {
    [](const Options& d) { return show(d.server.threads); },
    [](Options& o, const std::string& v) { o.server.threads = static_cast<unsigned>(whole(v, 1, 1024)); }},
   {"workers", 'w', "N", H | F, false,
-   "0: serve in this process; N: a master process forks N workers and restarts any that dies",
+   "0: serve in this process; N: a master process forks N workers and restarts any that dies (one that exits "
+   "with status 3, its app unable to start, stops the server with that status)",
    [](const Options& d) { return show(d.server.workers); },
    [](Options& o, const std::string& v) { o.server.workers = static_cast<unsigned>(whole(v, 0, 1024)); }},
   {"app-threads", 0, "N", H, false,

@@ -882,6 +882,7 @@ int Server::Impl::master(Shared& sh) {
   ::sigaction(SIGCHLD, &sa, nullptr);
 
   std::map<pid_t, unsigned> workers;  // pid → generation
+  int exit_status = 0;
   constexpr unsigned retiring = ~0u;  // the generation of a worker leaving after a contained fault
   unsigned generation = 0;
   // Workers that contained a fault say so through this pipe (their pid), so that a replacement starts
@@ -980,8 +981,20 @@ int Server::Impl::master(Shared& sh) {
         leaving.erase(why);
       }
       bool crashed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
-      bool replace = !stopping && gen == generation;
-      if (gen == retiring && WIFEXITED(status) && WEXITSTATUS(status) == 70) {
+      // Under --reload a worker that cannot start is the handover's to report: the old workers (or the
+      // next change) go on.
+      bool cannot_start =
+          WIFEXITED(status) && WEXITSTATUS(status) == kWorkerCannotStart && !handover.reloading();
+      bool replace = !stopping && gen == generation && !cannot_start;
+      if (cannot_start && !stopping) {
+        // The app cannot start in a worker (an ASGI lifespan startup failed): a new one would fail alike.
+        sh.errors.write("csgi: worker " + std::to_string(pid) + " could not start the app (exit " +
+                        std::to_string(kWorkerCannotStart) + "); stopping the server");
+        stopping = true;
+        exit_status = kWorkerCannotStart;
+        stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
+        for (auto& [other, g] : workers) ::kill(other, SIGTERM);
+      } else if (gen == retiring && WIFEXITED(status) && WEXITSTATUS(status) == 70) {
         sh.errors.write("csgi: worker " + std::to_string(pid) + " exited after " +
                         (cause == WorkerBoard::Cause::timeout ? "a request timeout" : "containing a fault"));
       } else if (gen == retiring && cause && !crashed) {
@@ -1036,7 +1049,7 @@ int Server::Impl::master(Shared& sh) {
   for (const auto& s : sh.listeners)
     if (!s.tcp && !s.systemd && !handover.handed_over() && s.display.rfind("unix:", 0) == 0) ::unlink(s.display.c_str() + 5);
   reports = nullptr;
-  return 0;
+  return exit_status;
 }
 
 }  // namespace csgi::standalone

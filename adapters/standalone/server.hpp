@@ -49,6 +49,10 @@ struct TlsCertificate {
   std::string key_file;
 };
 
+/// The exit status of a prefork worker whose app cannot start (an ASGI lifespan startup failed): the
+/// master does not replace it but stops the server, and run() returns this status.
+inline constexpr int kWorkerCannotStart = 3;
+
 struct ServerOptions {
   /// Where to listen: "host:port", "[v6]:port", ":port" (all IPv4), "unix:/path". Empty with
   /// LISTEN_FDS set in the environment: the sockets systemd handed over. Empty otherwise: 127.0.0.1:5000.

@@ -5,6 +5,9 @@
 #   2. Python hello: csgi serve --wsgi (when the csgi command has --wsgi) vs uWSGI http-socket vs gunicorn
 #   3. small Flask app: the same hosts
 #   4. GIL: a C++ app sleeping 10 ms per request under gunicorn gthread, 4 threads vs 1 thread
+#   5. ASGI: FastAPI and Starlette hellos on csgi serve --asgi vs uvicorn (uvloop + httptools) vs hypercorn;
+#      a C++ hello mounted in Starlette (csgi.asgi) vs a Starlette Python hello, both under uvicorn; with the
+#      server's CPU time per request (utime+stime of its process over the wrk run / requests)
 set -uo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -41,6 +44,36 @@ application = Flask(__name__)
 def index():
     return jsonify(hello="world", n=len(request.args))
 PYEOF
+cat > "$work/fahello.py" <<'PYEOF'
+from fastapi import FastAPI
+app = FastAPI()
+@app.get("/")
+async def root():
+    return {"hello": "world"}
+PYEOF
+cat > "$work/sthello.py" <<'PYEOF'
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+async def hello(request):
+    return PlainTextResponse("Hello, World!")
+app = Starlette(routes=[Route("/", hello)])
+PYEOF
+cat > "$work/stcxx.py" <<'PYEOF'
+import os, csgi
+from starlette.applications import Starlette
+from starlette.routing import Mount
+threads = int(os.environ.get("CSGI_ASGI_THREADS", "32"))
+app = Starlette(routes=[Mount("/cxx", csgi.asgi(csgi.load_app(os.environ["CSGI_TEST_APPS"], ["hello"]), threads=threads))])
+PYEOF
+cat > "$work/stpy.py" <<'PYEOF'
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route
+async def hello(request):
+    return PlainTextResponse("Hello, World!")
+app = Starlette(routes=[Mount("/py", routes=[Route("/", hello)])])
+PYEOF
 
 pid=""
 kill_server() { if [ -n "$pid" ]; then kill -TERM -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""; fi; }
@@ -65,21 +98,30 @@ run_wrk() {
     /Requests\/sec/ {rps=$2} /^    Latency/ {lat=$2} /Non-2xx/ {bad=$NF}
     END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
 }
-declare -A RPS LAT CMD
+declare -A RPS LAT CMD CPU
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }  # utime+stime, every thread
 measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps wrk runs on one server
   local key=$1 conns=$2 path=$3; shift 3
   local port; port=$(free_port)
   local argv=("${@//PORT/$port}")
   if ! start "$port" "$path" "${argv[@]}"; then kill_server; RPS[$key]="failed"; LAT[$key]="-"; CMD[$key]="${argv[*]}"; return; fi
-  local runs=() r l all=""
+  local runs=() r l all="" t0 t1 spid
+  spid=$(pgrep -P "$pid" -n 2>/dev/null || echo "$pid")  # setsid's child when setsid forked
+  [ -r "/proc/$spid/stat" ] || spid=$pid
+  t0=$(cpu_ticks "$spid")
   for _ in $(seq "$reps"); do
     read -r r l <<<"$(run_wrk "$conns" "http://127.0.0.1:$port$path")"
     runs+=("$r $l"); all="$all $r"
   done
+  t1=$(cpu_ticks "$spid")
+  CPU[$key]=$($PY -c "import os, sys
+ticks, dur, rps = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+n = sum(float(x) for x in rps) * dur  # requests served over the runs
+print('%.1f' % (ticks * 1e6 / os.sysconf('SC_CLK_TCK') / n) if n else '-')" "$((t1 - t0))" "$dur" $all 2>/dev/null || echo -)
   kill_server
   read -r r l <<<"$(printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
   RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${argv[*]} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
-  echo "  $key: $r req/s, $l (runs:$all)"
+  echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request (runs:$all)"
 }
 
 G=("$PY" -m gunicorn --bind 127.0.0.1:PORT --workers 1 --log-level warning)
@@ -102,8 +144,70 @@ if [[ "$csgi_help" == *--wsgi* ]]; then
   measure csgi_py_close 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
   wrk_extra=()
 fi
+UV=("$PY" -m uvicorn --port PORT --loop uvloop --http httptools --log-level warning --no-access-log)
+HC=("$PY" -m hypercorn --bind 127.0.0.1:PORT --workers 1)
+if [[ "$csgi_help" == *--asgi* ]]; then
+  measure asgi_csgi_fa 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi fahello:app
+  measure asgi_csgi_st 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi sthello:app
+fi
+measure asgi_uv_fa 50 / "${UV[@]}" fahello:app
+measure asgi_uv_st 50 / "${UV[@]}" sthello:app
+measure asgi_hc_fa 50 / "${HC[@]}" fahello:app
+measure asgi_uv_cxx 50 /cxx/ "${UV[@]}" stcxx:app
+measure asgi_uv_cxx0 50 /cxx/ env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:app
+measure asgi_uv_pymount 50 /py/ "${UV[@]}" stpy:app
 measure gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
 measure gil_4 8 / "${G[@]}" --worker-class gthread --threads 4 cxxwork:application
+
+# The bridges' own cost per call, in process (no server, no sockets): a C++ hello through csgi.asgi (pool
+# and threads=0) under a minimal ASGI driver, against a Python ASGI hello; the WSGI bridge's per-call cost
+# (a C++ hello called as a WSGI app with a gunicorn-like environ) against a Python WSGI hello.
+BRIDGE=$($PY - <<'PYEOF' 2>&1
+import asyncio, os, time, csgi
+lib = os.environ["CSGI_TEST_APPS"]
+hello = csgi.load_app(lib, ["hello"])
+scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+         "path": "/", "raw_path": b"/", "root_path": "", "query_string": b"",
+         "headers": [(b"host", b"127.0.0.1:8000"), (b"user-agent", b"wrk"), (b"accept", b"*/*")],
+         "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8000)}
+msg = {"type": "http.request", "body": b"", "more_body": False}
+async def receive(): return msg
+async def send(m): pass
+async def py_asgi(scope, receive, send):
+    await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"13")]})
+    await send({"type": "http.response.body", "body": b"Hello, World!"})
+def per_call(app, n=20000):
+    async def main():
+        for _ in range(2000): await app(scope, receive, send)
+        t = time.perf_counter()
+        for _ in range(n): await app(scope, receive, send)
+        return (time.perf_counter() - t) / n * 1e6
+    return asyncio.run(main())
+environ = {"REQUEST_METHOD": "GET", "SCRIPT_NAME": "", "PATH_INFO": "/", "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
+           "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "40000",
+           "HTTP_HOST": "127.0.0.1:8000", "HTTP_USER_AGENT": "wrk", "HTTP_ACCEPT": "*/*", "RAW_URI": "/",
+           "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": None, "wsgi.errors": None,
+           "wsgi.multithread": False, "wsgi.multiprocess": False, "wsgi.run_once": False}
+def sr(status, headers, exc_info=None): return None
+def py_wsgi(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "13")])
+    return [b"Hello, World!"]
+def wsgi_call(app, n=50000):
+    for _ in range(2000): app(dict(environ), sr)
+    t = time.perf_counter()
+    for _ in range(n): app(dict(environ), sr)
+    return (time.perf_counter() - t) / n * 1e6
+pa, ai, ap = per_call(py_asgi), per_call(csgi.asgi(hello, threads=0)), per_call(csgi.asgi(hello), 5000)
+pw, cw = wsgi_call(py_wsgi), wsgi_call(hello)
+print("| C++ hello via csgi.asgi (thread pool) | %.1f | %.1f |" % (ap, ap - pa))
+print("| C++ hello via csgi.asgi(threads=0) | %.1f | %.1f |" % (ai, ai - pa))
+print("| Python ASGI hello | %.1f | 0 |" % pa)
+print("| C++ hello via csgi.App as WSGI | %.1f | %.1f |" % (cw, cw - pw))
+print("| Python WSGI hello | %.1f | 0 |" % pw)
+PYEOF
+)
+echo "$BRIDGE"
 
 ratio() { $PY -c "import sys
 try: print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))
@@ -132,14 +236,40 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   fi
   echo "| Flask app | uWSGI http-socket | ${RPS[uwsgi_flask]} | ${LAT[uwsgi_flask]} | 1.00 | |"
   echo "| Flask app | gunicorn sync | ${RPS[gun_flask]} | ${LAT[gun_flask]} | $(ratio gun_flask uwsgi_flask) vs uWSGI | |"
+  if [ -n "${RPS[asgi_csgi_fa]:-}" ]; then
+    echo "| FastAPI hello | csgi serve --asgi | ${RPS[asgi_csgi_fa]} | ${LAT[asgi_csgi_fa]} | $(ratio asgi_csgi_fa asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
+    echo "| Starlette hello | csgi serve --asgi | ${RPS[asgi_csgi_st]} | ${LAT[asgi_csgi_st]} | $(ratio asgi_csgi_st asgi_uv_st) vs uvicorn | |"
+  fi
+  echo "| FastAPI hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fa]} | ${LAT[asgi_uv_fa]} | 1.00 | |"
+  echo "| Starlette hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_st]} | ${LAT[asgi_uv_st]} | 1.00 | |"
+  echo "| FastAPI hello | hypercorn | ${RPS[asgi_hc_fa]} | ${LAT[asgi_hc_fa]} | $(ratio asgi_hc_fa asgi_uv_fa) vs uvicorn | |"
+  echo "| C++ hello mounted in Starlette (csgi.asgi, thread pool) | uvicorn | ${RPS[asgi_uv_cxx]} | ${LAT[asgi_uv_cxx]} | $(ratio asgi_uv_cxx asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
+  echo "| C++ hello mounted in Starlette (csgi.asgi threads=0) | uvicorn | ${RPS[asgi_uv_cxx0]} | ${LAT[asgi_uv_cxx0]} | $(ratio asgi_uv_cxx0 asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
+  echo "| Starlette Python hello, mounted | uvicorn | ${RPS[asgi_uv_pymount]} | ${LAT[asgi_uv_pymount]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 1 thread | gunicorn gthread | ${RPS[gil_1]} | ${LAT[gil_1]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 4 threads | gunicorn gthread | ${RPS[gil_4]} | ${LAT[gil_4]} | $(ratio gil_4 gil_1) vs 1 thread | ~4 |"
+  echo
+  echo "Server CPU time per request (utime+stime of the server process, all threads, over its wrk runs), µs:"
+  echo
+  echo "| case | µs CPU/request |"
+  echo "|---|---|"
+  for k in gun_cxx gun_py csgi_py asgi_csgi_fa asgi_uv_fa asgi_hc_fa asgi_csgi_st asgi_uv_st asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
+    [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} |"
+  done
+  echo
+  echo "The bridges in process, wall µs per call of a serial loop ('cost' = minus the pure-Python hello; the"
+  echo "thread-pool row is mostly the hand-over to a pool thread and back, not CPU):"
+  echo
+  echo "| call | µs/call | bridge cost µs |"
+  echo "|---|---|---|"
+  echo "$BRIDGE"
   echo
   echo "![python bindings](charts/python.png)"
   echo
   echo "Commands (PORT chosen free per run; modules written by bench/suites/python.sh):"
   echo
-  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close uwsgi_flask gun_flask csgi_flask gil_1 gil_4; do
+  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close uwsgi_flask gun_flask csgi_flask gil_1 gil_4 \
+           asgi_csgi_fa asgi_csgi_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
   done
 } > "$out/python.md"

@@ -96,6 +96,7 @@ App to_app(py::handle obj);
 void bind_streams(py::module_& m);
 void bind_to_wsgi(py::module_& m);
 void bind_from_wsgi(py::module_& m);
+void bind_from_asgi(py::module_& m);
 void bind_servers(py::module_& m);
 void bind_app(py::module_& m);
 void bind_middleware(py::module_& m);

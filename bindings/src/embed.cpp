@@ -82,8 +82,8 @@ const void* extension_log_peer(PyObject* mod) {
   return p;
 }
 
-App load(const std::string& spec, const std::vector<std::string>& args, const std::string& package_dir,
-         const void** log_peer) {
+App load(const std::string& spec, int asgi_workers, const std::vector<std::string>& args,
+         const std::string& package_dir, const void** log_peer) {
   if (Py_IsInitialized()) throw std::runtime_error("--wsgi: Python is already running in this process");
   start_interpreter(args);
   put_package_dir_first(package_dir);
@@ -102,17 +102,20 @@ App load(const std::string& spec, const std::vector<std::string>& args, const st
     fail("--wsgi: the csgi Python package was built from other csgi sources than this program");
   g_api = api;
   App app;
-  if (!api->load(spec.c_str(), &app)) fail("--wsgi: cannot load the WSGI app " + spec);
+  if (asgi_workers < 0 ? !api->load(spec.c_str(), &app)
+                       : !api->load_asgi(spec.c_str(), static_cast<unsigned>(asgi_workers), &app))
+    fail(asgi_workers < 0 ? "--wsgi: cannot load the WSGI app " + spec : "--asgi: cannot load the ASGI app " + spec);
   api->release_for_serving();
   std::atexit(finalize);
   return app;
 }
 
-int load_wsgi_app(const char* spec, const char* const* argv, int argc, const char* package_dir, void* app_out,
-                  const void** log_peer_out, char* err, size_t err_size) noexcept {
+int load_any(const char* spec, int asgi_workers, const char* const* argv, int argc, const char* package_dir,
+             void* app_out, const void** log_peer_out, char* err, size_t err_size) noexcept {
   *log_peer_out = nullptr;
   try {
-    *static_cast<App*>(app_out) = load(spec, std::vector<std::string>(argv, argv + argc), package_dir, log_peer_out);
+    *static_cast<App*>(app_out) =
+        load(spec, asgi_workers, std::vector<std::string>(argv, argv + argc), package_dir, log_peer_out);
     return 0;
   } catch (const std::exception& e) {
     if (err_size) {
@@ -123,6 +126,16 @@ int load_wsgi_app(const char* spec, const char* const* argv, int argc, const cha
   }
 }
 
+int load_wsgi_app(const char* spec, const char* const* argv, int argc, const char* package_dir, void* app_out,
+                  const void** log_peer_out, char* err, size_t err_size) noexcept {
+  return load_any(spec, -1, argv, argc, package_dir, app_out, log_peer_out, err, err_size);
+}
+
+int load_asgi_app(const char* spec, unsigned workers, const char* const* argv, int argc, const char* package_dir,
+                  void* app_out, const void** log_peer_out, char* err, size_t err_size) noexcept {
+  return load_any(spec, static_cast<int>(workers), argv, argc, package_dir, app_out, log_peer_out, err, err_size);
+}
+
 }  // namespace
 
 }  // namespace csgi::python::host
@@ -130,6 +143,6 @@ int load_wsgi_app(const char* spec, const char* const* argv, int argc, const cha
 extern "C" __attribute__((visibility("default"))) const csgi_python_host* csgi_python_host_v1() {
   static const csgi_python_host host{CSGI_PYTHON_HOST_ABI_VERSION, csgi::detail::cxx_abi_tag(),
                                      csgi::detail::core_layout_tag(), sizeof(csgi::App),
-                                     &csgi::python::host::load_wsgi_app};
+                                     &csgi::python::host::load_wsgi_app, &csgi::python::host::load_asgi_app};
   return &host;
 }

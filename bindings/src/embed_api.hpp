@@ -5,7 +5,7 @@
 /// stay in one copy: the extension's.
 #include "csgi/core/app.hpp"
 
-#define CSGI_PY_EMBED_API_VERSION 1
+#define CSGI_PY_EMBED_API_VERSION 2
 #define CSGI_PY_EMBED_CAPSULE "csgi._csgi._embed_api"
 
 extern "C" {
@@ -22,5 +22,8 @@ struct csgi_python_embed_api {
   void (*release_for_serving)();
   /// Takes the GIL back on the thread that released it (before Py_FinalizeEx). No-op when not released.
   void (*reacquire)();
+  /// As load, for an ASGI app (`csgi serve --asgi`): its event loop thread and lifespan startup start
+  /// now when `workers` is 0, else in each forked worker (a failing startup ends the worker with status 3).
+  bool (*load_asgi)(const char* spec, unsigned workers, csgi::App* out);
 };
 }

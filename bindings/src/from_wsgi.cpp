@@ -624,8 +624,35 @@ App from_wsgi(py::object wsgi_app) {
   return [app](Env& env) { return app->call(env); };
 }
 
+namespace {
+
+/// True for an `async def` function or method (its code has CO_COROUTINE), without importing anything.
+bool is_coroutine_function(PyObject* f) {
+  if (PyMethod_Check(f)) f = PyMethod_GET_FUNCTION(f);
+  if (!PyFunction_Check(f)) return false;
+  PyObject* flags = PyObject_GetAttrString(PyFunction_GET_CODE(f), "co_flags");
+  long v = flags ? PyLong_AsLong(flags) : 0;
+  Py_XDECREF(flags);
+  PyErr_Clear();
+  return (v & CO_COROUTINE) != 0;
+}
+
+/// An ASGI 3 callable: an `async def` function or an object whose class has an `async def __call__`.
+bool is_asgi_app(PyObject* obj) {
+  if (is_coroutine_function(obj)) return true;
+  if (PyType_Check(obj)) return false;
+  PyObject* call = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__call__");
+  bool yes = call && is_coroutine_function(call);
+  Py_XDECREF(call);
+  PyErr_Clear();
+  return yes;
+}
+
+}  // namespace
+
 App to_app(py::handle obj) {
   if (py::isinstance<AppHandle>(obj)) return obj.cast<AppHandle&>().app();
+  if (is_asgi_app(obj.ptr())) return to_app(py::module_::import("csgi._asgi_host").attr("from_asgi")(obj));
   return from_wsgi(py::reinterpret_borrow<py::object>(obj));
 }
 

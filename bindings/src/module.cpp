@@ -185,6 +185,7 @@ void init_module(py::module_& m) {
   bind_streams(m);
   bind_to_wsgi(m);
   bind_from_wsgi(m);
+  bind_from_asgi(m);
   bind_servers(m);
 
   // The bound methods below may run Python layers (build) or drop Python apps and layers: each marks the

@@ -14,6 +14,8 @@
 
 #include "common.hpp"
 #include "csgi/core/app_library.hpp"
+#include "csgi/core/log_files.hpp"
+#include "csgi/core/process.hpp"
 #include "embed_api.hpp"
 #include "gil.hpp"
 
@@ -69,19 +71,48 @@ private:
   ReleaseGil release_;
 };
 
+// ------------------------------------------------------------------------------------ process end
+
+/// Calls a Python callable once per process when the process ends: at exit() and before a prefork
+/// worker's _exit() (the adapters flush every registered log file then; this "file" runs the callable
+/// in its flush). Used for the ASGI lifespan shutdown. Skipped once Python is finalised.
+class AtProcessEnd final : public log_files::File {
+public:
+  explicit AtProcessEnd(py::object f) : f_(std::make_shared<PyRef>(std::move(f))) { log_files::add(*this); }
+  void reopen() override {}
+  void flush() noexcept override {
+    unsigned gen = fork_generation();
+    if (ran_ == gen + 1 || !Py_IsInitialized() || _Py_IsFinalizing()) return;
+    ran_ = gen + 1;
+    AcquireGil gil(f_->interp());
+    if (!gil) return;
+    PyObject* r = PyObject_CallNoArgs(f_->get());
+    if (!r) PyErr_WriteUnraisable(f_->get());
+    Py_XDECREF(r);
+  }
+
+private:
+  std::shared_ptr<PyRef> f_;  // never released: the process is ending when it is called
+  unsigned ran_ = 0;
+};
+
 // ----------------------------------------------------------------------------------------- embed API
 
 ServingRelease* g_embedded_release = nullptr;  // the embedding program's main thread, while it serves
 
-App load_spec(const char* spec) {
+App load_spec(const char* spec, int asgi_workers) {
+  if (asgi_workers >= 0) {
+    py::object mod = py::module_::import("csgi._asgi_host");
+    return to_app(mod.attr("load_asgi_app")(spec, asgi_workers));
+  }
   py::object mod = py::module_::import("csgi._wsgi");
   py::object obj = mod.attr("import_wsgi_app")(spec);
   return to_app(obj);
 }
 
-bool api_load(const char* spec, App* out) {
+bool api_load_kind(const char* spec, App* out, int asgi_workers) {
   try {
-    *out = load_spec(spec);
+    *out = load_spec(spec, asgi_workers);
     return true;
   } catch (PythonErrorSet&) {
     return false;
@@ -95,6 +126,12 @@ bool api_load(const char* spec, App* out) {
   }
 }
 
+bool api_load(const char* spec, App* out) { return api_load_kind(spec, out, -1); }
+
+bool api_load_asgi(const char* spec, unsigned workers, App* out) {
+  return api_load_kind(spec, out, static_cast<int>(workers));
+}
+
 void api_release_for_serving() {
   if (!g_embedded_release) g_embedded_release = new ServingRelease();
 }
@@ -104,7 +141,8 @@ void api_reacquire() {
 }
 
 const csgi_python_embed_api g_api{CSGI_PY_EMBED_API_VERSION, detail::core_layout_tag(), sizeof(App),
-                                  &api_load, &api_release_for_serving, &api_reacquire};
+                                  &api_load, &api_release_for_serving, &api_reacquire,
+                                  &api_load_asgi};
 
 // -------------------------------------------------------------------------------------- csgi.serve()
 
@@ -184,6 +222,10 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
 
 void bind_servers(py::module_& m) {
   m.attr("_embed_api") = py::capsule(static_cast<const void*>(&g_api), CSGI_PY_EMBED_CAPSULE);
+  m.def(
+      "_at_process_end", [](py::object f) { new AtProcessEnd(std::move(f)); }, py::arg("f"),
+      "Calls f() once per process when it ends: at exit, and before a prefork worker of a csgi server "
+      "leaves with _exit() (where atexit handlers do not run).");
 #ifdef CSGI_PY_STANDALONE
   m.def("serve", &serve, py::arg("app"), py::kw_only(), py::arg("listen") = py::none(), py::arg("threads") = 1u,
         py::arg("workers") = 0u, py::arg("script_name") = std::string(), py::arg("access_log") = std::string(),

@@ -13,6 +13,9 @@
 //   bad              throws csgi::BadRequest
 //   status N         an empty response with status N
 //   stack            a Builder stack: a header-adding layer around mounts /hello, /echo, /stream
+//   reader FILE      reads the body in 1 KiB pieces; writes "read N" or "error: WHAT" to FILE
+//   endless FILE     a 1 KiB-chunk stream of at most 100000 chunks; close() writes "closed after N" to FILE
+//   fail_mid         a stream that yields one chunk, then throws
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -187,6 +190,49 @@ csgi::App make_app(const csgi::AppArgs& args) {
       };
     };
     return csgi::Builder().use(tag).mount("/hello", hello).mount("/echo", echo).mount("/stream", stream).build();
+  }
+  if (name == "reader") {
+    std::string path = arg(1);
+    return [path](csgi::Env& env) {
+      std::size_t total = 0;
+      char buf[1024];
+      try {
+        for (std::size_t n; (n = env.input().read(buf, sizeof buf)) > 0;) total += n;
+      } catch (const std::exception& e) {
+        std::ofstream(path) << "error: " << e.what();
+        throw;
+      }
+      std::ofstream(path) << "read " << total;
+      return csgi::Response::text(200, "read " + std::to_string(total));
+    };
+  }
+  if (name == "endless") {
+    std::string path = arg(1);
+    return [path](csgi::Env&) {
+      csgi::Response r;
+      r.headers.add("Content-Type", "application/octet-stream");
+      auto n = std::make_shared<int>(0);
+      r.body = csgi::make_stream(
+          [n]() -> std::optional<std::string> {
+            if (*n >= 100000) return std::nullopt;
+            ++*n;
+            return std::string(1024, 'e');
+          },
+          [n, path] { std::ofstream(path) << "closed after " << *n; });
+      return r;
+    };
+  }
+  if (name == "fail_mid") {
+    return [](csgi::Env&) {
+      csgi::Response r;
+      r.headers.add("Content-Type", "text/plain");
+      auto n = std::make_shared<int>(0);
+      r.body = csgi::make_stream([n]() -> std::optional<std::string> {
+        if ((*n)++ == 0) return std::string("first chunk\n");
+        throw std::runtime_error("stream failed mid-body");
+      });
+      return r;
+    };
   }
   throw std::invalid_argument("unknown test app " + name);
 }

@@ -11,6 +11,26 @@ adapters (``csgi.serve(app, listen=...)``, ``csgi serve --wsgi module:app``).
 from ._csgi import App, Builder, Layer, load_app, reopen_logs, spec_version  # noqa: F401
 from ._csgi import BodyIterator, ErrorsStream, FileWrapper, InputStream, StartResponse  # noqa: F401
 from ._wsgi import import_wsgi_app  # noqa: F401
+
+
+def asgi(app, *, threads=32):
+    """A csgi app as an ASGI 3 application (see csgi._asgi.asgi); asyncio is imported on first use."""
+    from ._asgi import asgi as make
+    return make(app, threads=threads)
+
+
+def from_asgi(app, **options):
+    """An ASGI 3 app as a csgi.App (see csgi._asgi_host.from_asgi); asyncio is imported on first use."""
+    from ._asgi_host import from_asgi as make
+    return make(app, **options)
+
+
+def __getattr__(name):
+    if name == "LifespanFailed":
+        from ._asgi_host import LifespanFailed
+        return LifespanFailed
+    raise AttributeError("module 'csgi' has no attribute %r" % name)
+
 try:  # present when the module was built with the standalone adapter
     from ._csgi import serve  # noqa: F401
 except ImportError:  # pragma: no cover

@@ -1,4 +1,4 @@
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Awaitable, Callable, Iterable, Iterator, Sequence
 
 from . import mw as mw
 from . import testing as testing
@@ -32,7 +32,17 @@ def reopen_logs() -> list[str]: ...
 def static(root: str, index_files: Sequence[str] = ..., cache_control: str = ..., precompressed: bool = ...,
            allow_dotfiles: bool = ..., cache: bool = ...) -> App: ...
 def import_wsgi_app(spec: str, cwd: str | None = ...) -> WSGIApp: ...
-def serve(app: WSGIApp | App, *, listen: str | Sequence[str] | None = ..., threads: int = ..., workers: int = ...,
+
+ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+
+def asgi(app: App | Builder | WSGIApp, *, threads: int = ...) -> ASGIApp:
+    """A csgi app as an ASGI 3 app (uvicorn, hypercorn, Starlette/FastAPI mount)."""
+def from_asgi(app: ASGIApp, *, lifespan: str = ..., start: bool = ..., threads: int = ...,
+              start_in_children: bool = ...) -> App:
+    """An ASGI 3 app as a csgi.App (its event loop on a thread of this process)."""
+
+class LifespanFailed(RuntimeError): ...
+def serve(app: WSGIApp | ASGIApp | App, *, listen: str | Sequence[str] | None = ..., threads: int = ..., workers: int = ...,
           script_name: str = ..., access_log: str = ..., error_log: str = ...,
           on_listening: Callable[[str], object] | None = ...) -> int:
     """Serves app with the csgi standalone HTTP/1.1 server until SIGINT/SIGTERM; returns 0."""

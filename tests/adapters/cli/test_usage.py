@@ -47,7 +47,7 @@ check(run().returncode == 0, "csgi alone prints the manual")
 
 two = run("serve", "--demo", "--app", "x.so")
 check(two.returncode == 2 and "only one of" in two.stderr, "two app sources exit 2: " + two.stderr.strip())
-sources = [m for m in ("app", "demo", "wsgi") if m in modes]
+sources = [m for m in ("app", "demo", "wsgi", "asgi") if m in modes]
 for m in sources:
     check(count(two.stderr, m) == 1, "the two-sources message names --%s exactly once" % m)
 for m in ("static", "bundle"):

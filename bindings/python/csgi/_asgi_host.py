@@ -1,0 +1,317 @@
+"""ASGI 3 applications on the csgi servers: ``csgi.from_asgi(app)``, ``csgi serve --asgi module:app``.
+
+One asyncio event loop (uvloop's when installed) runs on a thread of each serving process. The server's
+threads never take the GIL for a request: the csgi.App (bindings/src/from_asgi.cpp) answers with a
+delayed response and queues its Responder with the env; the queue wakes the loop through an eventfd,
+and the loop takes the waiting requests in batches, builds each ``http`` scope from the env and runs the
+app. ``send()`` answers from the loop: a complete body at once, a streamed one through the response's
+Writer, each write on a pool thread and awaited (the server's back-pressure reaches the app, and a
+write that fails because the client left raises ``ClientDisconnected`` from ``send()``). The request
+body is read by the csgi.App before it queues the request (on the server's app thread, within its body
+limit: the adapter's input is not readable once the app returned its delayed response), and
+``receive()`` gives it in one ``http.request`` message; then it waits for the end of the exchange and
+reports ``http.disconnect``, which comes early when the client is seen to leave (a failed write). ``lifespan`` startup runs when the loop starts (a failure raises
+``LifespanFailed`` with the app's message); shutdown when the process ends (``atexit``, and before a
+prefork worker's ``_exit``).
+"""
+import asyncio
+import atexit
+import concurrent.futures
+import inspect
+import os
+import sys
+import threading
+import traceback
+
+class ClientDisconnected(OSError):
+    """Raised by send() once the client has gone (after a chance for the app to be cancelled)."""
+
+
+class LifespanFailed(RuntimeError):
+    """The app's lifespan startup failed (``lifespan.startup.failed`` or an exception)."""
+
+
+def is_asgi_app(obj):
+    """True for an ASGI 3 callable: an ``async def`` function or an object with an ``async def __call__``
+    (Starlette, FastAPI, Quart, Django's ASGIHandler...). WSGI callables and csgi.App are not."""
+    if inspect.iscoroutinefunction(obj):
+        return True
+    call = getattr(type(obj), "__call__", None)
+    return not inspect.isclass(obj) and inspect.iscoroutinefunction(call)
+
+
+def _new_loop():
+    try:
+        import uvloop
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
+def _traceback(exc):
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+class _Call:
+    """One request on the loop: receive() and send() over its csgi.AsgiRequest."""
+
+    __slots__ = ("host", "req", "loop", "body_given", "started", "streaming", "finished", "gone", "status",
+                 "headers", "ended")
+
+    def __init__(self, host, req):
+        self.host = host
+        self.req = req
+        self.loop = host.loop
+        self.body_given = False  # the http.request message went to the app
+        self.started = False     # http.response.start received
+        self.streaming = False   # the head is out, the body follows through the writer
+        self.finished = False    # the response is complete (or failed)
+        self.gone = False        # the client left (a read or a write failed)
+        self.status = 200
+        self.headers = ()
+        self.ended = None        # a future: the exchange is over (receive() then says http.disconnect)
+
+    async def run(self, scope):
+        try:
+            await self.host.app(scope, self.receive, self.send)
+        except BaseException as e:  # noqa: B902 - every failure of the app ends its response
+            if not (self.gone and isinstance(e, OSError)):
+                if self.finished:
+                    self.req.log("csgi: ASGI app raised after its response ended:\n" + _traceback(e))
+                else:
+                    self.finished = True
+                    self.req.fail("csgi: ASGI app raised:\n" + _traceback(e))
+            self.end()
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            return
+        if not self.finished and not self.gone:
+            self.finished = True
+            self.req.fail("csgi: the ASGI app returned " +
+                          ("before its response body ended" if self.started else "without sending a response"))
+        self.end()
+
+    def end(self):
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(None)
+
+    async def receive(self):
+        if not self.body_given:
+            self.body_given = True
+            return {"type": "http.request", "body": self.req.take_body(), "more_body": False}
+        if self.ended is None:
+            self.ended = self.loop.create_future()
+        if not (self.finished or self.gone):
+            await self.ended
+        return {"type": "http.disconnect"}
+
+    async def send(self, message):
+        kind = message["type"]
+        if kind == "http.response.start":
+            if self.started:
+                raise RuntimeError("http.response.start sent twice")
+            self.started = True
+            self.status = int(message["status"])
+            self.headers = message.get("headers", ())
+            return
+        if kind != "http.response.body":
+            raise RuntimeError("unexpected ASGI message %r" % kind)
+        if not self.started:
+            raise RuntimeError("http.response.body before http.response.start")
+        if self.gone:
+            await self.left()
+        if self.finished:
+            raise RuntimeError("http.response.body after the last one")
+        body = message.get("body", b"")
+        if type(body) is not bytes:
+            body = bytes(body)
+        more = message.get("more_body", False)
+        if not self.streaming:
+            if not more:
+                self.finished = True
+                self.req.respond(self.status, self.headers, body)
+                self.end()
+                return
+            self.streaming = True
+            self.req.start(self.status, self.headers)
+        if body and not await self.loop.run_in_executor(self.host.pool, self.req.write, body):
+            self.gone = True
+            self.finished = True
+            self.req.close()
+            self.end()
+            await self.left()
+        if not more:
+            self.finished = True
+            self.req.close()
+            self.end()
+
+    async def left(self):
+        """send() once the client has gone: a chance to be cancelled (Starlette cancels a streaming
+        response when receive() reports the disconnect), then ClientDisconnected."""
+        await asyncio.sleep(0)
+        raise ClientDisconnected("the client disconnected")
+
+
+class AsgiHost:
+    """Owns the event loop thread of this process, the request queue it drains and the lifespan of the
+    app; ``csgi.from_asgi`` returns the csgi.App that feeds the queue."""
+
+    def __init__(self, app, *, lifespan="auto", start=True, threads=16, start_in_children=False):
+        from ._csgi import AsgiQueue
+        if lifespan not in ("auto", "on", "off"):
+            raise ValueError("lifespan must be 'auto', 'on' or 'off'")
+        self.app = app
+        self.lifespan = lifespan
+        self.threads = threads
+        self.queue = AsgiQueue()
+        self.loop = None
+        self.thread = None
+        self.pool = None
+        self.state = None
+        self._lifespan_queue = None
+        self._shutdown_done = None
+        self._pid = None
+        self._lock = threading.Lock()
+        self._start_in_children = start_in_children or start
+        os.register_at_fork(after_in_child=self._forget)
+        atexit.register(self.stop)
+        try:
+            from ._csgi import _at_process_end
+            _at_process_end(self.stop)  # prefork workers leave with _exit(): no atexit there
+        except ImportError:  # pragma: no cover
+            pass
+        if start:
+            self.start()
+
+    def _forget(self):
+        """In a forked child: the loop thread was the parent's. Start this process's own."""
+        self._lock = threading.Lock()
+        self.loop = self.thread = self.pool = None
+        self._lifespan_queue = self._shutdown_done = None
+        self._pid = None
+        self.queue.reset()
+        if self._start_in_children:
+            try:
+                self.start()
+            except BaseException as e:  # noqa: B902
+                sys.stderr.write("csgi: ASGI lifespan startup failed in worker %d:\n%s\n" % (os.getpid(), e))
+                sys.stderr.flush()
+                os._exit(3)
+
+    def start(self):
+        """Starts the loop thread of this process and runs the lifespan startup; raises LifespanFailed."""
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+            self.pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="csgi-asgi-io")
+            self.loop = _new_loop()
+            started = threading.Event()
+            self.thread = threading.Thread(target=self._run, args=(started,), name="csgi-asgi-loop", daemon=True)
+            self.thread.start()
+            started.wait()
+            if self.lifespan != "off":
+                asyncio.run_coroutine_threadsafe(self._startup(), self.loop).result()
+            self.loop.call_soon_threadsafe(self.loop.add_reader, self.queue.fileno(), self._drain)
+
+    def _run(self, started):
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(started.set)
+        self.loop.run_forever()
+
+    def _drain(self):
+        state = self.state
+        for req in self.queue.take():
+            try:
+                scope = req.scope()
+            except Exception as e:  # noqa: BLE001
+                req.fail("csgi: cannot build the ASGI scope:\n" + _traceback(e))
+                continue
+            if state is not None:
+                scope["state"] = dict(state)
+            self.loop.create_task(_Call(self, req).run(scope))
+
+    async def _startup(self):
+        loop = asyncio.get_running_loop()
+        self.state = {}
+        queue = asyncio.Queue()
+        startup = loop.create_future()
+        shutdown = loop.create_future()
+        sent = []
+
+        async def send(message):
+            kind = message["type"]
+            sent.append(kind)
+            if kind == "lifespan.startup.complete" and not startup.done():
+                startup.set_result(None)
+            elif kind == "lifespan.startup.failed" and not startup.done():
+                startup.set_exception(LifespanFailed(message.get("message", "") or "lifespan startup failed"))
+            elif kind == "lifespan.shutdown.complete" and not shutdown.done():
+                shutdown.set_result(None)
+            elif kind == "lifespan.shutdown.failed" and not shutdown.done():
+                shutdown.set_exception(LifespanFailed(message.get("message", "") or "lifespan shutdown failed"))
+
+        async def run():
+            scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.state}
+            try:
+                await self.app(scope, queue.get, send)
+            except BaseException as e:  # noqa: B902
+                if not startup.done():
+                    if not sent and self.lifespan == "auto":
+                        self.state = None
+                        startup.set_result(None)  # the app does not speak lifespan
+                    else:
+                        startup.set_exception(LifespanFailed(
+                            "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+                elif not shutdown.done():
+                    shutdown.set_exception(e)
+            if not startup.done():  # returned at once: the app does not speak lifespan
+                self.state = None
+                startup.set_result(None)
+            if not shutdown.done():
+                shutdown.set_result(None)
+
+        loop.create_task(run())
+        await queue.put({"type": "lifespan.startup"})
+        await startup
+        self._lifespan_queue = queue
+        self._shutdown_done = shutdown
+
+    async def _shutdown(self):
+        if self._lifespan_queue is None:
+            return
+        await self._lifespan_queue.put({"type": "lifespan.shutdown"})
+        await asyncio.wait_for(self._shutdown_done, 30)
+
+    def stop(self):
+        """Runs the lifespan shutdown and stops the loop thread of this process (once)."""
+        with self._lock:
+            if self._pid != os.getpid() or self.loop is None:
+                return
+            loop, self._pid = self.loop, None
+            try:
+                loop.call_soon_threadsafe(loop.remove_reader, self.queue.fileno())
+                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(35)
+            except Exception:  # noqa: BLE001
+                sys.stderr.write("csgi: ASGI lifespan shutdown failed:\n" + traceback.format_exc())
+            loop.call_soon_threadsafe(loop.stop)
+            self.thread.join(5)
+            self.pool.shutdown(wait=False)
+
+
+def from_asgi(app, *, lifespan="auto", start=True, threads=16, start_in_children=False):
+    """An ASGI 3 app as a ``csgi.App``: behind C++ middleware, mounted beside C++ apps, served by
+    ``csgi.serve()`` or the csgi adapters. ``start``: start the event loop thread and run the lifespan
+    startup now (raises LifespanFailed); a process forked afterwards starts its own at once, as does one
+    forked with ``start_in_children`` (``csgi serve --asgi --workers N``; a failing startup ends it with
+    status 3). ``threads``: the pool that reads request bodies and writes streamed responses."""
+    from ._csgi import _asgi_app
+    host = AsgiHost(app, lifespan=lifespan, start=start, threads=threads, start_in_children=start_in_children)
+    return _asgi_app(host.queue, host)
+
+
+def load_asgi_app(spec, workers=0):
+    """``csgi serve --asgi``: imports ``module:app`` as gunicorn would and returns it as a csgi.App. With
+    workers, the master starts nothing: each worker starts its loop and lifespan when it is forked."""
+    from ._wsgi import import_wsgi_app
+    return from_asgi(import_wsgi_app(spec), start=workers == 0, start_in_children=workers > 0)

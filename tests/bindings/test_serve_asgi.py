@@ -1,0 +1,273 @@
+"""ASGI apps on the csgi servers: `csgi serve --asgi` against uvicorn on the same FastAPI app
+(fastapi_site.py, with a C++ app mounted under /cpp), lifespan per worker, a failing startup, the hostile
+paths (a client leaving a streaming response, an app raising after http.response.start), and C++
+middleware in front of an ASGI app through csgi.Builder and csgi.serve()."""
+import hashlib
+import json
+import http.client
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import HERE, PYTHON, free_port, multipart
+
+pytest.importorskip("fastapi")
+
+# Compared as in test_differential.py; uvicorn writes header names in lower case, csgi as the app gave
+# them (ASGI names are lower case): names are compared without regard to case.
+IGNORED = {"date", "server", "connection", "keep-alive", "transfer-encoding"}
+
+
+def fetch(port, method, path, headers=(), body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        c.putrequest(method, path, skip_accept_encoding=True)
+        for k, v in headers:
+            c.putheader(k, v)
+        if body is not None:
+            c.putheader("Content-Length", str(len(body)))
+        c.endheaders(body)
+        r = c.getresponse()
+        return r.status, r.getheaders(), r.read()
+    finally:
+        c.close()
+
+
+def normalise(headers, port):
+    here = "127.0.0.1:%d" % port  # in absolute redirects
+    kept = [(k.lower(), v.replace(here, "HOST")) for k, v in headers if k.lower() not in IGNORED]
+    return [(k, v) for k, v in kept if k != "content-length"], [v for k, v in kept if k == "content-length"]
+
+
+BIG = bytes((i * 131 + 17) & 0xFF for i in range(300000))
+JSON = [("Content-Type", "application/json")]
+FORM = [("Content-Type", "application/x-www-form-urlencoded")]
+
+
+def corpus():
+    up1, ct1 = multipart([("title", "caf\u00e9")], [("file", "a.bin", b"hello upload")])
+    up2, ct2 = multipart([("title", "big")], [("file", "big.bin", BIG)], boundary="b0undary-XYZ")
+    up3, ct3 = multipart([], [("file", "x.bin", b"no title")])
+    requests = [
+        ("GET", "/", [], None),
+        ("HEAD", "/", [], None),
+        ("GET", "/items/1", [], None),
+        ("GET", "/items/42?q=hello&n=3", [], None),
+        ("GET", "/items/42?q=caf%C3%A9", [], None),
+        ("GET", "/items/-7?n=0", [], None),
+        ("GET", "/items/abc", [], None),
+        ("GET", "/items/1?n=x", [], None),
+        ("GET", "/items/", [], None),
+        ("GET", "/items", [], None),
+        ("POST", "/items", JSON, b'{"name": "pen", "price": 1.5, "tags": ["a", "b"]}'),
+        ("POST", "/items", JSON, b'{"name": "\\u00e9t\\u00e9", "price": 2}'),
+        ("POST", "/items", JSON, b'{"name": "pen"}'),
+        ("POST", "/items", JSON, b'{broken'),
+        ("POST", "/items", [], b''),
+        ("PUT", "/items", JSON, b'{}'),
+        ("GET", "/path/a/b/c", [], None),
+        ("GET", "/path/caf%C3%A9/x%20y?z=1&z=2", [], None),
+        ("GET", "/path/%E2%82%AC", [], None),
+        ("POST", "/form", FORM, b"a=1&b=two"),
+        ("POST", "/form", FORM, b"a=%C3%A9t%C3%A9"),
+        ("POST", "/form", FORM, b"b=only"),
+        ("POST", "/form", FORM, b""),
+        ("POST", "/upload", [("Content-Type", ct1)], up1),
+        ("POST", "/upload", [("Content-Type", ct2)], up2),
+        ("POST", "/upload", [("Content-Type", ct3)], up3),
+        ("POST", "/raw", [("Content-Type", "application/octet-stream")], BIG),
+        ("POST", "/raw", [], b""),
+        ("GET", "/stream", [], None),
+        ("GET", "/stream?n=50", [], None),
+        ("GET", "/stream?n=0", [], None),
+        ("POST", "/background?tag=one", [], b""),
+        ("GET", "/headers", [("X-Test", "t1"), ("Cookie", "a=1; b=2")], None),
+        ("GET", "/headers", [("X-Test", "caf\u00e9".encode().decode("latin-1"))], None),
+        ("GET", "/cookie", [], None),
+        ("GET", "/redirect", [], None),
+        ("GET", "/status/201", [], None),
+        ("GET", "/status/204", [], None),
+        ("GET", "/status/404", [], None),
+        ("GET", "/status/418", [], None),
+        ("GET", "/status/503", [], None),
+        ("GET", "/error", [], None),
+        ("GET", "/nope", [], None),
+        ("GET", "/nope/%C3%A9", [], None),
+        ("DELETE", "/", [], None),
+        ("OPTIONS", "/items/1", [], None),
+        ("GET", "/docs", [], None),
+        ("GET", "/openapi.json", [], None),
+        ("GET", "/cpp/hello", [], None),
+        ("GET", "/cpp/echo/a%20b?x=1", [("X-Test", "cpp")], None),
+        ("POST", "/cpp/echo/post", [("Content-Type", "text/plain")], b"body to C++"),
+        ("POST", "/cpp/echo/big", [("Content-Type", "application/octet-stream")], BIG),
+        ("GET", "/cpp/stream", [], None),
+        ("GET", "/cpp/nope", [], None),
+        ("HEAD", "/cpp/hello", [], None),
+    ]
+    return requests
+
+
+def test_the_corpus_has_at_least_50_requests():
+    assert len(corpus()) >= 50
+
+
+def start_csgi(server_factory, csgi_bin, tmp_path, *extra, env=None):
+    port = free_port()
+    full = {"ASGI_TEST_DIR": str(tmp_path), "CSGI_TEST_APPS": os.environ.get("CSGI_TEST_APPS", "")}
+    full.update(env or {})
+    return server_factory([csgi_bin, "serve", "--asgi", "fastapi_site:app", "--listen", "127.0.0.1:%d" % port]
+                          + list(extra), port, cwd=HERE, env=full)
+
+
+def test_csgi_and_uvicorn_answer_alike(server_factory, csgi_bin, tmp_path):
+    pytest.importorskip("uvicorn")
+    a_dir, b_dir = tmp_path / "csgi", tmp_path / "uvicorn"
+    a_dir.mkdir()
+    b_dir.mkdir()
+    csgi = start_csgi(server_factory, csgi_bin, a_dir)
+    p2 = free_port()
+    env = {"ASGI_TEST_DIR": str(b_dir), "CSGI_TEST_APPS": os.environ.get("CSGI_TEST_APPS", "")}
+    server_factory([PYTHON, "-m", "uvicorn", "fastapi_site:app", "--port", str(p2), "--log-level", "warning"],
+                   p2, cwd=HERE, env=env)
+    mismatches = []
+    requests = corpus() + [("GET", "/background-result", [], None)]
+    for method, path, headers, body in requests:
+        a = fetch(csgi.port, method, path, headers, body)
+        b = fetch(p2, method, path, headers, body)
+        ha, la = normalise(a[1], csgi.port)
+        hb, lb = normalise(b[1], p2)
+        where = "%s %s" % (method, path)
+        if a[0] != b[0]:
+            mismatches.append("%s: status %d vs uvicorn %d" % (where, a[0], b[0]))
+        if ha != hb:
+            mismatches.append("%s: headers\n  csgi    %r\n  uvicorn %r" % (where, ha, hb))
+        if la and lb and la != lb:
+            mismatches.append("%s: Content-Length %r vs %r" % (where, la, lb))
+        if a[2] != b[2]:
+            mismatches.append("%s: body %d bytes %s vs %d bytes %s" % (
+                where, len(a[2]), hashlib.sha1(a[2]).hexdigest()[:10], len(b[2]),
+                hashlib.sha1(b[2]).hexdigest()[:10]))
+    assert not mismatches, "\n".join(mismatches) + "\n--- csgi log:\n" + csgi.output()[-3000:]
+    assert (a_dir / "background.txt").read_text() == "done one\n"
+
+
+def lines(path):
+    return path.read_text().split() if path.exists() else []
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_lifespan_once_per_worker(server_factory, csgi_bin, tmp_path, workers):
+    srv = start_csgi(server_factory, csgi_bin, tmp_path, "--workers", str(workers))
+    for _ in range(20):
+        assert fetch(srv.port, "GET", "/")[0] == 200
+    deadline = time.monotonic() + 10  # each worker starts on its own, after the master listens
+    while len(lines(tmp_path / "lifespan.txt")) < 2 * max(workers, 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = (tmp_path / "lifespan.txt").read_text().splitlines()
+    assert len(started) == max(workers, 1) and all(s.startswith("startup ") for s in started)
+    pids = {s.split()[1] for s in started}
+    assert len(pids) == len(started)
+    if workers == 0:
+        assert pids == {str(srv.proc.pid)}
+    else:
+        assert str(srv.proc.pid) not in pids  # the master runs no lifespan
+    srv.stop()
+    assert srv.proc.returncode == 0
+    stopped = [s for s in (tmp_path / "lifespan.txt").read_text().splitlines() if s.startswith("shutdown ")]
+    assert {s.split()[1] for s in stopped} == pids and len(stopped) == len(pids)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_failing_startup_stops_the_server(csgi_bin, tmp_path, workers):
+    env = dict(os.environ, ASGI_TEST_DIR=str(tmp_path), ASGI_FAIL_STARTUP="1",
+               PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([csgi_bin, "serve", "--asgi", "fastapi_site:app", "--listen", "127.0.0.1:%d" % free_port(),
+                        "--workers", str(workers)], cwd=HERE, env=env, capture_output=True, text=True, timeout=60)
+    assert "startup refused by the test" in r.stderr and "Traceback" in r.stderr
+    if workers == 0:
+        assert r.returncode == 1 and "listening" not in r.stdout
+    else:  # the master listens first; the first worker that cannot start stops it, none is restarted
+        assert r.returncode == 3 and "could not start the app" in r.stderr
+        assert r.stderr.count("startup refused by the test") <= 2 * workers
+
+
+def read_some_and_leave(port, path, size=300000):
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = 0
+        while got < size:
+            data = s.recv(65536)
+            assert data
+            got += len(data)
+
+
+def test_client_leaving_a_streaming_response(server_factory, csgi_bin, tmp_path):
+    srv = start_csgi(server_factory, csgi_bin, tmp_path)
+    # A StreamingResponse: Starlette sees http.disconnect from receive() and cancels the stream.
+    read_some_and_leave(srv.port, b"/endless")
+    counts = []
+    for _ in range(2):
+        time.sleep(0.5)
+        counts.append(json.loads(fetch(srv.port, "GET", "/endless-count")[2])["endless"])
+    assert counts[0] == counts[1] < 100000
+    # A raw ASGI app that only sends: send() raises an OSError once the client has gone.
+    read_some_and_leave(srv.port, b"/endless-raw/")
+    deadline = time.monotonic() + 10
+    while not lines(tmp_path / "endless.txt") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    text = (tmp_path / "endless.txt").read_text()
+    assert text.startswith("send raised ClientDisconnected after ") and int(text.split()[-1]) < 100000
+    assert fetch(srv.port, "GET", "/")[0] == 200
+    assert "Traceback" not in srv.output()
+
+
+def test_raise_after_response_start(server_factory, csgi_bin, tmp_path):
+    srv = start_csgi(server_factory, csgi_bin, tmp_path)
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    c.request("GET", "/raise-after-start/")
+    r = c.getresponse()
+    assert r.status == 200
+    with pytest.raises(http.client.IncompleteRead):
+        r.read()
+    c.close()
+    assert fetch(srv.port, "GET", "/items/3")[2] == b'{"item_id":3,"q":null,"n":1}'
+    deadline = time.monotonic() + 5
+    while "raised after http.response.start" not in srv.output() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "raised after http.response.start" in srv.output()
+
+
+def test_request_body_disconnect_reaches_the_app(server_factory, csgi_bin, tmp_path):
+    srv = start_csgi(server_factory, csgi_bin, tmp_path, "--max-body-bytes", "100000000")
+    with socket.create_connection(("127.0.0.1", srv.port)) as s:
+        s.sendall(b"POST /raw HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" + b"a" * 3000000)
+        time.sleep(0.3)
+    assert fetch(srv.port, "GET", "/")[0] == 200
+
+
+SERVE_SCRIPT = r'''
+import sys
+import csgi
+import fastapi_site
+app = csgi.Builder().use(csgi.mw.runtime()).to_app(fastapi_site.app)
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+'''
+
+
+def test_cxx_middleware_in_front_of_an_asgi_app(server_factory, tmp_path):
+    script = tmp_path / "serve_asgi.py"
+    script.write_text(SERVE_SCRIPT)
+    port = free_port()
+    srv = server_factory([PYTHON, str(script), str(port)], port, cwd=HERE,
+                         env={"ASGI_TEST_DIR": str(tmp_path), "CSGI_TEST_APPS": ""})
+    status, headers, body = fetch(port, "GET", "/items/5?q=x")
+    assert (status, body) == (200, b'{"item_id":5,"q":"x","n":1}')
+    assert any(k.lower() == "x-runtime" for k, _ in headers)
+    assert fetch(port, "GET", "/stream?n=3")[2] == b"line 0\nline 1\nline 2\n"
+    srv.stop()
+    assert "startup %d" % srv.proc.pid in (tmp_path / "lifespan.txt").read_text()
+    assert "shutdown %d" % srv.proc.pid in (tmp_path / "lifespan.txt").read_text()
