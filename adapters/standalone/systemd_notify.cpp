@@ -1,10 +1,13 @@
 #include "csgi/adapters/standalone/systemd_notify.hpp"
 
+#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstdio>
 #include <string_view>
+#include <type_traits>
 
 #if CSGI_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -12,9 +15,35 @@
 
 namespace csgi::standalone::detail {
 
+namespace {
+
+#if CSGI_HAVE_SYSTEMD
+static_assert(std::is_same_v<decltype(&::sd_notify), int (*)(int, const char*)>);
+
+// Loaded once per process, the first time a server runs under systemd, and kept.
+int (*load_sd_notify())(int, const char*) {
+  static auto* fn = []() -> int (*)(int, const char*) {
+    void* lib = ::dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      std::fprintf(stderr, "csgi: NOTIFY_SOCKET is set but libsystemd.so.0 cannot be loaded (%s); systemd is "
+                   "not notified\n", ::dlerror());
+      return nullptr;
+    }
+    return reinterpret_cast<int (*)(int, const char*)>(::dlsym(lib, "sd_notify"));
+  }();
+  return fn;
+}
+#endif
+
+}  // namespace
+
 SystemdNotify::SystemdNotify() {
   const char* socket = std::getenv("NOTIFY_SOCKET");
-  enabled_ = socket && *socket;
+  if (!socket || !*socket) return;
+#if CSGI_HAVE_SYSTEMD
+  notify_ = load_sd_notify();
+#endif
+  enabled_ = notify_ != nullptr;
   if (!enabled_) return;
   const char* usec = std::getenv("WATCHDOG_USEC");
   const char* pid = std::getenv("WATCHDOG_PID");
@@ -35,11 +64,7 @@ std::chrono::milliseconds SystemdNotify::tick_interval() const noexcept {
 
 bool SystemdNotify::send(const std::string& message) {
   if (!enabled_) return false;
-#if CSGI_HAVE_SYSTEMD
-  return ::sd_notify(0, message.c_str()) > 0;
-#else
-  return false;
-#endif
+  return notify_(0, message.c_str()) > 0;
 }
 
 void SystemdNotify::ready(const std::string& status, pid_t main_pid) {

@@ -1,6 +1,7 @@
 #pragma once
 // systemd's notification protocol for Type=notify services (sd_notify(3), through libsystemd), as the
-// standalone server uses it (docs/deploy/systemd.md). Every call does nothing unless NOTIFY_SOCKET is set.
+// standalone server uses it (docs/deploy/systemd.md). Every call does nothing unless NOTIFY_SOCKET is set;
+// libsystemd (and the compression and crypto libraries it pulls in) is loaded only then.
 #include <sys/types.h>
 
 #include <chrono>
@@ -38,6 +39,8 @@ public:
 
 private:
   bool send(const std::string& message);
+  using NotifyFn = int (*)(int, const char*);
+  NotifyFn notify_ = nullptr;
   bool enabled_ = false;
   std::chrono::microseconds watchdog_{0};
   Clock::time_point next_ping_{};
