@@ -18,6 +18,7 @@
 #include <system_error>
 #include <vector>
 
+#include "asgi_websocket.hpp"
 #include "common.hpp"
 #include "csgi/core/keys.hpp"
 #include "gil.hpp"
@@ -163,8 +164,11 @@ int port_of(std::string_view s) {
   return v;
 }
 
-py::dict AsgiRequest::scope() const {
-  const Env& e = env();
+py::dict AsgiRequest::scope() const { return asgi_http_scope(env()); }
+
+}  // namespace
+
+py::dict asgi_http_scope(const Env& e) {
   py::dict s;
   static PyObject* asgi = [] {  // kept for the life of the process (no destructor after finalisation)
     py::dict d;
@@ -200,6 +204,8 @@ py::dict AsgiRequest::scope() const {
     s["client"] = py::make_tuple(py::str(std::string(addr)), port_of(e.get(keys::REMOTE_PORT)));
   return s;
 }
+
+namespace {
 
 /// Requests waiting for the event loop; its eventfd is readable while any wait. Thread-safe.
 class AsgiQueue {
@@ -271,9 +277,10 @@ void bind_from_asgi(py::module_& m) {
       });
   m.def(
       "_asgi_app",
-      [](std::shared_ptr<AsgiQueue> q, py::object keep) {
+      [](std::shared_ptr<AsgiQueue> q, py::object keep, std::shared_ptr<AsgiSocketQueue> sockets) {
         auto hold = std::make_shared<PyRef>(std::move(keep));  // the Python host, for as long as the app lives
-        App app = [q, hold](Env& env) {
+        App app = [q, hold, sockets](Env& env) {
+          if (sockets && asgi_websocket_request(env)) return asgi_websocket_call(env, sockets);
           // The body is read here, on the server's thread: the adapter's csgi.input is not readable
           // once the app has returned its delayed response. Bounded by the server's body limit.
           std::string_view cl = env.get(keys::CONTENT_LENGTH);
@@ -287,7 +294,8 @@ void bind_from_asgi(py::module_& m) {
         };
         return py::cast(new AppHandle(std::move(app)), py::return_value_policy::take_ownership);
       },
-      py::arg("queue"), py::arg("host"), "The csgi.App that hands requests to `queue`.");
+      py::arg("queue"), py::arg("host"), py::arg("sockets") = nullptr,
+      "The csgi.App that hands requests to `queue` (and WebSocket handshakes to `sockets`).");
 }
 
 }  // namespace csgi::python

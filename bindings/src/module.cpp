@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "asgi_websocket.hpp"
 #include "common.hpp"
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/builder.hpp"
@@ -186,6 +187,7 @@ void init_module(py::module_& m) {
   bind_to_wsgi(m);
   bind_from_wsgi(m);
   bind_from_asgi(m);
+  bind_asgi_websocket(m);
   bind_servers(m);
 
   // The bound methods below may run Python layers (build) or drop Python apps and layers: each marks the

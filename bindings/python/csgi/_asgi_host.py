@@ -4,7 +4,8 @@ One asyncio event loop (uvloop's when installed) runs on a thread of each servin
 threads never take the GIL for a request: the csgi.App (bindings/src/from_asgi.cpp) answers with a
 delayed response and queues its Responder with the env; the queue wakes the loop through an eventfd,
 and the loop takes the waiting requests in batches, builds each ``http`` scope from the env and runs the
-app. ``send()`` answers from the loop: a complete body at once, a streamed one through the response's
+app; WebSocket handshakes come through a second queue and run as ``websocket`` scopes (_asgi_ws.py).
+``send()`` answers from the loop: a complete body at once, a streamed one through the response's
 Writer, each write on a pool thread and awaited (the server's back-pressure reaches the app, and a
 write that fails because the client left raises ``ClientDisconnected`` from ``send()``). The request
 body is read by the csgi.App before it queues the request (on the server's app thread, within its body
@@ -157,13 +158,14 @@ class AsgiHost:
     app; ``csgi.from_asgi`` returns the csgi.App that feeds the queue."""
 
     def __init__(self, app, *, lifespan="auto", start=True, threads=16, start_in_children=False):
-        from ._csgi import AsgiQueue
+        from ._csgi import AsgiQueue, AsgiSocketQueue
         if lifespan not in ("auto", "on", "off"):
             raise ValueError("lifespan must be 'auto', 'on' or 'off'")
         self.app = app
         self.lifespan = lifespan
         self.threads = threads
         self.queue = AsgiQueue()
+        self.sockets = AsgiSocketQueue()
         self.loop = None
         self.thread = None
         self.pool = None
@@ -190,6 +192,7 @@ class AsgiHost:
         self._lifespan_queue = self._shutdown_done = None
         self._pid = None
         self.queue.reset()
+        self.sockets.reset()
         if self._start_in_children:
             try:
                 self.start()
@@ -213,6 +216,7 @@ class AsgiHost:
             if self.lifespan != "off":
                 asyncio.run_coroutine_threadsafe(self._startup(), self.loop).result()
             self.loop.call_soon_threadsafe(self.loop.add_reader, self.queue.fileno(), self._drain)
+            self.loop.call_soon_threadsafe(self.loop.add_reader, self.sockets.fileno(), self._drain_sockets)
 
     def _run(self, started):
         asyncio.set_event_loop(self.loop)
@@ -230,6 +234,20 @@ class AsgiHost:
             if state is not None:
                 scope["state"] = dict(state)
             self.loop.create_task(_Call(self, req).run(scope))
+
+    def _drain_sockets(self):
+        from ._asgi_ws import WebSocketCall
+        state = self.state
+        for sock in self.sockets.take():
+            try:
+                scope = sock.scope()
+            except Exception as e:  # noqa: BLE001
+                sock.fail("csgi: cannot build the ASGI websocket scope:\n" + _traceback(e))
+                sock.detach()
+                continue
+            if state is not None:
+                scope["state"] = dict(state)
+            self.loop.create_task(WebSocketCall(self.app, sock, self.loop, ClientDisconnected).run(scope))
 
     async def _startup(self):
         loop = asyncio.get_running_loop()
@@ -291,6 +309,7 @@ class AsgiHost:
             loop, self._pid = self.loop, None
             try:
                 loop.call_soon_threadsafe(loop.remove_reader, self.queue.fileno())
+                loop.call_soon_threadsafe(loop.remove_reader, self.sockets.fileno())
                 asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(35)
             except Exception:  # noqa: BLE001
                 sys.stderr.write("csgi: ASGI lifespan shutdown failed:\n" + traceback.format_exc())
@@ -307,7 +326,7 @@ def from_asgi(app, *, lifespan="auto", start=True, threads=16, start_in_children
     status 3). ``threads``: the pool that reads request bodies and writes streamed responses."""
     from ._csgi import _asgi_app
     host = AsgiHost(app, lifespan=lifespan, start=start, threads=threads, start_in_children=start_in_children)
-    return _asgi_app(host.queue, host)
+    return _asgi_app(host.queue, host, host.sockets)
 
 
 def load_asgi_app(spec, workers=0):
