@@ -38,6 +38,8 @@ struct CallState {
 class StartResponse {
 public:
   explicit StartResponse(std::shared_ptr<CallState> st) : st_(std::move(st)) {}
+  /// Serves another request (an object no one else holds, reused).
+  void attach(std::shared_ptr<CallState> st) noexcept { st_ = std::move(st); }
 
   py::object call(py::handle self, py::handle status, py::handle headers, py::handle exc_info) {
     CallState& st = *st_;
@@ -247,8 +249,14 @@ public:
     AcquireGil gil(interp_);
     if (!gil) {  // the interpreter is gone: leave the references
       keys_.abandon();
+      spare_input_.obj.release();
+      spare_errors_.obj.release();
+      spare_start_response_.obj.release();
       return;
     }
+    spare_input_.obj = py::object();
+    spare_errors_.obj = py::object();
+    spare_start_response_.obj = py::object();
     Py_CLEAR(app_);
     Py_CLEAR(constants_);
     Py_CLEAR(file_wrapper_);
@@ -265,6 +273,22 @@ private:
   /// with room for a usual request's keys, so that its copy takes them without growing.
   PyObject* constants();
   Response finish(Env& env, CallState& st, PyObject* result, Streams& io);
+  /// The Python objects of a request (wsgi.input, wsgi.errors, start_response) are reused by the next one
+  /// when, at the end of a request, nothing but this holds them (their refcount is 1): making a bound
+  /// object costs more than the rest of the bridge. Used under the GIL.
+  template <class T>
+  struct Spare {
+    py::object obj;
+    T* ptr = nullptr;
+    void keep(py::object& o, T* p) {
+      if (!obj && o && Py_REFCNT(o.ptr()) == 1) {
+        obj = std::move(o);
+        ptr = p;
+      }
+    }
+  };
+  py::object start_response(std::shared_ptr<CallState> st, StartResponse*& ptr);
+  void recycle(Streams& io, py::object& sr, StartResponse* sr_ptr);
   /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
   template <class T>
   py::object wrap(T* obj, const py::detail::type_info*& type) {
@@ -285,6 +309,9 @@ private:
   const py::detail::type_info* input_type_ = nullptr;
   const py::detail::type_info* errors_type_ = nullptr;
   const py::detail::type_info* start_response_type_ = nullptr;
+  Spare<InputStream> spare_input_;
+  Spare<ErrorsStream> spare_errors_;
+  Spare<StartResponse> spare_start_response_;
 };
 
 Response python_failure(Env& env, PyObject* result, Streams& io);
@@ -346,12 +373,22 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
       case Value::Type::object: break;
     }
   }
-  auto* in = new InputStream(&env.input());
-  io.input = wrap(in, input_type_);
-  io.in = in;
-  auto* err = new ErrorsStream(&env.errors());
-  io.errors = wrap(err, errors_type_);
-  io.err = err;
+  if (spare_input_.obj) {
+    io.input = std::move(spare_input_.obj);
+    io.in = spare_input_.ptr;
+    io.in->attach(&env.input());
+  } else {
+    io.in = new InputStream(&env.input());
+    io.input = wrap(io.in, input_type_);
+  }
+  if (spare_errors_.obj) {
+    io.errors = std::move(spare_errors_.obj);
+    io.err = spare_errors_.ptr;
+    io.err->attach(&env.errors());
+  } else {
+    io.err = new ErrorsStream(&env.errors());
+    io.errors = wrap(io.err, errors_type_);
+  }
   set_item(d, keys_.key("wsgi.input"), io.input.inc_ref().ptr());
   set_item(d, keys_.key("wsgi.errors"), io.errors.inc_ref().ptr());
   return guard.release().ptr();
@@ -386,6 +423,23 @@ std::optional<std::uint64_t> content_length(const Headers& h) {
   return n;
 }
 
+py::object PyApp::start_response(std::shared_ptr<CallState> st, StartResponse*& ptr) {
+  if (spare_start_response_.obj) {
+    ptr = spare_start_response_.ptr;
+    ptr->attach(std::move(st));
+    return std::move(spare_start_response_.obj);
+  }
+  ptr = new StartResponse(std::move(st));
+  return wrap(ptr, start_response_type_);
+}
+
+void PyApp::recycle(Streams& io, py::object& sr, StartResponse* sr_ptr) {
+  spare_input_.keep(io.input, io.in);
+  spare_errors_.keep(io.errors, io.err);
+  if (sr && Py_REFCNT(sr.ptr()) == 1) sr_ptr->attach(nullptr);  // the request's state is not kept alive
+  spare_start_response_.keep(sr, sr_ptr);
+}
+
 Response PyApp::call(Env& env) {
   AcquireGil gil(interp_);
   if (!gil) return Response::error(503, "the Python interpreter is shutting down");
@@ -393,12 +447,19 @@ Response PyApp::call(Env& env) {
   Streams io;
   PyObject* result = nullptr;
   try {
-    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
-    py::object sr = wrap(new StartResponse(st), start_response_type_);
-    PyObject* args[] = {environ.ptr(), sr.ptr()};
-    result = PyObject_Vectorcall(app_, args, 2, nullptr);
-    if (!result) throw_python_error();
-    return finish(env, *st, result, io);
+    py::object sr;
+    StartResponse* sr_ptr = nullptr;
+    Response r;
+    {
+      py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
+      sr = start_response(st, sr_ptr);
+      PyObject* args[] = {environ.ptr(), sr.ptr()};
+      result = PyObject_Vectorcall(app_, args, 2, nullptr);
+      if (!result) throw_python_error();
+      r = finish(env, *st, result, io);
+    }
+    recycle(io, sr, sr_ptr);
+    return r;
   } catch (PythonErrorSet&) {
     return python_failure(env, result, io);
   } catch (py::error_already_set& e) {

@@ -18,6 +18,15 @@ public:
   py::list readlines(Py_ssize_t hint);
   py::bytes next();
   void detach() noexcept { in_ = nullptr; }
+  /// Serves another request (an object no one else holds, reused).
+  void attach(Input* in) noexcept {
+    in_ = in;
+    buf_.clear();
+    pos_ = 0;
+    eof_ = false;
+    http_error_ = 0;
+    http_error_reason_.clear();
+  }
   /// The status of a csgi::HttpError the adapter's input raised (400 bad chunk, 413 over the limit, 408),
   /// 0 when none: the request is answered with it even though the app saw a Python RuntimeError.
   int http_error() const noexcept { return http_error_; }
@@ -43,6 +52,8 @@ public:
   void writelines(py::iterable lines);
   void flush();
   void detach() noexcept;
+  /// Serves another request (an object no one else holds, reused).
+  void attach(ErrorStream* out) noexcept { out_ = out; }
 
 private:
   ErrorStream* out_;

@@ -286,6 +286,34 @@ def test_streams_used_after_the_request_raise():
         kept["input"].read()
 
 
+def test_request_objects_are_reused_only_when_nothing_holds_them():
+    # wsgi.input, wsgi.errors and start_response of a finished request serve the next one when only the
+    # bridge holds them; one the app kept stays with its request (finished), never sees another's body.
+    seen = []
+    kept = {}
+
+    def app(environ, start_response):
+        ids = (id(environ["wsgi.input"]), id(environ["wsgi.errors"]), id(start_response))
+        body = environ["wsgi.input"].read()
+        if environ["PATH_INFO"] == "/keep":
+            kept.update(input=environ["wsgi.input"], errors=environ["wsgi.errors"], sr=start_response)
+        seen.append((ids, body))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [body]
+
+    a = csgi.App(app)
+    for path, body in [("/a", b"one"), ("/b", b"two"), ("/keep", b"kept"), ("/c", b"three"), ("/d", b"four")]:
+        assert call(a, "POST " + path, [("Content-Type", "text/plain")], body).body == body
+    assert [b for _, b in seen] == [b"one", b"two", b"kept", b"three", b"four"]
+    assert seen[0][0] == seen[1][0] == seen[2][0]  # reused while nobody kept them
+    kept_ids = (id(kept["input"]), id(kept["errors"]), id(kept["sr"]))
+    assert all(x not in seen[3][0] and x not in seen[4][0] for x in kept_ids)  # kept ones are not reused
+    with pytest.raises(ValueError, match="finished"):
+        kept["input"].read()
+    with pytest.raises(ValueError, match="start_response called a second time"):
+        kept["sr"]("200 OK", [])
+
+
 def test_builder_mounts_python_and_cxx_apps_side_by_side(load):
     layer_seen = []
 
