@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Bench suite "instructions": user-space instructions per request, counted by valgrind (callgrind), for
-# csgi, nginx and h2o serving a hello and a 1 KB static file, one process (one thread) each. A count does
+# csgi, nginx and h2o serving a hello and a 1 KB static file over HTTP/1.1, and a hello over HTTP/2 (h2c,
+# 100 streams on one connection), one process (one thread) each. A count does
 # not move with the machine's load as req/s does. Each server runs twice under callgrind, from start to
-# exit, serving N1 and then N2 requests (`ab -k -c 8`); instructions per request = (Ir(N2) - Ir(N1)) /
+# exit, serving N1 and then N2 requests (`ab -k -c 8`; `h2load -c 1 -m 100` for HTTP/2); instructions per request = (Ir(N2) - Ir(N1)) /
 # (N2 - N1), so start-up and shutdown cancel out. Kernel work (system calls, sendfile) is not counted:
 # the servers make about the same calls per request, and CPU time per request in the other suites
 # includes it.
@@ -15,7 +16,7 @@ mkdir -p "$out"
 csgi="$build/adapters/cli/csgi"
 [ -x "$csgi" ] || cmake --build "$build" --target csgi_cli -j"$(nproc)"
 PY=/usr/bin/python3
-for tool in valgrind ab nginx h2o; do
+for tool in valgrind ab h2load nginx h2o; do
   command -v "$tool" >/dev/null || { echo "instructions bench: $tool not found" >&2; exit 1; }
 done
 if [ "${BENCH_QUICK:-0}" = 1 ]; then n1=1000 n2=3000; else n1=2000 n2=10000; fi
@@ -29,10 +30,11 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$tmp/site"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$tmp/site/1k.html"
+printf 'Hello, world!' > "$tmp/site/hello.txt"
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-write_configs() {  # PORT
+write_configs() {  # PORT [h2]: nginx takes HTTP/2 with prior knowledge on PORT with h2
   mkdir -p "$tmp/nginx" "$tmp/h2o"
   cat > "$tmp/nginx/nginx.conf" <<EOF
 master_process off;
@@ -51,7 +53,7 @@ http {
   scgi_temp_path $tmp/nginx/scgi;
   types { text/html html; }
   server {
-    listen 127.0.0.1:$1;
+    listen 127.0.0.1:$1${2:+ http2};
     location = /hello { default_type text/plain; return 200 "Hello, world!"; }
     location / { root $tmp/site; }
   }
@@ -90,22 +92,32 @@ server_cmd() {
   esac
 }
 
-# count NAME PATH REQUESTS: prints the instructions the server executed, start to exit.
+# count NAME CASE REQUESTS: prints the instructions the server executed, start to exit. CASE is a path
+# requested with ab over HTTP/1.1, or h2:/hello (h2o: the 13-byte /hello.txt) with h2load over h2c.
 count() {
-  local name=$1 path=$2 n=$3 port file
+  local name=$1 path=$2 n=$3 port file h2=""
+  if [[ "$path" == h2:* ]]; then
+    h2=1 path=${path#h2:}
+    [ "$name" = h2o ] && path=/hello.txt
+  fi
   port=$(free_port)
-  write_configs "$port"
+  write_configs "$port" $h2
   file="$tmp/callgrind.$name.$n.out"
   local cmd
   server_cmd "$name" "$port" "$path"
   valgrind --tool=callgrind --callgrind-out-file="$file" "${cmd[@]}" >"$tmp/$name.log" 2>&1 &
   spid=$!
   for _ in $(seq 300); do
-    curl -s -o /dev/null "http://127.0.0.1:$port$path" && break
+    curl -s -o /dev/null ${h2:+--http2-prior-knowledge} "http://127.0.0.1:$port$path" && break
     sleep 0.1
   done
   local done
-  done=$(ab -k -c 8 -n "$n" "http://127.0.0.1:$port$path" 2>/dev/null | awk '/Complete requests/ {c=$3} /Failed requests/ {f=$3} END {print c "/" f}')
+  if [ -n "$h2" ]; then
+    done=$(h2load -n "$n" -c 1 -m 100 "http://127.0.0.1:$port$path" 2>/dev/null |
+           awk '/^requests:/ {c=$8; f=$10} END {print c "/" f}')
+  else
+    done=$(ab -k -c 8 -n "$n" "http://127.0.0.1:$port$path" 2>/dev/null | awk '/Complete requests/ {c=$3} /Failed requests/ {f=$3} END {print c "/" f}')
+  fi
   [ "$done" = "$n/0" ] || echo "instructions bench: $name $path answered $done of $n" >&2
   kill -TERM "$spid" 2>/dev/null || true
   [ "$name" = nginx ] && kill -QUIT "$spid" 2>/dev/null || true
@@ -117,7 +129,7 @@ count() {
 
 results="$tmp/results.tsv"
 : > "$results"
-for path in /hello /1k.html; do
+for path in /hello /1k.html h2:/hello; do
   for name in csgi nginx h2o; do
     a=$(count "$name" "$path" "$n1")
     b=$(count "$name" "$path" "$n2")
@@ -146,8 +158,10 @@ lines = ["## instructions: user-space instructions per request (callgrind)", "",
          "the ratios are csgi / peer (below 1.00: csgi executes fewer instructions).", "",
          "| request | csgi | nginx | h2o | csgi / nginx | csgi / h2o |", "|---|---|---|---|---|---|"]
 labels = {"/hello": "hello (13 bytes; csgi `--demo`, nginx `return 200`, h2o mruby handler)",
-          "/1k.html": "static 1 KB file (csgi `--static`, nginx `root`, h2o `file.dir`)"}
-for path in ("/hello", "/1k.html"):
+          "/1k.html": "static 1 KB file (csgi `--static`, nginx `root`, h2o `file.dir`)",
+          "h2:/hello": "HTTP/2 hello, h2c, 100 streams on one connection (csgi `--demo`, nginx `listen http2` + "
+                       "`return 200`, h2o `file.dir` with a 13-byte file)"}
+for path in ("/hello", "/1k.html", "h2:/hello"):
     c, g, h = (per.get((path, s)) for s in ("csgi", "nginx", "h2o"))
     lines.append(f"| {labels[path]} | {fmt(c)} | {fmt(g)} | {fmt(h)} | {ratio(c, g)} | {ratio(c, h)} |")
 lines += ["", "Commands (PORT from a free-port probe; each under `valgrind --tool=callgrind`):", "",
@@ -155,7 +169,8 @@ lines += ["", "Commands (PORT from a free-port probe; each under `valgrind --too
           "--listen 127.0.0.1:PORT --threads 1` (file)",
           "- nginx: `nginx -c nginx.conf -g 'daemon off;'` with `master_process off; worker_processes 1;`",
           "- h2o: `h2o -c h2o.conf` with `num-threads: 1`",
-          f"- client: `ab -k -c 8 -n {n1}` and `-n {n2}` (bench/suites/instructions.sh)"]
+          f"- client: `ab -k -c 8 -n {n1}` and `-n {n2}`; HTTP/2: `h2load -c 1 -m 100 -n {n1}` and `-n {n2}` "
+          "(bench/suites/instructions.sh)"]
 open(dst, "w").write("\n".join(lines) + "\n")
 EOF
 cat "$out/instructions.md"
