@@ -11,12 +11,11 @@ Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
   cap_ = initial_buffer;
   error_code ec;
   socket_.native_non_blocking(true, ec);
+  h2_possible_ = sh_.opt.h2_max_streams > 0;
   if (listener_.tls && sh_.tls) {
     std::string why;
     tls_ = sh_.tls->accept(fd_, why);
     if (!tls_) sh_.errors.write("csgi: TLS connection setup failed: " + why);
-    h2_possible_ = false;  // HTTP/2 over TLS is chosen by ALPN, which offers http/1.1 only so far
-
   }
   if (listener_.tcp) {
     int one = 1;
@@ -229,7 +228,9 @@ Conn::Step Conn::read_head() {
       return Step::wait;
     }
     if (h2_possible_) {
-      int m = h2_preface_match({buf_.get() + begin_, end_ - begin_});
+      // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
+      // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
+      int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match({buf_.get() + begin_, end_ - begin_});
       if (m == 0) return Step::wait;
       h2_possible_ = false;
       if (m > 0) return start_h2(), Step::stop;
