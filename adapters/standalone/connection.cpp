@@ -376,8 +376,7 @@ void Conn::set_connection_env(Env& env) {
   env.set_bool(keys::x::cleanup, true);
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
-  // WebSocket sessions run on the plain socket: not offered under TLS yet (csgi::websocket::accept: 501).
-  if (!tls_) env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
+  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
   if (proxy_https_) env.set_view(keys::HTTPS, "on");

@@ -44,8 +44,9 @@ void Conn::tls_wait_socket() {
 }
 
 void Conn::tls_on_socket(error_code ec, std::size_t got) {
-  if (phase_ == Phase::closed) {
-    // Closed meanwhile: the session is not used again (its descriptor's number may be another's now).
+  if (phase_ == Phase::closed || !tls_) {
+    // Closed meanwhile: the session is not used again (its descriptor's number may be another's now);
+    // or a WebSocket session has it.
     waiting_ = false;
     return;
   }
