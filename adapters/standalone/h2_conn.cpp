@@ -620,10 +620,11 @@ bool has_token(std::string_view list, std::string_view token) {
 // and the request is served as stream 1 of an HTTP/2 connection. Anything else is served as HTTP/1.1.
 // Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
 bool Conn::try_h2c_upgrade() {
-  if (tls_ || !env_ || http10_ || !parser_ || !parser_->is_done() || sh_.opt.h2_max_streams == 0) return false;
+  if (tls_ || !env_ || http10_ || !parser_ || !parser_->is_done()) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
-      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS"))
+      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||
+      sh_.opt.h2_max_streams == 0)
     return false;
   std::string settings;
   if (!base64url_decode(trim_ows(old.get("HTTP_HTTP2_SETTINGS")), settings)) return false;

@@ -147,7 +147,7 @@ private:
     if (r < 0 && errno == EAGAIN) {
       if (tls_.want_write()) {
         socket_.async_wait(Socket::wait_write, [this, self = conn_.lock()](error_code ec) {
-          if (!ec && !socket_.is_open()) ec = asio::error::operation_aborted;
+          if (!socket_.is_open()) ec = asio::error::operation_aborted;
           if (ec) return read_done(self, ec, 0);
           try_read(true);
         });
@@ -187,7 +187,7 @@ private:
       }
       if (w < 0 && errno == EAGAIN && tls_.want_write()) {
         socket_.async_wait(Socket::wait_write, [this, self = conn_.lock()](error_code ec) {
-          if (!ec && !socket_.is_open()) ec = asio::error::operation_aborted;
+          if (!socket_.is_open()) ec = asio::error::operation_aborted;
           if (ec) return write_done(self, ec);
           try_write(true);
         });

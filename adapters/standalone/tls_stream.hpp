@@ -75,7 +75,7 @@ private:
     void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
       if (state == State::done) return self.complete(result, got);
       // Closed meanwhile: the session is not used again (its descriptor's number may be another's now).
-      if (state != State::start && !ec && !s->socket_.is_open()) ec = asio::error::operation_aborted;
+      if (state != State::start && !s->socket_.is_open()) ec = asio::error::operation_aborted;
       if (state == State::wait_read) {
         if (ec == asio::error::eof) s->tls_->in_eof();
         else if (ec) return self.complete(ec, 0);
@@ -123,7 +123,7 @@ private:
     template <class Self>
     void operator()(Self& self, error_code ec = {}) {
       if (state == State::done) return self.complete(result, sent);
-      if (state != State::start && !ec && !s->socket_.is_open()) ec = asio::error::operation_aborted;
+      if (state != State::start && !s->socket_.is_open()) ec = asio::error::operation_aborted;
       if (ec) return self.complete(ec, 0);
       const char* data = nullptr;
       std::size_t len = 0;
