@@ -689,6 +689,12 @@ def over_tls(certs):
         check(st["status"] == 200 and st["body"] == b"" and st["headers"].get(b"content-length") == b"13",
               "TLS: HEAD: 200, no DATA, content-length 13")
         c.close()
+        # ALPN said h2: HTTP/1.1 bytes instead of the preface end the connection, never answered as HTTP/1.
+        s = connect(srv.port)
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        closed, data = drain_until_closed(s, 5)
+        s.close()
+        check(closed and b"HTTP/1.1" not in data, "TLS: ALPN h2, then no preface: closed, no HTTP/1 answer (%r)" % data[:40])
         for name, attack in [("rapid reset", rapid_reset), ("CONTINUATION flood", continuation_flood)]:
             hostile(srv, "TLS: " + name, attack)
         check(srv.stop() == 0, "TLS: demo server exits 0 after SIGTERM")
