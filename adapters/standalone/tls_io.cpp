@@ -169,7 +169,7 @@ private:
     else if (r < 0) ec = asio::error::connection_reset;
     std::size_t got = r > 0 ? static_cast<std::size_t>(r) : 0;
     if (in_handler) return read_done(conn_.lock(), ec, got);
-    asio::post(socket_.get_executor(), [this, self = conn_.lock(), ec, got] { read_done(self, ec, got); });
+    asio::post(socket_.get_executor(), [self = conn_.lock(), ec, got] { read_done(self, ec, got); });
   }
   static void read_done(const std::shared_ptr<Conn>& self, error_code ec, std::size_t n) {
     if (self && self->h2()) self->h2()->on_read(ec, n);
