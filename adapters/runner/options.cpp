@@ -221,10 +221,11 @@ std::vector<OptionSpec> make_table() {
    [](const Options& d) { return show(d.server.max_connections); },
    [](Options& o, const std::string& v) { o.server.max_connections = whole(v, 1, 1u << 24); }},
   {"h2-max-streams", 0, "N", H, false,
-   "HTTP/2: streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); a client that "
-   "keeps more requests in the app (reset ones too) is not read from until some finish",
+   "HTTP/2 (h2 by ALPN over TLS, h2c in the clear): streams one connection may have open at once "
+   "(SETTINGS_MAX_CONCURRENT_STREAMS); a client that keeps more requests in the app (reset ones too) is not "
+   "read from until some finish. 0: no HTTP/2 (ALPN offers http/1.1 alone; no h2c)",
    [](const Options& d) { return show(d.server.h2_max_streams); },
-   [](Options& o, const std::string& v) { o.server.h2_max_streams = static_cast<std::uint32_t>(whole(v, 1, 1u << 20)); }},
+   [](Options& o, const std::string& v) { o.server.h2_max_streams = static_cast<std::uint32_t>(whole(v, 0, 1u << 20)); }},
   {"h2-initial-window", 0, "BYTES", H, false,
    "HTTP/2: each stream's receive window for request bodies (SETTINGS_INITIAL_WINDOW_SIZE); the header list "
    "limit is --max-header-bytes",

@@ -310,6 +310,9 @@ private:
   ssize_t tls_writev(const iovec* iov, int n);
   ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
   void tls_begin_request(csgi::Connection& conn);
+  const TlsInfo& tls_connection_info();
+  // HTTP/2 over the TLS session, once ALPN chose h2 (tls_io.cpp).
+  std::unique_ptr<H2Transport> tls_h2_transport();
   short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
 
   ConnNode node_;
@@ -397,7 +400,8 @@ private:
   // The handler the app gave csgix.websocket during its call, then the session running it.
   std::unique_ptr<websocket::Handler> ws_handler_;
   std::shared_ptr<WsSession> ws_;
-  // HTTP/2: possible until the first bytes say otherwise (h2_preface_match); then the driver.
+  // HTTP/2 (unless --h2-max-streams 0): possible until the first bytes say otherwise (h2_preface_match;
+  // on TLS, the protocol ALPN chose); then the driver.
   bool h2_possible_ = true;
   std::unique_ptr<H2Conn> h2_;
   // TLS: the connection's session, what its env says, and the buffers of its writes.

@@ -11,12 +11,11 @@ Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
   cap_ = initial_buffer;
   error_code ec;
   socket_.native_non_blocking(true, ec);
+  h2_possible_ = sh_.opt.h2_max_streams > 0;
   if (listener_.tls && sh_.tls) {
     std::string why;
     tls_ = sh_.tls->accept(fd_, why);
     if (!tls_) sh_.errors.write("csgi: TLS connection setup failed: " + why);
-    h2_possible_ = false;  // HTTP/2 over TLS is chosen by ALPN, which offers http/1.1 only so far
-
   }
   if (listener_.tcp) {
     int one = 1;
@@ -229,7 +228,9 @@ Conn::Step Conn::read_head() {
       return Step::wait;
     }
     if (h2_possible_) {
-      int m = h2_preface_match({buf_.get() + begin_, end_ - begin_});
+      // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
+      // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
+      int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match({buf_.get() + begin_, end_ - begin_});
       if (m == 0) return Step::wait;
       h2_possible_ = false;
       if (m > 0) return start_h2(), Step::stop;
@@ -375,8 +376,7 @@ void Conn::set_connection_env(Env& env) {
   env.set_bool(keys::x::cleanup, true);
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
-  // WebSocket sessions run on the plain socket: not offered under TLS yet (csgi::websocket::accept: 501).
-  if (!tls_) env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
+  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
   if (proxy_https_) env.set_view(keys::HTTPS, "on");

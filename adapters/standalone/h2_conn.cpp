@@ -1,5 +1,4 @@
-// The plain-fd driver of an HTTP/2 connection, and the Responder and Writer of its streams (see
-// h2_conn.hpp).
+// The driver of an HTTP/2 connection, and the Responder and Writer of its streams (see h2_conn.hpp).
 #include "csgi/adapters/standalone/h2_conn.hpp"
 
 #include <boost/asio/write.hpp>
@@ -338,6 +337,7 @@ void H2Conn::on_written(error_code ec) {
   if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
   if (ec || finishing_) {
     c_.dead_ = c_.dead_ || ec;
+    if (!ec) transport_->end();
     return c_.close_now();
   }
   pump();
@@ -392,6 +392,7 @@ void H2Conn::finish() {
     finishing_ = true;  // on_written closes once the last bytes are out
     return;
   }
+  transport_->end();
   c_.close_now();
 }
 
@@ -441,6 +442,7 @@ void H2Conn::set_env(H2Request& req) {
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(&req));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh.stats);
+  if (c_.tls_info_) c_.tls_info_->copy_to_env(env);  // copied: the env may outlive the connection (APP-4)
   if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
   req.interim = interim_;
 }
@@ -621,7 +623,8 @@ bool Conn::try_h2c_upgrade() {
   if (tls_ || !env_ || http10_ || !parser_ || !parser_->is_done()) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
-      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS"))
+      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||
+      sh_.opt.h2_max_streams == 0)
     return false;
   std::string settings;
   if (!base64url_decode(trim_ows(old.get("HTTP_HTTP2_SETTINGS")), settings)) return false;
@@ -646,14 +649,21 @@ bool Conn::try_h2c_upgrade() {
   return true;
 }
 
-// Conn's side: the connection's first bytes were the HTTP/2 preface.
+// Conn's side: the connection's first bytes were the HTTP/2 preface, or its TLS handshake chose h2.
 void Conn::start_h2() {
   phase_ = Phase::h2;
   response_started_ = true;  // nothing HTTP/1 is ever written on this connection
-  h2_ = std::make_unique<H2Conn>(*this);
+  std::unique_ptr<H2Transport> transport;
+  if (tls_) {
+    tls_connection_info();
+    transport = tls_h2_transport();
+  } else {
+    transport = std::make_unique<PlainTransport>(socket_, weak_from_this());
+  }
+  h2_ = std::make_unique<H2Conn>(*this, tls_ ? "https" : "http");
   std::string_view initial(buf_.get() + begin_, end_ - begin_);
   begin_ = end_ = 0;
-  h2_->start(initial, std::make_unique<PlainTransport>(socket_, weak_from_this()));
+  h2_->start(initial, std::move(transport));
 }
 
 }  // namespace csgi::standalone::detail

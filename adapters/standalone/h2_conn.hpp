@@ -1,6 +1,7 @@
 #pragma once
-// The plain-fd driver of an HTTP/2 connection (internal, not installed): a connection (conn.hpp) whose
-// first bytes are the HTTP/2 preface hands its socket to this, which reads into the H2Session, writes
+// The driver of an HTTP/2 connection (internal, not installed): a connection (conn.hpp) whose first
+// bytes are the HTTP/2 preface, or whose TLS handshake chose h2 by ALPN, hands its byte stream
+// (H2Transport) to this, which reads into the H2Session, writes
 // what the session produces, runs the app for each complete request (inline on the io thread, or on the
 // app pool) and keeps the connection's deadline (idle, body, send timeouts) in the io thread's list.
 #include <memory>
@@ -27,6 +28,9 @@ public:
   virtual void read_some(char* buf, std::size_t n) = 0;
   /// Writes all of `data` (valid until the completion) → on_written(ec).
   virtual void write(std::string_view data) = 0;
+  /// The session has ended and its last bytes are written: what the stream sends before the socket
+  /// closes (TLS: close_notify).
+  virtual void end() noexcept {}
 };
 
 /// How `bytes` (the first bytes of a connection) compare with the HTTP/2 client preface (RFC 9113 §3.4):

@@ -683,7 +683,7 @@ int Server::Impl::run() {
     if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
       throw std::runtime_error("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
     if (!opt.tls_certificates.empty()) {
-      sh.tls = make_tls_context(opt.tls_certificates, opt.tls_client_ca);
+      sh.tls = make_tls_context(opt.tls_certificates, opt.tls_client_ca, opt.h2_max_streams > 0);
       if (std::string notes = sh.tls->notes(); !notes.empty()) sh.errors.write("csgi: " + notes);
     }
     sh.listeners = systemd_sockets();

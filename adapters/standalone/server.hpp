@@ -83,9 +83,10 @@ struct ServerOptions {
   // longer one (Content-Length or chunked) ends the connection after the response (Connection: close).
   std::uint64_t discard_body_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
-  // HTTP/2 (h2c with prior knowledge): streams a connection may have open at once (SETTINGS_MAX_CONCURRENT_
-  // STREAMS), and each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE). The header list size is
-  // max_header_bytes; request bodies are read whole (up to max_body_bytes) before the app runs.
+  // HTTP/2 (h2 by ALPN on TLS listeners; h2c with prior knowledge or Upgrade: h2c on plain ones): streams a
+  // connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; 0: no HTTP/2 at all), and each
+  // stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE). The header list size is max_header_bytes;
+  // request bodies are read whole (up to max_body_bytes) before the app runs.
   std::uint32_t h2_max_streams = 100;
   std::uint32_t h2_initial_window = 65535;
 

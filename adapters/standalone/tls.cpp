@@ -69,12 +69,22 @@ TlsMakeFn load_module() {
 
 }  // namespace
 
-std::unique_ptr<TlsContext> make_tls_context(const std::vector<TlsCertificate>& certs, const std::string& client_ca) {
+std::unique_ptr<TlsContext> make_tls_context(const std::vector<TlsCertificate>& certs, const std::string& client_ca,
+                                             bool h2) {
   TlsMakeFn make = load_module();
   std::string error;
-  std::unique_ptr<TlsContext> ctx(make(certs, client_ca, error));
+  std::unique_ptr<TlsContext> ctx(make(certs, client_ca, h2, error));
   if (!ctx) throw std::runtime_error(error);
   return ctx;
+}
+
+void TlsInfo::copy_to_env(Env& env) const {
+  set_env(env);
+  for (std::string_view key : {keys::SSL_PROTOCOL, keys::SSL_CIPHER, keys::SSL_TLS_SNI, keys::SSL_CLIENT_VERIFY,
+                               keys::SSL_CLIENT_S_DN, keys::SSL_CLIENT_CERT}) {
+    std::string_view v = env.get(key);
+    if (!v.empty()) env.set(key, v);
+  }
 }
 
 void TlsInfo::set_env(Env& env) const {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct TlsInfo {
   bool asked_client_cert = false;
   /// Sets HTTPS and the SSL_* keys (views into this object).
   void set_env(Env& env) const;
+  /// The same, with the values copied into the env (one that may outlive this object).
+  void copy_to_env(Env& env) const;
 };
 
 class TlsSession {
@@ -55,6 +58,8 @@ public:
   virtual void shutdown() noexcept = 0;
   /// The connection's protocol, cipher, SNI name and client certificate (after the handshake).
   virtual void info(TlsInfo& out) = 0;
+  /// The protocol ALPN chose ("h2", "http/1.1"; "" when the client offered none), after the handshake.
+  virtual std::string_view alpn() const noexcept = 0;
 };
 
 class TlsContext {
@@ -70,12 +75,14 @@ public:
 
 /// Loads libcsgi_tls.so and the certificates; throws std::runtime_error "--tls-cert FILE: reason" (a
 /// missing, unreadable, malformed or expired certificate, a key that does not match it, a bad client CA
-/// file) or "TLS: cannot load libcsgi_tls.so …".
-std::unique_ptr<TlsContext> make_tls_context(const std::vector<TlsCertificate>& certs, const std::string& client_ca);
+/// file) or "TLS: cannot load libcsgi_tls.so …". ALPN offers h2 (preferred) and http/1.1 with `h2`, else
+/// http/1.1 alone.
+std::unique_ptr<TlsContext> make_tls_context(const std::vector<TlsCertificate>& certs, const std::string& client_ca,
+                                             bool h2);
 
 /// The module's entry point (extern "C", looked up by name): a context, or nullptr with `error` set.
-using TlsMakeFn = TlsContext* (*)(const std::vector<TlsCertificate>& certs, const std::string& client_ca,
+using TlsMakeFn = TlsContext* (*)(const std::vector<TlsCertificate>& certs, const std::string& client_ca, bool h2,
                                   std::string& error);
-inline constexpr const char* tls_module_entry = "csgi_tls_make_context_v1";
+inline constexpr const char* tls_module_entry = "csgi_tls_make_context_v2";
 
 }  // namespace csgi::standalone::detail

@@ -44,6 +44,12 @@ void Conn::tls_wait_socket() {
 }
 
 void Conn::tls_on_socket(error_code ec, std::size_t got) {
+  if (phase_ == Phase::closed || !tls_) {
+    // Closed meanwhile: the session is not used again (its descriptor's number may be another's now);
+    // or a WebSocket session has it.
+    waiting_ = false;
+    return;
+  }
   if (ec == asio::error::eof) {
     tls_->in_eof();
   } else if (ec) {
@@ -102,10 +108,112 @@ ssize_t Conn::tls_sendfile(int file_fd, off_t* off, std::size_t n) {
 // The connection's TLS facts, read once the handshake is done (before its first request is parsed).
 void Conn::tls_begin_request(csgi::Connection& conn) {
   conn.url_scheme = "https";
+  tls_connection_info();
+}
+
+const TlsInfo& Conn::tls_connection_info() {
   if (!tls_info_) {
     tls_info_ = std::make_unique<TlsInfo>();
     tls_->info(*tls_info_);
   }
+  return *tls_info_;
+}
+
+namespace {
+/// The TLS session under an HTTP/2 connection (H2Transport): reads and writes through OpenSSL on the
+/// connection's non-blocking socket, waiting for it through the reactor as the HTTP/1 path does (the
+/// ciphertext read straight into the session's buffer). A completion never runs inside the call that
+/// started it. Once the handshake is done a write needs only writability (renegotiation is off).
+class TlsTransport final : public H2Transport {
+public:
+  TlsTransport(TlsSession& tls, Socket& socket, std::weak_ptr<Conn> conn)
+      : tls_(tls), socket_(socket), conn_(std::move(conn)) {}
+
+  void read_some(char* buf, std::size_t n) override {
+    rbuf_ = buf;
+    rn_ = n;
+    try_read(false);
+  }
+  void write(std::string_view data) override {
+    wdata_ = data;
+    try_write(false);
+  }
+  void end() noexcept override { tls_.shutdown(); }
+
+private:
+  // Decrypts what the session holds; else waits for the socket and tries again.
+  void try_read(bool in_handler) {
+    ssize_t r = tls_.recv(rbuf_, rn_);
+    if (r < 0 && errno == EAGAIN) {
+      if (tls_.want_write()) {
+        socket_.async_wait(Socket::wait_write, [this, self = conn_.lock()](error_code ec) {
+          if (!socket_.is_open()) ec = asio::error::operation_aborted;
+          if (ec) return read_done(self, ec, 0);
+          try_read(true);
+        });
+        return;
+      }
+      auto [room, n] = tls_.in_room();
+      socket_.async_read_some(asio::buffer(room, n), [this, self = conn_.lock()](error_code ec, std::size_t got) {
+        // Closed meanwhile: the session is not used again (its descriptor's number may be another's now).
+        if (!socket_.is_open()) ec = asio::error::operation_aborted;
+        if (ec == asio::error::eof) tls_.in_eof();
+        else if (ec) return read_done(self, ec, 0);
+        tls_.in_added(got);
+        try_read(true);
+      });
+      return;
+    }
+    error_code ec;
+    if (r == 0) ec = asio::error::eof;
+    else if (r < 0) ec = asio::error::connection_reset;
+    std::size_t got = r > 0 ? static_cast<std::size_t>(r) : 0;
+    if (in_handler) return read_done(conn_.lock(), ec, got);
+    asio::post(socket_.get_executor(), [self = conn_.lock(), ec, got] { read_done(self, ec, got); });
+  }
+  static void read_done(const std::shared_ptr<Conn>& self, error_code ec, std::size_t n) {
+    if (self && self->h2()) self->h2()->on_read(ec, n);
+  }
+
+  // Writes all of wdata_, a record at a time; a write the socket did not take is made again with the
+  // same bytes once it is writable.
+  void try_write(bool in_handler) {
+    error_code ec;
+    while (!wdata_.empty()) {
+      ssize_t w = tls_.send(wdata_.data(), wdata_.size());
+      if (w > 0) {
+        wdata_.remove_prefix(static_cast<std::size_t>(w));
+        continue;
+      }
+      if (w < 0 && errno == EAGAIN && tls_.want_write()) {
+        socket_.async_wait(Socket::wait_write, [this, self = conn_.lock()](error_code ec) {
+          if (!socket_.is_open()) ec = asio::error::operation_aborted;
+          if (ec) return write_done(self, ec);
+          try_write(true);
+        });
+        return;
+      }
+      ec = asio::error::connection_reset;
+      break;
+    }
+    if (in_handler) return write_done(conn_.lock(), ec);
+    asio::post(socket_.get_executor(), [self = conn_.lock(), ec] { write_done(self, ec); });
+  }
+  static void write_done(const std::shared_ptr<Conn>& self, error_code ec) {
+    if (self && self->h2()) self->h2()->on_written(ec);
+  }
+
+  TlsSession& tls_;
+  Socket& socket_;
+  std::weak_ptr<Conn> conn_;
+  char* rbuf_ = nullptr;
+  std::size_t rn_ = 0;
+  std::string_view wdata_;
+};
+}  // namespace
+
+std::unique_ptr<H2Transport> Conn::tls_h2_transport() {
+  return std::make_unique<TlsTransport>(*tls_, socket_, weak_from_this());
 }
 
 }  // namespace csgi::standalone::detail

@@ -29,11 +29,14 @@ namespace csgi::standalone::detail {
 namespace {
 
 /// The ALPN protocols offered, in the server's order of preference (RFC 7301 wire format, each name
-/// preceded by its length). HTTP/2 goes first here once the server speaks it.
-std::string_view alpn_protocols() noexcept {
-  static constexpr char protos[] = "\x08http/1.1";
-  return {protos, sizeof protos - 1};
+/// preceded by its length): h2 first when HTTP/2 is on (RFC 9113 §3.2), then http/1.1.
+std::string_view alpn_protocols(bool h2) noexcept {
+  static constexpr char with_h2[] = "\x02h2\x08http/1.1";
+  static constexpr char http1[] = "\x08http/1.1";
+  return h2 ? std::string_view{with_h2, sizeof with_h2 - 1} : std::string_view{http1, sizeof http1 - 1};
 }
+// The select callback's argument: whether h2 is offered.
+const bool kOfferH2 = true, kHttp1Only = false;
 
 /// The reason of the first OpenSSL error of this thread (and clears the queue).
 std::string tls_error_text() {
@@ -127,8 +130,8 @@ int on_ticket(SSL*, unsigned char key_name[16], unsigned char iv[EVP_MAX_IV_LENG
 }
 
 int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
-            void*) {
-  std::string_view ours = alpn_protocols();
+            void* arg) {
+  std::string_view ours = alpn_protocols(*static_cast<const bool*>(arg));
   unsigned char* chosen = nullptr;
   if (SSL_select_next_proto(&chosen, outlen, reinterpret_cast<const unsigned char*>(ours.data()),
                             static_cast<unsigned>(ours.size()), in, inlen) != OPENSSL_NPN_NEGOTIATED)
@@ -214,7 +217,7 @@ bool use_ffdhe2048(SSL_CTX* ctx) {
   return true;
 }
 
-SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
+SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca, bool h2) {
   if (c.key_file.empty()) fail("--tls-cert", c.cert_file, "no --tls-key given for it (they come in pairs)");
   if (c.cert_file.empty()) fail("--tls-key", c.key_file, "no --tls-cert given for it (they come in pairs)");
   check_readable("--tls-cert", c.cert_file);
@@ -262,7 +265,7 @@ SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca) {
     SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof sid_ctx - 1);
     SSL_CTX_set_timeout(ctx, kTicketPeriod);
     SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, on_ticket);
-    SSL_CTX_set_alpn_select_cb(ctx, on_alpn, nullptr);
+    SSL_CTX_set_alpn_select_cb(ctx, on_alpn, const_cast<bool*>(h2 ? &kOfferH2 : &kHttp1Only));
   } catch (...) {
     SSL_CTX_free(ctx);
     throw;
@@ -388,7 +391,7 @@ std::unique_ptr<Staple> fetch_staple(SSL_CTX* ctx, const std::string& file, std:
 /// One load of the certificates: an SSL_CTX per certificate, the first the default, the others chosen by SNI.
 class TlsGeneration {
 public:
-  TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca);
+  TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca, bool h2);
   ~TlsGeneration();
   TlsGeneration(const TlsGeneration&) = delete;
   TlsGeneration& operator=(const TlsGeneration&) = delete;
@@ -409,14 +412,14 @@ private:
   SSL_CTX* for_name(std::string_view host) const;
 };
 
-TlsGeneration::TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca)
+TlsGeneration::TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca, bool h2)
     : client_ca_(!client_ca.empty()) {
   if (certs.empty()) throw std::runtime_error("TLS: no certificate (--tls-cert FILE --tls-key FILE)");
   ticket_secret();
   try {
     for (const TlsCertificate& c : certs) {
       Entry e;
-      e.ctx = make_context(c, client_ca);
+      e.ctx = make_context(c, client_ca, h2);
       e.names = dns_names(SSL_CTX_get0_certificate(e.ctx));
       e.staple = fetch_staple(e.ctx, c.cert_file, notes_);
       if (e.staple) {
@@ -537,6 +540,12 @@ public:
     ERR_clear_error();
   }
   void info(TlsInfo& out) override;
+  std::string_view alpn() const noexcept override {
+    const unsigned char* p = nullptr;
+    unsigned int n = 0;
+    SSL_get0_alpn_selected(ssl_, &p, &n);
+    return p ? std::string_view(reinterpret_cast<const char*>(p), n) : std::string_view{};
+  }
 
 private:
   ssize_t result(int r, std::size_t done);
@@ -599,9 +608,9 @@ ssize_t OpenSslSession::result(int r, std::size_t done) {
 
 class OpenSslContext final : public TlsContext {
 public:
-  OpenSslContext(std::vector<TlsCertificate> certs, std::string client_ca)
-      : certs_(std::move(certs)), client_ca_(std::move(client_ca)),
-        current_(std::make_shared<const TlsGeneration>(certs_, client_ca_)) {}
+  OpenSslContext(std::vector<TlsCertificate> certs, std::string client_ca, bool h2)
+      : certs_(std::move(certs)), client_ca_(std::move(client_ca)), h2_(h2),
+        current_(std::make_shared<const TlsGeneration>(certs_, client_ca_, h2_)) {}
   std::unique_ptr<TlsSession> accept(int fd, std::string& why) override {
     std::shared_ptr<const TlsGeneration> gen;
     {
@@ -627,7 +636,7 @@ public:
   }
   std::string reload() override {
     try {
-      auto next = std::make_shared<const TlsGeneration>(certs_, client_ca_);
+      auto next = std::make_shared<const TlsGeneration>(certs_, client_ca_, h2_);
       std::lock_guard lock(mu_);
       current_ = std::move(next);
       return {};
@@ -639,6 +648,7 @@ public:
 private:
   std::vector<TlsCertificate> certs_;
   std::string client_ca_;
+  bool h2_;
   std::mutex mu_;
   std::shared_ptr<const TlsGeneration> current_;
 };
@@ -687,10 +697,11 @@ void OpenSslSession::info(TlsInfo& out) {
 }  // namespace
 }  // namespace csgi::standalone::detail
 
-extern "C" __attribute__((visibility("default"))) csgi::standalone::detail::TlsContext* csgi_tls_make_context_v1(
-    const std::vector<csgi::standalone::TlsCertificate>& certs, const std::string& client_ca, std::string& error) {
+extern "C" __attribute__((visibility("default"))) csgi::standalone::detail::TlsContext* csgi_tls_make_context_v2(
+    const std::vector<csgi::standalone::TlsCertificate>& certs, const std::string& client_ca, bool h2,
+    std::string& error) {
   try {
-    return new csgi::standalone::detail::OpenSslContext(certs, client_ca);
+    return new csgi::standalone::detail::OpenSslContext(certs, client_ca, h2);
   } catch (const std::exception& e) {
     error = e.what();
   } catch (...) {

@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "csgi/adapters/standalone/app_pool.hpp"
+#include "csgi/adapters/standalone/tls_stream.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/text.hpp"
 
@@ -315,6 +316,12 @@ private:
 
 std::shared_ptr<WsSession> start_ws_session(IoThread& t, Socket socket, WsStart start) {
   auto s = std::make_shared<Session<Socket>>(t, std::move(socket), std::move(start));
+  s->start();
+  return s;
+}
+
+std::shared_ptr<WsSession> start_ws_session(IoThread& t, Socket socket, std::unique_ptr<TlsSession> tls, WsStart start) {
+  auto s = std::make_shared<Session<TlsStream>>(t, TlsStream(std::move(socket), std::move(tls)), std::move(start));
   s->start();
   return s;
 }

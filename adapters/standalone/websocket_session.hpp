@@ -7,8 +7,8 @@
 // (--app-threads), one callback at a time. The connection stays in its io thread's list as the session's
 // anchor (graceful stop, counters) until the session ends.
 //
-// The stream type is the session's template parameter (websocket_session.cpp): a plain socket today; a TLS
-// connection hands over its ssl stream with the same start_ws_session, instantiated for that type.
+// The stream type is the session's template parameter (websocket_session.cpp): the plain socket, or, on a
+// TLS connection, the socket and its TlsSession as one stream (TlsStream, tls_stream.hpp).
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,8 +39,12 @@ struct WsStart {
   std::function<void()> on_end;  // called once on the io thread when the session has ended
 };
 
+class TlsSession;
+
 /// Starts a session on the socket's io thread `t` (which runs it).
 std::shared_ptr<WsSession> start_ws_session(IoThread& t, Socket socket, WsStart start);
+/// The same over the connection's TLS session (its handshake done).
+std::shared_ptr<WsSession> start_ws_session(IoThread& t, Socket socket, std::unique_ptr<TlsSession> tls, WsStart start);
 
 /// The opening handshake of `env` as HTTP/1.1 text (the fields RFC 6455 §4.2.1 needs).
 std::string ws_handshake_text(const Env& env);

@@ -78,7 +78,8 @@ void Conn::begin_websocket(Response& res) {
     error_code ec;
     socket_.cancel(ec);  // their handlers see operation_aborted and leave the connection alone
   }
-  ws_ = start_ws_session(t_, std::move(socket_), std::move(st));
+  if (tls_) ws_ = start_ws_session(t_, std::move(socket_), std::move(tls_), std::move(st));
+  else ws_ = start_ws_session(t_, std::move(socket_), std::move(st));
 }
 
 }  // namespace csgi::standalone::detail

@@ -9,6 +9,7 @@ case: case | result | note. Exit status 0 when no case failed.
   run_conformance.py --spawn 'csgi serve --app lib.so --listen 127.0.0.1:0' --prefix /app ...
   run_conformance.py --h2c ...   (every request over HTTP/2 with prior knowledge, through python3-h2)
   run_conformance.py --url https://127.0.0.1:8443/ --tls-ca ca.pem ...   (HTTPS/1.1: every socket in TLS)
+  run_conformance.py --h2 --tls-ca ca.pem ...   (every request over HTTP/2 over TLS, h2 chosen by ALPN)
 
 Groups: core (the 36 Plack::Test::Suite cases), http1 (keep-alive, pipelining, half-close, 100-continue,
 HEAD, HTTP/1.0, chunked), extensions (csgix.cleanup, csgix.informational, csgix.io), range, framing
@@ -171,13 +172,16 @@ class Conn:
 
 
 class H2Client:
-    """One HTTP/2 connection over cleartext (prior knowledge, RFC 9113 §3.3) through python3-h2."""
+    """One HTTP/2 connection through python3-h2: over cleartext (prior knowledge, RFC 9113 §3.3), or over
+    TLS with h2 chosen by ALPN (§3.2)."""
 
     def __init__(self, host, port, timeout=10, unix=None):
         import h2.config
         import h2.connection
 
         self.c = Conn(host, port, timeout, unix)
+        if TLS and self.c.s.selected_alpn_protocol() != "h2":
+            raise ValueError("ALPN chose %r, not h2" % self.c.s.selected_alpn_protocol())
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
         self.h2.initiate_connection()
         self.flush()
@@ -226,7 +230,8 @@ class H2Client:
 
     def request(self, method, path, authority, headers=(), body=b""):
         sid = self.h2.get_next_available_stream_id()
-        hs = [(":method", method), (":path", path), (":scheme", "http"), (":authority", authority)] + list(headers)
+        hs = [(":method", method), (":path", path), (":scheme", "https" if TLS else "http"),
+              (":authority", authority)] + list(headers)
         if body and not any(k == "content-length" for k, _ in headers):
             hs.append(("content-length", str(len(body))))
         self.streams[sid] = {"status": None, "headers": [], "body": b"", "interim": [], "ended": False, "reset": None}
@@ -1120,12 +1125,16 @@ def main():
     ap.add_argument("--timeouts", default="", help="header=S,idle=S")
     ap.add_argument("--name", default="", help="adapter name for the table title")
     ap.add_argument("--h2c", action="store_true", help="send every request over HTTP/2 (h2c, prior knowledge)")
+    ap.add_argument("--h2", dest="h2c", action="store_true",
+                    help="the same; with --tls-ca over TLS, h2 chosen by ALPN")
     ap.add_argument("--tls-ca", help="speak HTTPS/1.1: wrap every socket in TLS, trusting this CA file")
     args = ap.parse_args()
     if args.tls_ca:
         global TLS
         TLS = ssl.create_default_context(cafile=args.tls_ca)
         TLS.options |= ssl.OP_IGNORE_UNEXPECTED_EOF  # a server may close without close_notify
+        if args.h2c:
+            TLS.set_alpn_protocols(["h2"])
     proc = None
     if args.spawn:
         proc, url = spawn(args.spawn)

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Headless Chromium loads `csgi serve --demo` over https://, trusting the test CA (an NSS database in a
 temporary HOME, made with certutil from libnss3-tools): the demo page, a page that reports the
-navigation's protocol and secure context, and /env with the TLS keys. Without the CA the page does not
+navigation's protocol (h2: the browser and the server chose HTTP/2 by ALPN) and secure context, a page
+whose WebSocket echo round-trips over wss://, and /env with the TLS keys (SERVER_PROTOCOL HTTP/2). Without the CA the page does not
 load (the control). Exit 77 (skipped) without chromium or certutil.
 Usage: test_browser_tls.py CSGI_EXE"""
 import os
@@ -31,6 +32,12 @@ with open(os.path.join(site, "probe.html"), "w") as f:
             'const nav = performance.getEntriesByType("navigation")[0];'
             'document.getElementById("out").textContent = "protocol=" + nav.nextHopProtocol + '
             '" secure=" + window.isSecureContext;</script>')
+with open(os.path.join(site, "wsprobe.html"), "w") as f:
+    f.write('<!doctype html><meta charset=utf-8><title>wss</title><p id=ws>pending</p><script>'
+            'const u = new URL("websocket/echo", location.href); u.protocol = "wss:";'
+            'const s = new WebSocket(u); s.onopen = () => s.send("round trip over wss");'
+            's.onmessage = (e) => { document.getElementById("ws").textContent = "echo=" + e.data; s.close(); };'
+            's.onerror = () => { document.getElementById("ws").textContent = "error"; };</script>')
 trusting = os.path.join(work, "home")
 nssdb = os.path.join(trusting, ".pki", "nssdb")
 os.makedirs(nssdb)
@@ -40,10 +47,10 @@ untrusting = os.path.join(work, "home-untrusting")
 os.mkdir(untrusting)
 
 
-def dump(url, home):
+def dump(url, home, budget_ms=3000):
     profile = tempfile.mkdtemp(dir=work)
     r = subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                        "--user-data-dir=" + profile, "--virtual-time-budget=3000", "--dump-dom", url],
+                        "--user-data-dir=" + profile, "--virtual-time-budget=%d" % budget_ms, "--dump-dom", url],
                        capture_output=True, text=True, timeout=90, env=dict(os.environ, HOME=home))
     return r.stdout
 
@@ -57,12 +64,16 @@ try:
     check("Hello from" not in dump(base + "/", untrusting), "without the test CA the page does not load")
     check("Hello from csgi!" in dump(base + "/", trusting), "the demo page loads over https")
     probe = dump("https://localhost:%d/probe.html" % probe_port, trusting)
-    check("protocol=http/1.1 secure=true" in probe, "nextHopProtocol http/1.1 in a secure context: %r" %
+    check("protocol=h2 secure=true" in probe, "nextHopProtocol h2 (HTTP/2 by ALPN) in a secure context: %r" %
           probe[probe.find("id=\"out\""):][:60])
+    ws = dump("https://localhost:%d/wsprobe.html" % probe_port, trusting, budget_ms=10000)
+    check("echo=round trip over wss" in ws,
+          "a WebSocket echo round-trips over wss:// in the browser: %r" % ws[ws.find("id=\"ws\""):][:60])
     env = dump(base + "/env", trusting)
     check("<td>SSL_PROTOCOL</td><td>TLSv1.3</td>" in env, "the browser's request: SSL_PROTOCOL TLSv1.3")
     check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's request: SSL_TLS_SNI localhost")
     check("<td>csgi.url_scheme</td><td>https</td>" in env, "the browser's request: csgi.url_scheme https")
+    check("<td>SERVER_PROTOCOL</td><td>HTTP/2</td>" in env, "the browser's request: SERVER_PROTOCOL HTTP/2")
 finally:
     for server in (p, q):
         if server is None:

@@ -4,7 +4,7 @@
     certificate: exit non-zero with one line naming the file and the reason;
   * the env of a TLS request (ENV-17, ENV-18): csgi.url_scheme https, HTTPS on, SSL_PROTOCOL, SSL_CIPHER,
     SSL_TLS_SNI; no csgix.io (no raw socket under TLS);
-  * SNI chooses the certificate (the first by default); ALPN selects http/1.1 and refuses h2 alone;
+  * SNI chooses the certificate (the first by default); ALPN prefers h2 to http/1.1 and refuses others;
   * TLS 1.0 and 1.1 are refused by the server (a protocol_version alert), TLS 1.2 and 1.3 served;
   * session resumption (TLS 1.2 and 1.3 tickets) works;
   * SIGHUP swaps the certificate for new connections while an open keep-alive connection keeps working;
@@ -144,18 +144,20 @@ try:
     s = connect(port, ctx=client_context(check_hostname=False), host="unknown.test")
     check(peer_cn(s) == "localhost", "SNI of no certificate: the first certificate")
     s.close()
+    for offered, chosen in ((["http/1.1", "h2"], "h2"), (["http/1.1"], "http/1.1"), (["h2"], "h2")):
+        ctx = client_context()
+        ctx.set_alpn_protocols(offered)
+        s = connect(port, ctx=ctx)
+        check(s.selected_alpn_protocol() == chosen, "ALPN %s: %s, the server's preference (%r)" %
+              (",".join(offered), chosen, s.selected_alpn_protocol()))
+        s.close()
     ctx = client_context()
-    ctx.set_alpn_protocols(["h2", "http/1.1"])
-    s = connect(port, ctx=ctx)
-    check(s.selected_alpn_protocol() == "http/1.1", "ALPN h2,http/1.1: http/1.1 (%r)" % s.selected_alpn_protocol())
-    s.close()
-    ctx = client_context()
-    ctx.set_alpn_protocols(["h2"])
+    ctx.set_alpn_protocols(["spdy/3"])
     try:
         connect(port, ctx=ctx).close()
-        check(False, "ALPN h2 alone: refused")
+        check(False, "ALPN spdy/3 alone: refused")
     except ssl.SSLError as e:
-        check("NO_APPLICATION_PROTOCOL" in str(e).upper().replace(" ", "_"), "ALPN h2 alone: no_application_protocol (%s)" % e)
+        check("NO_APPLICATION_PROTOCOL" in str(e).upper().replace(" ", "_"), "ALPN spdy/3 alone: no_application_protocol (%s)" % e)
 
     # Protocol versions: the client offers old ones (security level 0 lets it), the server refuses them.
     for version in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):

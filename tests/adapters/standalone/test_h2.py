@@ -9,7 +9,11 @@
   * hostile peers, each followed by a check that another client is served at once and that the server's
     CPU time and RSS stayed bounded: rapid reset, CONTINUATION flood, HPACK bomb, SETTINGS, PING and empty
     DATA floods, a zero window held forever (closed by --send-timeout), stream-id exhaustion;
-  * a graceful stop sends GOAWAY and finishes the stream in flight.
+  * a graceful stop sends GOAWAY and finishes the stream in flight;
+  * over TLS (certificates made now, tls_certs.py): ALPN chooses h2 (curl --http2 and nghttp over
+    https, the env of a TLS stream), http/1.1 for a client that asks for it, h2c refused (RFC 9113 §3.3:
+    neither the preface nor Upgrade: h2c on a TLS connection), hostile peers (rapid reset, CONTINUATION
+    flood, zero window held forever); --h2-max-streams 0 turns HTTP/2 off, in the clear and over TLS.
 Usage: test_h2.py CSGI_EXE CONFORMANCE_APP_SO"""
 import hashlib
 import os
@@ -17,6 +21,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -34,6 +39,24 @@ from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFr
 CSGI, APP = sys.argv[1], sys.argv[2]
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from tls_certs import Certs  # noqa: E402
+
+# While set (the TLS part of main()), every client socket is wrapped in TLS with this context, which
+# offers h2 alone by ALPN.
+TLS = None
+
+
+def tls_context(ca, alpn=("h2",)):
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
+    ctx.set_alpn_protocols(list(alpn))
+    return ctx
+
+
+def connect(port, timeout=5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return TLS.wrap_socket(s, server_hostname="localhost") if TLS else s
 
 
 def check(cond, what):
@@ -43,12 +66,12 @@ def check(cond, what):
 
 
 class Server:
-    def __init__(self, args):
-        self.p = subprocess.Popen([CSGI, "serve"] + args + ["--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+    def __init__(self, args, listen="127.0.0.1:0"):
+        self.p = subprocess.Popen([CSGI, "serve"] + args + ["--listen", listen], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         deadline = time.time() + 10
         while time.time() < deadline:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
+            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
             if m:
                 self.port = int(m.group(1))
                 return
@@ -78,7 +101,7 @@ class Client:
     """python3-h2 on a socket."""
 
     def __init__(self, port, window=None, timeout=10):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.s = connect(port, timeout)
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
         self.h2.initiate_connection()
         if window is not None:
@@ -95,7 +118,8 @@ class Client:
 
     def request(self, path, method="GET", headers=(), body=b"", port=None):
         sid = self.h2.get_next_available_stream_id()
-        hs = [(":method", method), (":path", path), (":scheme", "http"), (":authority", "127.0.0.1")] + list(headers)
+        hs = [(":method", method), (":path", path), (":scheme", "https" if TLS else "http"),
+              (":authority", "127.0.0.1")] + list(headers)
         self.streams[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None, "interim": []}
         self.h2.send_headers(sid, hs, end_stream=not body)
         self.flush()
@@ -164,7 +188,7 @@ def get(port, path):
 
 
 def raw(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = connect(port)
     s.sendall(PREFACE + SettingsFrame(0).serialize())
     return s
 
@@ -179,7 +203,7 @@ def drain_until_closed(s, limit):
             d = s.recv(65536)
         except socket.timeout:
             continue
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLError):
             return True, got
         if not d:
             return True, got
@@ -234,7 +258,7 @@ def rapid_reset(port, extra=()):
                 sid += 2
             s.sendall(batch)
             sent += 500
-    except (BrokenPipeError, ConnectionResetError):
+    except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
         pass
     closed, data = drain_until_closed(s, 10)
     s.close()
@@ -270,7 +294,7 @@ def continuation_flood(port):
         junk = enc.encode([("x-junk", "a" * 1000)])
         for _ in range(2000):
             s.sendall(ContinuationFrame(1, junk, flags=[]).serialize())
-    except (BrokenPipeError, ConnectionResetError):
+    except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
         pass
     closed, data = drain_until_closed(s, 10)
     s.close()
@@ -351,7 +375,7 @@ def empty_data_flood(port):
 
 def zero_window(port):
     # Slow read: the client's windows are 0 and never open; --send-timeout 2 must end it.
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = connect(port)
     s.sendall(PREFACE + SettingsFrame(0, settings={0x4: 0}).serialize())
     enc = hpack.Encoder()
     s.sendall(HeadersFrame(1, enc.encode([(":method", "GET"), (":path", "/?"), (":scheme", "http"),
@@ -365,7 +389,7 @@ def zero_window(port):
 
 def zero_window_with_pings(port):
     # The same slow read, with a PING every 0.5 s: its ACKs are traffic, not progress of the response.
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = connect(port)
     s.sendall(PREFACE + SettingsFrame(0, settings={0x4: 0}).serialize())
     enc = hpack.Encoder()
     s.sendall(HeadersFrame(1, enc.encode([(":method", "GET"), (":path", "/?"), (":scheme", "http"),
@@ -595,8 +619,165 @@ def main():
     c.close()
     check(srv.stop() == 0, "server exits 0 after SIGTERM")
 
+    certs = Certs()
+    try:
+        over_tls(certs)
+        h2_off(certs)
+    finally:
+        shutil.rmtree(certs.dir, ignore_errors=True)
+
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
+
+
+def curl(args, url, ca):
+    r = subprocess.run(["curl", "-s", "--cacert", ca] + args + [url], capture_output=True, text=True, timeout=20)
+    return r.stdout
+
+
+def http1_over_tls(port, ca, request):
+    """Sends `request` on a TLS connection on which ALPN chose http/1.1; returns what came back before the
+    server closed (or 3 s passed)."""
+    s = tls_context(ca, ("http/1.1",)).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
+                                                   server_hostname="localhost")
+    alpn = s.selected_alpn_protocol()
+    s.sendall(request)
+    _, data = drain_until_closed(s, 3)
+    s.close()
+    return alpn, data
+
+
+def over_tls(certs):
+    global TLS
+    tls = ["--tls-cert", certs.server[0], "--tls-key", certs.server[1]]
+    srv = Server(["--demo"] + tls, listen="https://127.0.0.1:0")
+    base = "https://localhost:%d" % srv.port
+    if shutil.which("curl"):
+        got = curl(["--http2", "-w", "\n%{http_version}"], base + "/hello", certs.ca)
+        check(got == "Hello, world!\n2", "TLS: curl --http2 https://: HTTP/2 by ALPN (%r)" % got)
+        got = curl(["--http1.1", "-w", "\n%{http_version}"], base + "/hello", certs.ca)
+        check(got == "Hello, world!\n1.1", "TLS: curl --http1.1 https://: HTTP/1.1 by ALPN (%r)" % got)
+        got = curl(["--http2"], base + "/env", certs.ca)
+        check(all(x in got for x in ("SERVER_PROTOCOL</td><td>HTTP/2", "csgi.url_scheme</td><td>https",
+                                     "HTTPS</td><td>on", "SSL_PROTOCOL</td><td>TLSv1.3", "SSL_TLS_SNI</td><td>localhost")),
+              "TLS: a stream's env: HTTP/2, https, HTTPS on, SSL_PROTOCOL, SSL_TLS_SNI (ENV-16, ENV-17, ENV-18)")
+        got = curl(["--http2"], base + "/stream", certs.ca)
+        check(got.count("written by a delayed writer") == 10, "TLS: the demo's delayed writer streams 10 lines over h2")
+    if shutil.which("nghttp"):
+        r = subprocess.run(["nghttp", "-v", base + "/env"], capture_output=True, text=True, timeout=20)
+        check(r.returncode == 0 and "negotiated protocol: h2" in r.stdout and "SERVER_PROTOCOL</td><td>HTTP/2" in r.stdout,
+              "TLS: nghttp https://: h2 negotiated, the env says HTTP/2 (exit %d)" % r.returncode)
+        r = subprocess.run(["nghttp", "-n", "-s", "-m", "20", base + "/hello"], capture_output=True, text=True, timeout=20)
+        check(r.returncode == 0, "TLS: nghttp -m 20 over one TLS connection: exit %d" % r.returncode)
+    # h2c is not for TLS (RFC 9113 §3.3): on a connection where ALPN chose http/1.1, the preface is no
+    # HTTP/2 and Upgrade: h2c is not taken.
+    alpn, data = http1_over_tls(srv.port, certs.ca, PREFACE + SettingsFrame(0).serialize())
+    check(alpn == "http/1.1" and re.match(rb"HTTP/1\.1 [45]\d\d ", data) is not None,
+          "TLS: the h2c preface on an http/1.1 connection is answered as HTTP/1.1 (%r)" % data[:40])
+    alpn, data = http1_over_tls(srv.port, certs.ca, b"GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, "
+                                b"HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+    check(data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"Hello, world!"),
+          "TLS: Upgrade: h2c is not taken, the request answered in HTTP/1.1 (%r)" % data[:40])
+    c = None
+    TLS = tls_context(certs.ca)
+    try:
+        c = Client(srv.port)
+        check(c.s.selected_alpn_protocol() == "h2", "TLS: python3-h2 offering h2 alone gets h2")
+        sid = c.request("/hello", method="HEAD")
+        c.wait([sid])
+        st = c.streams[sid]
+        check(st["status"] == 200 and st["body"] == b"" and st["headers"].get(b"content-length") == b"13",
+              "TLS: HEAD: 200, no DATA, content-length 13")
+        c.close()
+        # ALPN said h2: HTTP/1.1 bytes instead of the preface end the connection, never answered as HTTP/1.
+        s = connect(srv.port)
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        closed, data = drain_until_closed(s, 5)
+        s.close()
+        check(closed and b"HTTP/1.1" not in data, "TLS: ALPN h2, then no preface: closed, no HTTP/1 answer (%r)" % data[:40])
+        for name, attack in [("rapid reset", rapid_reset), ("CONTINUATION flood", continuation_flood)]:
+            hostile(srv, "TLS: " + name, attack)
+        check(srv.stop() == 0, "TLS: demo server exits 0 after SIGTERM")
+
+        srv = Server(["--app", APP, "--app-threads", "4", "--send-timeout", "2"] + tls, listen="https://127.0.0.1:0")
+        c = Client(srv.port)
+        sids = [c.request("/seq/%d" % i) for i in range(100)]
+        ok = c.wait(sids)
+        check(ok and all(c.streams[s]["body"] == b"%d" % i for i, s in enumerate(sids)),
+              "TLS: 100 concurrent streams on one connection, each its own answer")
+        sid = c.request("/", method="POST", headers=[("x-csgi-test", "echo")], body=b"e" * 300000)
+        c.wait([sid])
+        check(c.streams[sid]["body"] == b"e" * 300000, "TLS: a 300 kB upload echoed")
+        c.close()
+        c = Client(srv.port, window=4096)
+        sid = c.request("/", headers=[("x-csgi-test", "file_big")])
+        deadline = time.time() + 30
+        while not c.streams[sid]["ended"] and c.streams[sid]["reset"] is None and time.time() < deadline:
+            if not c.pump():
+                break
+            st = c.streams[sid]
+            if st.get("unacked", 0) >= 4096:
+                c.h2.acknowledge_received_data(st["unacked"], sid)
+                st["unacked"] = 0
+                c.flush()
+        want = bytes(((i * 7 + 3) & 0xFF) for i in range(1300000))
+        check(hashlib.sha256(c.streams[sid]["body"]).digest() == hashlib.sha256(want).digest(),
+              "TLS: a 1.3 MB file through a 4 KiB window (%d bytes)" % len(c.streams[sid]["body"]))
+        c.close()
+        hostile(srv, "TLS: zero window held forever", zero_window, probe=("/seq/ok", b"ok"))
+        # Graceful stop: GOAWAY, the stream in flight finishes, then close_notify.
+        s = raw(srv.port)
+        enc = hpack.Encoder()
+        s.sendall(HeadersFrame(1, headers_block(enc, "/", [("x-csgi-test", "sleep")]),
+                               flags=["END_HEADERS", "END_STREAM"]).serialize())
+        time.sleep(0.1)
+        srv.p.send_signal(signal.SIGTERM)
+        closed, data = drain_until_closed(s, 10)
+        s.close()
+        g = data.find(b"\x07\x00\x00\x00\x00\x00")
+        check(closed and goaway_code(data) == 0 and data.find(b"slept") > g >= 0,
+              "TLS: graceful stop: GOAWAY NO_ERROR, the stream in flight finishes, closed")
+        try:
+            rc = srv.p.wait(15)
+        except subprocess.TimeoutExpired:
+            srv.p.kill()
+            rc = None
+        check(rc == 0, "TLS: server exits 0 after SIGTERM (%s)" % rc)
+    finally:
+        TLS = None
+        if c:
+            c.close()
+        if srv.p.poll() is None:
+            srv.p.kill()
+
+
+def h2_off(certs):
+    """--h2-max-streams 0: no HTTP/2 in the clear nor over TLS."""
+    tls = ["--tls-cert", certs.server[0], "--tls-key", certs.server[1]]
+    srv = Server(["--demo", "--h2-max-streams", "0"] + tls, listen="https://127.0.0.1:0")
+    if shutil.which("curl"):
+        got = curl(["--http2", "-w", "\n%{http_version}"], "https://localhost:%d/hello" % srv.port, certs.ca)
+        check(got == "Hello, world!\n1.1", "--h2-max-streams 0, TLS: curl --http2 gets HTTP/1.1 (%r)" % got)
+    try:
+        s = tls_context(certs.ca).wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=5),
+                                              server_hostname="localhost")
+        s.close()
+        check(False, "--h2-max-streams 0, TLS: ALPN h2 alone refused")
+    except ssl.SSLError as e:
+        check("NO APPLICATION PROTOCOL" in str(e).upper().replace("_", " "),
+              "--h2-max-streams 0, TLS: ALPN h2 alone refused (%s)" % e)
+    check(srv.stop() == 0, "--h2-max-streams 0, TLS: exits 0 after SIGTERM")
+    srv = Server(["--demo", "--h2-max-streams", "0"])
+    s = raw(srv.port)
+    _, data = drain_until_closed(s, 3)
+    s.close()
+    check(re.match(rb"HTTP/1\.1 [45]\d\d ", data) is not None,
+          "--h2-max-streams 0: the preface is answered as HTTP/1.1 (%r)" % data[:40])
+    if shutil.which("curl"):
+        r = subprocess.run(["curl", "-s", "--http2", "-w", "\n%{http_version}", "http://127.0.0.1:%d/hello" % srv.port],
+                           capture_output=True, text=True, timeout=20)
+        check(r.stdout == "Hello, world!\n1.1", "--h2-max-streams 0: Upgrade: h2c not taken (%r)" % r.stdout)
+    check(srv.stop() == 0, "--h2-max-streams 0: exits 0 after SIGTERM")
 
 
 if __name__ == "__main__":

@@ -4,14 +4,17 @@ sockets for what a client library will not send: echo of text, binary, fragmente
 ping/pong, keep-alive pings and --ws-idle-timeout, close handshakes with codes both ways, invalid UTF-8 (1007), an unmasked frame (1002), an
 over-limit message (1009), a throwing handler (1011), a send from another thread, many clients at once, a
 client that vanishes, a bounded send queue, 426 for a bad handshake, a pipelined request before the upgrade, and 1001 on a
-graceful stop; plain HTTP is checked between the cases.
+graceful stop; plain HTTP is checked between the cases. Then over TLS (wss://, certificates made now by
+tls_certs.py): echo, close codes, the size limit (1009), invalid UTF-8 (1007), many clients, 1001 on a stop.
 Usage: websocket_conformance.py CSGI_EXE APP_SO [extra csgi serve options...]"""
 import asyncio
 import base64
 import os
 import re
 import signal
+import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -22,6 +25,16 @@ import websockets
 
 CSGI, APP, EXTRA = sys.argv[1], sys.argv[2], sys.argv[3:]
 failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from tls_certs import Certs  # noqa: E402
+
+# While set (over_tls()), every client socket is a TLS one with this context (ALPN http/1.1).
+TLS = None
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    return TLS.wrap_socket(s, server_hostname="localhost") if TLS else s
 
 
 def check(cond, what):
@@ -30,14 +43,14 @@ def check(cond, what):
         failures.append(what)
 
 
-def start(*options):
+def start(*options, listen="127.0.0.1:0"):
     err = tempfile.NamedTemporaryFile(prefix="csgi-ws-", suffix=".log", delete=False)
-    p = subprocess.Popen([CSGI, "serve", "--app", APP, "--listen", "127.0.0.1:0"] + list(options) + EXTRA,
+    p = subprocess.Popen([CSGI, "serve", "--app", APP, "--listen", listen] + list(options) + EXTRA,
                          stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
     deadline = time.time() + 15
     while time.time() < deadline:
         line = p.stdout.readline()
-        m = re.search(r"listening on http://127.0.0.1:(\d+)/", line or "")
+        m = re.search(r"listening on https?://127.0.0.1:(\d+)/", line or "")
         if m:
             return p, int(m.group(1)), err.name
         if not line:
@@ -47,7 +60,7 @@ def start(*options):
 
 
 def http(port, path="/hello", extra=""):
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = connect(port)
     s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n" % (path, extra)).encode())
     data = b""
     while True:
@@ -65,7 +78,7 @@ def serving(port):
 
 def raw_upgrade(port, path="/echo", before=b""):
     """A handshake on a raw socket; returns (socket, bytes after the 101 head)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = connect(port)
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall(before + ("GET %s HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                         "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path, key)).encode())
@@ -131,8 +144,12 @@ def events(port):
     return http(port, "/events").split("\r\n\r\n", 1)[1]
 
 
+def client_ssl():
+    return {"ssl": TLS} if TLS else {}
+
+
 async def echo_cases(url):
-    async with websockets.connect(url + "/echo", max_size=None) as ws:
+    async with websockets.connect(url + "/echo", max_size=None, **client_ssl()) as ws:
         await ws.send("héllo")
         check(await ws.recv() == "héllo", "text echo")
         await ws.send(b"\x00\x01\xff")
@@ -157,7 +174,7 @@ async def echo_cases(url):
 
 
 async def close_codes(url):
-    async with websockets.connect(url + "/close") as ws:
+    async with websockets.connect(url + "/close", **client_ssl()) as ws:
         await ws.send("4001 done here")
         try:
             await asyncio.wait_for(ws.recv(), 5)
@@ -168,7 +185,7 @@ async def close_codes(url):
 
 
 async def expect_close(url, send, code, what, max_size=None):
-    async with websockets.connect(url, max_size=max_size) as ws:
+    async with websockets.connect(url, max_size=max_size, **client_ssl()) as ws:
         try:
             await ws.send(send)  # the server may close as soon as it sees the frame's length
             await asyncio.wait_for(ws.recv(), 5)
@@ -184,7 +201,7 @@ async def from_thread(url):
 
 async def many(url, n=200, k=10):
     async def one(i):
-        async with websockets.connect(url + "/echo", open_timeout=20) as ws:
+        async with websockets.connect(url + "/echo", open_timeout=20, **client_ssl()) as ws:
             for j in range(k):
                 msg = "client %d message %d" % (i, j)
                 await ws.send(msg)
@@ -332,10 +349,70 @@ def main():
             p.wait()
         os.unlink(errlog)
         os.unlink(access)
+    certs = Certs()
+    try:
+        over_tls(certs)
+    finally:
+        shutil.rmtree(certs.dir, ignore_errors=True)
     if failures:
         print("%d failed" % len(failures))
         sys.exit(1)
     print("all passed")
+
+
+def over_tls(certs):
+    """wss://: the same sessions over the connection's TLS stream."""
+    global TLS
+    TLS = ssl.create_default_context(cafile=certs.ca)
+    TLS.set_alpn_protocols(["http/1.1"])
+    p, port, errlog = start("--tls-cert", certs.server[0], "--tls-key", certs.server[1], "--ws-max-message-bytes",
+                            "8388608", "--graceful-timeout", "5", listen="https://127.0.0.1:0")
+    url = "wss://localhost:%d" % port
+    try:
+        check(serving(port), "TLS: HTTPS served")
+        asyncio.run(echo_cases(url))
+        time.sleep(0.2)
+        check("close 4000 bye now" in events(port), "TLS: on_close got the client's 4000 and reason")
+        asyncio.run(close_codes(url))
+        asyncio.run(expect_close(url + "/small", "y" * 2000, 1009, "TLS: message over the handler's limit: 1009"))
+        asyncio.run(expect_close(url + "/echo", b"z" * (9 << 20), 1009, "TLS: message over --ws-max-message-bytes: 1009"))
+        s, head, rest = raw_upgrade(port)
+        check(b"Sec-WebSocket-Accept:" in head, "TLS: handshake response on a raw TLS socket")
+        s.sendall(frame(1, b"ok \xff\xfe bad"))
+        check(read_close_code(s, rest) == 1007, "TLS: invalid UTF-8 in a text frame: 1007")
+        s.close()
+        s, head, rest = raw_upgrade(port, before=b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 200") and b"hello" in head, "TLS: a pipelined request is answered before the 101")
+        s.sendall(frame(1, b"after pipelining"))
+        data = rest
+        while b"after pipelining" not in data:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+        check(b"after pipelining" in data, "TLS: echo after a pipelined upgrade")
+        s.close()
+        asyncio.run(many(url, n=50))
+        check(serving(port), "TLS: HTTPS still served after the WebSockets")
+
+        async def stop_case():
+            async with websockets.connect(url + "/echo", ssl=TLS) as ws:
+                await ws.send("before stop")
+                await ws.recv()
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(ws.recv(), 5)
+                    check(False, "TLS: graceful stop closes with 1001")
+                except websockets.ConnectionClosed as e:
+                    check(e.rcvd is not None and e.rcvd.code == 1001, "TLS: graceful stop closes with 1001 (got %s)" % (e.rcvd,))
+        asyncio.run(stop_case())
+        check(p.wait(10) == 0, "TLS: the server exits 0 after the stop")
+    finally:
+        TLS = None
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        os.unlink(errlog)
 
 
 main()
