@@ -85,9 +85,16 @@ private:
   // --- tokens ---
   std::string_view text(std::size_t i) const { return s_.substr(t_[i].begin, t_[i].end - t_[i].begin); }
   bool is_word(std::size_t i) const { return i < t_.size() && t_[i].kind == Token::ident; }
-  bool word(std::size_t i, std::string_view w) const { return is_word(i) && text(i) == w; }
+  bool word(std::size_t i, std::string_view w) const { return is_word(i) && same(t_[i], w); }
   bool punct(std::size_t i, std::string_view p) const {
-    return i < t_.size() && t_[i].kind == Token::punct && text(i) == p;
+    return i < t_.size() && t_[i].kind == Token::punct && same(t_[i], p);
+  }
+  // The token's text is `w` (length first: most tokens differ there, and one-character punctuators
+  // compare inline; these checks run several times per token of a large module).
+  bool same(const Token& t, std::string_view w) const {
+    if (t.end - t.begin != w.size()) return false;
+    if (w.size() == 1) return s_[t.begin] == w[0];
+    return s_.compare(t.begin, w.size(), w) == 0;
   }
   bool after_dot(std::size_t i) const { return i > 0 && (punct(i - 1, ".") || punct(i - 1, "?.")); }
   std::uint32_t line(std::size_t off) const {
