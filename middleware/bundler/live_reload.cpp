@@ -1,5 +1,7 @@
 #include "csgi/middleware/bundler/live_reload.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "csgi/middleware/bundler/module_graph.hpp"
@@ -8,7 +10,9 @@ namespace csgi::mw::bundler {
 
 bool LiveHub::add(const WriterPtr& w) {
   std::lock_guard lock(mu_);
-  if (subs_.size() >= max_subscribers || !w->write("retry: 1000\n: csgi bundler live reload\n\n")) {
+  // The comment names the process: under prefork, whose watcher feeds this stream.
+  std::string hello = "retry: 1000\n: csgi bundler live reload, process " + std::to_string(::getpid()) + "\n\n";
+  if (subs_.size() >= max_subscribers || !w->write(hello)) {
     w->close();
     return false;
   }

@@ -26,7 +26,7 @@ require('./app/main', function (err, v) { document.title = err ? 'error: ' + err
 
 function startServer() {
   return new Promise((resolve, reject) => {
-    const p = spawn(serveTool, [root, '--listen', '127.0.0.1:0', '--workers', '2'], { stdio: ['ignore', 'pipe', 'inherit'],
+    const p = spawn(serveTool, [root, '--listen', '127.0.0.1:0', '--workers', '2', '--reuseport'], { stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, BUNDLER_LIVE_RELOAD: '1' }, detached: true });
     let out = '';
     const timer = setTimeout(() => reject(new Error('server did not start: ' + out)), 15000);
@@ -66,13 +66,19 @@ async function until(fn, what, ms = 10000) {
 }
 
 async function socketLevel(url) {
-  const streams = [];
-  for (let i = 0; i < 6; i++) streams.push(await stream(url));
+  // Streams until two workers hold some (--reuseport spreads connections by address; bounded).
+  const streams = [], pids = new Set();
+  for (let i = 0; i < 40 && (streams.length < 6 || pids.size < 2); i++) {
+    const s = await stream(url);
+    streams.push(s);
+    pids.add((/process (\d+)/.exec(s.text) || [])[1]);
+  }
+  assert.strictEqual(pids.size, 2, `streams held by ${pids.size} worker(s) after ${streams.length} connections`);
   await new Promise((r) => setTimeout(r, 200));
   fs.writeFileSync(path.join(root, 'app/other.js'), 'module.exports = 0;\n');
   await until(() => streams.every((s) => /event: change\ndata: \d+\n\n/.test(s.text)), 'an event on every stream');
   for (const s of streams) s.req.destroy();
-  console.log(`ok: ${streams.length} streams over 2 workers each got the change`);
+  console.log(`ok: ${streams.length} streams held by 2 workers (${[...pids].join(', ')}) each got the change`);
 }
 
 async function browserLevel(url) {
