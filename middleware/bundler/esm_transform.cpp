@@ -716,9 +716,24 @@ private:
     } else if (d.kind == Level::paren && d.open > 0 && word_at_for(d.open) && match_[d.open] != npos) {
       std::size_t b = match_[d.open] + 1;
       from = d.open;
-      to = punct(b, "{") ? match_[b] : simple_statement(b) ? concise_end(b, true) : npos;
+      to = statement_end(b);
     }
     return from != npos && to != npos;
+  }
+  // The last token of the statement starting at token b: a block, a `for`/`while`/`with`/`if … else`
+  // over such statements, or a simple statement (see simple_statement); npos for any other.
+  std::size_t statement_end(std::size_t b, int depth = 0) const {
+    if (b >= t_.size() || depth > 64) return npos;
+    if (punct(b, "{")) return match_[b];
+    bool loop = word(b, "for") || word(b, "while") || word(b, "with");
+    if ((loop || word(b, "if")) && !after_dot(b)) {
+      std::size_t open = punct(b + 1, "(") ? b + 1 : word(b + 1, "await") && punct(b + 2, "(") ? b + 2 : npos;
+      if (open == npos || match_[open] == npos) return npos;
+      std::size_t end = statement_end(match_[open] + 1, depth + 1);
+      if (end != npos && !loop && word(end + 1, "else")) end = statement_end(end + 2, depth + 1);
+      return end;
+    }
+    return simple_statement(b) ? concise_end(b, true) : npos;
   }
   // A statement that ends at its own ';' (or line break): not a compound or labelled statement.
   bool simple_statement(std::size_t b) const {

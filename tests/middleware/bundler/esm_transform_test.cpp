@@ -108,7 +108,7 @@ TEST_CASE("esm transform: what it cannot prove is a clear error, not a miscompil
   const char* imp = "import { x } from './m.js';\n";
   // The top level redeclaring an import, a for without a braced body, a label, a class expression.
   for (std::string tail : {"var x = 1;", "const { x } = o;", "let [a, x] = o;", "function x() {}", "class x {}",
-                           "x: for (;;) break x;", "for (let x of y) if (x) g(x);", "const C = class x {};",
+                           "x: for (;;) break x;", "for (let x of y) do g(x); while (0);", "const C = class x {};",
                            "function w() { a\nfunction x() {} }"}) {
     INFO(tail);
     CHECK_THAT(error(imp + tail), Catch::Contains("'x' is imported and also declared here in a way"));
@@ -170,6 +170,8 @@ TEST_CASE("esm transform: locals named like an import keep their scope", "[bundl
            "const r = (a = (x) => x) => x, s = ({ [x]: z }) => z;\n"
            "switch (a) { case 1: function x() {} }\n"
            "for (const [x, z] of y) g(x, z), h(x); x;\n"
+           "for (const x of y) for (i = 0; i < x; ++i) (a[i] = x).d = x; x;\n"
+           "for (const x of y) if (x) g(x); else h(x); x;\n"
            "x;\n");
   CHECK_THAT(b, Catch::EndsWith("yield;\n"
                                 "function f(a, b = __csgi_i0.x, { c = __csgi_i0.x, x: [d] } = __csgi_i0.y) { return d; }\n"
@@ -183,6 +185,8 @@ TEST_CASE("esm transform: locals named like an import keep their scope", "[bundl
                                 "const r = (a = (x) => x) => __csgi_i0.x, s = ({ [__csgi_i0.x]: z }) => z;\n"
                                 "switch (a) { case 1: function x() {} }\n"
                                 "for (const [x, z] of __csgi_i0.y) g(x, z), h(x); __csgi_i0.x;\n"
+                                "for (const x of __csgi_i0.y) for (i = 0; i < x; ++i) (a[i] = x).d = x; __csgi_i0.x;\n"
+                                "for (const x of __csgi_i0.y) if (x) g(x); else h(x); __csgi_i0.x;\n"
                                 "__csgi_i0.x;\n"));
   // `extends (expr) {` is a class heritage, not a parameter list.
   CHECK_THAT(body("import { x, y } from './m.js';\nclass A extends (x ?? y) { m() { return y; } }"),
