@@ -1,5 +1,7 @@
 #include "csgi/middleware/bundler/bundler.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -281,7 +283,28 @@ public:
     return en.coded[i];
   }
 
+  // Module ids are numbered per process in discovery order, so a process forked from this one (a
+  // prefork worker) takes an epoch of its own: a loaded set made from another worker's ids is then
+  // ignored rather than read against this table. Answers cached before the fork carry the old epoch
+  // and go. (Prebuild numbers every file alike in all processes and keeps its epoch.) Runs first in
+  // every request: other threads read `epoch` only after seeing the new generation (acquire).
+  void own_epoch() {
+    unsigned g = bundler::fork_generation();
+    if (opt.prebuild || epoch_generation.load(std::memory_order_acquire) == g) return;
+    std::lock_guard lock(epoch_mu);
+    if (epoch_generation.load(std::memory_order_relaxed) == g) return;
+    std::lock_guard glock(graph.mu);
+    epoch = hex(fnv1a(epoch + ":" + std::to_string(::getpid()) + ":" + std::to_string(g)), 12);
+    {
+      std::unique_lock clock(cmu);
+      cache.clear();
+      cached_bytes = 0;
+    }
+    epoch_generation.store(g, std::memory_order_release);
+  }
+
   Response handle(Env& env, std::string_view sub, std::string_view base) {
+    own_epoch();
     if (auto* w = graph.watcher()) w->ensure_running();
     ++requests;
     std::string_view method = env.get(keys::REQUEST_METHOD);
@@ -603,6 +626,8 @@ public:
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
   std::string epoch;
+  std::atomic<unsigned> epoch_generation{bundler::fork_generation()};  // the process `epoch` belongs to
+  std::mutex epoch_mu;
   std::shared_ptr<bundler::LiveHub> live;  // live_reload: this process's event streams
   std::shared_ptr<Entry> loader;
   std::string loader_hash;
