@@ -7,6 +7,12 @@
 #  2. Cold build of that bundle (new process, empty caches) vs `esbuild --bundle` of the same entry:
 #     wall and CPU time, medians of 5; output bytes of both.
 #  3. The per-request cost of a cache hit under each freshness mode (in-process, csgi-bundle --time).
+#  4. Cold builds of five large entries of the npm corpus (tests/middleware/bundler/corpus_cases: three,
+#     date-fns, lodash-es, vue, react + react-dom) vs `esbuild --bundle --platform=browser`: wall and CPU.
+#  5. The react + react-dom bundle served cached, brotli and gzip, vs nginx serving the same compressed
+#     bytes from files (gzip_static for gzip; a .br file with Content-Encoding for brotli).
+#  6. Bytes on the wire for the five entries: the bundler's brotli answer vs esbuild's output (not
+#     minified) under brotli at the same quality (5, the bundler's default; Node's zlib).
 # Pinned npm packages go to a cache dir: $CSGI_BENCH_CACHE (default BUILD_DIR/bench-cache)/bundler.
 # BENCH_QUICK=1: 3 s wrk runs and 3 timing repeats.
 set -euo pipefail
@@ -23,6 +29,8 @@ reps=5
 if [ "${BENCH_QUICK:-0}" = 1 ]; then dur=3; reps=3; fi
 RAMDA=ramda@0.31.3
 ESBUILD=esbuild@0.24.2
+CORPUS="three@0.187.0 date-fns@4.4.0 lodash-es@4.18.1 vue@3.5.45 react@18.3.1 react-dom@18.3.1"
+ENTRIES="three date-fns lodash-es vue react"
 PY=/usr/bin/python3
 md="$out/bundler.md"
 
@@ -38,9 +46,13 @@ command -v npm >/dev/null || fail_section "npm not found: the corpus (ramda) and
 
 mkdir -p "$cache"
 if [ ! -f "$cache/node_modules/ramda/package.json" ] || [ ! -x "$cache/node_modules/.bin/esbuild" ] ||
-   ! grep -q '"version": "0.31.3"' "$cache/node_modules/ramda/package.json"; then
-  npm install --prefix "$cache" --no-audit --no-fund --no-save --loglevel=error "$RAMDA" "$ESBUILD" >/dev/null
+   ! grep -q '"version": "0.31.3"' "$cache/node_modules/ramda/package.json" ||
+   ! grep -q '"version": "0.187.0"' "$cache/node_modules/three/package.json" 2>/dev/null; then
+  # shellcheck disable=SC2086
+  npm install --prefix "$cache" --no-audit --no-fund --no-save --loglevel=error "$RAMDA" "$ESBUILD" $CORPUS >/dev/null
 fi
+rm -rf "$cache/corpus_cases"
+cp -r "$here/tests/middleware/bundler/corpus_cases" "$cache/corpus_cases"
 root="$cache"
 entry=/~/ramda
 tmp=$(mktemp -d /tmp/csgi-bench-bundler-XXXXXX)
@@ -69,7 +81,9 @@ wait_port() {
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 # wrk summary → "req/s latency_avg"
 run_wrk() {
-  pin 1 wrk -t1 -c50 -d"${dur}s" --latency "$1" > "$tmp/wrk.txt" 2>&1 || true
+  local hdr=()
+  [ -n "${2:-}" ] && hdr=(-H "$2")
+  pin 1 wrk -t1 -c50 -d"${dur}s" --latency "${hdr[@]}" "$1" > "$tmp/wrk.txt" 2>&1 || true
   local rps lat
   rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.txt")
   lat=$(awk '/^ +Latency/ {print $2; exit}' "$tmp/wrk.txt")
@@ -110,7 +124,10 @@ http {
   types { application/javascript js; }
   client_body_temp_path $tmp/nginx; proxy_temp_path $tmp/nginx; fastcgi_temp_path $tmp/nginx;
   uwsgi_temp_path $tmp/nginx; scgi_temp_path $tmp/nginx;
-  server { listen 127.0.0.1:$nport; root $tmp/nginx/www; }
+  server {
+    listen 127.0.0.1:$nport; root $tmp/nginx/www; gzip_static on;
+    location ~ \.br\$ { add_header Content-Encoding br; add_header Vary Accept-Encoding; types { } default_type application/javascript; }
+  }
 }
 EOF
     start_bg 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" > "$tmp/nginx.log" 2>&1
@@ -175,6 +192,56 @@ for f in none inotify stat; do
 done
 modules=$("$tool" --freshness none --time "$root" "$entry" | awk '/modules/ {print $2}')
 
+# --- 4. cold builds of five corpus entries vs esbuild; 6. bytes on the wire under brotli ---
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+brotli5() { node -e 'const z=require("zlib"),fs=require("fs");
+  process.stdout.write(String(z.brotliCompressSync(fs.readFileSync(process.argv[1]),
+    {params:{[z.constants.BROTLI_PARAM_QUALITY]:5}}).length))' "$1"; }
+entry_rows=""; wire_rows=""
+for e in $ENTRIES; do
+  cw_=(); cc_=(); ew_=(); ec_=()
+  for _ in $(seq "$reps"); do
+    read -r w c < <(timeit "$tool" --freshness none "$root" "/corpus_cases/$e.js"); cw_+=("$w"); cc_+=("$c")
+    read -r w c < <(timeit "$root/node_modules/.bin/esbuild" --bundle --platform=browser "$root/corpus_cases/$e.js" \
+                     --outfile="$tmp/esb.$e.js" --log-level=error); ew_+=("$w"); ec_+=("$c")
+  done
+  a=$(printf '%s\n' "${cw_[@]}" | median); b=$(printf '%s\n' "${ew_[@]}" | median)
+  c=$(printf '%s\n' "${cc_[@]}" | median); d=$(printf '%s\n' "${ec_[@]}" | median)
+  mods=$("$tool" --freshness none "$root" "/corpus_cases/$e.js" 2>&1 >/dev/null | awk '/X-Bundle-Modules/ {print $2}')
+  entry_rows+="| $e ($mods modules) | $a ms | $b ms | $(ratio_of "$a" "$b") | $c ms | $d ms | $(ratio_of "$c" "$d") |"$'\n'
+  plain=$("$tool" --freshness none "$root" "/corpus_cases/$e.js" 2>/dev/null | wc -c)
+  br=$("$tool" --freshness none --accept-encoding br "$root" "/corpus_cases/$e.js" 2>/dev/null | wc -c)
+  esb=$(stat -c %s "$tmp/esb.$e.js"); esb_br=$(brotli5 "$tmp/esb.$e.js")
+  wire_rows+="| $e | $plain | $br | $esb | $esb_br | $(ratio_of "$br" "$esb_br") |"$'\n'
+done
+
+# --- 5. the react + react-dom bundle served cached, brotli and gzip, vs nginx (same bytes) ---
+enc_rows=""
+if [ -x "$serve" ] && [ -n "${nurl:-}" ]; then
+  rurl="http://127.0.0.1:$port/bundle/corpus_cases/react.js"
+  www="$tmp/nginx/www"
+  curl -s -o "$www/react.js" "$rurl"
+  curl -s -H 'Accept-Encoding: gzip' -o "$www/react.js.gz" "$rurl"
+  curl -s -H 'Accept-Encoding: br' -o "$www/react.js.br" "$rurl"
+  chmod a+r "$www"/react.js*
+  nbase="http://127.0.0.1:$nport"
+  curl -s -H 'Accept-Encoding: gzip' -o "$tmp/n.gz" "$nbase/react.js"
+  curl -s -o "$tmp/n.br" "$nbase/react.js.br"
+  cmp -s "$tmp/n.gz" "$www/react.js.gz" && cmp -s "$tmp/n.br" "$www/react.js.br" ||
+    served_note="$served_note nginx did not serve the same compressed bytes for react.js: check its config."
+  for enc in br gzip; do
+    : > "$tmp/e.csgi"; : > "$tmp/e.nginx"
+    nu="$nbase/react.js"; [ "$enc" = br ] && nu="$nbase/react.js.br"
+    for _ in $(seq "$rounds"); do
+      run_wrk "$rurl" "Accept-Encoding: $enc" >> "$tmp/e.csgi"
+      run_wrk "$nu" "Accept-Encoding: $enc" >> "$tmp/e.nginx"
+    done
+    x=$(awk '{print $1}' "$tmp/e.csgi" | median); y=$(awk '{print $1}' "$tmp/e.nginx" | median)
+    sz=$(stat -c %s "$www/react.js.gz"); [ "$enc" = br ] && sz=$(stat -c %s "$www/react.js.br")
+    enc_rows+="| $enc ($sz bytes of $(stat -c %s "$www/react.js")) | $x req/s | $y req/s | $(ratio_of "$x" "$y") |"$'\n'
+  done
+fi
+
 {
   echo "## bundler"
   echo
@@ -195,6 +262,32 @@ modules=$("$tool" --freshness none --time "$root" "$entry" | awk '/modules/ {pri
   echo "compare; the watcher thread does the rest), stat ${hit[stat]} µs (re-stats all $modules files and their directories)."
   [ -n "${all_runs:-}" ] && { echo; echo "Every served run, req/s: ${all_runs}."; }
   [ -n "$served_note" ] && { echo; echo "$served_note"; }
+  echo
+  echo "Cold builds of five entries of the npm corpus (tests/middleware/bundler/corpus_cases/E.js, a new"
+  echo "process each time, median of $reps): \`csgi-bundle --freshness none ROOT /corpus_cases/E.js\` vs"
+  echo "\`esbuild --bundle --platform=browser corpus_cases/E.js --outfile=…\` ($ESBUILD)."
+  echo
+  echo "| entry | csgi wall | esbuild wall | ratio | csgi CPU | esbuild CPU | ratio |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s' "$entry_rows"
+  echo
+  echo "Bytes on the wire: the bundler's brotli answer (\`--accept-encoding br\`, quality 5) vs esbuild's"
+  echo "output (not minified) compressed by brotli at the same quality (Node's zlib). esbuild tree-shakes"
+  echo "ES modules and drops comments; the bundler sends each module whole, as a JSON string."
+  echo
+  echo "| entry | csgi plain | csgi brotli | esbuild plain | esbuild brotli | ratio (brotli) |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s' "$wire_rows"
+  if [ -n "$enc_rows" ]; then
+    echo
+    echo "The cached react + react-dom bundle (\`/bundle/corpus_cases/react.js\`) served compressed vs nginx"
+    echo "serving the same bytes from files (gzip: \`gzip_static on\`; brotli: a \`.br\` file with"
+    echo "\`Content-Encoding: br\`), \`wrk -t1 -c50 -d${dur}s -H 'Accept-Encoding: …'\`, median of $rounds alternated runs:"
+    echo
+    echo "| coding | csgi bundler | nginx | ratio |"
+    echo "|---|---|---|---|"
+    printf '%s' "$enc_rows"
+  fi
   echo
   echo "![bundler](charts/bundler.png)"
   echo

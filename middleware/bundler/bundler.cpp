@@ -1,5 +1,7 @@
 #include "csgi/middleware/bundler/bundler.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -14,6 +16,7 @@
 #include "csgi/core/keys.hpp"
 #include "csgi/core/percent.hpp"
 #include "csgi/middleware/bundler/compress.hpp"
+#include "csgi/middleware/bundler/live_reload.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
 
 namespace csgi::mw {
@@ -201,10 +204,14 @@ public:
         defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
+    if (opt.live_reload && opt.freshness != BundlerOptions::Freshness::inotify)
+      throw std::invalid_argument("bundler: live_reload needs Freshness::inotify (its events feed the channel)");
+    if (opt.live_reload) live = std::make_shared<bundler::LiveHub>();
     if (auto* w = graph.watcher()) {
       w->on_change([this] {
         graph.invalidate();
         ++invalidations;
+        if (live) live->broadcast();
       });
     }
     if (opt.prebuild) {
@@ -219,10 +226,11 @@ public:
     if (opt.gzip_level < 1 || opt.gzip_level > 9) throw std::invalid_argument("bundler: gzip_level must be 1..9");
     if (opt.brotli_quality < 0 || opt.brotli_quality > 11)
       throw std::invalid_argument("bundler: brotli_quality must be 0..11");
-    std::string_view l = bundler::loader_text();
+    std::string l(bundler::loader_text());
+    if (opt.live_reload) l += "csgiRequire.live();\n";  // the page follows <mount>/~live
     loader_hash = hex(fnv1a(l), 16);
     loader = std::make_shared<Entry>();
-    loader->body = std::make_shared<const std::string>(l);
+    loader->body = std::make_shared<const std::string>(std::move(l));
     loader->etag = "\"" + loader_hash + "\"";
   }
 
@@ -275,7 +283,28 @@ public:
     return en.coded[i];
   }
 
+  // Module ids are numbered per process in discovery order, so a process forked from this one (a
+  // prefork worker) takes an epoch of its own: a loaded set made from another worker's ids is then
+  // ignored rather than read against this table. Answers cached before the fork carry the old epoch
+  // and go. (Prebuild numbers every file alike in all processes and keeps its epoch.) Runs first in
+  // every request: other threads read `epoch` only after seeing the new generation (acquire).
+  void own_epoch() {
+    unsigned g = bundler::fork_generation();
+    if (opt.prebuild || epoch_generation.load(std::memory_order_acquire) == g) return;
+    std::lock_guard lock(epoch_mu);
+    if (epoch_generation.load(std::memory_order_relaxed) == g) return;
+    std::lock_guard glock(graph.mu);
+    epoch = hex(fnv1a(epoch + ":" + std::to_string(::getpid()) + ":" + std::to_string(g)), 12);
+    {
+      std::unique_lock clock(cmu);
+      cache.clear();
+      cached_bytes = 0;
+    }
+    epoch_generation.store(g, std::memory_order_release);
+  }
+
   Response handle(Env& env, std::string_view sub, std::string_view base) {
+    own_epoch();
     if (auto* w = graph.watcher()) w->ensure_running();
     ++requests;
     std::string_view method = env.get(keys::REQUEST_METHOD);
@@ -285,6 +314,7 @@ public:
       return r;
     }
     if (sub == "/require.js") return serve_loader(env);
+    if (sub == "/~live") return serve_live();
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -359,6 +389,17 @@ public:
     }
     r.body = c == Coding::identity ? en.body : coded_body(en, c);
     return r;
+  }
+
+  // The live-reload stream: Server-Sent Events, one `change` per batch of inotify events in this
+  // process. The tree outside node_modules/ is watched first, as this process may have built nothing.
+  Response serve_live() {
+    if (!live) return Response::error(404, "live reload is off (BundlerOptions::live_reload)");
+    if (auto* w = graph.watcher()) bundler::watch_tree(*w, graph.abs(""));
+    return Response::delayed([hub = live](Responder r) {
+      Headers h{{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
+      hub->add(r.start(200, std::move(h)));
+    });
   }
 
   Response serve_loader(Env& env) {
@@ -585,6 +626,9 @@ public:
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
   std::string epoch;
+  std::atomic<unsigned> epoch_generation{bundler::fork_generation()};  // the process `epoch` belongs to
+  std::mutex epoch_mu;
+  std::shared_ptr<bundler::LiveHub> live;  // live_reload: this process's event streams
   std::shared_ptr<Entry> loader;
   std::string loader_hash;
 

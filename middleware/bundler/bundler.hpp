@@ -12,6 +12,7 @@
 ///   /<root-relative path>  a module by path, resolved as esbuild does for the browser (options platform,
 ///                          builtins; extensionless, index.js, package main, browser field, exports)
 ///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
+///   /~live                 live_reload only: the Server-Sent Events stream of edits
 /// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids.
 ///
 /// Status: 200 bundle; 304 (If-None-Match); 404 missing module (body: JS that fails the pending require
@@ -89,6 +90,13 @@ struct BundlerOptions {
   /// defined, browser, nextTick, argv, versions {}, cwd()) and `global` (globalThis), as browserify
   /// gives them. Off: they are whatever the page has (esbuild's behaviour).
   bool process_shim = true;
+  /// Development: `<mount>/~live` is a Server-Sent Events stream that sends `event: change` after each
+  /// batch of edits the inotify watcher sees (needs Freshness::inotify; the constructor throws
+  /// std::invalid_argument otherwise), and the loader served at `<mount>/require.js` follows it and
+  /// reloads the page (csgiRequire.live(fn) to do something else). Per process: under prefork each
+  /// worker's watcher feeds the streams that worker holds, and a stream watches the whole tree but
+  /// node_modules/ and dot-directories when it opens.
+  bool live_reload = false;
 };
 
 class Bundler {

@@ -28,6 +28,10 @@ struct Level {
   std::size_t open = npos;
   enum Kind : std::uint8_t { top, paren, bracket, object, block, klass, tmpl } kind = top;
   bool params = false;       // inside a parameter list or a declaration's pattern (any depth)
+  bool in_default = false;   // in a pattern, after `=`: a default value (an expression) up to the next ','
+  std::string_view pattern_decl;     // a declaration's pattern: its `var`/`let`/`const`
+  std::size_t pattern_base = npos;   // … and the index (in the level stack) of the level declaring it
+  std::size_t pattern_params = npos; // a parameter list's pattern: the list's '('
   bool function = false;     // a function body
   int ternary = 0;           // '?' waiting for their ':'
   bool decl = false;         // inside `var/let/const` declarators
@@ -62,6 +66,7 @@ public:
         return std::move(out_);
       }
     match_brackets();
+    if (s_.starts_with("#!")) out_.edits.push_back({0, 2, "//"});  // a hashbang is only allowed first
     for (std::size_t i = 0; i < t_.size() && !out_.error; ++i)
       if (parent_[i] == npos && is_word(i) && !after_dot(i) && (text(i) == "import" || text(i) == "export"))
         i = statement(i);
@@ -80,9 +85,16 @@ private:
   // --- tokens ---
   std::string_view text(std::size_t i) const { return s_.substr(t_[i].begin, t_[i].end - t_[i].begin); }
   bool is_word(std::size_t i) const { return i < t_.size() && t_[i].kind == Token::ident; }
-  bool word(std::size_t i, std::string_view w) const { return is_word(i) && text(i) == w; }
+  bool word(std::size_t i, std::string_view w) const { return is_word(i) && same(t_[i], w); }
   bool punct(std::size_t i, std::string_view p) const {
-    return i < t_.size() && t_[i].kind == Token::punct && text(i) == p;
+    return i < t_.size() && t_[i].kind == Token::punct && same(t_[i], p);
+  }
+  // The token's text is `w` (length first: most tokens differ there, and one-character punctuators
+  // compare inline; these checks run several times per token of a large module).
+  bool same(const Token& t, std::string_view w) const {
+    if (t.end - t.begin != w.size()) return false;
+    if (w.size() == 1) return s_[t.begin] == w[0];
+    return s_.compare(t.begin, w.size(), w) == 0;
   }
   bool after_dot(std::size_t i) const { return i > 0 && (punct(i - 1, ".") || punct(i - 1, "?.")); }
   std::uint32_t line(std::size_t off) const {
@@ -473,8 +485,19 @@ private:
     Level& cur = st.back();
     Level l;
     l.open = i;
-    l.params = cur.params;
+    l.params = cur.params && !cur.in_default;
+    if (l.params) {
+      l.pattern_decl = cur.pattern_decl;
+      l.pattern_base = cur.pattern_base;
+      l.pattern_params = cur.pattern_params;
+    }
     std::size_t p = i == 0 ? npos : i - 1;
+    auto declaring = [&] {  // `let {a, b} = …`, `const [a] = …`
+      l.params = true;
+      l.pattern_decl = cur.decl_word;
+      l.pattern_base = st.size() - 1;
+      l.pattern_params = npos;
+    };
     if (t_[i].kind == Token::tmpl_open) {
       l.kind = Level::tmpl;
     } else if (punct(i, "(")) {
@@ -482,11 +505,18 @@ private:
       std::size_t close = match_[i];
       bool control = p != npos && is_word(p) && !after_dot(p) &&
                      (text(p) == "if" || text(p) == "while" || text(p) == "for" || text(p) == "with" ||
-                      text(p) == "switch" || (text(p) == "await" && p > 0 && word(p - 1, "for")));
-      if (close != npos && (punct(close + 1, "=>") || (punct(close + 1, "{") && !control))) l.params = true;
+                      text(p) == "switch" || text(p) == "extends" || (text(p) == "await" && p > 0 && word(p - 1, "for")));
+      if (close != npos && (punct(close + 1, "=>") || (punct(close + 1, "{") && !control))) {
+        l.params = true;
+        l.pattern_decl = {};
+        l.pattern_base = npos;
+        l.pattern_params = i;
+      }
     } else if (punct(i, "[")) {
       l.kind = Level::bracket;
-      if (cur.decl_binding) l.params = true;
+      if (cur.decl_binding) declaring();
+      else if (cur.params && cur.kind == Level::object && p != npos && (punct(p, "{") || punct(p, ",")))
+        l.params = false;  // a computed key of an object pattern: an expression
     } else {  // '{'
       if (cur.kind == Level::klass && p != npos && word(p, "static")) {  // a static block
         l.kind = Level::block;
@@ -502,7 +532,7 @@ private:
       } else {
         l.kind = t_[i].object ? Level::object : Level::block;
       }
-      if (cur.decl_binding) l.params = true;  // let {a, b} = …
+      if (cur.decl_binding) declaring();
     }
     if (l.kind == Level::paren && l.params) paren_params_.insert(i);
     cur.decl_binding = false;
@@ -554,7 +584,10 @@ private:
       } else {
         cur.case_label = false;
       }
+    } else if (p == "=" && cur.params) {
+      cur.in_default = true;
     } else if (p == ",") {
+      cur.in_default = false;
       cur.arrow = false;
       if (cur.decl) cur.decl_binding = true;
     } else if (p == ";") {
@@ -598,13 +631,15 @@ private:
                                    "' is imported and also declared here in a way the bundler cannot scope "
                                    "(see docs/bundler.md; rename one of them)";
     if (member_name(st, i)) return;
-    if (binding || cur.params || punct(i + 1, "=>")) {
+    if (binding || (cur.params && !cur.in_default) || punct(i + 1, "=>")) {
       if (!collecting_ || !declare(st, i, binding)) return fail(i, redeclared);
       return;
     }
-    if (prev_is({"function", "class", "break", "continue"}) ||
-        (p != npos && punct(p, "*") && p > 0 && word(p - 1, "function")))
-      return fail(i, redeclared);
+    if (prev_is({"function", "class"}) || (p != npos && punct(p, "*") && p > 0 && word(p - 1, "function"))) {
+      if (!collecting_ || !declare_named(st, i)) return fail(i, redeclared);
+      return;
+    }
+    if (prev_is({"break", "continue"})) return fail(i, redeclared);
     if (punct(i + 1, ":") && cur.kind != Level::object && cur.ternary == 0 && !cur.case_label)
       return fail(i, redeclared);
     if (collecting_) return;
@@ -629,8 +664,114 @@ private:
   std::size_t body_end(std::size_t open) const {
     std::size_t close = match_[open];
     if (close == npos) return npos;
+    if (punct(close + 1, "=>") && !punct(close + 2, "{")) return concise_end(close + 2);
     std::size_t b = punct(close + 1, "{") ? close + 1 : punct(close + 1, "=>") && punct(close + 2, "{") ? close + 2 : npos;
     return b == npos ? npos : match_[b];
+  }
+
+  // The last token of a concise arrow body starting at token `start`: an assignment expression, so it
+  // ends before a ',' or ';' of its own bracket, before the bracket's close, or where a line break
+  // ends the statement (an expression's end, then a name or literal that cannot continue it).
+  // With `statement`, the end of an expression statement instead (its ';' included, a ',' inside it).
+  std::size_t concise_end(std::size_t start, bool statement = false) const {
+    for (std::size_t j = start; j < t_.size(); ++j) {
+      bool closing = t_[j].kind == Token::tmpl_mid || t_[j].kind == Token::tmpl_close ||
+                     ((punct(j, ")") || punct(j, "]") || punct(j, "}")));
+      if (statement && punct(j, ";")) return j;
+      if (j > start && (closing || (!statement && punct(j, ",")) || punct(j, ";"))) return j - 1;
+      if (j > start && newline_between(j - 1, j) && expression_end(j - 1) && !continues(j)) return j - 1;
+      if (match_[j] != npos && match_[j] > j) j = match_[j];
+      if (j == npos || j >= t_.size()) return npos;
+    }
+    return t_.empty() ? npos : t_.size() - 1;
+  }
+  bool continues(std::size_t j) const {  // whether token j can go on with the expression before it
+    switch (t_[j].kind) {
+      case Token::ident: return text(j) == "in" || text(j) == "instanceof";
+      case Token::string:
+      case Token::number:
+      case Token::priv: return false;
+      case Token::punct: return !(punct(j, "++") || punct(j, "--") || punct(j, "{"));
+      default: return true;  // a template (tagged), a regex (taken as '/'), …
+    }
+  }
+
+  // The scope of a `var`/`let`/`const` declared at level `base` of the stack: the function body for
+  // `var`, the block for `let`/`const` (or a `for (…) {…}`); false where it is not exact.
+  bool decl_scope(const std::vector<Level>& st, std::size_t base, std::string_view word, std::size_t& from,
+                  std::size_t& to) const {
+    const Level& d = st[base];
+    if (word == "var") {
+      for (std::size_t k = base + 1; k-- > 0;)
+        if (st[k].function && st[k].kind == Level::block) {
+          from = st[k].open;
+          to = match_[st[k].open];
+          return to != npos;
+        }
+      return false;
+    }
+    if (d.kind == Level::block) {
+      from = d.open;
+      to = match_[d.open];
+    } else if (d.kind == Level::paren && d.open > 0 && word_at_for(d.open) && match_[d.open] != npos) {
+      std::size_t b = match_[d.open] + 1;
+      from = d.open;
+      to = statement_end(b);
+    }
+    return from != npos && to != npos;
+  }
+  // The last token of the statement starting at token b: a block, a `for`/`while`/`with`/`if … else`
+  // over such statements, or a simple statement (see simple_statement); npos for any other.
+  std::size_t statement_end(std::size_t b, int depth = 0) const {
+    if (b >= t_.size() || depth > 64) return npos;
+    if (punct(b, "{")) return match_[b];
+    bool loop = word(b, "for") || word(b, "while") || word(b, "with");
+    if ((loop || word(b, "if")) && !after_dot(b)) {
+      std::size_t open = punct(b + 1, "(") ? b + 1 : word(b + 1, "await") && punct(b + 2, "(") ? b + 2 : npos;
+      if (open == npos || match_[open] == npos) return npos;
+      std::size_t end = statement_end(match_[open] + 1, depth + 1);
+      if (end != npos && !loop && word(end + 1, "else")) end = statement_end(end + 2, depth + 1);
+      return end;
+    }
+    return simple_statement(b) ? concise_end(b, true) : npos;
+  }
+  // A statement that ends at its own ';' (or line break): not a compound or labelled statement.
+  bool simple_statement(std::size_t b) const {
+    static const std::set<std::string_view> compound{"if", "for", "while", "do", "try", "switch", "with",
+                                                     "function", "class", "let", "const", "var", "async"};
+    if (b >= t_.size() || punct(b, "{") || punct(b, ";")) return false;
+    return !(is_word(b) && (compound.count(text(b)) || punct(b + 1, ":")));
+  }
+  bool word_at_for(std::size_t open) const {
+    return word(open - 1, "for") || (open > 1 && word(open - 1, "await") && word(open - 2, "for"));
+  }
+
+  // The name of a function or class at token i: a declaration in a block is scoped to that block (ES
+  // modules are strict: block-level functions are block-scoped); a function expression's name to its
+  // own parameters and body. The top level (a redeclared import), class expressions and a declaration
+  // whose statement start is not certain are refused.
+  bool declare_named(const std::vector<Level>& st, std::size_t i) {
+    const Level& cur = st.back();
+    std::size_t k = punct(i - 1, "*") ? i - 2 : i - 1;  // `function` or `class`
+    std::size_t q = k == 0 ? npos : k - 1;
+    if (q != npos && word(k, "function") && word(q, "async") && !newline_between(q, k)) q = q == 0 ? npos : q - 1;
+    bool statement = q == npos || punct(q, "{") || punct(q, "}") || punct(q, ";") ||
+                     (punct(q, ":") && !colon_object_.count(q));  // after `case …:` or a label
+    std::size_t from = npos, to = npos;
+    if (statement && cur.kind == Level::block && st.size() > 1) {
+      from = cur.open;
+      to = match_[cur.open];
+    } else if (!statement && word(k, "function") && q != npos &&
+               ((t_[q].kind == Token::punct && !punct(q, ")") && !punct(q, "]") && !punct(q, "++") &&
+                 !punct(q, "--") && (!punct(q, ":") || colon_object_.count(q))) ||
+                word(q, "return") || word(q, "typeof") || word(q, "void") || word(q, "new")) &&
+               punct(i + 1, "(")) {
+      from = i;
+      to = body_end(i + 1);
+    }
+    if (from == npos || to == npos) return false;
+    shadows_.push_back({std::string(text(i)), from, to});
+    return true;
   }
 
   // Records the scope of a local declaration of an imported name at token i: a simple parameter (of a
@@ -638,28 +779,17 @@ private:
   // (its block, or a `for (…) {…}`). False for any other form (patterns, default values, concise arrows).
   bool declare(const std::vector<Level>& st, std::size_t i, bool binding) {
     const Level& cur = st.back();
-    std::size_t from = npos, to = npos, p = i - 1;
-    if (binding && cur.decl_word == "var") {
-      for (auto it = st.rbegin(); it != st.rend(); ++it)
-        if (it->function && it->kind == Level::block) {
-          from = it->open;
-          to = match_[it->open];
-          break;
-        }
-    } else if (binding && cur.kind == Level::block) {
-      from = cur.open;
-      to = match_[cur.open];
-    } else if (binding && cur.kind == Level::paren && cur.open > 0 && word(cur.open - 1, "for") &&
-               match_[cur.open] != npos && punct(match_[cur.open] + 1, "{")) {
-      from = cur.open;
-      to = match_[match_[cur.open] + 1];
-    } else if (!binding && cur.kind == Level::paren && paren_params_.count(cur.open) && (punct(p, "(") || punct(p, ",")) &&
-               (punct(i + 1, ",") || punct(i + 1, ")") || punct(i + 1, "="))) {
-      from = cur.open;
-      to = body_end(cur.open);
-    } else if (!binding && punct(i + 1, "=>") && punct(i + 2, "{")) {
+    std::size_t from = npos, to = npos;
+    if (binding) {
+      decl_scope(st, st.size() - 1, cur.decl_word, from, to);
+    } else if (cur.params && !cur.in_default && !cur.pattern_decl.empty() && cur.pattern_base != npos) {
+      decl_scope(st, cur.pattern_base, cur.pattern_decl, from, to);
+    } else if (cur.params && !cur.in_default && cur.pattern_params != npos) {
+      from = cur.pattern_params;
+      to = body_end(cur.pattern_params);
+    } else if (punct(i + 1, "=>")) {
       from = i;
-      to = match_[i + 2];
+      to = punct(i + 2, "{") ? match_[i + 2] : concise_end(i + 2);
     }
     if (from == npos || to == npos) return false;
     shadows_.push_back({std::string(text(i)), from, to});

@@ -394,6 +394,8 @@ private:
     if (tokens_) record(t, start, whole_template);
     bool after_dot = prev_ == Tok::punct && (prev_punct_ == "." || prev_punct_ == "?.");
     bool prev_free_require = prev_ == Tok::ident && prev_word_ == "require" && !prev_was_property_;
+    // A parameter named `require` follows '(', ',' or '...'; after '=' it is a default value (a reference).
+    bool prev_require_param = prev_free_require && require_param_position_;
 
     // The matchers see every token first, with the previous token still in prev_.
     match_require(t, start, punct, text, whole_template);
@@ -440,9 +442,9 @@ private:
           Paren pr = parens_.back();
           parens_.pop_back();
           last_paren_control_ = pr.control;
-          last_paren_require_ = (pr.has_require || prev_free_require) && !pr.control;
+          last_paren_require_ = (pr.has_require || prev_require_param) && !pr.control;
         }
-      } else if ((punct == "," || punct == "=") && prev_free_require && !parens_.empty()) {
+      } else if ((punct == "," || punct == "=") && prev_require_param && !parens_.empty()) {
         parens_.back().has_require = true;  // `(a, require, b)`, `(require = x)`
       }
       set_prev(Tok::punct, punct);
@@ -452,10 +454,15 @@ private:
 
     if (t == Tok::ident) {
       std::string_view w = text;
+      require_param_position_ = prev_ == Tok::punct && (prev_punct_ == "(" || prev_punct_ == "," || prev_punct_ == "...");
       if (!after_dot) {
-        if (w == "require" && prev_ == Tok::ident && !prev_was_property_ &&
+        // A local `require` until the end of the enclosing block. A top-level `var require` of a
+        // CommonJS file redeclares the module wrapper's parameter: it holds the real require until
+        // assigned (and a wrapper assigned to it usually calls that), so its requires stay dependencies.
+        bool wrapper_var = prev_word_ == "var" && braces_.empty() && !res_.esm_line;
+        if (w == "require" && prev_ == Tok::ident && !prev_was_property_ && !wrapper_var &&
             (prev_word_ == "var" || prev_word_ == "let" || prev_word_ == "const" || prev_word_ == "function"))
-          shadows_.push_back(braces_.size());  // a local `require` until the end of the enclosing block
+          shadows_.push_back(braces_.size());
         prev_was_property_ = false;
         if (keyword_allows_regex(w)) {
           set_prev(Tok::keyword_re, {}, w);
@@ -634,6 +641,8 @@ private:
   bool last_paren_require_ = false;
   bool last_brace_block_ = true;
   bool pending_shadow_ = false;
+  bool require_param_position_ = false;  // the last identifier followed '(', ',' or '...'
+
   bool prev_was_property_ = false;
   std::vector<Brace> braces_;
   std::vector<Paren> parens_;

@@ -40,14 +40,13 @@ std::int64_t coarse_now_ns() noexcept {
 namespace {
 std::atomic<unsigned> forks{0};
 void count_fork() noexcept { forks.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
 
-/// How many times this process's ancestors forked since the first call: changes in a forked child.
 unsigned fork_generation() {
   static std::once_flag once;
   std::call_once(once, [] { ::pthread_atfork(nullptr, nullptr, count_fork); });
   return forks.load(std::memory_order_relaxed);
 }
-}  // namespace
 
 Watcher::Watcher() {
   fd_generation_ = fork_generation();

@@ -43,6 +43,10 @@ std::int64_t coarse_now_ns() noexcept;
 /// sets it to the current time, and it cannot be set to the future.
 inline bool racy(const Stamp& s, std::int64_t since) noexcept { return s.exists && s.ctime_ns >= since; }
 
+/// How many times this process's ancestors forked since the first call (in this process or a parent):
+/// changes in a forked child, so per-process state can tell that it was inherited.
+unsigned fork_generation();
+
 /// inotify on the directories the graph has looked at. A thread blocks on the descriptor and calls
 /// `on_change` after each batch of events, so requests pay nothing to notice edits (an edit shows up as
 /// soon as the thread has woken: microseconds).

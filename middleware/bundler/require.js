@@ -290,6 +290,17 @@
   csgiRequire.fetchText = fetchText;  // replaceable transport (tests, other hosts)
   csgiRequire.base = function (b) { if (b !== undefined) base = String(b).replace(/\/+$/, ''); return base; };
   csgiRequire.modules = function () { return Object.keys(byPath); };
+  // Live reload (the bundler's live_reload option appends a call): follows <mount>/~live and, once a
+  // burst of edits has settled, reloads the page or calls onchange(sequence number).
+  csgiRequire.live = function (onchange) {
+    if (typeof EventSource === 'undefined') return null;
+    var es = csgiRequire.events = new EventSource(base + "/~live"), timer = null;
+    es.addEventListener('change', function (e) {
+      clearTimeout(timer);
+      timer = setTimeout(function () { if (onchange) onchange(Number(e.data)); else location.reload(); }, 50);
+    });
+    return es;
+  };
 
   global.csgiRequire = csgiRequire;
   if (typeof global.require === 'undefined') global.require = csgiRequire;

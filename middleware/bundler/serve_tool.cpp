@@ -2,7 +2,8 @@
 //   csgi-bundle-serve ROOT [DOCROOT] [csgi serve options: --listen 127.0.0.1:0 --threads N …]
 // Serves the bundler at /bundle over ROOT (modules) and, for every other path, the static files of
 // DOCROOT (default ROOT). Until `csgi serve --bundle DIR` exists this is how a real browser reaches it.
-// BUNDLER_FRESHNESS=inotify|stat|none and BUNDLER_PREBUILD=1 in the environment set those options.
+// BUNDLER_FRESHNESS=inotify|stat|none, BUNDLER_PREBUILD=1 and BUNDLER_LIVE_RELOAD=1 in the environment set
+// those options.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
       else if (!std::strcmp(f, "none")) bo.freshness = csgi::mw::BundlerOptions::Freshness::none;
     }
     if (const char* p = std::getenv("BUNDLER_PREBUILD")) bo.prebuild = *p == '1';
+    if (const char* p = std::getenv("BUNDLER_LIVE_RELOAD")) bo.live_reload = *p == '1';
     csgi::mw::StaticOptions so;
     so.root = positional.size() > 1 ? positional[1] : positional[0];
     csgi::App files = csgi::mw::Static(so);

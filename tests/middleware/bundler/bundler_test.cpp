@@ -392,6 +392,42 @@ TEST_CASE("bundler: each prefork worker sees edits (the inotify watcher is per p
 }
 #endif
 
+TEST_CASE("bundler: a prefork worker's module ids are its own: another worker's loaded set is not applied", "[bundler]") {
+  // Ids are numbered per process in discovery order; a worker that discovers modules in another order
+  // must not read a page's `have` (made from another worker's ids) against its own table.
+  Tree t;
+  t.write("main.js", "require('./a');");
+  t.write("a.js", "module.exports = 1;");
+  t.write("other.js", "require('./x');");
+  t.write("x.js", "module.exports = 2;");
+  BundlerOptions o;
+  o.freshness = Freshness::none;
+  Bundler b(t.root(), o);
+  csgi::App app = [&b](csgi::Env& env) { return b(env); };
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  pid_t kid = ::fork();
+  if (kid == 0) {  // worker 1: the page's first bundle (main.js, a.js: ids 0 and 1 here)
+    std::string body = call(app, "GET /main.js").body;
+    ::_exit(::write(out[1], body.data(), body.size()) == ssize_t(body.size()) ? 0 : 2);
+  }
+  ::close(out[1]);
+  std::string first;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) first.append(buf, std::size_t(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(kid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  Bundle page = parse(first);
+  REQUIRE(page.ids.size() == 2);
+  // Worker 2 (here: the parent, which served nothing before the fork) numbers other.js and x.js first.
+  REQUIRE(parse(call(app, "GET /other.js").body).ids.size() == 2);
+  std::string target = "GET /other.js?e=" + page.epoch + "&have=" + have({page.ids["main.js"], page.ids["a.js"]});
+  auto second = parse(call(app, target).body);
+  CHECK(set_of(second) == std::set<std::string>{"other.js", "x.js"});
+}
+
 TEST_CASE("bundler: an edit in the same clock tick as the read is seen (racily clean stamps)", "[bundler]") {
   // File times come from a coarse clock (one kernel tick, a few ms): an edit of the same size right after
   // the read leaves size, mtime and ctime as they were. Such a stamp must not vouch for the source.

@@ -68,6 +68,16 @@ TEST_CASE("scan: only the free identifier require counts", "[bundler][lexer]") {
   CHECK(specs("function require(x) {}\nrequire('./shadowed');").empty());
   CHECK(specs("if (typeof require === 'function') { require('./yes'); }") == V{"./yes"});
   CHECK(specs("if (require) { require('./yes'); }") == V{"./yes"});
+  // A default value `= require` is a reference, not a parameter named require (yargs).
+  CHECK(specs("function Y(a = [], r = require) { require('./yes'); }") == V{"./yes"});
+  CHECK(specs("function Y(r = require, b) { require('./yes'); }") == V{"./yes"});
+  CHECK(specs("function Y(a, ...require) { require('./local'); }").empty());
+  CHECK(specs("function Y(require = f) { require('./local'); }").empty());
+  // A top-level `var require` in CommonJS is the wrapper's parameter (events' tests); in a function or
+  // an ES module it is a local.
+  CHECK(specs("var r0 = require;\nvar require = function (f) { return r0(f); };\nrequire('./yes');") == V{"./yes"});
+  CHECK(specs("function f() { var require = g; require('./local'); }").empty());
+  CHECK(specs("import { createRequire } from 'module';\nvar require = createRequire('/');\nrequire('w');").empty());
 }
 
 TEST_CASE("scan: dynamic and two-argument requires are reported, not bundled", "[bundler][lexer]") {

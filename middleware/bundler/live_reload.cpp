@@ -1,0 +1,60 @@
+#include "csgi/middleware/bundler/live_reload.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "csgi/middleware/bundler/module_graph.hpp"
+
+namespace csgi::mw::bundler {
+
+bool LiveHub::add(const WriterPtr& w) {
+  std::lock_guard lock(mu_);
+  // The comment names the process: under prefork, whose watcher feeds this stream.
+  std::string hello = "retry: 1000\n: csgi bundler live reload, process " + std::to_string(::getpid()) + "\n\n";
+  if (subs_.size() >= max_subscribers || !w->write(hello)) {
+    w->close();
+    return false;
+  }
+  subs_.push_back(w);
+  return true;
+}
+
+std::size_t LiveHub::broadcast() {
+  std::lock_guard lock(mu_);
+  std::string msg = "event: change\ndata: " + std::to_string(++seq_) + "\n\n";
+  std::vector<WriterPtr> kept;
+  kept.reserve(subs_.size());
+  for (auto& w : subs_)
+    if (w->write(msg)) kept.push_back(std::move(w));
+  subs_.swap(kept);
+  return subs_.size();
+}
+
+std::size_t LiveHub::subscribers() {
+  std::lock_guard lock(mu_);
+  return subs_.size();
+}
+
+void watch_tree(Watcher& w, const std::string& root, std::size_t max_dirs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path top = fs::absolute(root, ec);
+  if (ec) return;
+  w.watch(top.lexically_normal().string());
+  std::size_t n = 1;
+  fs::recursive_directory_iterator it(top, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end && n < max_dirs; it.increment(ec)) {
+    const auto& e = *it;
+    std::string name = e.path().filename().string();
+    if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
+    if (name == "node_modules" || name.starts_with(".")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    w.watch(e.path().lexically_normal().string());
+    ++n;
+  }
+}
+
+}  // namespace csgi::mw::bundler

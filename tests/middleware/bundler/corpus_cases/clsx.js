@@ -1,0 +1,2 @@
+import clsx from 'clsx';
+print(clsx('a', { b: true, c: 0 }, ['d', ['e']], null, 1));

@@ -1,0 +1,15 @@
+import { extent, bisect, group, sum, range } from 'd3-array';
+import { scaleLinear, scaleBand } from 'd3-scale';
+import { line, arc } from 'd3-shape';
+import { format } from 'd3-format';
+import { rgb, hsl } from 'd3-color';
+import { hierarchy, tree } from 'd3-hierarchy';
+print(extent([3, 1, 4, 1, 5]) + ' ' + bisect([1, 2, 3], 2.5) + ' ' + sum(range(10)));
+print(JSON.stringify([...group([{ a: 1 }, { a: 2 }, { a: 1 }], (d) => d.a)].map(([k, v]) => [k, v.length])));
+const x = scaleLinear().domain([0, 10]).range([0, 100]);
+print(x(2.5) + ' ' + x.ticks(5).join(',') + ' ' + scaleBand().domain(['a', 'b']).range([0, 10])('b'));
+print(line()([[0, 0], [1, 2], [3, 1]]));
+print(arc()({ innerRadius: 0, outerRadius: 10, startAngle: 0, endAngle: Math.PI / 2 }));
+print(format('.2f')(Math.PI) + ' ' + format(',')(1234567) + ' ' + rgb('steelblue').toString() + ' ' + hsl('red').brighter().toString());
+const t = tree().size([10, 10])(hierarchy({ c: [{ c: [{}, {}] }, {}] }, (d) => d.c));
+print(t.descendants().map((n) => n.depth + ':' + n.x.toFixed(2)).join(' '));
