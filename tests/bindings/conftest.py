@@ -106,6 +106,23 @@ def server_factory(tmp_path):
         s.stop()
 
 
+def fetch(port, method, path, headers=(), body=None):
+    """One request on a connection of its own, headers sent as given (no Accept-Encoding added):
+    (status, reason, headers, body)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        c.putrequest(method, path, skip_accept_encoding=True)
+        for k, v in headers:
+            c.putheader(k, v)
+        if body is not None:
+            c.putheader("Content-Length", str(len(body)))
+        c.endheaders(body)
+        r = c.getresponse()
+        return r.status, r.reason, r.getheaders(), r.read()
+    finally:
+        c.close()
+
+
 def have(tool):
     return shutil.which(tool) is not None
 

@@ -14,29 +14,13 @@ Compared:
 Both servers run with PYTHONHASHSEED=0 (Werkzeug builds Allow from a set).
 """
 import hashlib
-import http.client
 import os
 
 import pytest
 
-from conftest import HERE, PYTHON, free_port, multipart
+from conftest import HERE, PYTHON, fetch, free_port, multipart
 
 IGNORED = {"date", "server", "connection", "keep-alive", "transfer-encoding"}
-
-
-def fetch(port, method, path, headers, body):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    try:
-        c.putrequest(method, path, skip_accept_encoding=True)
-        for k, v in headers:
-            c.putheader(k, v)
-        if body is not None:
-            c.putheader("Content-Length", str(len(body)))
-        c.endheaders(body)
-        r = c.getresponse()
-        return r.status, r.reason, r.getheaders(), r.read()
-    finally:
-        c.close()
 
 
 def normalise(headers):

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import conftest
 from conftest import HERE, PYTHON, free_port, multipart
 
 pytest.importorskip("fastapi")
@@ -22,18 +23,8 @@ IGNORED = {"date", "server", "connection", "keep-alive", "transfer-encoding"}
 
 
 def fetch(port, method, path, headers=(), body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    try:
-        c.putrequest(method, path, skip_accept_encoding=True)
-        for k, v in headers:
-            c.putheader(k, v)
-        if body is not None:
-            c.putheader("Content-Length", str(len(body)))
-        c.endheaders(body)
-        r = c.getresponse()
-        return r.status, r.getheaders(), r.read()
-    finally:
-        c.close()
+    status, _, got, data = conftest.fetch(port, method, path, headers, body)
+    return status, got, data
 
 
 def normalise(headers, port):
