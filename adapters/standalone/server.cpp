@@ -25,6 +25,9 @@
 #include <iostream>
 #include <map>
 #include <thread>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/detail.hpp"
@@ -936,6 +939,9 @@ int Server::Impl::master(Shared& sh) {
       }
       log_files::flush_all();  // the app's log writers: no destructors run after _exit
       std::fflush(nullptr);
+#if defined(__SANITIZE_ADDRESS__)
+      __lsan_do_leak_check();  // _exit skips LeakSanitizer's check at exit: a worker that served is checked here
+#endif
       ::_exit(rc);
     }
     if (pid < 0) {
