@@ -30,7 +30,7 @@ TEST_CASE("standalone: a thread with a fault slot puts back the alternate signal
   CHECK((during.ss_flags & SS_DISABLE) == 0);  // the fault handler's own stack while the thread runs
   CHECK(during.ss_sp != before.ss_sp);
   CHECK(during.ss_size >= 64 * 1024);
-  CHECK(after.ss_sp == before.ss_sp);          // the replaced one is back at thread exit
+  CHECK(after.ss_sp == before.ss_sp);  // the replaced one is back at thread exit
   CHECK(after.ss_size == before.ss_size);
   CHECK((after.ss_flags & SS_DISABLE) == (before.ss_flags & SS_DISABLE));
 }
