@@ -30,8 +30,9 @@ run: deps build
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure --timeout 900 --repeat until-pass:2 $(CTEST_FLAGS)
 
-# The unit suites, the standalone adapter's socket tests, the fuzz replays, the conformance suite against
-# the standalone server, the bad-request corpus and the short fault checks under ASan + UBSan, then
+# The unit suites, the standalone adapter's socket tests (HTTP/1, HTTP/2, WebSocket, TLS, PROXY protocol,
+# workers, metrics), the fuzz replays, the conformance suite against the standalone server (HTTP/1.1,
+# h2c, TLS), the bad-request corpus and the short fault checks under ASan + UBSan, then
 # `csgi serve` itself under ASan/LSan for SOAK_SECONDS at half load (tests/reliability/soak.py; the
 # 10-minute soak is part of test-reliability); and the multi-threaded suites under TSan. Each sanitizer
 # has its own build tree.
@@ -40,9 +41,17 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              csgi_cli canary_app conformance_app ctest:conformance_standalone_root \
              ctest:conformance_standalone_prefix ctest:conformance_standalone_threads \
              ctest:conformance_standalone_pool ctest:standalone_test_pool \
-             ctest:reliability_corpus ctest:reliability_faults_short
+             ctest:reliability_corpus ctest:reliability_faults_short \
+             standalone_process_app standalone_websocket_app websocket_echo websocket_chat \
+             ctest:standalone_h2 ctest:conformance_standalone_h2c ctest:conformance_standalone_h2c_pool \
+             ctest:websocket_conformance ctest:websocket_conformance_pool ctest:websocket_examples \
+             ctest:cli_tls ctest:conformance_standalone_tls ctest:cli_proxy_protocol ctest:standalone_workers \
+             ctest:cli_metrics
 TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads \
-             ctest:standalone_test_pool ctest:conformance_standalone_pool
+             ctest:standalone_test_pool ctest:conformance_standalone_pool \
+             standalone_process_app standalone_websocket_app ctest:standalone_h2 ctest:conformance_standalone_h2c_pool \
+             ctest:websocket_conformance_pool ctest:cli_tls ctest:conformance_standalone_tls ctest:standalone_workers \
+             ctest:cli_metrics ctest:cli_proxy_protocol
 SOAK_SECONDS ?= 60
 test-asan: deps
 	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)

@@ -22,8 +22,25 @@ for t in "$@"; do
 done
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 regex="^($(IFS='|'; echo "${names[*]}"))\$"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# ASan/LSan and TSan reports go to a file per process (<tool>.<pid>) under $reports instead of stderr,
+# and are printed at the end: many socket tests start `csgi serve` with its stderr discarded, and a report
+# from a server (or a forked worker) whose exit status no test looks at must still fail the run. (GCC's
+# UBSan beside ASan ignores log_path: its reports stay on stderr, and halt_on_error ends the process.)
+reports=$(cd "$build" && pwd)/sanitizer-reports
+rm -rf "$reports"
+mkdir -p "$reports"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}:log_path=$reports/asan
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}:log_path=$reports/ubsan
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}:log_path=$reports/tsan
 # A test that sets no TIMEOUT of its own gets 900 s: a hang fails the run instead of holding it.
-ctest --test-dir "$build" --output-on-failure --timeout 900 -R "$regex"
+status=0
+ctest --test-dir "$build" --output-on-failure --timeout 900 -R "$regex" || status=$?
+if compgen -G "$reports/*" >/dev/null; then
+  for f in "$reports"/*; do
+    echo "=== $f"
+    cat "$f"
+  done
+  echo "sanitizer reports above (kept in $reports)" >&2
+  status=1
+fi
+exit "$status"

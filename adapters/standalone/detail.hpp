@@ -123,6 +123,10 @@ struct FaultSlot {
   std::atomic<std::uint64_t> calls{0};  // app calls begun on this thread (the request timeout's watchdog)
 };
 
+/// The calling thread (an io thread or an app pool thread of a prefork worker) takes its fault slot and
+/// an alternate signal stack for the fault handler, which it holds until it ends.
+void take_fault_slot(FaultSlot& slot);
+
 /// Sets the slot around a call into the app (nests); nothing when the thread has no slot.
 class AppScope {
 public:

@@ -25,6 +25,9 @@
 #include <iostream>
 #include <map>
 #include <thread>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/detail.hpp"
@@ -234,14 +237,38 @@ void IoThread::accept(Listener& l) {
   });
 }
 
-// The calling thread (an io thread or an app pool thread of a prefork worker) takes its fault slot.
+namespace {
+/// The calling thread's alternate signal stack for the fault handler (so that a stack overflow in the
+/// app is contained too). The stack it replaced (a sanitizer's, or none) is put back when the thread
+/// ends, before its owner frees it at thread exit, and ours is freed then. A thread frozen on it by the
+/// fault handler never ends: its stack stays until the process exits.
+class AltStack {
+public:
+  AltStack() {
+    ss_.ss_sp = ::malloc(size);
+    ss_.ss_size = size;
+    if (ss_.ss_sp && ::sigaltstack(&ss_, &old_) != 0) {
+      ::free(ss_.ss_sp);
+      ss_.ss_sp = nullptr;
+    }
+  }
+  ~AltStack() {
+    if (!ss_.ss_sp) return;
+    ::sigaltstack(&old_, nullptr);
+    ::free(ss_.ss_sp);
+  }
+  AltStack(const AltStack&) = delete;
+  AltStack& operator=(const AltStack&) = delete;
+
+private:
+  static constexpr std::size_t size = 64 * 1024;
+  stack_t ss_{};
+  stack_t old_{};
+};
+}  // namespace
+
 void take_fault_slot(FaultSlot& slot) {
-  // The fault handler runs on an alternate stack, so that a stack overflow in the app is contained too.
-  static constexpr std::size_t alt_size = 64 * 1024;
-  stack_t ss{};
-  ss.ss_sp = ::malloc(alt_size);  // kept until the process exits (the thread may be frozen on it)
-  ss.ss_size = alt_size;
-  if (ss.ss_sp) ::sigaltstack(&ss, nullptr);
+  thread_local AltStack alt;
   slot.tid.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_relaxed);
 }
 
@@ -913,6 +940,9 @@ int Server::Impl::master(Shared& sh) {
       }
       log_files::flush_all();  // the app's log writers: no destructors run after _exit
       std::fflush(nullptr);
+#if defined(__SANITIZE_ADDRESS__)
+      __lsan_do_leak_check();  // _exit skips LeakSanitizer's check at exit: a worker that served is checked here
+#endif
       ::_exit(rc);
     }
     if (pid < 0) {

@@ -26,10 +26,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab  # noqa: E402
 
 
-def get(port, path, timeout=10):
+def get(port, path, timeout=10, sent=None):
+    """The status of GET `path` (None on a failure); `sent` (a semaphore) is released once the request is out."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         c.request("GET", path)
+        if sent:
+            sent.release()
         r = c.getresponse()
         r.read()
         return r.status
@@ -108,7 +111,13 @@ def t_sigterm(args, work):
     t.start()
     time.sleep(1)
     pool = cf.ThreadPoolExecutor(50)
-    slow = [pool.submit(get, s.port, "/sleep?ms=2000", 30) for _ in range(50)]
+    sent = threading.Semaphore(0)
+    slow = [pool.submit(get, s.port, "/sleep?ms=2000", 30, sent) for _ in range(50)]
+    # The stop comes once every slow request is on the wire (a loaded machine takes more than a fixed
+    # moment to start 50 client threads), and the server had a moment to read them.
+    deadline = time.time() + 20
+    for _ in range(50):
+        sent.acquire(timeout=max(0.0, deadline - time.time()))
     time.sleep(0.5)
     s.signal(signal.SIGTERM)
     statuses = [f.result() for f in slow]

@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/middleware/access_log.hpp"
@@ -30,6 +32,9 @@ extern "C" __attribute__((visibility("default"), noinline)) void process_app_sle
 }
 
 namespace {
+std::mutex grown_mu;
+std::vector<char*> grown;  // what /grow keeps
+
 csgi::App make_process_app(const csgi::AppArgs& args) {
   csgi::App app = [](csgi::Env& env) {
     std::string_view path = env.get("PATH_INFO");
@@ -42,8 +47,12 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
     }
     if (path == "/grow") {
       std::size_t bytes = static_cast<std::size_t>(std::atoi(std::string(env.get("QUERY_STRING")).c_str())) << 20;
-      char* kept = static_cast<char*>(std::malloc(bytes));  // kept until the worker exits, on purpose
-      if (kept) std::memset(kept, 1, bytes);
+      char* block = static_cast<char*>(std::malloc(bytes));
+      if (block) {
+        std::memset(block, 1, bytes);
+        std::lock_guard lock(grown_mu);
+        grown.push_back(block);  // kept until the worker exits, on purpose (held: not a leak)
+      }
       return csgi::Response::text(200, std::to_string(::getpid()));
     }
     return csgi::Response::text(200, PROCESS_APP_HELLO);
