@@ -1,11 +1,13 @@
 // The app behind the reliability tests (tests/reliability/*.py):
 //   /canary, /smuggled   markers the bad-request replayer looks for
 //   /sleep?ms=N          answers after N ms from a timer thread (a delayed response: no server thread held)
+//   /sleeping            how many /sleep requests the app has begun and not yet answered
 //   /later               a delayed response answered by the app's one long-lived worker thread (as apps
 //                        with a thread pool do; the soak uses it)
 //   /crash?KIND          a fault in the app (fault tests): raise (default) raises SIGSEGV, null writes
 //                        through a null pointer, stack overflows the stack, fpe divides by zero
 //   anything else        reads the whole body and answers 200 with its size
+#include <atomic>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -86,18 +88,23 @@ Worker& worker() {
   return w;
 }
 
+std::atomic<long> sleeping{0};
+
 csgi::Response canary(csgi::Env& env) {
   std::string_view path = env.get(csgi::keys::PATH_INFO);
   if (path == "/canary") return csgi::Response::text(200, "canary-answered\n");
   if (path == "/smuggled") return csgi::Response::text(200, "smuggled-answered\n");
   if (path == "/crash") crash(env.get(csgi::keys::QUERY_STRING));
   if (path == "/later") return csgi::Response::delayed([](csgi::Responder r) { worker().answer(std::move(r)); });
+  if (path == "/sleeping") return csgi::Response::text(200, std::to_string(sleeping.load()) + "\n");
   if (path == "/sleep") {
     std::string_view q = env.get(csgi::keys::QUERY_STRING);
     long ms = q.substr(0, 3) == "ms=" ? std::strtol(std::string(q.substr(3)).c_str(), nullptr, 10) : 100;
+    sleeping.fetch_add(1);
     return csgi::Response::delayed([ms](csgi::Responder r) {
       std::thread([r, ms] {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        sleeping.fetch_sub(1);
         r.respond(csgi::Response::text(200, "slept " + std::to_string(ms) + " ms\n"));
       }).detach();
     });

@@ -42,6 +42,18 @@ def get(port, path, timeout=10, sent=None):
         c.close()
 
 
+def sleeping(port):
+    """How many /sleep requests the canary app has begun and not answered (-1 on a failure)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        c.request("GET", "/sleeping")
+        return int(c.getresponse().read())
+    except (OSError, ValueError, http.client.HTTPException):
+        return -1
+    finally:
+        c.close()
+
+
 class Server:
     def __init__(self, args, work, extra=(), preexec=None):
         self.port = netlab.free_port()
@@ -113,12 +125,13 @@ def t_sigterm(args, work):
     pool = cf.ThreadPoolExecutor(50)
     sent = threading.Semaphore(0)
     slow = [pool.submit(get, s.port, "/sleep?ms=2000", 30, sent) for _ in range(50)]
-    # The stop comes once every slow request is on the wire (a loaded machine takes more than a fixed
-    # moment to start 50 client threads), and the server had a moment to read them.
+    # The stop comes once the app has begun every slow request (a loaded machine takes more than a fixed
+    # moment to start 50 client threads, and the server to accept and read them beside wrk's 200).
     deadline = time.time() + 20
     for _ in range(50):
         sent.acquire(timeout=max(0.0, deadline - time.time()))
-    time.sleep(0.5)
+    while time.time() < deadline and sleeping(s.port) < 50:
+        time.sleep(0.05)
     s.signal(signal.SIGTERM)
     statuses = [f.result() for f in slow]
     rc = s.p.wait(30)
