@@ -334,3 +334,33 @@ def test_inline_mode_answers_alike(load, args):
     pooled = validate(drive(csgi.asgi(load(*args)), sc, chunks=(b"abc",)))
     inline = validate(drive(csgi.asgi(load(*args), threads=0), sc, chunks=(b"abc",)))
     assert pooled == inline
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_inline_bodyless_request_needs_no_receive(load, method):
+    """threads=0: a GET/HEAD without Content-Length or Transfer-Encoding on HTTP/1 has no body (RFC 9112
+    6.3), so the app runs without a receive(); a POST, or any request over HTTP/2, still receives first."""
+    app = csgi.asgi(load("echo"), threads=0)
+    received = []
+
+    async def main(sc):
+        sent = []
+
+        async def receive():
+            received.append(sc["method"])
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(sc, receive, send)
+        return sent
+
+    status, _, body = validate(asyncio.run(main(scope("/x", method=method))))
+    assert status == 200 and received == []
+    assert method == "HEAD" or b"REQUEST_METHOD=GET\n" in body
+    validate(asyncio.run(main(scope("/x", method="POST"))))
+    sc = scope("/x", method=method)
+    sc["http_version"] = "2"
+    validate(asyncio.run(main(sc)))
+    assert received == ["POST", method]
