@@ -8,6 +8,7 @@
 // streams and delayed responses as an iterator whose next() waits without the GIL. The host is handed one
 // Content-Length, the one the body keeps to (ADP-13).
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -596,14 +597,14 @@ struct Outcome {
   std::string failure;
 };
 
-/// Runs the app on the exchange's env with the GIL released (a delayed response is waited for).
-Outcome run_app(const App& app, Exchange& ex) {
+/// Runs the app on the exchange's env, on a thread that does not hold the GIL (a delayed response is
+/// waited for).
+Outcome run_app_nogil(const App& app, Exchange& ex) {
   Outcome out;
   Response& res = out.res;
   std::shared_ptr<Channel>& chan = out.chan;
   std::string& failure = out.failure;  // what went wrong in the app, for csgi.errors
   {
-    ReleaseGil nogil;
     try {
       canonicalize_paths(ex.env);
       res = app(ex.env);
@@ -643,6 +644,12 @@ Outcome run_app(const App& app, Exchange& ex) {
   }
 
   return out;
+}
+
+/// run_app_nogil() from a thread that holds the GIL: released while the app runs.
+Outcome run_app(const App& app, Exchange& ex) {
+  ReleaseGil nogil;
+  return run_app_nogil(app, ex);
 }
 
 /// The env of an ASGI http scope (asgi_env.hpp) with its csgi.input and csgi.errors: `body` is the whole
@@ -800,21 +807,14 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
 }
 
-py::object AppHandle::asgi_call(PyObject* scope, PyObject* body) {
-  if (!PyDict_Check(scope)) throw py::type_error("an ASGI scope is a dict");
-  if (body == Py_None && !scope_has_no_body(scope)) return py::none();
-  std::unique_ptr<Exchange> ex = take_exchange();
-  ex->interp = PyThreadState_Get()->interp;
-  struct GiveBack {
-    std::unique_ptr<Exchange>& ex;
-    ~GiveBack() {
-      if (ex) give_back(std::move(ex));
-    }
-  } give_back_guard{ex};
-  fill_env_from_scope(*ex, scope, body);
-  auto [res, chan, failure] = run_app(app_, *ex);
-  if (!failure.empty()) ex->pending.clear();
+namespace {
 
+/// The ASGI form of what the app answered: (status, header pairs, body bytes or a BodyIterator that
+/// takes the exchange along).
+py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
+  Response& res = out.res;
+  std::shared_ptr<Channel>& chan = out.chan;
+  if (!out.failure.empty()) ex->pending.clear();
   bool no_body = status_has_no_body(res.status);
   bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
   std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
@@ -860,12 +860,183 @@ py::object AppHandle::asgi_call(PyObject* scope, PyObject* body) {
   return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, limit)));
 }
 
+/// Runs csgi.asgi requests on worker threads that never take the GIL: the loop builds the env (submit),
+/// a worker runs the app, and the loop, woken through an eventfd for a batch of finished requests
+/// (drain), turns each answer into the ASGI form and sets its future. Thread-safe between the loop and
+/// the workers; submit() and drain() need the GIL.
+class AsgiWorkers {
+public:
+  explicit AsgiWorkers(unsigned threads) : threads_(std::max(threads, 1u)) {
+    fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  }
+  ~AsgiWorkers() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (!workers_.empty()) {
+      ReleaseGil nogil;  // a worker may need the GIL (csgi.errors) to finish its request
+      for (std::thread& t : workers_) t.join();
+    }
+    for (auto* q : {&queue_, &done_})
+      for (Job& j : *q) j.drop();
+    ::close(fd_);
+  }
+  int fd() const noexcept { return fd_; }
+
+  void submit(py::handle app, PyObject* scope, PyObject* body, py::handle future) {
+    if (!PyDict_Check(scope)) throw py::type_error("an ASGI scope is a dict");
+    AppHandle& handle = app.cast<AppHandle&>();
+    Job job;
+    job.ex = take_exchange();
+    job.ex->interp = PyThreadState_Get()->interp;
+    try {
+      fill_env_from_scope(*job.ex, scope, body);
+    } catch (...) {
+      give_back(std::move(job.ex));
+      throw;
+    }
+    job.app = handle.app();
+    job.future = Py_NewRef(future.ptr());
+    {
+      std::lock_guard lock(mu_);
+      if (workers_.empty())
+        for (unsigned i = 0; i < threads_; ++i) workers_.emplace_back([this] { work(); });
+      queue_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+  /// On the loop: sets the futures of the finished requests (dropped when cancelled meanwhile).
+  void drain() {
+    std::uint64_t v = 0;
+    [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
+    std::deque<Job> done;
+    {
+      std::lock_guard lock(mu_);
+      signalled_ = false;
+      done.swap(done_);
+    }
+    for (Job& j : done) {
+      PyObject* fut = j.future;
+      j.future = nullptr;
+      settle(fut, j);
+      Py_DECREF(fut);
+      if (j.ex) give_back(std::move(j.ex));
+    }
+  }
+
+private:
+  struct Job {
+    std::unique_ptr<Exchange> ex;
+    App app;
+    Outcome out;
+    PyObject* future = nullptr;  // owned; touched with the GIL only
+    void drop() noexcept {
+      Py_CLEAR(future);
+      if (ex) give_back(std::move(ex));
+    }
+  };
+
+  static void settle(PyObject* fut, Job& j) {
+    try {
+      py::object answer = asgi_answer(j.ex, j.out);
+      PyObject* done = PyObject_CallMethod(fut, "done", nullptr);
+      int is_done = done ? PyObject_IsTrue(done) : -1;
+      Py_XDECREF(done);
+      if (is_done == 0) {
+        PyObject* name = PyUnicode_InternFromString("set_result");
+        PyObject* r = name ? PyObject_CallMethodOneArg(fut, name, answer.ptr()) : nullptr;
+        Py_XDECREF(name);
+        Py_XDECREF(r);
+      }
+    } catch (...) {
+      set_python_error();
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyErr_NormalizeException(&type, &value, &tb);
+      PyObject* name = PyUnicode_InternFromString("set_exception");
+      PyObject* r = value && name ? PyObject_CallMethodOneArg(fut, name, value) : nullptr;
+      Py_XDECREF(name);
+      Py_XDECREF(r);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+    }
+    PyErr_Clear();  // a future of a loop closed meanwhile: nobody waits for it
+  }
+
+  void work() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job.out = run_app_nogil(job.app, *job.ex);
+      job.app = nullptr;
+      std::lock_guard lock(mu_);
+      done_.push_back(std::move(job));
+      if (!signalled_) {
+        signalled_ = true;
+        std::uint64_t one = 1;
+        [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+      }
+    }
+  }
+
+  unsigned threads_;
+  int fd_ = -1;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_, done_;
+  std::vector<std::thread> workers_;
+  bool signalled_ = false;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+py::object AppHandle::asgi_call(PyObject* scope, PyObject* body) {
+  if (!PyDict_Check(scope)) throw py::type_error("an ASGI scope is a dict");
+  if (body == Py_None && !scope_has_no_body(scope)) return py::none();
+  std::unique_ptr<Exchange> ex = take_exchange();
+  ex->interp = PyThreadState_Get()->interp;
+  struct GiveBack {
+    std::unique_ptr<Exchange>& ex;
+    ~GiveBack() {
+      if (ex) give_back(std::move(ex));
+    }
+  } give_back_guard{ex};
+  fill_env_from_scope(*ex, scope, body);
+  Outcome out = run_app(app_, *ex);
+  return asgi_answer(ex, out);
+}
+
 void bind_to_wsgi(py::module_& m) {
   py::class_<BodyIter>(m, "BodyIterator", py::module_local(),
                        "The body of a csgi response streamed to a WSGI host; close() closes the C++ stream.")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &BodyIter::next)
       .def("close", &BodyIter::close);
+  py::class_<AsgiWorkers>(m, "AsgiWorkers", py::module_local(),
+                          "csgi.asgi's worker threads: C++ apps run there without the GIL; finished requests "
+                          "are handed back in batches through an eventfd the event loop watches.")
+      .def(py::init<unsigned>(), py::arg("threads"))
+      .def("fileno", &AsgiWorkers::fd)
+      .def(
+          "submit",
+          [](AsgiWorkers& w, py::handle app, py::handle scope, py::handle body, py::handle future) {
+            w.submit(app, scope.ptr(), body.ptr(), future);
+          },
+          py::arg("app"), py::arg("scope"), py::arg("body"), py::arg("future"),
+          "Builds the env of `scope` (body: bytes) and queues the app's call; `future` gets the answer.")
+      .def("drain", &AsgiWorkers::drain, "On the event loop: sets the futures of the finished requests.");
 }
 
 }  // namespace csgi::python

@@ -17,7 +17,7 @@ import collections
 import concurrent.futures
 import threading
 
-from ._csgi import App
+from ._csgi import App, AsgiWorkers
 
 _HIGH_WATER = 1 << 16      # request body bytes buffered ahead of the app's reads
 _LATE_BODY_LIMIT = 4 << 20  # request body bytes kept for an app still streaming its response
@@ -119,6 +119,15 @@ def _next_chunk(it):
     return _END
 
 
+def _first_chunk(it):
+    """_next_chunk() that closes the iterator when it raises."""
+    try:
+        return _next_chunk(it)
+    except BaseException:
+        it.close()
+        raise
+
+
 async def _finish(future):
     """Awaits a pool job to its end, even when the task is being cancelled (the job still runs)."""
     try:
@@ -137,6 +146,8 @@ class ASGIApp:
         self.app = app if isinstance(app, App) else App(app)
         self._inline = threads == 0
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(threads, 4), thread_name_prefix="csgi-asgi")
+        self._workers = None if self._inline else AsgiWorkers(threads)
+        self._workers_loop = None
 
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
@@ -201,8 +212,18 @@ class ASGIApp:
             body_input = body
             pump = None
         try:
+            workers = None if streamed is not None else self._workers_on(loop)
             if self._inline and streamed is None:
                 head = self._call(scope, body_input)  # an app that never blocks, on the loop
+            elif workers is not None:
+                future = loop.create_future()
+                workers.submit(self.app, scope, body_input, future)
+                status, headers, result = await _finish(future)
+                if type(result) is bytes:
+                    head = status, headers, result, None
+                else:
+                    first = await _finish(loop.run_in_executor(self._pool, _first_chunk, result))
+                    head = status, headers, first, result
             else:
                 head = await _finish(loop.run_in_executor(self._pool, self._call, scope, body_input))
             if streamed is not None:
@@ -211,6 +232,21 @@ class ASGIApp:
         finally:
             if pump is not None:
                 pump.cancel()
+
+    def _workers_on(self, loop):
+        """The worker threads, their completions watched by this loop; None while another running loop
+        watches them (that request takes the executor path)."""
+        workers = self._workers
+        if workers is None or self._workers_loop is loop:
+            return workers
+        old = self._workers_loop
+        if old is not None and not old.is_closed():
+            if old.is_running():
+                return None
+            old.remove_reader(workers.fileno())
+        loop.add_reader(workers.fileno(), workers.drain)
+        self._workers_loop = loop
+        return workers
 
     async def _answer(self, loop, receive, send, head, streamed=None, pump=None):
         """Sends the app's answer: a complete body in one message, an iterator's chunks as more_body
