@@ -69,6 +69,10 @@ public:
   const App& app() const noexcept { return app_; }
   /// PEP 3333: app(environ, start_response) → iterable.
   py::object call(py::handle environ, py::handle start_response);
+  /// ASGI: the app's answer to an http scope, (status, [(name, value) bytes pairs], body), the body bytes
+  /// or an iterator of chunks; `body` is the request body (bytes, or an object with read()), or None:
+  /// then the app runs only when the scope's framing says there is no body, else None is returned.
+  py::object asgi_call(PyObject* scope, PyObject* body);
   /// "NNN Reason" for a status, created once per app handle.
   PyObject* status_line(int status);
   /// A new reference to the (name, value) tuple of a response header. The last kHeaderCache distinct

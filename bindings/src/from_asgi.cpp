@@ -3,9 +3,13 @@
 // The App answers every request with a delayed response whose Responder goes, with the env, into an
 // AsgiQueue: the server's thread never touches Python. The queue wakes the event loop thread of the
 // process through an eventfd (written only when the loop is not already due to drain it), and the loop
-// (csgi/_asgi_host.py) takes the requests in batches, builds each scope here from the env and runs the
-// app; send() answers through the Responder from the loop thread (a complete body at once; a streamed
-// one through a Writer whose writes run on a pool thread, since write() waits under back-pressure).
+// (csgi/_asgi_host.py) takes the requests in batches: take() makes one AsgiCall per request, its scope
+// built here from the env (interned keys, a copied template of the constant entries). AsgiCall's
+// receive() and send() are C: the request body message, http.response.start and a complete
+// http.response.body are answered at once with a ready awaitable (no coroutine, no future); what has to
+// wait (a second receive(), a streamed body, errors) goes to the Python subclass's _receive_slow() and
+// _send_slow(). A complete response goes through the Responder from the loop thread; a streamed one
+// through a Writer whose writes run on a pool thread, since write() waits under back-pressure.
 // The request body is read by the App itself, before it returns (the adapter's csgi.input is not
 // readable once a delayed response was returned), on the server's app thread, within the server's
 // body limit; the env stays valid until the response is answered or its writer closed (APP-4).
@@ -13,15 +17,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <deque>
 #include <mutex>
+#include <new>
+#include <string>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "asgi_websocket.hpp"
+#include "awaitable.hpp"
 #include "common.hpp"
 #include "csgi/core/keys.hpp"
 #include "gil.hpp"
+#include "structmember.h"
 
 namespace csgi::python {
 namespace {
@@ -33,28 +43,29 @@ public:
   AsgiRequest(Env& env, std::string body) : env_(&env), body_(std::move(body)) {}
   void set_responder(Responder r) { responder_ = std::move(r); }
 
-  py::dict scope() const;
+  /// The scope of the request; `state` (or null) is copied into it. Needs the GIL.
+  PyObject* scope(PyObject* state) const;
   /// The request body (once; read by the App before the request was queued).
-  py::bytes take_body() {
-    py::bytes b(body_.data(), body_.size());
+  PyObject* take_body() {
+    PyObject* b = PyBytes_FromStringAndSize(body_.data(), static_cast<Py_ssize_t>(body_.size()));
     std::string().swap(body_);
     return b;
   }
-  void respond(int status, py::handle headers, py::bytes body) {
+  /// A complete response. Posting it to the io thread only takes the mailbox's lock: the GIL is kept.
+  void respond(int status, PyObject* headers, PyObject* body) {
     Response r;
     r.status = status;
     r.headers = to_headers(headers);
     char* data = nullptr;
     Py_ssize_t len = 0;
-    if (PyBytes_AsStringAndSize(body.ptr(), &data, &len) < 0) throw_python_error();
+    if (PyBytes_AsStringAndSize(body, &data, &len) < 0) throw_python_error();
     r.body = std::string(data, static_cast<std::size_t>(len));
     Responder res = std::move(responder_);
     if (!res) throw std::logic_error("the response was answered already");
     answered();
-    ReleaseGil nogil;
     res.respond(std::move(r));
   }
-  void start(int status, py::handle headers) {
+  void start(int status, PyObject* headers) {
     Headers h = to_headers(headers);
     Responder res = std::move(responder_);
     if (!res) throw std::logic_error("the response was answered already");
@@ -64,12 +75,12 @@ public:
     writer_ = std::move(w);
   }
   /// False once the client has gone. May wait (back-pressure): called on a pool thread.
-  bool write(py::bytes chunk) {
+  bool write(PyObject* chunk) {
     WriterPtr w = writer();
     if (!w) return false;
     char* data = nullptr;
     Py_ssize_t len = 0;
-    if (PyBytes_AsStringAndSize(chunk.ptr(), &data, &len) < 0) throw_python_error();
+    if (PyBytes_AsStringAndSize(chunk, &data, &len) < 0) throw_python_error();
     ReleaseGil nogil;
     return w->write(std::string_view(data, static_cast<std::size_t>(len)));
   }
@@ -119,17 +130,34 @@ private:
     std::lock_guard lock(writer_mu_);
     return std::move(writer_);
   }
-  static Headers to_headers(py::handle list) {
+  static Headers to_headers(PyObject* list) {
     Headers h;
-    for (py::handle item : list) {
-      py::sequence pair = py::reinterpret_borrow<py::sequence>(item);
-      if (pair.size() != 2) throw py::value_error("an ASGI header is a (name, value) pair of bytes");
-      PyObject* n = pair[0].ptr();
-      PyObject* v = pair[1].ptr();
-      if (!PyBytes_Check(n) || !PyBytes_Check(v)) throw py::type_error("ASGI header names and values are bytes");
-      h.add(std::string(PyBytes_AS_STRING(n), static_cast<std::size_t>(PyBytes_GET_SIZE(n))),
-            std::string(PyBytes_AS_STRING(v), static_cast<std::size_t>(PyBytes_GET_SIZE(v))));
+    PyObject* seq = PySequence_Fast(list, "ASGI headers are a sequence of (name, value) pairs");
+    if (!seq) throw_python_error();
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject** items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* pair = items[i];
+      PyObject *name = nullptr, *value = nullptr;
+      if (PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2) {
+        name = PyTuple_GET_ITEM(pair, 0);
+        value = PyTuple_GET_ITEM(pair, 1);
+      } else if (PyList_CheckExact(pair) && PyList_GET_SIZE(pair) == 2) {
+        name = PyList_GET_ITEM(pair, 0);
+        value = PyList_GET_ITEM(pair, 1);
+      }
+      if (!name) {
+        Py_DECREF(seq);
+        throw py::value_error("an ASGI header is a (name, value) pair of bytes");
+      }
+      if (!PyBytes_Check(name) || !PyBytes_Check(value)) {
+        Py_DECREF(seq);
+        throw py::type_error("ASGI header names and values are bytes");
+      }
+      h.add(std::string(PyBytes_AS_STRING(name), static_cast<std::size_t>(PyBytes_GET_SIZE(name))),
+            std::string(PyBytes_AS_STRING(value), static_cast<std::size_t>(PyBytes_GET_SIZE(value))));
     }
+    Py_DECREF(seq);
     return h;
   }
 
@@ -140,19 +168,151 @@ private:
   WriterPtr writer_;
 };
 
-py::str utf8_str(std::string_view bytes) {
-  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()), "replace");
-  if (!s) throw_python_error();
-  return py::reinterpret_steal<py::str>(s);
+// ------------------------------------------------------------------------------------------------ scope
+
+/// The objects every scope shares, made once per process (kept for its life: no destructor runs after
+/// the interpreter's finalisation).
+struct ScopeParts {
+  PyObject* k_type;
+  PyObject* k_asgi;
+  PyObject* k_http_version;
+  PyObject* k_method;
+  PyObject* k_scheme;
+  PyObject* k_path;
+  PyObject* k_raw_path;
+  PyObject* k_query_string;
+  PyObject* k_root_path;
+  PyObject* k_headers;
+  PyObject* k_server;
+  PyObject* k_client;
+  PyObject* k_state;
+  PyObject* k_body;
+  PyObject* k_more_body;
+  PyObject* k_status;
+  PyObject* http_response_start;
+  PyObject* http_response_body;
+  PyObject* scope_template;    // type, asgi, http_version 1.1, scheme http, root_path ""
+  PyObject* request_template;  // {"type": "http.request", "body": b"", "more_body": False}
+  PyObject* content_type;      // b"content-type"
+  PyObject* content_length;    // b"content-length"
+  std::unordered_map<std::string, PyObject*> names;  // "HTTP_X_FOO" → b"x-foo"
+  std::vector<std::pair<std::string, PyObject*>> methods;
+};
+
+ScopeParts* g_parts = nullptr;
+
+PyObject* interned(const char* s) {
+  PyObject* o = PyUnicode_InternFromString(s);
+  if (!o) throw_python_error();
+  return o;
 }
 
-py::bytes bytes_of(std::string_view s) { return py::bytes(s.data(), s.size()); }
+ScopeParts& parts() {
+  if (g_parts) return *g_parts;
+  auto* p = new ScopeParts();
+  p->k_type = interned("type");
+  p->k_asgi = interned("asgi");
+  p->k_http_version = interned("http_version");
+  p->k_method = interned("method");
+  p->k_scheme = interned("scheme");
+  p->k_path = interned("path");
+  p->k_raw_path = interned("raw_path");
+  p->k_query_string = interned("query_string");
+  p->k_root_path = interned("root_path");
+  p->k_headers = interned("headers");
+  p->k_server = interned("server");
+  p->k_client = interned("client");
+  p->k_state = interned("state");
+  p->k_body = interned("body");
+  p->k_more_body = interned("more_body");
+  p->k_status = interned("status");
+  p->http_response_start = interned("http.response.start");
+  p->http_response_body = interned("http.response.body");
+  py::dict asgi;
+  asgi["version"] = "3.0";
+  asgi["spec_version"] = "2.3";
+  py::dict scope;
+  scope[p->k_type] = py::reinterpret_steal<py::object>(interned("http"));
+  scope[p->k_asgi] = asgi;
+  scope[p->k_http_version] = py::str("1.1");
+  scope[p->k_scheme] = py::str("http");
+  scope[p->k_root_path] = py::str("");
+  // The keys set per request, present in the template so that its copies never grow.
+  for (PyObject* k : {p->k_method, p->k_path, p->k_raw_path, p->k_query_string, p->k_headers, p->k_server})
+    scope[k] = py::none();
+  p->scope_template = scope.release().ptr();
+  py::dict request;
+  request[p->k_type] = py::reinterpret_steal<py::object>(interned("http.request"));
+  request[p->k_body] = py::bytes("");
+  request[p->k_more_body] = py::bool_(false);
+  p->request_template = request.release().ptr();
+  p->content_type = py::bytes("content-type").release().ptr();
+  p->content_length = py::bytes("content-length").release().ptr();
+  for (const char* m : {"GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"})
+    p->methods.emplace_back(m, interned(m));
+  g_parts = p;
+  return *p;
+}
 
-/// "HTTP_X_FORWARDED_FOR" → b"x-forwarded-for".
-py::bytes header_name(std::string_view key) {
-  std::string name(key);
+struct Ref {  // owns one reference
+  PyObject* p;
+  explicit Ref(PyObject* o) : p(o) {
+    if (!o) throw_python_error();
+  }
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  PyObject* release() noexcept { return std::exchange(p, nullptr); }
+};
+
+/// Stores `value` (a new reference, null: the error set) under the interned `key`.
+void put(PyObject* dict, PyObject* key, PyObject* value) {
+  Ref v(value);
+  if (PyDict_SetItem(dict, key, v.p) < 0) throw_python_error();
+}
+
+PyObject* bytes_of(std::string_view s) { return PyBytes_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size())); }
+
+bool is_ascii(std::string_view s) noexcept {
+  for (unsigned char c : s)
+    if (c >= 0x80) return false;
+  return true;
+}
+
+/// A str of UTF-8 text (invalid sequences replaced); ASCII is copied as is.
+PyObject* utf8_str(std::string_view s) {
+  if (is_ascii(s)) {
+    PyObject* o = PyUnicode_New(static_cast<Py_ssize_t>(s.size()), 127);
+    if (o && !s.empty()) std::memcpy(PyUnicode_1BYTE_DATA(o), s.data(), s.size());
+    return o;
+  }
+  return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+}
+
+PyObject* method_str(ScopeParts& p, std::string_view m) {
+  for (auto& [name, obj] : p.methods)
+    if (name == m) return Py_NewRef(obj);
+  return utf8_str(m);
+}
+
+/// "HTTP_X_FORWARDED_FOR" → b"x-forwarded-for" (a new reference; common names are kept).
+PyObject* header_name(ScopeParts& p, std::string_view key) {
+  auto it = p.names.find(std::string(key));
+  if (it != p.names.end()) return Py_NewRef(it->second);
+  std::string name(key.substr(5));
   for (char& c : name) c = c == '_' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return bytes_of(name);
+  PyObject* b = bytes_of(name);
+  if (b && p.names.size() < 512) p.names.emplace(std::string(key), Py_NewRef(b));
+  return b;
+}
+
+PyObject* pair(PyObject* a, PyObject* b) {
+  Ref x(a), y(b);
+  PyObject* t = PyTuple_New(2);
+  if (!t) throw_python_error();
+  PyTuple_SET_ITEM(t, 0, x.release());
+  PyTuple_SET_ITEM(t, 1, y.release());
+  return t;
 }
 
 int port_of(std::string_view s) {
@@ -164,117 +324,344 @@ int port_of(std::string_view s) {
   return v;
 }
 
-py::dict AsgiRequest::scope() const { return asgi_http_scope(env()); }
-
-}  // namespace
-
-py::dict asgi_http_scope(const Env& e) {
-  py::dict s;
-  static PyObject* asgi = [] {  // kept for the life of the process (no destructor after finalisation)
-    py::dict d;
-    d["version"] = "3.0";
-    d["spec_version"] = "2.3";
-    return d.release().ptr();
-  }();
-  s["type"] = "http";
-  s["asgi"] = py::reinterpret_borrow<py::object>(asgi);
-  std::string_view proto = e.get(keys::SERVER_PROTOCOL);
-  s["http_version"] = proto.starts_with("HTTP/") ? py::str(std::string(proto.substr(5))) : py::str("1.1");
-  s["method"] = py::str(std::string(e.get(keys::REQUEST_METHOD)));
-  s["scheme"] = py::str(std::string(e.get(keys::url_scheme, "http")));
-  std::string_view path = e.get(keys::PATH_INFO);
-  s["path"] = path.empty() ? py::str("/") : utf8_str(path);
-  std::string_view uri = e.get(keys::REQUEST_URI);
-  s["raw_path"] = bytes_of(uri.substr(0, uri.find('?')));
-  s["query_string"] = bytes_of(e.get(keys::QUERY_STRING));
-  s["root_path"] = utf8_str(e.get(keys::SCRIPT_NAME));
-  py::list headers;
+PyObject* headers_list(ScopeParts& p, const Env& e) {
+  Ref headers(PyList_New(0));
   for (const Env::Entry& entry : e) {
-    if (!entry.value.is_text() || e.find(entry.key) != &entry.value) continue;
     std::string_view k = entry.key;
-    if (k.starts_with("HTTP_")) headers.append(py::make_tuple(header_name(k.substr(5)), bytes_of(entry.value.text())));
+    if (!k.starts_with("HTTP_") || !entry.value.is_text() || e.find(k) != &entry.value) continue;
+    Ref t(pair(header_name(p, k), bytes_of(entry.value.text())));
+    if (PyList_Append(headers.p, t.p) < 0) throw_python_error();
   }
-  if (std::string_view ct = e.get(keys::CONTENT_TYPE); !ct.empty())
-    headers.append(py::make_tuple(py::bytes("content-type"), bytes_of(ct)));
-  if (std::string_view cl = e.get(keys::CONTENT_LENGTH); !cl.empty())
-    headers.append(py::make_tuple(py::bytes("content-length"), bytes_of(cl)));
-  s["headers"] = headers;
-  s["server"] = py::make_tuple(py::str(std::string(e.get(keys::SERVER_NAME))), port_of(e.get(keys::SERVER_PORT)));
-  if (std::string_view addr = e.get(keys::REMOTE_ADDR); !addr.empty())
-    s["client"] = py::make_tuple(py::str(std::string(addr)), port_of(e.get(keys::REMOTE_PORT)));
-  return s;
+  for (auto [key, name] : {std::pair{keys::CONTENT_TYPE, p.content_type}, std::pair{keys::CONTENT_LENGTH, p.content_length}}) {
+    std::string_view v = e.get(key);
+    if (v.empty()) continue;
+    Ref t(pair(Py_NewRef(name), bytes_of(v)));
+    if (PyList_Append(headers.p, t.p) < 0) throw_python_error();
+  }
+  return headers.release();
 }
 
-namespace {
+/// A new http scope dict from the env (with a copy of `state` unless it is null or None).
+PyObject* http_scope(const Env& e, PyObject* state);
 
-/// Requests waiting for the event loop; its eventfd is readable while any wait. Thread-safe.
-class AsgiQueue {
-public:
-  AsgiQueue() { reset(); }
-  ~AsgiQueue() {
-    if (fd_ >= 0) ::close(fd_);
+PyObject* AsgiRequest::scope(PyObject* state) const { return http_scope(env(), state); }
+
+PyObject* http_scope(const Env& e, PyObject* state) {
+  ScopeParts& p = parts();
+  Ref s(PyDict_Copy(p.scope_template));
+  std::string_view proto = e.get(keys::SERVER_PROTOCOL);
+  if (proto != "HTTP/1.1") put(s.p, p.k_http_version, utf8_str(proto.starts_with("HTTP/") ? proto.substr(5) : "1.1"));
+  put(s.p, p.k_method, method_str(p, e.get(keys::REQUEST_METHOD)));
+  if (std::string_view scheme = e.get(keys::url_scheme, "http"); scheme != "http") put(s.p, p.k_scheme, utf8_str(scheme));
+  std::string_view path = e.get(keys::PATH_INFO);
+  put(s.p, p.k_path, utf8_str(path.empty() ? std::string_view("/") : path));
+  std::string_view uri = e.get(keys::REQUEST_URI);
+  put(s.p, p.k_raw_path, bytes_of(uri.substr(0, uri.find('?'))));
+  put(s.p, p.k_query_string, bytes_of(e.get(keys::QUERY_STRING)));
+  if (std::string_view root = e.get(keys::SCRIPT_NAME); !root.empty()) put(s.p, p.k_root_path, utf8_str(root));
+  put(s.p, p.k_headers, headers_list(p, e));
+  put(s.p, p.k_server, pair(utf8_str(e.get(keys::SERVER_NAME)), PyLong_FromLong(port_of(e.get(keys::SERVER_PORT)))));
+  if (std::string_view addr = e.get(keys::REMOTE_ADDR); !addr.empty())
+    put(s.p, p.k_client, pair(utf8_str(addr), PyLong_FromLong(port_of(e.get(keys::REMOTE_PORT)))));
+  if (state && state != Py_None) put(s.p, p.k_state, PyDict_Copy(state));
+  return s.release();
+}
+
+/// Requests waiting for the event loop (loop_queue.hpp).
+class AsgiQueue : public LoopQueue<AsgiRequest> {};
+
+
+// ----------------------------------------------------------------------------------------------- AsgiCall
+
+/// csgi._csgi.AsgiCall: one request on the loop, subclassed in Python by csgi._asgi_host._Call (which
+/// adds run() and the slow paths). Standard layout: the flags are members Python reads and writes.
+struct CallObject {
+  PyObject_HEAD
+  PyObject* host;     // the AsgiHost
+  PyObject* scope;
+  PyObject* headers;  // of http.response.start
+  PyObject* ended;    // a future once a second receive() waits for the end of the exchange
+  int status;
+  char body_given;    // the http.request message went to the app
+  char started;       // http.response.start received
+  char streaming;     // the head is out, the body follows through the writer
+  char finished;      // the response is complete (or failed)
+  char gone;          // the client left (a write failed)
+  alignas(std::shared_ptr<AsgiRequest>) unsigned char req_storage[sizeof(std::shared_ptr<AsgiRequest>)];
+};
+
+std::shared_ptr<AsgiRequest>& req_of(PyObject* self) {
+  return *std::launder(reinterpret_cast<std::shared_ptr<AsgiRequest>*>(reinterpret_cast<CallObject*>(self)->req_storage));
+}
+
+CallObject* as_call(PyObject* self) { return reinterpret_cast<CallObject*>(self); }
+
+int call_traverse(PyObject* self, visitproc visit, void* arg) {
+  CallObject* c = as_call(self);
+  Py_VISIT(c->host);
+  Py_VISIT(c->scope);
+  Py_VISIT(c->headers);
+  Py_VISIT(c->ended);
+  return 0;
+}
+
+int call_clear(PyObject* self) {
+  CallObject* c = as_call(self);
+  Py_CLEAR(c->host);
+  Py_CLEAR(c->scope);
+  Py_CLEAR(c->headers);
+  Py_CLEAR(c->ended);
+  return 0;
+}
+
+void call_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  call_clear(self);
+  req_of(self).~shared_ptr();  // an unanswered Responder answers 500 (no Python involved)
+  Py_TYPE(self)->tp_free(self);
+}
+
+/// Runs f() returning a new reference; a C++ exception becomes the Python error.
+template <class F>
+PyObject* guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
   }
-  /// A new eventfd (in a forked child: the parent's is shared with it). Needs no lock: called before
-  /// the process serves.
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-    std::lock_guard lock(mu_);
-    queue_.clear();
-    signalled_ = false;
-  }
-  int fd() const noexcept { return fd_; }
-  void push(std::shared_ptr<AsgiRequest> r) {
-    std::lock_guard lock(mu_);
-    queue_.push_back(std::move(r));
-    if (!signalled_) {
-      signalled_ = true;
-      std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+}
+
+AsgiRequest& request(PyObject* self) {
+  auto& r = req_of(self);
+  if (!r) throw std::logic_error("csgi: AsgiCall without a request");
+  return *r;
+}
+
+bool same_str(PyObject* a, PyObject* b) noexcept {
+  if (a == b) return true;
+  if (!PyUnicode_CheckExact(a) || PyUnicode_KIND(a) != PyUnicode_1BYTE_KIND) return false;
+  Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+  return n == PyUnicode_GET_LENGTH(b) && std::memcmp(PyUnicode_1BYTE_DATA(a), PyUnicode_1BYTE_DATA(b), static_cast<std::size_t>(n)) == 0;
+}
+
+PyObject* call_method(PyObject* self, const char* name, PyObject* arg = nullptr) {
+  PyObject* n = PyUnicode_InternFromString(name);
+  if (!n) return nullptr;
+  PyObject* r = arg ? PyObject_CallMethodOneArg(self, n, arg) : PyObject_CallMethodNoArgs(self, n);
+  Py_DECREF(n);
+  return r;
+}
+
+/// After the response ended: wakes a receive() waiting for the end of the exchange.
+bool ended(PyObject* self) {
+  CallObject* c = as_call(self);
+  if (!c->ended || c->ended == Py_None) return true;
+  PyObject* r = call_method(self, "end");
+  Py_XDECREF(r);
+  return r != nullptr;
+}
+
+/// receive(): the request body at once, in one http.request message; then _receive_slow().
+PyObject* call_receive(PyObject* self, PyObject*) {
+  CallObject* c = as_call(self);
+  if (c->body_given) return call_method(self, "_receive_slow");
+  return guarded([&]() -> PyObject* {
+    ScopeParts& p = parts();
+    c->body_given = 1;
+    Ref msg(PyDict_Copy(p.request_template));
+    put(msg.p, p.k_body, request(self).take_body());
+    return ready(msg.p);
+  });
+}
+
+/// send(): http.response.start and a complete http.response.body answered at once; the rest (a
+/// streamed body, a message out of order) by _send_slow().
+PyObject* call_send(PyObject* self, PyObject* message) {
+  CallObject* c = as_call(self);
+  ScopeParts& p = parts();
+  PyObject* type = PyDict_CheckExact(message) ? PyDict_GetItemWithError(message, p.k_type) : nullptr;
+  if (PyErr_Occurred()) return nullptr;
+  if (type && !c->started && same_str(type, p.http_response_start)) {
+    PyObject* status = PyDict_GetItemWithError(message, p.k_status);
+    PyObject* headers = status ? PyDict_GetItemWithError(message, p.k_headers) : nullptr;
+    if (PyErr_Occurred()) return nullptr;
+    if (status && PyLong_CheckExact(status)) {
+      long st = PyLong_AsLong(status);
+      if (st == -1 && PyErr_Occurred()) return nullptr;
+      c->started = 1;
+      c->status = static_cast<int>(st);
+      Py_XSETREF(c->headers, headers ? Py_NewRef(headers) : PyTuple_New(0));
+      return ready_none();
+    }
+  } else if (type && c->started && !c->streaming && !c->finished && !c->gone && same_str(type, p.http_response_body)) {
+    PyObject* body = PyDict_GetItemWithError(message, p.k_body);
+    PyObject* more = PyDict_GetItemWithError(message, p.k_more_body);
+    if (PyErr_Occurred()) return nullptr;
+    if ((!body || PyBytes_CheckExact(body)) && (!more || more == Py_False)) {
+      c->finished = 1;
+      return guarded([&]() -> PyObject* {
+        Ref content(body ? Py_NewRef(body) : PyBytes_FromStringAndSize(nullptr, 0));
+        request(self).respond(c->status, c->headers ? c->headers : Py_None, content.p);
+        if (!ended(self)) throw_python_error();
+        return ready_none();
+      });
     }
   }
-  std::vector<std::shared_ptr<AsgiRequest>> take() {
-    std::uint64_t v = 0;
-    [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
-    std::lock_guard lock(mu_);
-    signalled_ = false;
-    std::vector<std::shared_ptr<AsgiRequest>> out(std::make_move_iterator(queue_.begin()),
-                                                 std::make_move_iterator(queue_.end()));
-    queue_.clear();
-    return out;
-  }
+  return call_method(self, "_send_slow", message);
+}
 
-private:
-  std::mutex mu_;
-  std::deque<std::shared_ptr<AsgiRequest>> queue_;
-  bool signalled_ = false;
-  int fd_ = -1;
+PyObject* call_take_body(PyObject* self, PyObject*) {
+  return guarded([&] { return request(self).take_body(); });
+}
+
+PyObject* call_respond(PyObject* self, PyObject* body) {
+  return guarded([&]() -> PyObject* {
+    CallObject* c = as_call(self);
+    request(self).respond(c->status, c->headers ? c->headers : Py_None, body);
+    Py_RETURN_NONE;
+  });
+}
+
+PyObject* call_start(PyObject* self, PyObject*) {
+  return guarded([&]() -> PyObject* {
+    CallObject* c = as_call(self);
+    request(self).start(c->status, c->headers ? c->headers : Py_None);
+    Py_RETURN_NONE;
+  });
+}
+
+/// On a pool thread: a chunk of a streamed body; False once the client has gone.
+PyObject* call_write(PyObject* self, PyObject* chunk) {
+  return guarded([&]() -> PyObject* {
+    std::shared_ptr<AsgiRequest> r = req_of(self);  // kept while the GIL is released
+    if (!r) throw std::logic_error("csgi: AsgiCall without a request");
+    return PyBool_FromLong(r->write(chunk));
+  });
+}
+
+PyObject* call_close(PyObject* self, PyObject*) {
+  return guarded([&]() -> PyObject* {
+    request(self).close();
+    Py_RETURN_NONE;
+  });
+}
+
+std::string text_of(PyObject* s) {
+  Py_ssize_t n = 0;
+  const char* c = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : nullptr;
+  if (!c) throw_python_error();
+  return std::string(c, static_cast<std::size_t>(n));
+}
+
+PyObject* call_fail(PyObject* self, PyObject* message) {
+  return guarded([&]() -> PyObject* {
+    request(self).fail(text_of(message));
+    Py_RETURN_NONE;
+  });
+}
+
+PyObject* call_log(PyObject* self, PyObject* message) {
+  return guarded([&]() -> PyObject* {
+    request(self).log(text_of(message));
+    Py_RETURN_NONE;
+  });
+}
+
+PyMethodDef call_methods[] = {
+    {"receive", call_receive, METH_NOARGS, "ASGI receive(): an awaitable of the next message."},
+    {"send", call_send, METH_O, "ASGI send(message): an awaitable."},
+    {"_take_body", call_take_body, METH_NOARGS, "The request body (once)."},
+    {"_respond", call_respond, METH_O, "A complete response: the status and headers received, this body."},
+    {"_start", call_start, METH_NOARGS, "Sends the head of a streamed response."},
+    {"_write", call_write, METH_O, "Writes a chunk (waits under back-pressure; on a pool thread)."},
+    {"_close", call_close, METH_NOARGS, "Ends a streamed response."},
+    {"_fail", call_fail, METH_O, "Logs the message and ends the response as failed."},
+    {"_log", call_log, METH_O, "Writes the message to csgi.errors."},
+    {nullptr, nullptr, 0, nullptr},
 };
+
+PyMemberDef call_members[] = {
+    {"host", T_OBJECT, offsetof(CallObject, host), READONLY, nullptr},
+    {"scope", T_OBJECT, offsetof(CallObject, scope), READONLY, nullptr},
+    {"headers", T_OBJECT, offsetof(CallObject, headers), 0, nullptr},
+    {"ended", T_OBJECT, offsetof(CallObject, ended), 0, nullptr},
+    {"status", T_INT, offsetof(CallObject, status), 0, nullptr},
+    {"body_given", T_BOOL, offsetof(CallObject, body_given), 0, nullptr},
+    {"started", T_BOOL, offsetof(CallObject, started), 0, nullptr},
+    {"streaming", T_BOOL, offsetof(CallObject, streaming), 0, nullptr},
+    {"finished", T_BOOL, offsetof(CallObject, finished), 0, nullptr},
+    {"gone", T_BOOL, offsetof(CallObject, gone), 0, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyTypeObject call_type = [] {
+  PyTypeObject t{};  // zeroed; PyType_Ready sets the rest
+  Py_SET_REFCNT(reinterpret_cast<PyObject*>(&t), 1);
+  t.tp_name = "csgi._csgi.AsgiCall";
+  t.tp_basicsize = sizeof(CallObject);
+  t.tp_dealloc = call_dealloc;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
+  t.tp_doc = "One request of an ASGI app served by csgi: receive() and send() over its Responder.";
+  t.tp_traverse = call_traverse;
+  t.tp_clear = call_clear;
+  t.tp_methods = call_methods;
+  t.tp_members = call_members;
+  return t;
+}();
+
+/// The waiting requests as instances of `type` (an AsgiCall subclass), each with its scope; a request
+/// whose scope cannot be built is answered 500 here.
+PyObject* take_calls(AsgiQueue& q, PyObject* type, PyObject* host, PyObject* state) {
+  if (!PyType_Check(type) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type), &call_type))
+    throw py::type_error("take() needs a subclass of AsgiCall");
+  auto* t = reinterpret_cast<PyTypeObject*>(type);
+  Ref list(PyList_New(0));
+  for (auto& req : q.take()) {
+    PyObject* scope = nullptr;
+    try {
+      scope = req->scope(state);
+    } catch (...) {
+      set_python_error();
+      req->fail("csgi: cannot build the ASGI scope:\n" + take_python_error_text());
+      continue;
+    }
+    Ref s(scope);
+    Ref call(t->tp_alloc(t, 0));
+    CallObject* c = as_call(call.p);
+    new (c->req_storage) std::shared_ptr<AsgiRequest>(std::move(req));
+    c->host = Py_NewRef(host);
+    c->scope = s.release();
+    c->status = 200;
+    if (PyList_Append(list.p, call.p) < 0) throw_python_error();
+  }
+  return list.release();
+}
 
 }  // namespace
 
+py::dict asgi_http_scope(const Env& env) { return py::reinterpret_steal<py::dict>(http_scope(env, nullptr)); }
+
 void bind_from_asgi(py::module_& m) {
-  py::class_<AsgiRequest, std::shared_ptr<AsgiRequest>>(m, "AsgiRequest", py::module_local(),
-                                                         "One request of an ASGI app served by csgi.")
-      .def("scope", &AsgiRequest::scope)
-      .def("take_body", &AsgiRequest::take_body)
-      .def("respond", &AsgiRequest::respond, py::arg("status"), py::arg("headers"), py::arg("body"))
-      .def("start", &AsgiRequest::start, py::arg("status"), py::arg("headers"))
-      .def("write", &AsgiRequest::write, py::arg("chunk"))
-      .def("close", &AsgiRequest::close)
-      .def("fail", &AsgiRequest::fail, py::arg("message"))
-      .def("log", &AsgiRequest::log, py::arg("message"));
+  if (PyType_Ready(&call_type) < 0 || !init_ready_type(m.ptr())) throw_python_error();
+  Py_INCREF(&call_type);
+  if (PyModule_AddObject(m.ptr(), "AsgiCall", reinterpret_cast<PyObject*>(&call_type)) < 0) {
+    Py_DECREF(&call_type);
+    throw_python_error();
+  }
+  parts();
   py::class_<AsgiQueue, std::shared_ptr<AsgiQueue>>(m, "AsgiQueue", py::module_local(),
                                                      "Requests for an ASGI app's event loop.")
       .def(py::init<>())
-      .def("fileno", &AsgiQueue::fd)
-      .def("reset", &AsgiQueue::reset)
-      .def("take", [](AsgiQueue& q) {
-        py::list out;
-        for (auto& r : q.take()) out.append(py::cast(std::move(r)));
-        return out;
-      });
+      .def("fileno", [](AsgiQueue& q) { return q.fd(); })
+      .def("reset", [](AsgiQueue& q) { q.reset(); })
+      .def(
+          "take",
+          [](AsgiQueue& q, py::handle type, py::handle host, py::handle state) {
+            return py::reinterpret_steal<py::object>(take_calls(q, type.ptr(), host.ptr(), state.ptr()));
+          },
+          py::arg("type"), py::arg("host"), py::arg("state"),
+          "The waiting requests as `type` (an AsgiCall subclass) instances, each with its scope.");
   m.def(
       "_asgi_app",
       [](std::shared_ptr<AsgiQueue> q, py::object keep, std::shared_ptr<AsgiSocketQueue> sockets) {

@@ -103,6 +103,19 @@ PyObject* app_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   });
 }
 
+/// csgi.App._asgi(scope, body): AppHandle::asgi_call as a METH_FASTCALL method (per request of csgi.asgi).
+PyObject* app_asgi(PyObject* self, PyObject* const* args, Py_ssize_t n) {
+  if (n != 2) {
+    PyErr_SetString(PyExc_TypeError, "csgi.App._asgi takes two arguments: (scope, body)");
+    return nullptr;
+  }
+  return call_on_instance<AppHandle>(self, [args](AppHandle& h) { return h.asgi_call(args[0], args[1]).release().ptr(); });
+}
+
+PyMethodDef app_asgi_def = {"_asgi", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(app_asgi)), METH_FASTCALL,
+                            "ASGI: (status, headers, body bytes or iterator) for an http scope and its request "
+                            "body; with body None, None unless the scope says the request has no body."};
+
 }  // namespace
 
 void bind_app(py::module_& m) {
@@ -121,6 +134,9 @@ built-ins are App objects already. Calling an App releases the GIL while C++ cod
       .def("__call__", &AppHandle::call, py::arg("environ"), py::arg("start_response"),
            "WSGI: app(environ, start_response) -> iterable of bytes");
   reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_call = &app_tp_call;
+  PyObject* asgi = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &app_asgi_def);
+  if (!asgi) throw_python_error();
+  cls.attr("_asgi") = py::reinterpret_steal<py::object>(asgi);
 }
 
 namespace {

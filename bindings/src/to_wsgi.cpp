@@ -8,6 +8,7 @@
 // streams and delayed responses as an iterator whose next() waits without the GIL. The host is handed one
 // Content-Length, the one the body keeps to (ADP-13).
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/percent.hpp"
 #include "csgi/core/request_env.hpp"
+#include "asgi_env.hpp"
 #include "gil.hpp"
 
 namespace csgi::python {
@@ -95,8 +97,10 @@ struct Exchange {
   HostInput input{*this};
   HostErrors errors{*this};
   PyInterpreterState* interp = nullptr;
-  PyObject* environ = nullptr;       // owned: keeps every str the env points into alive
+  PyObject* environ = nullptr;       // owned: keeps every str the env points into alive (ASGI: the input)
+  PyObject* errors_obj = nullptr;    // owned (ASGI: sys.stderr)
   PyObject* file_wrapper = nullptr;  // borrowed
+  StringInput memory_input;          // ASGI: a request body that came whole
   PendingError pending;
   std::string request_uri;
 
@@ -108,6 +112,8 @@ struct Exchange {
     pending.clear();
     file_wrapper = nullptr;
     Py_CLEAR(environ);
+    Py_CLEAR(errors_obj);
+    memory_input.assign(std::string());
     request_uri.clear();
   }
   /// Takes the Python error being raised into `pending`; needs the GIL.
@@ -183,25 +189,6 @@ void HostErrors::write(std::string_view message) {
 }
 
 // ---------------------------------------------------------------------------------------------- environ
-
-bool is_unreserved(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~' || c == '/' || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
-         c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == ':' || c == '@';
-}
-
-void append_escaped(std::string& out, std::string_view s) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (is_unreserved(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-}
 
 /// The host's SCRIPT_NAME and PATH_INFO arrive decoded (PEP 3333) but with whatever dot segments the
 /// request had (gunicorn and uWSGI do not resolve them): make them canonical as every adapter does (ENV-5).
@@ -602,6 +589,97 @@ py::object body_tuple(std::string_view bytes) {
   return py::reinterpret_steal<py::object>(t);
 }
 
+/// What the app answered: its response, the Channel of a delayed response that streams, and what went
+/// wrong (the response is then a 500, the message written to csgi.errors).
+struct Outcome {
+  Response res;
+  std::shared_ptr<Channel> chan;
+  std::string failure;
+};
+
+/// Runs the app on the exchange's env, on a thread that does not hold the GIL (a delayed response is
+/// waited for).
+Outcome run_app_nogil(const App& app, Exchange& ex) {
+  Outcome out;
+  Response& res = out.res;
+  std::shared_ptr<Channel>& chan = out.chan;
+  std::string& failure = out.failure;  // what went wrong in the app, for csgi.errors
+  {
+    try {
+      canonicalize_paths(ex.env);
+      res = app(ex.env);
+      if (res.is_delayed()) {
+        Delayed d = std::move(std::get<Delayed>(res.body));
+        chan = std::make_shared<Channel>();
+        d(Responder(std::make_shared<ChannelResponder>(chan)));
+        d = nullptr;
+        std::unique_lock lock(chan->mu);
+        chan->cv.wait(lock, [&] { return chan->answered || chan->abandoned; });
+        if (!chan->answered) throw std::logic_error("the delayed response's Responder was dropped unanswered");
+        if (chan->response) {
+          res = std::move(*chan->response);
+          chan.reset();
+        } else {
+          res.status = chan->status;
+          res.headers = std::move(chan->headers);
+          res.body = std::string();
+        }
+      }
+      if (res.is_delayed()) throw std::logic_error("a delayed response answered with a delayed response");
+      if (res.status < 100 || res.status > 599) throw std::logic_error("status " + std::to_string(res.status));
+    } catch (const HttpError& e) {
+      chan.reset();
+      res = Response::error(e.status(), e.status() < 500 ? std::string_view(e.what()) : std::string_view());
+    } catch (const std::exception& e) {
+      chan.reset();
+      failure = e.what();
+    } catch (...) {
+      chan.reset();
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {
+      ex.env.errors().write("csgi: app raised: " + failure);
+      res = Response::error(500);
+    }
+  }
+
+  return out;
+}
+
+/// run_app_nogil() from a thread that holds the GIL: released while the app runs.
+Outcome run_app(const App& app, Exchange& ex) {
+  ReleaseGil nogil;
+  return run_app_nogil(app, ex);
+}
+
+/// The env of an ASGI http scope (asgi_env.hpp) with its csgi.input and csgi.errors: `body` is the whole
+/// request body (bytes; None: empty) or an object whose read() gives it; errors go to sys.stderr.
+void fill_env_from_scope(Exchange& ex, PyObject* scope, PyObject* body) {
+  Env& env = ex.env;
+  scope_to_env(env, ex.request_uri, scope);
+  std::string_view whole;
+  if (body == Py_None || bytes_of(body, whole)) {
+    ex.memory_input.assign(std::string(whole));
+    env.set_object<Input>(keys::input, &ex.memory_input);
+  } else {
+    Py_INCREF(body);
+    ex.environ = body;
+    std::int64_t length = 0;
+    std::string_view cl = env.get(keys::CONTENT_LENGTH);
+    auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), length);
+    bool has_length = !cl.empty() && ec == std::errc() && p == cl.data() + cl.size() && length >= 0;
+    ex.input.reset(body, has_length ? length : 0, !has_length);
+    env.set_object<Input>(keys::input, &ex.input);
+  }
+  if (PyObject* err = PySys_GetObject("stderr"); err && err != Py_None) {
+    Py_INCREF(err);
+    ex.errors_obj = err;
+    ex.errors.reset(err);
+    env.set_object<ErrorStream>(keys::errors, &ex.errors);
+  }
+}
+
+
 }  // namespace
 
 AppHandle::~AppHandle() {
@@ -657,48 +735,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   } give_back_guard{ex};
   fill_env(*ex, environ.ptr());
 
-  Response res;
-  std::shared_ptr<Channel> chan;
-  std::string failure;  // what went wrong in the app, for csgi.errors
-  {
-    ReleaseGil nogil;
-    try {
-      canonicalize_paths(ex->env);
-      res = app_(ex->env);
-      if (res.is_delayed()) {
-        Delayed d = std::move(std::get<Delayed>(res.body));
-        chan = std::make_shared<Channel>();
-        d(Responder(std::make_shared<ChannelResponder>(chan)));
-        d = nullptr;
-        std::unique_lock lock(chan->mu);
-        chan->cv.wait(lock, [&] { return chan->answered || chan->abandoned; });
-        if (!chan->answered) throw std::logic_error("the delayed response's Responder was dropped unanswered");
-        if (chan->response) {
-          res = std::move(*chan->response);
-          chan.reset();
-        } else {
-          res.status = chan->status;
-          res.headers = std::move(chan->headers);
-          res.body = std::string();
-        }
-      }
-      if (res.is_delayed()) throw std::logic_error("a delayed response answered with a delayed response");
-      if (res.status < 100 || res.status > 599) throw std::logic_error("status " + std::to_string(res.status));
-    } catch (const HttpError& e) {
-      chan.reset();
-      res = Response::error(e.status(), e.status() < 500 ? std::string_view(e.what()) : std::string_view());
-    } catch (const std::exception& e) {
-      chan.reset();
-      failure = e.what();
-    } catch (...) {
-      chan.reset();
-      failure = "unknown exception";
-    }
-    if (!failure.empty()) {
-      ex->env.errors().write("csgi: app raised: " + failure);
-      res = Response::error(500);
-    }
-  }
+  auto [res, chan, failure] = run_app(app_, *ex);
 
   PyObject* status = status_line(res.status);
   bool no_body = status_has_no_body(res.status);
@@ -770,12 +807,236 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
 }
 
+namespace {
+
+/// The ASGI form of what the app answered: (status, header pairs, body bytes or a BodyIterator that
+/// takes the exchange along).
+py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
+  Response& res = out.res;
+  std::shared_ptr<Channel>& chan = out.chan;
+  if (!out.failure.empty()) ex->pending.clear();
+  bool no_body = status_has_no_body(res.status);
+  bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
+  std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
+  std::optional<std::uint64_t> limit = head ? std::nullopt : declared;
+  auto answer = [&](PyObject* headers, PyObject* content) {
+    PyObject* t = PyTuple_New(3);
+    if (!t) {
+      Py_DECREF(headers);
+      Py_DECREF(content);
+      throw_python_error();
+    }
+    PyTuple_SET_ITEM(t, 0, PyLong_FromLong(res.status));
+    PyTuple_SET_ITEM(t, 1, headers);
+    PyTuple_SET_ITEM(t, 2, content);
+    return py::reinterpret_steal<py::object>(t);
+  };
+  auto iter = [](BodyIter* it) { return py::cast(it, py::return_value_policy::take_ownership).release().ptr(); };
+  if (chan) return answer(asgi_headers(res.headers, declared), iter(new BodyIter(std::move(ex), nullptr, std::move(chan), limit)));
+  if (no_body) res.body = std::string();
+  bool framed_by_app = res.headers.has("Transfer-Encoding");
+  if (auto* s = std::get_if<std::string>(&res.body)) {
+    std::optional<std::uint64_t> cl;
+    if (!no_body && !framed_by_app) cl = complete_length(res, s->size(), head, ex->env);
+    PyObject* headers = asgi_headers(res.headers, cl);
+    return answer(headers, bytes_object(*s));
+  }
+  if (auto* b = std::get_if<SharedBytes>(&res.body)) {
+    std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
+    std::optional<std::uint64_t> cl;
+    if (!framed_by_app) cl = complete_length(res, bytes.size(), head, ex->env);
+    PyObject* headers = asgi_headers(res.headers, cl);
+    return answer(headers, bytes_object(bytes));
+  }
+  if (auto* f = std::get_if<FileBody>(&res.body)) {
+    std::optional<std::uint64_t> cl = complete_length(res, f->size(), head, ex->env);
+    PyObject* headers = asgi_headers(res.headers, cl);
+    StreamPtr st = file_stream(std::move(*f));
+    return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl)));
+  }
+  StreamPtr st = std::get<StreamPtr>(std::move(res.body));
+  PyObject* headers = asgi_headers(res.headers, declared);
+  if (!st) return answer(headers, bytes_object(std::string_view()));
+  return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, limit)));
+}
+
+/// Runs csgi.asgi requests on worker threads that never take the GIL: the loop builds the env (submit),
+/// a worker runs the app, and the loop, woken through an eventfd for a batch of finished requests
+/// (drain), turns each answer into the ASGI form and sets its future. Thread-safe between the loop and
+/// the workers; submit() and drain() need the GIL.
+class AsgiWorkers {
+public:
+  explicit AsgiWorkers(unsigned threads) : threads_(std::max(threads, 1u)) {
+    fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  }
+  ~AsgiWorkers() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (!workers_.empty()) {
+      ReleaseGil nogil;  // a worker may need the GIL (csgi.errors) to finish its request
+      for (std::thread& t : workers_) t.join();
+    }
+    for (auto* q : {&queue_, &done_})
+      for (Job& j : *q) j.drop();
+    ::close(fd_);
+  }
+  int fd() const noexcept { return fd_; }
+
+  void submit(py::handle app, PyObject* scope, PyObject* body, py::handle future) {
+    if (!PyDict_Check(scope)) throw py::type_error("an ASGI scope is a dict");
+    AppHandle& handle = app.cast<AppHandle&>();
+    Job job;
+    job.ex = take_exchange();
+    job.ex->interp = PyThreadState_Get()->interp;
+    try {
+      fill_env_from_scope(*job.ex, scope, body);
+    } catch (...) {
+      give_back(std::move(job.ex));
+      throw;
+    }
+    job.app = handle.app();
+    job.future = Py_NewRef(future.ptr());
+    {
+      std::lock_guard lock(mu_);
+      if (workers_.empty())
+        for (unsigned i = 0; i < threads_; ++i) workers_.emplace_back([this] { work(); });
+      queue_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+  /// On the loop: sets the futures of the finished requests (dropped when cancelled meanwhile).
+  void drain() {
+    std::uint64_t v = 0;
+    [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
+    std::deque<Job> done;
+    {
+      std::lock_guard lock(mu_);
+      signalled_ = false;
+      done.swap(done_);
+    }
+    for (Job& j : done) {
+      PyObject* fut = j.future;
+      j.future = nullptr;
+      settle(fut, j);
+      Py_DECREF(fut);
+      if (j.ex) give_back(std::move(j.ex));
+    }
+  }
+
+private:
+  struct Job {
+    std::unique_ptr<Exchange> ex;
+    App app;
+    Outcome out;
+    PyObject* future = nullptr;  // owned; touched with the GIL only
+    void drop() noexcept {
+      Py_CLEAR(future);
+      if (ex) give_back(std::move(ex));
+    }
+  };
+
+  static void settle(PyObject* fut, Job& j) {
+    try {
+      py::object answer = asgi_answer(j.ex, j.out);
+      PyObject* done = PyObject_CallMethod(fut, "done", nullptr);
+      int is_done = done ? PyObject_IsTrue(done) : -1;
+      Py_XDECREF(done);
+      if (is_done == 0) {
+        PyObject* name = PyUnicode_InternFromString("set_result");
+        PyObject* r = name ? PyObject_CallMethodOneArg(fut, name, answer.ptr()) : nullptr;
+        Py_XDECREF(name);
+        Py_XDECREF(r);
+      }
+    } catch (...) {
+      set_python_error();
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyErr_NormalizeException(&type, &value, &tb);
+      PyObject* name = PyUnicode_InternFromString("set_exception");
+      PyObject* r = value && name ? PyObject_CallMethodOneArg(fut, name, value) : nullptr;
+      Py_XDECREF(name);
+      Py_XDECREF(r);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+    }
+    PyErr_Clear();  // a future of a loop closed meanwhile: nobody waits for it
+  }
+
+  void work() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job.out = run_app_nogil(job.app, *job.ex);
+      job.app = nullptr;
+      std::lock_guard lock(mu_);
+      done_.push_back(std::move(job));
+      if (!signalled_) {
+        signalled_ = true;
+        std::uint64_t one = 1;
+        [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+      }
+    }
+  }
+
+  unsigned threads_;
+  int fd_ = -1;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_, done_;
+  std::vector<std::thread> workers_;
+  bool signalled_ = false;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+py::object AppHandle::asgi_call(PyObject* scope, PyObject* body) {
+  if (!PyDict_Check(scope)) throw py::type_error("an ASGI scope is a dict");
+  if (body == Py_None && !scope_has_no_body(scope)) return py::none();
+  std::unique_ptr<Exchange> ex = take_exchange();
+  ex->interp = PyThreadState_Get()->interp;
+  struct GiveBack {
+    std::unique_ptr<Exchange>& ex;
+    ~GiveBack() {
+      if (ex) give_back(std::move(ex));
+    }
+  } give_back_guard{ex};
+  fill_env_from_scope(*ex, scope, body);
+  Outcome out = run_app(app_, *ex);
+  return asgi_answer(ex, out);
+}
+
 void bind_to_wsgi(py::module_& m) {
   py::class_<BodyIter>(m, "BodyIterator", py::module_local(),
                        "The body of a csgi response streamed to a WSGI host; close() closes the C++ stream.")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &BodyIter::next)
       .def("close", &BodyIter::close);
+  py::class_<AsgiWorkers>(m, "AsgiWorkers", py::module_local(),
+                          "csgi.asgi's worker threads: C++ apps run there without the GIL; finished requests "
+                          "are handed back in batches through an eventfd the event loop watches.")
+      .def(py::init<unsigned>(), py::arg("threads"))
+      .def("fileno", &AsgiWorkers::fd)
+      .def(
+          "submit",
+          [](AsgiWorkers& w, py::handle app, py::handle scope, py::handle body, py::handle future) {
+            w.submit(app, scope.ptr(), body.ptr(), future);
+          },
+          py::arg("app"), py::arg("scope"), py::arg("body"), py::arg("future"),
+          "Builds the env of `scope` (body: bytes) and queues the app's call; `future` gets the answer.")
+      .def("drain", &AsgiWorkers::drain, "On the event loop: sets the futures of the finished requests.");
 }
 
 }  // namespace csgi::python

@@ -334,3 +334,67 @@ def test_inline_mode_answers_alike(load, args):
     pooled = validate(drive(csgi.asgi(load(*args)), sc, chunks=(b"abc",)))
     inline = validate(drive(csgi.asgi(load(*args), threads=0), sc, chunks=(b"abc",)))
     assert pooled == inline
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_inline_bodyless_request_needs_no_receive(load, method):
+    """threads=0: a GET/HEAD without Content-Length or Transfer-Encoding on HTTP/1 has no body (RFC 9112
+    6.3), so the app runs without a receive(); a POST, or any request over HTTP/2, still receives first."""
+    app = csgi.asgi(load("echo"), threads=0)
+    received = []
+
+    async def main(sc):
+        sent = []
+
+        async def receive():
+            received.append(sc["method"])
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(sc, receive, send)
+        return sent
+
+    status, _, body = validate(asyncio.run(main(scope("/x", method=method))))
+    assert status == 200 and received == []
+    assert method == "HEAD" or b"REQUEST_METHOD=GET\n" in body
+    validate(asyncio.run(main(scope("/x", method="POST"))))
+    sc = scope("/x", method=method)
+    sc["http_version"] = "2"
+    validate(asyncio.run(main(sc)))
+    assert received == ["POST", method]
+
+
+def test_pool_apps_run_off_the_loop_on_several_loops_at_once(load):
+    """With a pool the C++ app runs on worker threads without the GIL (ten 50 ms requests on one loop take
+    far less than 500 ms), and an app shared by event loops on two threads answers on both."""
+    import threading
+    app = csgi.asgi(load("work", "50"), threads=8)
+
+    async def many(n):
+        async def one():
+            sent = []
+
+            async def receive():
+                return {"type": "http.request", "body": b"", "more_body": False}
+
+            async def send(message):
+                sent.append(message)
+
+            await app(scope("/"), receive, send)
+            return validate(sent)[0]
+
+        t = time.monotonic()
+        statuses = await asyncio.gather(*(one() for _ in range(n)))
+        return statuses, time.monotonic() - t
+
+    statuses, took = asyncio.run(many(10))
+    assert statuses == [200] * 10 and took < 0.4
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(asyncio.run(many(4))[0])) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert results == [[200] * 4, [200] * 4]

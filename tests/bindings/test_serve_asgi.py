@@ -262,3 +262,52 @@ def test_cxx_middleware_in_front_of_an_asgi_app(server_factory, tmp_path):
     srv.stop()
     assert "startup %d" % srv.proc.pid in (tmp_path / "lifespan.txt").read_text()
     assert "shutdown %d" % srv.proc.pid in (tmp_path / "lifespan.txt").read_text()
+
+
+RAW_APP = r'''
+import asyncio, inspect, sys
+import csgi
+
+
+async def app(scope, receive, send):
+    """Drives receive()/send() the ways ASGI code may: by hand through __await__(), wrapped by
+    ensure_future(), awaited; a bytearray body and a list of header lists take the general path."""
+    if scope["type"] != "http":
+        return
+    r = receive()
+    assert inspect.isawaitable(r)
+    it = r.__await__()
+    try:
+        it.send(None)
+        raise AssertionError("receive() suspended with its body at hand")
+    except StopIteration as stop:
+        message = stop.value
+    assert message == {"type": "http.request", "body": scope["path"].encode(), "more_body": False} or \
+        message["body"] == b""
+    headers = [[b"content-type", b"text/plain"]] if scope["path"] == "/lists" else [(b"content-type", b"text/plain")]
+    await asyncio.ensure_future(send({"type": "http.response.start", "status": 201, "headers": headers}))
+    body = bytearray(b"ok " + scope["method"].encode()) if scope["path"] == "/lists" else b"ok " + scope["method"].encode()
+    await send({"type": "http.response.body", "body": body})
+    try:
+        await send({"type": "http.response.body", "body": b"again"})
+    except RuntimeError as e:
+        sys.stderr.write("second body refused: %s\n" % e)
+
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+'''
+
+
+def test_receive_and_send_are_awaitables_of_every_kind(server_factory, tmp_path):
+    script = tmp_path / "raw_app.py"
+    script.write_text(RAW_APP)
+    port = free_port()
+    srv = server_factory([PYTHON, str(script), str(port)], port, cwd=HERE, env={"CSGI_TEST_APPS": ""})
+    for path in ("/plain", "/lists"):
+        status, headers, body = fetch(port, "GET", path)
+        assert (status, body) == (201, b"ok GET"), srv.output()[-2000:]
+        assert ("content-type", "text/plain") in [(k.lower(), v) for k, v in headers]
+    assert fetch(port, "POST", "/plain", body=b"/plain")[:3:2] == (201, b"ok POST")
+    deadline = time.monotonic() + 5
+    while srv.output().count("second body refused") < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.output().count("second body refused: http.response.body after the last one") == 3

@@ -1,9 +1,11 @@
 """csgi apps as ASGI 3 applications: ``csgi.asgi(app)``.
 
-The scope becomes a PEP 3333 environ that the WSGI bridge of ``csgi.App`` turns into the env, so both
-bridges follow the same rules (SCRIPT_NAME from ``root_path``, headers, client/server, scheme, dot
-segments). The C++ app runs on a thread pool: ``csgi.App`` releases the GIL while C++ code runs, and the
-event loop only awaits. The request body reaches ``csgi.input`` through a buffer that the event loop
+The scope becomes the env in C++ (``csgi.App._asgi``, bindings/src/to_wsgi.cpp) by the rules of the WSGI
+bridge (the PEP 3333 environ uvicorn's and Starlette's WSGI adapters build: SCRIPT_NAME from
+``root_path``, headers, client/server, scheme, dot segments), and the answer comes back as the ASGI
+status, header pairs and body. The C++ app runs on a thread pool with the GIL released, and the event
+loop only awaits; with ``threads=0`` on the loop itself, and a request whose framing says it has no body
+is answered without a ``receive()``. The request body reaches ``csgi.input`` through a buffer that the event loop
 fills from ``receive()`` while the app reads (at most ``_HIGH_WATER`` bytes ahead); a body that
 ``http.disconnect`` cuts short is an input error for the app. Responses go out through ``send()``:
 complete bodies in one message, files, streams and delayed writers chunk by chunk as ``more_body``
@@ -13,10 +15,9 @@ the previous chunk was taken).
 import asyncio
 import collections
 import concurrent.futures
-import sys
 import threading
 
-from ._csgi import App
+from ._csgi import App, AsgiWorkers
 
 _HIGH_WATER = 1 << 16      # request body bytes buffered ahead of the app's reads
 _LATE_BODY_LIMIT = 4 << 20  # request body bytes kept for an app still streaming its response
@@ -25,23 +26,6 @@ _END = object()
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input.read() when the client went away before its request body ended."""
-
-
-class _CompleteInput:
-    """wsgi.input over a body that arrived whole in the first ``http.request`` message."""
-
-    __slots__ = ("_data", "_pos")
-
-    def __init__(self, data):
-        self._data = data
-        self._pos = 0
-
-    def read(self, n=-1):
-        if n is None or n < 0:
-            n = len(self._data) - self._pos
-        out = self._data[self._pos:self._pos + n]
-        self._pos += len(out)
-        return out
 
 
 class _StreamedInput:
@@ -127,84 +111,21 @@ class _StreamedInput:
                 return
 
 
-def _latin1(text):
-    return text.encode("utf-8").decode("latin-1")
-
-
-_HEADER_KEYS = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}  # name → environ key
-
-
-def _header_key(name):
-    key = _HEADER_KEYS.get(name) or _HEADER_KEYS.get(name.lower())
-    if key is None:
-        key = "HTTP_" + name.decode("latin-1").upper().replace("-", "_")
-        if len(_HEADER_KEYS) < 1024:
-            _HEADER_KEYS[name] = key
-    return key
-
-
-def _environ(scope, body_input):
-    """The PEP 3333 environ of an ASGI http scope (what uvicorn's and Starlette's WSGI adapters build)."""
-    query = scope.get("query_string")
-    query = query.decode("latin-1") if query else ""
-    root = scope.get("root_path", "")
-    path = scope["path"]
-    env = {
-        "REQUEST_METHOD": scope["method"],
-        "SCRIPT_NAME": _latin1(root) if root and not root.isascii() else root,
-        "PATH_INFO": path if path.isascii() else _latin1(path),
-        "QUERY_STRING": query,
-        "SERVER_PROTOCOL": "HTTP/" + scope.get("http_version", "1.1"),
-        "wsgi.version": (1, 0),
-        "wsgi.url_scheme": scope.get("scheme", "http"),
-        "wsgi.input": body_input,
-        "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
-        "wsgi.input_terminated": True,
-    }
-    raw = scope.get("raw_path")
-    if raw:
-        uri = raw.decode("latin-1")
-        env["REQUEST_URI"] = uri + "?" + query if query else uri
-    server = scope.get("server")
-    if server:
-        env["SERVER_NAME"] = str(server[0])
-        env["SERVER_PORT"] = str(server[1]) if server[1] is not None else ""
-    client = scope.get("client")
-    if client:
-        env["REMOTE_ADDR"] = str(client[0])
-        env["REMOTE_PORT"] = str(client[1])
-    for name, value in scope.get("headers", ()):
-        key = _HEADER_KEYS.get(name) or _header_key(name)
-        value = value.decode("latin-1")
-        if key in env:
-            env[key] += ("; " if key == "HTTP_COOKIE" else ",") + value
-        else:
-            env[key] = value
-    if "SERVER_NAME" not in env:
-        host = env.get("HTTP_HOST", "localhost")
-        name, _, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
-        env["SERVER_NAME"] = name or host
-        env["SERVER_PORT"] = port if name else ("443" if env["wsgi.url_scheme"] == "https" else "80")
-    return env
-
-
-def _status_code(status):
-    return int(status[:3])
-
-
-def _asgi_headers(headers):
-    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
-
-
 def _next_chunk(it):
     """The next non-empty chunk of a body iterator, or _END (on a pool thread: next() waits there)."""
     for chunk in it:
         if chunk:
             return chunk
     return _END
+
+
+def _first_chunk(it):
+    """_next_chunk() that closes the iterator when it raises."""
+    try:
+        return _next_chunk(it)
+    except BaseException:
+        it.close()
+        raise
 
 
 async def _finish(future):
@@ -225,6 +146,8 @@ class ASGIApp:
         self.app = app if isinstance(app, App) else App(app)
         self._inline = threads == 0
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(threads, 4), thread_name_prefix="csgi-asgi")
+        self._workers = None if self._inline else AsgiWorkers(threads)
+        self._workers_loop = None
 
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
@@ -244,24 +167,37 @@ class ASGIApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _call(self, environ):
-        """On a pool thread: the WSGI call (the C++ app runs without the GIL) and the first body chunk."""
-        head = []
-
-        def start_response(status, headers, exc_info=None):
-            head[:] = (status, headers)
-
-        result = self.app(environ, start_response)
-        if type(result) in (list, tuple):
-            return head, b"".join(result), None
+    def _call(self, scope, body):
+        """The app's answer (its C++ code runs without the GIL): status, headers, the first body chunk and
+        the rest as an iterator (None for a complete body). On a pool thread, or inline."""
+        status, headers, result = self.app._asgi(scope, body)
+        if type(result) is bytes:
+            return status, headers, result, None
         try:
             first = _next_chunk(result)
         except BaseException:
             result.close()
             raise
-        return head, first, result
+        return status, headers, first, result
 
     async def _http(self, scope, receive, send):
+        if self._inline:
+            # A request whose framing says it has no body is answered without a receive(): one C++
+            # call builds the env from the scope, runs the app and returns the ASGI head and body.
+            answer = self.app._asgi(scope, None)
+            if answer is not None:
+                status, headers, result = answer
+                if type(result) is bytes:
+                    await send({"type": "http.response.start", "status": status, "headers": headers})
+                    await send({"type": "http.response.body", "body": result})
+                    return
+                try:
+                    first = _next_chunk(result)
+                except BaseException:
+                    result.close()
+                    raise
+                await self._answer(asyncio.get_running_loop(), receive, send, (status, headers, first, result))
+                return
         loop = asyncio.get_running_loop()
         message = await receive()
         if message["type"] != "http.request":
@@ -273,28 +209,62 @@ class ASGIApp:
             body_input = streamed
             pump = loop.create_task(streamed.pump())
         else:
-            body_input = _CompleteInput(body)
+            body_input = body
             pump = None
         try:
-            environ = _environ(scope, body_input)
+            workers = None if streamed is not None else self._workers_on(loop)
             if self._inline and streamed is None:
-                head, first, it = self._call(environ)  # an app that never blocks, on the loop
+                head = self._call(scope, body_input)  # an app that never blocks, on the loop
+            elif workers is not None:
+                future = loop.create_future()
+                workers.submit(self.app, scope, body_input, future)
+                status, headers, result = await _finish(future)
+                if type(result) is bytes:
+                    head = status, headers, result, None
+                else:
+                    first = await _finish(loop.run_in_executor(self._pool, _first_chunk, result))
+                    head = status, headers, first, result
             else:
-                head, first, it = await _finish(loop.run_in_executor(self._pool, self._call, environ))
+                head = await _finish(loop.run_in_executor(self._pool, self._call, scope, body_input))
             if streamed is not None:
                 streamed.response_started()
-            await send({"type": "http.response.start", "status": _status_code(head[0]),
-                        "headers": _asgi_headers(head[1])})
-            if it is None:
-                await send({"type": "http.response.body", "body": first})
-                return
-            if pump is None:
-                streamed = _DisconnectWatch(receive)
-                pump = loop.create_task(streamed.pump())
-            await self._stream(loop, send, first, it, streamed.gone)
+            await self._answer(loop, receive, send, head, streamed, pump)
         finally:
             if pump is not None:
                 pump.cancel()
+
+    def _workers_on(self, loop):
+        """The worker threads, their completions watched by this loop; None while another running loop
+        watches them (that request takes the executor path)."""
+        workers = self._workers
+        if workers is None or self._workers_loop is loop:
+            return workers
+        old = self._workers_loop
+        if old is not None and not old.is_closed():
+            if old.is_running():
+                return None
+            old.remove_reader(workers.fileno())
+        loop.add_reader(workers.fileno(), workers.drain)
+        self._workers_loop = loop
+        return workers
+
+    async def _answer(self, loop, receive, send, head, streamed=None, pump=None):
+        """Sends the app's answer: a complete body in one message, an iterator's chunks as more_body
+        messages while watching for the client to leave."""
+        status, headers, first, it = head
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        if it is None:
+            await send({"type": "http.response.body", "body": first})
+            return
+        own_pump = None
+        try:
+            if pump is None:
+                streamed = _DisconnectWatch(receive)
+                pump = own_pump = loop.create_task(streamed.pump())
+            await self._stream(loop, send, first, it, streamed.gone)
+        finally:
+            if own_pump is not None:
+                own_pump.cancel()
 
     async def _stream(self, loop, send, chunk, it, gone):
         """Sends a body iterator's chunks until its end or the client's; closes it on every exit."""

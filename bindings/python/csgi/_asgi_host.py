@@ -53,104 +53,95 @@ def _traceback(exc):
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-class _Call:
-    """One request on the loop: receive() and send() over its csgi.AsgiRequest."""
+def _call_type():
+    from ._csgi import AsgiCall
 
-    __slots__ = ("host", "req", "loop", "body_given", "started", "streaming", "finished", "gone", "status",
-                 "headers", "ended")
+    class _Call(AsgiCall):
+        """One request on the loop. receive() and send() are AsgiCall's (C): the body message,
+        http.response.start and a complete http.response.body need no coroutine; what has to wait comes
+        here (_receive_slow, _send_slow)."""
 
-    def __init__(self, host, req):
-        self.host = host
-        self.req = req
-        self.loop = host.loop
-        self.body_given = False  # the http.request message went to the app
-        self.started = False     # http.response.start received
-        self.streaming = False   # the head is out, the body follows through the writer
-        self.finished = False    # the response is complete (or failed)
-        self.gone = False        # the client left (a read or a write failed)
-        self.status = 200
-        self.headers = ()
-        self.ended = None        # a future: the exchange is over (receive() then says http.disconnect)
+        __slots__ = ()
 
-    async def run(self, scope):
-        try:
-            await self.host.app(scope, self.receive, self.send)
-        except BaseException as e:  # noqa: B902 - every failure of the app ends its response
-            if not (self.gone and isinstance(e, OSError)):
-                if self.finished:
-                    self.req.log("csgi: ASGI app raised after its response ended:\n" + _traceback(e))
-                else:
-                    self.finished = True
-                    self.req.fail("csgi: ASGI app raised:\n" + _traceback(e))
+        async def run(self):
+            try:
+                await self.host.app(self.scope, self.receive, self.send)
+            except BaseException as e:  # noqa: B902 - every failure of the app ends its response
+                if not (self.gone and isinstance(e, OSError)):
+                    if self.finished:
+                        self._log("csgi: ASGI app raised after its response ended:\n" + _traceback(e))
+                    else:
+                        self.finished = True
+                        self._fail("csgi: ASGI app raised:\n" + _traceback(e))
+                self.end()
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
+                return
+            if not self.finished and not self.gone:
+                self.finished = True
+                self._fail("csgi: the ASGI app returned " +
+                           ("before its response body ended" if self.started else "without sending a response"))
             self.end()
-            if isinstance(e, (KeyboardInterrupt, SystemExit)):
-                raise
-            return
-        if not self.finished and not self.gone:
-            self.finished = True
-            self.req.fail("csgi: the ASGI app returned " +
-                          ("before its response body ended" if self.started else "without sending a response"))
-        self.end()
 
-    def end(self):
-        if self.ended is not None and not self.ended.done():
-            self.ended.set_result(None)
+        def end(self):
+            if self.ended is not None and not self.ended.done():
+                self.ended.set_result(None)
 
-    async def receive(self):
-        if not self.body_given:
-            self.body_given = True
-            return {"type": "http.request", "body": self.req.take_body(), "more_body": False}
-        if self.ended is None:
-            self.ended = self.loop.create_future()
-        if not (self.finished or self.gone):
-            await self.ended
-        return {"type": "http.disconnect"}
+        async def _receive_slow(self):
+            """After the body: waits for the end of the exchange, then says http.disconnect."""
+            if self.ended is None:
+                self.ended = self.host.loop.create_future()
+            if not (self.finished or self.gone):
+                await self.ended
+            return {"type": "http.disconnect"}
 
-    async def send(self, message):
-        kind = message["type"]
-        if kind == "http.response.start":
-            if self.started:
-                raise RuntimeError("http.response.start sent twice")
-            self.started = True
-            self.status = int(message["status"])
-            self.headers = message.get("headers", ())
-            return
-        if kind != "http.response.body":
-            raise RuntimeError("unexpected ASGI message %r" % kind)
-        if not self.started:
-            raise RuntimeError("http.response.body before http.response.start")
-        if self.gone:
-            await self.left()
-        if self.finished:
-            raise RuntimeError("http.response.body after the last one")
-        body = message.get("body", b"")
-        if type(body) is not bytes:
-            body = bytes(body)
-        more = message.get("more_body", False)
-        if not self.streaming:
+        async def _send_slow(self, message):
+            kind = message["type"]
+            if kind == "http.response.start":
+                if self.started:
+                    raise RuntimeError("http.response.start sent twice")
+                self.started = True
+                self.status = int(message["status"])
+                self.headers = message.get("headers", ())
+                return
+            if kind != "http.response.body":
+                raise RuntimeError("unexpected ASGI message %r" % kind)
+            if not self.started:
+                raise RuntimeError("http.response.body before http.response.start")
+            if self.gone:
+                await self.left()
+            if self.finished:
+                raise RuntimeError("http.response.body after the last one")
+            body = message.get("body", b"")
+            if type(body) is not bytes:
+                body = bytes(body)
+            more = message.get("more_body", False)
+            if not self.streaming:
+                if not more:
+                    self.finished = True
+                    self._respond(body)
+                    self.end()
+                    return
+                self.streaming = True
+                self._start()
+            if body and not await self.host.loop.run_in_executor(self.host.pool, self._write, body):
+                self.gone = True
+                self.finished = True
+                self._close()
+                self.end()
+                await self.left()
             if not more:
                 self.finished = True
-                self.req.respond(self.status, self.headers, body)
+                self._close()
                 self.end()
-                return
-            self.streaming = True
-            self.req.start(self.status, self.headers)
-        if body and not await self.loop.run_in_executor(self.host.pool, self.req.write, body):
-            self.gone = True
-            self.finished = True
-            self.req.close()
-            self.end()
-            await self.left()
-        if not more:
-            self.finished = True
-            self.req.close()
-            self.end()
 
-    async def left(self):
-        """send() once the client has gone: a chance to be cancelled (Starlette cancels a streaming
-        response when receive() reports the disconnect), then ClientDisconnected."""
-        await asyncio.sleep(0)
-        raise ClientDisconnected("the client disconnected")
+        async def left(self):
+            """send() once the client has gone: a chance to be cancelled (Starlette cancels a streaming
+            response when receive() reports the disconnect), then ClientDisconnected."""
+            await asyncio.sleep(0)
+            raise ClientDisconnected("the client disconnected")
+
+    return _Call
 
 
 class AsgiHost:
@@ -159,6 +150,7 @@ class AsgiHost:
 
     def __init__(self, app, *, lifespan="auto", start=True, threads=16, start_in_children=False):
         from ._csgi import AsgiQueue, AsgiSocketQueue
+        self._call = _call_type()
         if lifespan not in ("auto", "on", "off"):
             raise ValueError("lifespan must be 'auto', 'on' or 'off'")
         self.app = app
@@ -224,16 +216,9 @@ class AsgiHost:
         self.loop.run_forever()
 
     def _drain(self):
-        state = self.state
-        for req in self.queue.take():
-            try:
-                scope = req.scope()
-            except Exception as e:  # noqa: BLE001
-                req.fail("csgi: cannot build the ASGI scope:\n" + _traceback(e))
-                continue
-            if state is not None:
-                scope["state"] = dict(state)
-            self.loop.create_task(_Call(self, req).run(scope))
+        create_task = self.loop.create_task
+        for call in self.queue.take(self._call, self, self.state):
+            create_task(call.run())
 
     def _drain_sockets(self):
         from ._asgi_ws import WebSocketCall
