@@ -6,6 +6,7 @@
 // Checks the page's output, that the first require costs one bundle request, that the second require
 // fetches only modules the page lacks (requests and bytes counted), that a held module costs no request,
 // and that a missing module's error reaches the callback with its requirer chain.
+const { startServer: spawnServer } = require('./serve.js');
 const assert = require('assert');
 const fs = require('fs');
 const os = require('os');
@@ -27,17 +28,7 @@ fs.cpSync(args.demo, root, { recursive: true });
 fs.cpSync(path.join(args.corpus, 'node_modules', 'ramda'), path.join(root, 'node_modules', 'ramda'), { recursive: true });
 
 function startServer() {
-  return new Promise((resolve, reject) => {
-    const p = spawn(serveTool, [root, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + out)), 15000);
-    p.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc: p, url: m[1].replace(/\/$/, '') }); }
-    });
-    p.on('exit', (c) => reject(new Error('server exited ' + c + ': ' + out)));
-  });
+  return spawnServer(serveTool, [root, '--listen', '127.0.0.1:0']);
 }
 
 async function main() {

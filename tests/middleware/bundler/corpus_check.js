@@ -10,6 +10,7 @@
 // rejections included — must be identical. A case listed in KNOWN (each with its cause, as in
 // docs/bundler.md) may differ; any other difference fails, and so does a known one that stops differing
 // (so the list stays true). At least 95% of the cases must be identical.
+const { startServer: spawnServer } = require('./serve.js');
 const assert = require('assert');
 const fs = require('fs');
 const os = require('os');
@@ -40,17 +41,7 @@ const PRELUDE = `<script>window.__out = []; window.print = (x) => __out.push(Str
 const FINISH = `.then(() => window.__wait).then(() => print('END'), (e) => print('rejected: ' + (e && e.message)))`;
 
 function startServer(root, docroot) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(serveTool, [root, docroot, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + out)), 15000);
-    p.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc: p, url: m[1].replace(/\/$/, '') }); }
-    });
-    p.on('exit', (c) => reject(new Error('server exited ' + c + ': ' + out)));
-  });
+  return spawnServer(serveTool, [root, docroot, '--listen', '127.0.0.1:0']);
 }
 
 // The case scripts live in the bundler's root (the corpus prefix), beside its node_modules.

@@ -8,6 +8,7 @@
 //   and ramda/ run uuid's dist/esm-browser and ramda's es/ (~300 modules) from the corpus.
 // * esbuild (Node vm): the interop/ case (ES modules importing CommonJS and back) bundled by esbuild
 //   --bundle --format=iife and through the loader print the same lines.
+const { startServer: spawnServer } = require('./serve.js');
 const assert = require('assert');
 const fs = require('fs');
 const os = require('os');
@@ -29,17 +30,7 @@ const selfEnding = (c) => /print\('END'\)/.test(fs.readFileSync(path.join(args.c
 
 function startServer(root) {
   const serveTool = path.join(path.dirname(args.tool), 'csgi-bundle-serve');
-  return new Promise((resolve, reject) => {
-    const p = spawn(serveTool, [root, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + out)), 15000);
-    p.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc: p, url: m[1].replace(/\/$/, '') }); }
-    });
-    p.on('exit', (c) => reject(new Error('server exited ' + c + ': ' + out)));
-  });
+  return spawnServer(serveTool, [root, '--listen', '127.0.0.1:0']);
 }
 
 async function chromiumCases() {

@@ -5,6 +5,7 @@
 // * socket level: several <mount>/~live streams (spread over the workers) each get `event: change`
 //   after an edit, although the workers holding them built nothing;
 // * Chromium: a page whose loader follows the stream reloads after an edit and runs the new code.
+const { startServer: spawnServer } = require('./serve.js');
 const assert = require('assert');
 const fs = require('fs');
 const http = require('http');
@@ -25,18 +26,8 @@ fs.writeFileSync(path.join(root, 'index.html'), `<!doctype html><script src="/bu
 require('./app/main', function (err, v) { document.title = err ? 'error: ' + err.message : v + ' #' + sessionStorage.loads; });</script>`);
 
 function startServer() {
-  return new Promise((resolve, reject) => {
-    const p = spawn(serveTool, [root, '--listen', '127.0.0.1:0', '--workers', '2', '--reuseport'], { stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, BUNDLER_LIVE_RELOAD: '1' }, detached: true });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + out)), 15000);
-    p.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc: p, url: m[1].replace(/\/$/, '') }); }
-    });
-    p.on('exit', (c) => reject(new Error('server exited ' + c + ': ' + out)));
-  });
+  return spawnServer(serveTool, [root, '--listen', '127.0.0.1:0', '--workers', '2', '--reuseport'],
+                     { env: { ...process.env, BUNDLER_LIVE_RELOAD: '1' }, detached: true });
 }
 
 // Opens one event stream; resolves with an object whose `text` grows as events arrive.
