@@ -140,6 +140,21 @@ def read_close_code(s, rest=b""):
     return None
 
 
+def pipelined_upgrade(port, label):
+    """A request pipelined before the upgrade is answered first; the WebSocket echoes after it."""
+    s, head, rest = raw_upgrade(port, before=b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 200") and b"hello" in head, label + "a pipelined request is answered before the 101")
+    s.sendall(frame(1, b"after pipelining"))
+    data = rest
+    while b"after pipelining" not in data:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    check(b"after pipelining" in data, label + "echo after a pipelined upgrade")
+    s.close()
+
+
 def events(port):
     return http(port, "/events").split("\r\n\r\n", 1)[1]
 
@@ -299,17 +314,7 @@ def main():
         s.sendall(frame(1, b"no mask", mask=False))
         check(read_close_code(s, rest) == 1002, "unmasked client frame: 1002")
         s.close()
-        s, head, rest = raw_upgrade(port, before=b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-        check(head.startswith(b"HTTP/1.1 200") and b"hello" in head, "a pipelined request is answered before the 101")
-        s.sendall(frame(1, b"after pipelining"))
-        data = rest
-        while b"after pipelining" not in data:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
-        check(b"after pipelining" in data, "echo after a pipelined upgrade")
-        s.close()
+        pipelined_upgrade(port, "")
 
         hs = ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
               "Sec-WebSocket-Version: 13\r\n")
@@ -381,17 +386,7 @@ def over_tls(certs):
         s.sendall(frame(1, b"ok \xff\xfe bad"))
         check(read_close_code(s, rest) == 1007, "TLS: invalid UTF-8 in a text frame: 1007")
         s.close()
-        s, head, rest = raw_upgrade(port, before=b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-        check(head.startswith(b"HTTP/1.1 200") and b"hello" in head, "TLS: a pipelined request is answered before the 101")
-        s.sendall(frame(1, b"after pipelining"))
-        data = rest
-        while b"after pipelining" not in data:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
-        check(b"after pipelining" in data, "TLS: echo after a pipelined upgrade")
-        s.close()
+        pipelined_upgrade(port, "TLS: ")
         asyncio.run(many(url, n=50))
         check(serving(port), "TLS: HTTPS still served after the WebSockets")
 
