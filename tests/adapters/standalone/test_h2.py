@@ -430,6 +430,28 @@ def stream_id_exhaustion(port):
     return answered and "stream 2^31-1 answered, the lower id not (closed=%s, GOAWAY %s)" % (closed, goaway_code(data))
 
 
+def graceful_stop(srv, label):
+    """SIGTERM with a stream in flight: GOAWAY (NO_ERROR), the stream finishes after it, the connection
+    closes, the server exits 0 (raw frames: python3-h2 drops a connection's streams on GOAWAY)."""
+    s = raw(srv.port)
+    enc = hpack.Encoder()
+    s.sendall(HeadersFrame(1, headers_block(enc, "/", [("x-csgi-test", "sleep")]),
+                           flags=["END_HEADERS", "END_STREAM"]).serialize())
+    time.sleep(0.1)
+    srv.p.send_signal(signal.SIGTERM)
+    closed, data = drain_until_closed(s, 10)
+    s.close()
+    g = data.find(b"\x07\x00\x00\x00\x00\x00")  # GOAWAY header: type 7, flags 0, stream 0
+    check(closed and g >= 0 and goaway_code(data) == 0, label + "graceful stop: GOAWAY NO_ERROR, then closed")
+    check(data.find(b"slept") > g >= 0, label + "graceful stop: the stream in flight finishes after the GOAWAY")
+    try:
+        rc = srv.p.wait(15)
+    except subprocess.TimeoutExpired:
+        srv.p.kill()
+        rc = None
+    check(rc == 0, label + "server exits 0 after SIGTERM (%s)" % rc)
+
+
 def main():
     # Real clients against the demo.
     srv = Server(["--demo"])
@@ -573,25 +595,7 @@ def main():
     hostile(srv, "zero window held forever", zero_window, probe=("/seq/ok", b"ok"))
     hostile(srv, "zero window held forever, with PINGs", zero_window_with_pings, probe=("/seq/ok", b"ok"))
 
-    # Graceful stop: GOAWAY (NO_ERROR), and the stream in flight finishes after it (raw frames: python3-h2
-    # drops a connection's streams on GOAWAY).
-    s = raw(srv.port)
-    enc = hpack.Encoder()
-    s.sendall(HeadersFrame(1, headers_block(enc, "/", [("x-csgi-test", "sleep")]),
-                           flags=["END_HEADERS", "END_STREAM"]).serialize())
-    time.sleep(0.1)
-    srv.p.send_signal(signal.SIGTERM)
-    closed, data = drain_until_closed(s, 10)
-    s.close()
-    g = data.find(b"\x07\x00\x00\x00\x00\x00")  # GOAWAY header: type 7, flags 0, stream 0
-    check(closed and g >= 0 and goaway_code(data) == 0, "graceful stop: GOAWAY NO_ERROR, then closed")
-    check(data.find(b"slept") > g >= 0, "graceful stop: the stream in flight finishes after the GOAWAY")
-    try:
-        rc = srv.p.wait(15)
-    except subprocess.TimeoutExpired:
-        srv.p.kill()
-        rc = None
-    check(rc == 0, "server exits 0 after SIGTERM (%s)" % rc)
+    graceful_stop(srv, "")
 
     # Rapid reset against apps on the pool that take 300 ms each: the reset streams whose app still runs
     # count against --h2-max-streams, so the attacker queues at most 16 calls, not thousands.
@@ -725,24 +729,7 @@ def over_tls(certs):
               "TLS: a 1.3 MB file through a 4 KiB window (%d bytes)" % len(c.streams[sid]["body"]))
         c.close()
         hostile(srv, "TLS: zero window held forever", zero_window, probe=("/seq/ok", b"ok"))
-        # Graceful stop: GOAWAY, the stream in flight finishes, then close_notify.
-        s = raw(srv.port)
-        enc = hpack.Encoder()
-        s.sendall(HeadersFrame(1, headers_block(enc, "/", [("x-csgi-test", "sleep")]),
-                               flags=["END_HEADERS", "END_STREAM"]).serialize())
-        time.sleep(0.1)
-        srv.p.send_signal(signal.SIGTERM)
-        closed, data = drain_until_closed(s, 10)
-        s.close()
-        g = data.find(b"\x07\x00\x00\x00\x00\x00")
-        check(closed and goaway_code(data) == 0 and data.find(b"slept") > g >= 0,
-              "TLS: graceful stop: GOAWAY NO_ERROR, the stream in flight finishes, closed")
-        try:
-            rc = srv.p.wait(15)
-        except subprocess.TimeoutExpired:
-            srv.p.kill()
-            rc = None
-        check(rc == 0, "TLS: server exits 0 after SIGTERM (%s)" % rc)
+        graceful_stop(srv, "TLS: ")
     finally:
         TLS = None
         if c:
