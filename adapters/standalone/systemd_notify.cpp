@@ -4,8 +4,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <type_traits>
 
@@ -25,8 +25,10 @@ int (*load_sd_notify())(int, const char*) {
   static auto* fn = []() -> int (*)(int, const char*) {
     void* lib = ::dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      std::fprintf(stderr, "csgi: NOTIFY_SOCKET is set but libsystemd.so.0 cannot be loaded (%s); systemd is "
-                   "not notified\n", ::dlerror());
+      std::fprintf(stderr,
+                   "csgi: NOTIFY_SOCKET is set but libsystemd.so.0 cannot be loaded (%s); systemd is "
+                   "not notified\n",
+                   ::dlerror());
       return nullptr;
     }
     return reinterpret_cast<int (*)(int, const char*)>(::dlsym(lib, "sd_notify"));
@@ -75,13 +77,18 @@ void SystemdNotify::ready(const std::string& status, pid_t main_pid) {
 void SystemdNotify::reloading(const std::string& status) {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  auto usec = static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + static_cast<unsigned long long>(ts.tv_nsec) / 1000;
+  auto usec =
+      static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + static_cast<unsigned long long>(ts.tv_nsec) / 1000;
   send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec) + "\nSTATUS=" + status);
 }
 
-void SystemdNotify::stopping(const std::string& status) { send("STOPPING=1\nSTATUS=" + status); }
+void SystemdNotify::stopping(const std::string& status) {
+  send("STOPPING=1\nSTATUS=" + status);
+}
 
-void SystemdNotify::status(const std::string& text) { send("STATUS=" + text); }
+void SystemdNotify::status(const std::string& text) {
+  send("STATUS=" + text);
+}
 
 void SystemdNotify::tick(Clock::time_point now, std::uint64_t requests, const std::string& what) {
   if (!enabled_) return;

@@ -11,7 +11,7 @@
 namespace csgi::standalone::detail {
 
 class SystemdNotify {
-public:
+ public:
   using Clock = std::chrono::steady_clock;
 
   /// Reads NOTIFY_SOCKET, and WATCHDOG_USEC when WATCHDOG_PID is unset or this process.
@@ -37,7 +37,7 @@ public:
   /// second).
   void tick(Clock::time_point now, std::uint64_t requests, const std::string& what);
 
-private:
+ private:
   bool send(const std::string& message);
   using NotifyFn = int (*)(int, const char*);
   NotifyFn notify_ = nullptr;

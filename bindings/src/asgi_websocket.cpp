@@ -25,7 +25,7 @@
 namespace csgi::python {
 
 class AsgiSocket : public std::enable_shared_from_this<AsgiSocket> {
-public:
+ public:
   /// How long the handshake waits for websocket.accept or websocket.close.
   static constexpr std::chrono::seconds kAnswerWait{30};
   /// Messages received and not yet taken by the app, in bytes: past this the app is not reading and the
@@ -62,7 +62,7 @@ public:
   /// eventfd is closed and later events are dropped.
   void detach();
 
-private:
+ private:
   enum class Answer { pending, accepted, refused, failed, late };
   struct Event {
     enum Kind { text, binary, disconnect } kind;
@@ -74,8 +74,10 @@ private:
   void closed(int code, std::string_view reason);
   void push(Event e);  // under mu_
   void log(const std::string& message) {
-    if (env_) env_->errors().write(message);
-    else stderr_stream().write(message);
+    if (env_)
+      env_->errors().write(message);
+    else
+      stderr_stream().write(message);
   }
 
   std::mutex mu_;
@@ -159,7 +161,8 @@ py::list AsgiSocket::take() {
   {
     std::lock_guard lock(mu_);
     std::uint64_t v = 0;
-    if (fd_ >= 0) [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
+    if (fd_ >= 0) [[maybe_unused]]
+      auto n = ::read(fd_, &v, sizeof v);
     got.swap(events_);
     unread_ = 0;
   }
@@ -339,7 +342,7 @@ void AsgiSocket::push(Event e) {
 
 void bind_asgi_websocket(py::module_& m) {
   py::class_<AsgiSocket, std::shared_ptr<AsgiSocket>>(m, "AsgiSocket", py::module_local(),
-                                                       "One WebSocket of an ASGI app served by csgi.")
+                                                      "One WebSocket of an ASGI app served by csgi.")
       .def("scope", &AsgiSocket::scope)
       .def("fileno", &AsgiSocket::fileno)
       .def("take", &AsgiSocket::take)
@@ -350,7 +353,7 @@ void bind_asgi_websocket(py::module_& m) {
       .def("buffered", &AsgiSocket::buffered)
       .def("detach", &AsgiSocket::detach);
   py::class_<AsgiSocketQueue, std::shared_ptr<AsgiSocketQueue>>(m, "AsgiSocketQueue", py::module_local(),
-                                                                 "WebSocket handshakes for an ASGI app's loop.")
+                                                                "WebSocket handshakes for an ASGI app's loop.")
       .def(py::init<>())
       .def("fileno", [](AsgiSocketQueue& q) { return q.fd(); })
       .def("reset", [](AsgiSocketQueue& q) { q.reset(); })

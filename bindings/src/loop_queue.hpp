@@ -16,7 +16,7 @@ namespace csgi::python {
 
 template <class T>
 class LoopQueue {
-public:
+ public:
   LoopQueue() { reset(); }
   ~LoopQueue() {
     if (fd_ >= 0) ::close(fd_);
@@ -53,7 +53,7 @@ public:
     return out;
   }
 
-private:
+ private:
   std::mutex mu_;
   std::deque<std::shared_ptr<T>> queue_;
   bool signalled_ = false;
