@@ -6,6 +6,8 @@ close with a code and reason, extra handshake headers, and the client's close co
 import asyncio
 import http.client
 import json
+import ssl
+import subprocess
 import time
 
 import pytest
@@ -155,3 +157,25 @@ def test_an_app_that_does_not_read_is_closed_with_1011(server_factory, csgi_bin)
     assert asyncio.run(asyncio.wait_for(flood(), 60)) == 1011
     assert "does not read its WebSocket messages" in csgi.output()
     assert csgi.request("GET", "/last")[0] == 200  # and the server goes on
+
+
+def test_websocket_scope_over_tls(server_factory, csgi_bin, tmp_path):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    port = free_port()
+    server_factory([csgi_bin, "serve", "--asgi", "ws_site:app", "--listen", "https://127.0.0.1:%d" % port,
+                    "--tls-cert", str(cert), "--tls-key", str(key)], port, cwd=HERE)
+    ctx = ssl.create_default_context(cafile=str(cert))
+
+    async def client():
+        base = "wss://127.0.0.1:%d" % port
+        async with websockets.connect(base + "/echo", ssl=ctx, subprotocols=["chat"]) as ws:
+            await ws.send("over tls")
+            echo = (await ws.recv(), ws.subprotocol)
+        async with websockets.connect(base + "/scope", ssl=ctx) as ws:
+            scheme = json.loads(await ws.recv())["scheme"]
+        return echo, scheme
+
+    assert asyncio.run(asyncio.wait_for(client(), 60)) == (("echo:over tls", "chat"), "wss")
