@@ -15,7 +15,7 @@ test_pkgs=(
   python3-pytest python3-gunicorn python3-flask python3-django
   uwsgi-core uwsgi-plugin-python3
   clang libclang-rt-14-dev chromium iproute2 wrk haproxy prometheus
-  nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools
+  openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart
 )
