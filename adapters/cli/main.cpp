@@ -2,7 +2,6 @@
 // --cgi`), one source built three times (CSGI_CLI_ADAPTER). Parses the command line (options.cpp), builds
 // the app from the chosen modes (modes.cpp) and serves it with csgi::runner.
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
 #include "csgi/adapters/cli/options.hpp"
@@ -66,21 +65,22 @@ csgi::App build_reloading_app(csgi::cli::CommandLine& cl) {
 
 int main(int argc, char** argv) {
   using namespace csgi::cli;
+  using csgi::runner::print;
   bool cgi = program.adapter == csgi::runner::Adapter::cgi;
   CommandLine cl;
   try {
     cl = parse_command_line(argc, argv, program);
   } catch (const UsageError& e) {
-    std::cerr << program.name << ": " << e.what() << " (try " << program.name << " --help)\n";
+    print(stderr, std::string(program.name) + ": " + e.what() + " (try " + program.name + " --help)\n");
     return fail(cgi, 2, "bad command line");
   }
-  for (const std::string& w : cl.warnings) std::cerr << program.name << ": " << w << "\n";
+  for (const std::string& w : cl.warnings) print(stderr, std::string(program.name) + ": " + w + "\n");
   if (cl.help) {
-    std::cout << help_text();
+    print(stdout, help_text());
     return 0;
   }
   if (cl.command == "version") {
-    std::cout << "csgi 0.1.0 (spec 1.0)\n";
+    print(stdout, "csgi 0.1.0 (spec 1.0)\n");
     return 0;
   }
   cgi = cl.options.adapter == csgi::runner::Adapter::cgi;
@@ -88,16 +88,16 @@ int main(int argc, char** argv) {
   try {
     app = cl.options.reload ? build_reloading_app(cl) : build_app(cl);
   } catch (const UsageError& e) {
-    std::cerr << program.name << ": " << e.what() << " (try " << program.name << " --help)\n";
+    print(stderr, std::string(program.name) + ": " + e.what() + " (try " + program.name + " --help)\n");
     return fail(cgi, 2, "bad command line");
   } catch (const std::exception& e) {
-    std::cerr << program.name << ": " << e.what() << "\n";
+    print(stderr, std::string(program.name) + ": " + e.what() + "\n");
     return fail(cgi, 1, "app failed to load");
   }
   try {
     return csgi::runner::serve(std::move(app), cl.options);
   } catch (const std::exception& e) {
-    std::cerr << program.name << ": " << e.what() << "\n";
+    print(stderr, std::string(program.name) + ": " + e.what() + "\n");
     return 1;
   }
 }

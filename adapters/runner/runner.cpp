@@ -1,7 +1,6 @@
 #include "csgi/adapters/runner/runner.hpp"
 
 #include <cstdlib>
-#include <iostream>
 #include <sstream>
 #include <string_view>
 
@@ -63,9 +62,14 @@ int serve(App app, const Options& options) {
   f.socket_mode = o.socket_mode;
   return fastcgi::serve(std::move(app), f);
 #else
-  std::cerr << "csgi: this build has no FastCGI adapter (libfcgi-dev was missing)\n";
+  print(stderr, "csgi: this build has no FastCGI adapter (libfcgi-dev was missing)\n");
   return 1;
 #endif
+}
+
+void print(std::FILE* to, std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), to);
+  std::fflush(to);
 }
 
 std::string usage(const std::string& program) {
@@ -91,19 +95,19 @@ int run(App app, int argc, char** argv) {
   try {
     if (gateway == Adapter::cgi) return serve(std::move(app), default_options(Adapter::cgi));
     Parsed p = parse(argc, argv, 1, {}, gateway);
-    for (const std::string& w : p.warnings) std::cerr << program << ": " << w << "\n";
+    for (const std::string& w : p.warnings) print(stderr, program + ": " + w + "\n");
     if (p.help) {
-      std::cout << usage(program);
+      print(stdout, usage(program));
       return 0;
     }
     if (p.options.reload)
       throw UsageError("--reload: this program's app is linked into it; csgi serve --app LIB.so or --wsgi reloads");
     return serve(std::move(app), p.options);
   } catch (const UsageError& e) {
-    std::cerr << program << ": " << e.what() << " (try --help)\n";
+    print(stderr, program + ": " + e.what() + " (try --help)\n");
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << program << ": " << e.what() << "\n";
+    print(stderr, program + ": " + e.what() + "\n");
     return 1;
   }
 }

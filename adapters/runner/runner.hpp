@@ -4,7 +4,9 @@
 /// one of options.hpp, shared with `csgi serve`, csgi-fcgi and csgi-cgi. CMake: csgi::runner.
 ///
 ///   int main(int argc, char** argv) { return csgi::run(make_app(), argc, argv); }
+#include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include "csgi/adapters/runner/options.hpp"
 #include "csgi/core/app.hpp"
@@ -21,6 +23,10 @@ int serve(App app, const Options& options);
 
 /// The help text of a csgi::run() program named `program`.
 std::string usage(const std::string& program);
+
+/// Writes `text` to `to` (stdout or stderr) with stdio: the programs use no iostreams, whose
+/// initialisation alone maps about half a megabyte of libstdc++ into every server process.
+void print(std::FILE* to, std::string_view text);
 
 }  // namespace csgi::runner
 

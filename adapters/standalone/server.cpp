@@ -22,7 +22,6 @@
 #include <cstring>
 #include <future>
 #include <optional>
-#include <iostream>
 #include <map>
 #include <thread>
 #if defined(__SANITIZE_ADDRESS__)
