@@ -33,9 +33,17 @@ def load(apps_lib):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port on 127.0.0.1 below 32768 (outside the kernel's ephemeral range), for a server that
+    cannot take port 0 and report the one it got."""
+    for _ in range(500):
+        port = 20000 + int.from_bytes(os.urandom(2), "big") % 12768
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below 32768")
 
 
 class Server:

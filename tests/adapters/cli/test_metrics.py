@@ -21,7 +21,7 @@ import urllib.request
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, start as start_csgi  # noqa: E402
+from serving import check, failures, free_port, start as start_csgi  # noqa: E402
 
 
 def start(args):
@@ -45,12 +45,6 @@ def get(port, path):
 def value(text, series):
     m = re.search(r"^" + re.escape(series) + r" (\S+)$", text, re.M)
     return float(m.group(1)) if m else None
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sum_over_workers(port):

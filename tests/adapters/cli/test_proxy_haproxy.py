@@ -21,7 +21,7 @@ import time
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, start  # noqa: E402
+from serving import check, failures, free_port, start  # noqa: E402
 
 CLIENT = "127.0.0.3"  # not HAProxy's own address (127.0.0.1): what the app sees can only come from the header
 
@@ -49,12 +49,6 @@ backend v2ssl
 backend v1
     server csgi 127.0.0.1:{csgi} send-proxy check inter 200ms check-send-proxy
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port):

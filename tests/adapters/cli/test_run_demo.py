@@ -1,19 +1,15 @@
 """`make run`'s script, scripts/run-demo.sh BUILD_DIR, as the README's first command starts it (on a free
 port through CSGI_DEMO_LISTEN instead of 5000): the demo page, /hello and a module bundle answer."""
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-from serving import check, failures
+from serving import check, failures, free_port
 
 root, build = sys.argv[1], sys.argv[2]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
+port = free_port()
 env = dict(os.environ, CSGI_DEMO_LISTEN="127.0.0.1:%d" % port)
 p = subprocess.Popen([os.path.join(root, "scripts", "run-demo.sh"), build], env=env, stdout=subprocess.PIPE,
                      stderr=subprocess.STDOUT, text=True)

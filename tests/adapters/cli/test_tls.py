@@ -27,7 +27,7 @@ import time
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, exchange, failures, start as start_csgi  # noqa: E402
+from serving import check, exchange, failures, free_port, start as start_csgi  # noqa: E402
 from tls_certs import Certs  # noqa: E402
 
 certs = Certs()
@@ -316,12 +316,9 @@ finally:
 # Sockets from systemd (docs/deploy/systemd/csgi-web*.socket): the one named "https" serves TLS.
 activate = shutil.which("systemd-socket-activate")
 if activate:
-    free = []
-    for _ in range(2):
-        t = socket.socket()
-        t.bind(("127.0.0.1", 0))
-        free.append(t.getsockname()[1])
-        t.close()
+    free = [free_port(), free_port()]
+    while free[1] == free[0]:
+        free[1] = free_port()
     proc = subprocess.Popen([activate, "-l", "127.0.0.1:%d" % free[0], "-l", "127.0.0.1:%d" % free[1], "--fdname=http:https",
                              CSGI, "serve", "--demo", "--tls-cert", SERVER_CERT, "--tls-key", SERVER_KEY],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -342,13 +339,6 @@ else:
     print("skip: systemd-socket-activate not installed (the systemd socket names)")
 
 # OCSP stapling: the response of the responder the certificate names (`openssl ocsp` here) is stapled.
-def free_port():
-    t = socket.socket()
-    t.bind(("127.0.0.1", 0))
-    n = t.getsockname()[1]
-    t.close()
-    return n
-
 
 ocsp_port = free_port()
 leaf_cert, leaf_key = certs.issue("stapled", "localhost", ["DNS:localhost"], ocsp_url="http://127.0.0.1:%d" % ocsp_port)
