@@ -29,11 +29,7 @@ md="$out/app_threads.md"
 csgi="$build/adapters/cli/csgi"
 app="$build/bench/peers/libcsgi_bench_mixed.so"
 
-fail_section() {
-  printf '## app_threads\n\n%s\n' "$1" > "$md"
-  echo "app_threads bench: $1" >&2
-  exit 0
-}
+. "$(dirname "$0")/lib/common.sh"
 # Always bring them up to date: an app library must match the core headers of the server that loads it.
 cmake --build "$build" --target csgi_cli csgi_bench_mixed csgi_python csgi_python_host -j2 >/dev/null 2>&1 || true
 [ -x "$csgi" ] || fail_section "csgi is not built (cmake --build BUILD --target csgi_cli)."
@@ -66,27 +62,12 @@ PYEOF
 results="$work/results.tsv"
 : > "$results"
 pids=()
-stop() {  # stop PID: TERM to its process group, KILL after 5 s
-  local p=$1
-  kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
-  wait "$p" 2>/dev/null
-}
 cleanup() {
-  for p in "${pids[@]}"; do stop "$p"; done
+  for p in "${pids[@]}"; do stop_pid "$p"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {  # wait_port PORT PATH
-  for _ in $(seq 200); do
-    curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$1$2" && return 0
-    sleep 0.05
-  done
-  return 1
-}
 # start PORT PATH cmd... → $spid (its own process group, so that stop reaches gunicorn's/uWSGI's workers)
 start() {
   local port=$1 path=$2
@@ -94,7 +75,7 @@ start() {
   (cd "$work" && exec setsid "$@" >>"$work/server.log" 2>&1) &
   spid=$!
   pids+=("$spid")
-  wait_port "$port" "$path"
+  wait_url "http://127.0.0.1:$port$path"
 }
 # wrk_fields FILE → "req/s p50 p99 errors" from a `wrk --latency` output
 wrk_fields() {
@@ -113,7 +94,7 @@ mixed() {
   if ! start "$port" /fast "${argv[@]}"; then
     echo "  $label: did not start (log: $(tail -n 3 "$work/server.log" | tr '\n' ' '))" >&2
     printf '%s\t%s\t0\t-\t-\t0\t-\t-\tdid_not_start\t%s\n' "$key" "$label" "$*" >> "$results"
-    stop "$spid"
+    stop_pid "$spid"
     return
   fi
   curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$port/db"  # warm: imports, first dlopen'd paths
@@ -122,7 +103,7 @@ mixed() {
   timeout $((dur + 30)) wrk -t1 -c4 -d"${dur}s" --latency "http://127.0.0.1:$port/fast" > "$work/fast.out" 2>&1 &
   local wfast=$!
   wait "$wdb" "$wfast"
-  stop "$spid"
+  stop_pid "$spid"
   local drps dp50 dp99 derr frps fp50 fp99 ferr
   read -r drps dp50 dp99 derr <<<"$(wrk_fields "$work/db.out")"
   read -r frps fp50 fp99 ferr <<<"$(wrk_fields "$work/fast.out")"

@@ -46,11 +46,8 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-port() { /usr/bin/python3 -c 'import socket,random
-for _ in range(200):
-    p=random.randint(20000,32000); s=socket.socket()
-    try: s.bind(("127.0.0.1",p)); print(p); break
-    except OSError: pass'; }
+. "$(dirname "$0")/lib/common.sh"
+port() { free_port; }
 wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
 user_line=""; [ "$(id -u)" = 0 ] && user_line="user root root;"
@@ -123,7 +120,6 @@ runwrk() {  # port → "req/s p99_ms errors"
   err=$(awk '/Socket errors/ {gsub(",",""); s=$4+$6+$8+$10} /Non-2xx/ {n=$5} END {print (s+0)+(n+0)}' <<<"$o")
   echo "${rps:-0} ${p99:-0} ${err:-0}"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A R P E
 for ((i = 1; i <= rounds; i++)); do
   for name in nginx-csgi nginx-c; do

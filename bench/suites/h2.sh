@@ -26,11 +26,7 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then reps=1; n1=100000; n100=200000; fi
 md="$out/h2.md"
 csgi="$build/adapters/cli/csgi"
 
-fail_section() {
-  printf '## h2\n\n%s\n' "$1" > "$md"
-  echo "h2 bench: $1" >&2
-  exit 0
-}
+. "$(dirname "$0")/lib/common.sh"
 cmake --build "$build" --target csgi_cli -j2 >/dev/null 2>&1 || true
 [ -x "$csgi" ] || fail_section "csgi is not built (cmake --build BUILD --target csgi_cli)."
 command -v h2load >/dev/null || fail_section "h2load not found (Debian nghttp2-client)."
@@ -41,19 +37,11 @@ chmod 755 "$work"
 results="$work/results.tsv"
 : > "$results"
 pids=()
-stop() {
-  local p=$1
-  kill -TERM "$p" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$p" 2>/dev/null
-  wait "$p" 2>/dev/null
-}
 cleanup() {
-  for p in "${pids[@]}"; do stop "$p"; done
+  for p in "${pids[@]}"; do stop_pid "$p"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pin_s=()
 pin_w=()
 command -v taskset >/dev/null && { pin_s=(taskset -c 0); pin_w=(taskset -c 1); }
@@ -85,7 +73,6 @@ start() {  # start NAME PORT COMMAND...: the server's pid in PID[NAME] once /hel
   echo "  $name did not start (see $work/$name.log)" >&2
   return 1
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 port=$(free_port)
 CMD[csgi]="csgi serve --demo --threads 1 (TLS: --listen https://… --tls-cert … --tls-key …)"

@@ -15,6 +15,8 @@ build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out" "$root/bench/charts"
+md="$out/middleware.md"
+. "$(dirname "$0")/lib/common.sh"
 work=$(mktemp -d /tmp/csgi-bench-mw-XXXXXX)
 pids=()
 cleanup() {
@@ -100,21 +102,7 @@ for name, size in (("1k.txt", 1024), ("1300k.txt", 1300000)):
     open(os.path.join(sys.argv[1], name), "wb").write(base64.encodebytes(os.urandom(size))[:size])' "$work/www"
 chmod -R a+rX "$work"  # nginx workers run as nobody
 
-free_port() {
-  /usr/bin/python3 -c '
-import random, socket
-for _ in range(500):
-    p = random.randint(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); s.close(); print(p); break
-    except OSError:
-        s.close()'
-}
-wait_port() {
-  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.05; done
-  echo "server on port $1 did not come up" >&2; return 1
-}
+wait_port() { wait_url "http://127.0.0.1:$1/" 100; }
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 # start_csgi VARIANT BODY -> sets port, pid
@@ -173,14 +161,6 @@ print(f"{rps:.0f} {ms(*lat.groups()):.3f} {ms(*p99.groups()):.3f} {total}")
 PY
 }
 
-cpu_ticks() {  # utime+stime of a process and its children, in clock ticks
-  local total=0 p
-  for p in "$1" $(pgrep -P "$1" || true); do
-    [ -r "/proc/$p/stat" ] || continue
-    total=$(( total + $(awk '{print $14 + $15}' "/proc/$p/stat") ))
-  done
-  echo "$total"
-}
 declare -A results  # name -> "rps lat p99 requests cpu_us" lines, one per rep
 run_case() {  # NAME START_FN ARGS... -- URL [headers]
   local name=$1; shift
@@ -190,9 +170,9 @@ run_case() {  # NAME START_FN ARGS... -- URL [headers]
   shift
   "$starter" "${sargs[@]}"
   local r c0 c1
-  c0=$(cpu_ticks "$pid")
+  c0=$(tree_cpu_ticks "$pid")
   r=$(measure "http://127.0.0.1:$port$1" "${@:2}")
-  c1=$(cpu_ticks "$pid")
+  c1=$(tree_cpu_ticks "$pid")
   # server CPU per request (user+system of the server and its children, e.g. nginx's worker), in µs:
   # robust against the machine's load, unlike req/s.
   r="$r $(awk -v d=$((c1 - c0)) -v t="$(getconf CLK_TCK)" -v n="${r##* }" 'BEGIN { printf "%.2f", d * 1e6 / t / n }')"

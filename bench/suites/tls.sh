@@ -24,11 +24,7 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then dur=3; reps=1; fi
 md="$out/tls.md"
 csgi="$build/adapters/cli/csgi"
 
-fail_section() {
-  printf '## tls\n\n%s\n' "$1" > "$md"
-  echo "tls bench: $1" >&2
-  exit 0
-}
+. "$(dirname "$0")/lib/common.sh"
 cmake --build "$build" --target csgi_cli csgi_tls -j2 >/dev/null 2>&1 || true
 [ -x "$csgi" ] || fail_section "csgi is not built (cmake --build BUILD --target csgi_cli csgi_tls)."
 command -v wrk >/dev/null || fail_section "wrk not found (scripts/install-deps.sh bench)."
@@ -56,21 +52,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 100); do
-    curl -sk -o /dev/null "https://127.0.0.1:$1/hello" && return 0
-    sleep 0.1
-  done
-  return 1
-}
-tree_cpu_ticks() {  # utime+stime of a process and its children (clock ticks)
-  local total=0 p
-  for p in $1 $(pgrep -P "$1"); do
-    total=$((total + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0)))
-  done
-  echo "$total"
-}
 worker_rss_kb() {  # the largest single process of the tree (nginx's worker; csgi itself)
   local max=0 p r
   for p in $1 $(pgrep -P "$1"); do
@@ -126,7 +107,7 @@ EOF
       ;;
   esac
   pids+=("$spid")
-  wait_port "$port" || echo "tls bench: $1 did not start" >&2
+  wait_url "https://127.0.0.1:$port/hello" || echo "tls bench: $1 did not start" >&2
   sleep 0.3
 }
 

@@ -12,7 +12,8 @@ build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
-PY=/usr/bin/python3
+md="$out/websocket.md"
+. "$(dirname "$0")/lib/common.sh"
 dur=${BENCH_SECONDS:-10}; [ "${BENCH_QUICK:-0}" = 1 ] && dur=3
 conns=${BENCH_CONNS:-32}
 idle=${BENCH_IDLE:-1000}
@@ -87,7 +88,6 @@ if (arg === 'idle') {
 }
 EOF
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start() {  # start PORT cmd...
   local port=$1; shift
   (cd "$work" && exec setsid "$@" >"$work/server.log" 2>&1) &
@@ -100,7 +100,6 @@ start() {  # start PORT cmd...
 }
 # The server's process: the one listening (setsid's child may be a shell or the server itself).
 server_pid() { local p; p=$(pgrep -s "$pid" | tail -1); echo "${p:-$pid}"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 declare -A label=([csgi]="csgi serve (Beast websocket, 1 io thread)" [python]="Python websockets 10.4 (asyncio)"

@@ -1,0 +1,63 @@
+# Shell functions the bench suites share; a suite sources this file after setting `md` (its section file):
+#   . "$(dirname "$0")/lib/common.sh"
+PY=/usr/bin/python3
+
+# A free TCP port on 127.0.0.1 below 32768, outside the kernel's ephemeral range that clients draw from.
+free_port() {
+  "$PY" -c '
+import random, socket
+for _ in range(500):
+    port = random.randint(20000, 32767)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break'
+}
+
+# fail_section MESSAGE: the suite's section says why it could not run, and the suite ends (status 0, so
+# that the other suites still run).
+fail_section() {
+  local name
+  name=$(basename "$md" .md)
+  printf '## %s\n\n%s\n' "$name" "$1" > "$md"
+  echo "$name bench: $1" >&2
+  exit 0
+}
+
+# stop_pid PID: TERM to its process group when it leads one (servers started with setsid), else to it;
+# KILL after 5 s.
+stop_pid() {
+  local p=$1
+  kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
+  wait "$p" 2>/dev/null
+  return 0
+}
+
+# wait_url URL [TRIES]: true once URL answers (any status; certificates not checked), polling every 50 ms.
+wait_url() {
+  local tries=${2:-200}
+  for _ in $(seq "$tries"); do
+    curl -sk -o /dev/null --max-time 2 "$1" && return 0
+    sleep 0.05
+  done
+  echo "no answer from $1" >&2
+  return 1
+}
+
+# cpu_ticks PID: utime+stime of the process (clock ticks); tree_cpu_ticks PID adds its children's.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+tree_cpu_ticks() {
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do total=$((total + $(cpu_ticks "$p"))); done
+  echo "$total"
+}
+
+# median: the median of the numbers on stdin, one per line (the mean of the middle two for an even count).
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
