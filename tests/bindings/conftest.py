@@ -32,18 +32,8 @@ def load(apps_lib):
     return _load
 
 
-def free_port():
-    """A free TCP port on 127.0.0.1 below 32768 (outside the kernel's ephemeral range), for a server that
-    cannot take port 0 and report the one it got."""
-    for _ in range(500):
-        port = 20000 + int.from_bytes(os.urandom(2), "big") % 12768
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port below 32768")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ports import free_port  # noqa: E402,F401
 
 
 class Server:

@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -18,17 +19,8 @@ LAB_NET = "198.18.0"
 BRIDGE = "csgi-br0"
 
 
-def free_port(host="127.0.0.1"):
-    """A free TCP port below 32768 (the kernel's ephemeral range starts there)."""
-    for _ in range(200):
-        port = 20000 + int.from_bytes(os.urandom(2), "big") % 12000
-        with socket.socket() as s:
-            try:
-                s.bind((host, port))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no free port")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ports import free_port  # noqa: E402,F401
 
 
 def wait_port(host, port, timeout=10.0, netns=None):

@@ -1,9 +1,12 @@
 """What the cli socket tests share: a pass/fail checklist and `csgi serve` started on a free port."""
 import os
 import re
-import socket
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from ports import free_port  # noqa: E402,F401
 
 failures = []
 
@@ -12,20 +15,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
     if not cond:
         failures.append(what)
-
-
-def free_port():
-    """A free TCP port on 127.0.0.1 below 32768, outside the kernel's ephemeral range, for a server that
-    cannot take port 0 and report the one it got."""
-    for _ in range(500):
-        port = 20000 + int.from_bytes(os.urandom(2), "big") % 12768
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port below 32768")
 
 
 def start(csgi, args, listen="127.0.0.1:0", stderr=subprocess.DEVNULL):
