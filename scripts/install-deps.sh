@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(
-  g++ cmake make pkg-config
+  g++ cmake make pkg-config lld
   libboost-dev
   catch2 libfcgi-dev zlib1g-dev libbrotli-dev libcrypt-dev libssl-dev libbenchmark-dev
   pybind11-dev python3-dev python3-pybind11 nlohmann-json3-dev libnghttp2-dev libsystemd-dev
