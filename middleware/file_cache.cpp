@@ -52,7 +52,8 @@ SharedBytes read_whole(int fd, std::size_t size) {
 
 }  // namespace
 
-FileCache::FileCache(const Root& root, FileCacheOptions options) : root_(root), o_(options) {
+FileCache::FileCache(const Root& root, FileCacheOptions options, Prepare prepare)
+    : root_(root), o_(options), prepare_(std::move(prepare)) {
   std::lock_guard lock(mu_);
   reset_locked();
 }
@@ -122,18 +123,20 @@ void FileCache::drain_locked() {
   }
 }
 
-std::shared_ptr<FileCache::Entry> FileCache::open_uncached(const Root& root, std::string_view relative) {
+std::shared_ptr<FileCache::Entry> FileCache::open_uncached(const Root& root, std::string_view relative,
+                                                           const Prepare& prepare) {
   auto e = std::make_shared<Entry>();
   e->opened = root.open(relative);
   if (e->opened && e->opened.is_file()) {
     e->etag = file_etag(e->opened.st);
     e->last_modified = http_date(e->opened.st.st_mtim.tv_sec);
+    if (prepare) prepare(*e, relative);
   }
   return e;
 }
 
 std::shared_ptr<const FileCache::Entry> FileCache::load(std::string_view relative, bool& cacheable) const {
-  auto e = open_uncached(root_, relative);
+  auto e = open_uncached(root_, relative, prepare_);
   bool wanted = cacheable;
   cacheable = false;
   if (!e->opened || !e->opened.is_file()) return e;
@@ -154,7 +157,6 @@ std::shared_ptr<const FileCache::Entry> FileCache::load(std::string_view relativ
 }
 
 std::shared_ptr<const FileCache::Entry> FileCache::open(std::string_view relative) {
-  std::string key(relative);
   bool watched = false;
   std::uint64_t epoch = 0;
   {
@@ -165,7 +167,7 @@ std::shared_ptr<const FileCache::Entry> FileCache::open(std::string_view relativ
       return load(relative, no);
     }
     drain_locked();
-    if (auto it = map_.find(key); it != map_.end()) {
+    if (auto it = map_.find(relative); it != map_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
       ++stats_.hits;
       return it->second.entry;
@@ -185,7 +187,8 @@ std::shared_ptr<const FileCache::Entry> FileCache::open(std::string_view relativ
   // nothing then, rather than a version that may already be replaced.
   if (epoch_ != epoch) return e;
   std::size_t bytes = e->bytes ? e->bytes->size() : 0;
-  if (map_.count(key)) return e;  // another thread loaded it meanwhile
+  if (map_.find(relative) != map_.end()) return e;  // another thread loaded it meanwhile
+  std::string key(relative);
   evict_locked(bytes);
   if (map_.size() >= o_.max_entries || bytes_ + bytes > o_.max_bytes) return e;
   lru_.push_front(key);

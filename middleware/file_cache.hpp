@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -51,9 +52,14 @@ public:
     SharedBytes bytes;  // the whole file, or null when it is sent from the descriptor
     std::string etag;
     std::string last_modified;
+    std::string content_type;  // set by the Prepare hook (Static: the media type with its charset)
+    Headers head;              // set by the Prepare hook (Static: the headers of a 200 for the whole file)
   };
+  /// Called once for each regular file opened (outside the cache's lock, before the entry is shared),
+  /// with the entry's etag and last_modified already set: derives the rest of what a response needs.
+  using Prepare = std::function<void(Entry&, std::string_view relative)>;
 
-  FileCache(const Root& root, FileCacheOptions options);
+  FileCache(const Root& root, FileCacheOptions options, Prepare prepare = {});
   ~FileCache();
   FileCache(const FileCache&) = delete;
   FileCache& operator=(const FileCache&) = delete;
@@ -63,8 +69,10 @@ public:
   /// a directory comes back uncached.
   std::shared_ptr<const Entry> open(std::string_view relative);
 
-  /// `relative` opened beneath `root` now, without a cache, with the header values of a file.
-  static std::shared_ptr<Entry> open_uncached(const Root& root, std::string_view relative);
+  /// `relative` opened beneath `root` now, without a cache, with the header values of a file (and
+  /// `prepare` applied to a regular file).
+  static std::shared_ptr<Entry> open_uncached(const Root& root, std::string_view relative,
+                                              const Prepare& prepare = {});
 
   /// False when inotify could not be set up: every open() goes to the file system.
   bool active() const noexcept { return fd_ >= 0; }
@@ -88,14 +96,21 @@ private:
   /// to whether the result may be kept.
   std::shared_ptr<const Entry> load(std::string_view relative, bool& cacheable) const;
 
+  /// Lookup by std::string_view without building a key string.
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+
   const Root& root_;
   FileCacheOptions o_;
+  Prepare prepare_;
   mutable std::mutex mu_;
   int fd_ = -1;
   unsigned generation_ = 0;  // the fork generation of the process that made fd_
   std::unordered_map<int, std::vector<std::string>> dirs_by_wd_;  // watch → the relative dirs it stands for
   std::unordered_map<std::string, int> wd_by_dir_;
-  std::unordered_map<std::string, Slot> map_;
+  std::unordered_map<std::string, Slot, KeyHash, std::equal_to<>> map_;
   std::list<std::string> lru_;  // front: most recently used
   std::size_t bytes_ = 0;
   std::uint64_t epoch_ = 0;  // inotify events read so far

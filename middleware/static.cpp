@@ -20,6 +20,7 @@ struct Static::State {
   StaticOptions o;
   std::unique_ptr<Root> root;
   std::shared_ptr<const MimeTypes> mime;
+  FileCache::Prepare prepare;        // fills an entry's content_type and head (prepare_entry)
   std::unique_ptr<FileCache> cache;  // null: every request opens its file
 };
 
@@ -74,6 +75,23 @@ Response directory_redirect(const Env& env, std::string_view relative) {
   return r;
 }
 
+/// What a response for the whole file needs, derived once per opened file: the media type (with the
+/// charset for text/*) and the headers of a 200. Content-Length comes first: adapters look it up in
+/// every complete response.
+void prepare_entry(const StaticOptions& o, const MimeTypes& mime, FileCache::Entry& e, std::string_view relative) {
+  e.content_type = mime.lookup(relative, o.default_type);
+  if (!o.charset.empty() && e.content_type.starts_with("text/")) e.content_type.append("; charset=").append(o.charset);
+  Headers& h = e.head;
+  h.reserve(7);
+  h.add("Content-Length", std::to_string(static_cast<std::uint64_t>(e.opened.st.st_size)));
+  h.add("Content-Type", e.content_type);
+  h.add("Accept-Ranges", "bytes");
+  if (o.last_modified) h.add("Last-Modified", e.last_modified);
+  if (o.etag) h.add("ETag", e.etag);
+  if (!o.cache_control.empty()) h.add("Cache-Control", o.cache_control);
+  if (o.precompressed && is_compressible_type(e.content_type)) h.add("Vary", "Accept-Encoding");
+}
+
 }  // namespace
 
 std::string file_etag(const struct stat& st) {
@@ -86,8 +104,12 @@ Static::Static(StaticOptions options) {
   auto s = std::make_shared<State>();
   s->root = std::make_unique<Root>(options.root, options.symlinks);
   s->mime = options.mime ? options.mime : MimeTypes::system();
-  if (options.cache) s->cache = std::make_unique<FileCache>(*s->root, options.cache_options);
   s->o = std::move(options);
+  const State* state = s.get();  // the cache is a member of the State: it never outlives it
+  s->prepare = [state](FileCache::Entry& e, std::string_view relative) {
+    prepare_entry(state->o, *state->mime, e, relative);
+  };
+  if (s->o.cache) s->cache = std::make_unique<FileCache>(*s->root, s->o.cache_options, s->prepare);
   s_ = std::move(s);
 }
 
@@ -98,7 +120,7 @@ FileCache::Stats Static::cache_stats() const { return s_->cache ? s_->cache->sta
 
 std::shared_ptr<const FileCache::Entry> Static::open(std::string_view relative) const {
   if (s_->cache) return s_->cache->open(relative);
-  return FileCache::open_uncached(*s_->root, relative);
+  return FileCache::open_uncached(*s_->root, relative, s_->prepare);
 }
 
 Response Static::operator()(Env& env) const {
@@ -119,14 +141,14 @@ Response Static::operator()(Env& env) const {
   }
   if (target.is_file()) {
     if (sp.trailing_slash) return Response::error(404);  // "/file.txt/" names no file
-    return serve(env, sp.relative, *entry);
+    return serve(env, sp.relative, *entry, method == "HEAD");
   }
   // A directory.
   if (!sp.trailing_slash && o.redirect_directories) return directory_redirect(env, sp.relative);
   for (const std::string& index : o.index_files) {
     std::string rel = sp.relative.empty() ? index : sp.relative + "/" + index;
     auto f = open(rel);
-    if (f->opened && f->opened.is_file()) return serve(env, rel, *f);
+    if (f->opened && f->opened.is_file()) return serve(env, rel, *f, method == "HEAD");
   }
   if (o.on_directory) return o.on_directory(env, *s_->root, target, sp.relative);
   return Response::error(403, "directory listing is not enabled");
@@ -137,89 +159,78 @@ Response Static::serve_file(Env& env, std::string_view relative, Opened file) co
   e.opened = std::move(file);
   e.etag = file_etag(e.opened.st);
   e.last_modified = http_date(e.opened.st.st_mtim.tv_sec);
-  return serve(env, relative, e);
+  s_->prepare(e, relative);
+  return serve(env, relative, e, env.get(keys::REQUEST_METHOD) == "HEAD");
 }
 
-Response Static::serve(Env& env, std::string_view relative, const FileCache::Entry& entry) const {
+Response Static::serve(Env& env, std::string_view relative, const FileCache::Entry& entry, bool head) const {
   const StaticOptions& o = s_->o;
-  const Root& root = *s_->root;
-  std::string type(s_->mime->lookup(relative, o.default_type));
-  if (!o.charset.empty() && type.starts_with("text/")) type += "; charset=" + o.charset;
-
-  const FileCache::Entry* chosen = &entry;
-  std::shared_ptr<const FileCache::Entry> sibling;
+  std::string_view range = env.get(keys::HTTP_RANGE);
+  Coding coding;
+  if (o.precompressed && range.empty() && is_compressible_type(entry.content_type)) coding = choose_coding(env, relative);
+  const FileCache::Entry& chosen = coding.sibling ? *coding.sibling : entry;
   std::string_view etag = o.etag ? std::string_view(entry.etag) : std::string_view();
   std::string_view lm = o.last_modified ? std::string_view(entry.last_modified) : std::string_view();
   std::string coded_etag;  // the ETag of a precompressed sibling
-  bool head = env.get(keys::REQUEST_METHOD) == "HEAD";
-  std::string_view range = env.get(keys::HTTP_RANGE);
-
-  Response res;
-  res.status = 200;
-  res.headers.reserve(8);
-  bool vary = false;
-  std::string encoding;
-  if (o.precompressed && is_compressible_type(type)) {
-    vary = true;
-    std::string_view ae = env.get(keys::HTTP_ACCEPT_ENCODING);
-    if (range.empty() && !ae.empty()) {
-      // The coding the client prefers (higher q); brotli first when it likes both alike.
-      std::array<std::pair<const char*, const char*>, 2> codings{{{"br", ".br"}, {"gzip", ".gz"}}};
-      if (accepted_q(ae, "gzip") > accepted_q(ae, "br")) std::swap(codings[0], codings[1]);
-      for (auto [coding, ext] : codings) {
-        if (accepted_q(ae, coding) <= 0) continue;
-        auto sib = open(std::string(relative) + ext);
-        if (!sib->opened || !sib->opened.is_file()) continue;
-        sibling = std::move(sib);
-        chosen = sibling.get();
-        encoding = coding;
-        if (o.etag) {
-          coded_etag = std::string(etag.substr(0, etag.size() - 1)) + "-" + coding + std::string(etag.substr(etag.size() - 1));
-          etag = coded_etag;
-        }
-        break;
-      }
-    }
+  if (coding.sibling && o.etag) {
+    coded_etag.append(etag.substr(0, etag.size() - 1)).append("-").append(coding.name).append(etag.substr(etag.size() - 1));
+    etag = coded_etag;
   }
 
-  auto add_common = [&](Headers& h) {
-    if (!lm.empty()) h.add("Last-Modified", std::string(lm));
-    if (!etag.empty()) h.add("ETag", std::string(etag));
-    if (!o.cache_control.empty()) h.add("Cache-Control", o.cache_control);
-    if (vary) h.add("Vary", "Accept-Encoding");
-  };
-
+  Response res;
   if (not_modified(env, etag, lm)) {
     res.status = 304;
-    add_common(res.headers);
+    for (const Header& h : entry.head)  // the validators and caching headers of a 200, no entity headers
+      if (h.name == "Last-Modified" || h.name == "Cache-Control" || h.name == "Vary") res.headers.add(h.name, h.value);
+      else if (h.name == "ETag") res.headers.add(h.name, std::string(etag));
     res.body = std::string();
     return res;
   }
 
-  const Opened& file = chosen->opened;
-  std::uint64_t size = static_cast<std::uint64_t>(file.st.st_size);
-  res.headers.add("Content-Type", type);
-  if (!encoding.empty()) res.headers.add("Content-Encoding", encoding);
-  res.headers.add("Accept-Ranges", "bytes");
-  add_common(res.headers);
-  res.headers.add("Content-Length", std::to_string(size));
+  res.status = 200;
+  if (!coding.sibling) {
+    res.headers = entry.head;
+  } else {
+    res.headers.reserve(8);
+    for (const Header& h : entry.head) {
+      if (h.name == "Content-Length") res.headers.add(h.name, std::to_string(chosen.opened.st.st_size));
+      else if (h.name == "ETag") res.headers.add(h.name, std::string(etag));
+      else res.headers.add(h.name, h.value);
+      if (h.name == "Content-Type") res.headers.add("Content-Encoding", std::string(coding.name));
+    }
+  }
   if (head) {
     res.body = std::string();
     return res;
   }
-  if (chosen->bytes) {
-    res.body = chosen->bytes;
-    apply_ranges(RangeRequest::from(env), res, o.max_ranges);
-    return res;
+  if (chosen.bytes) {
+    res.body = chosen.bytes;
+  } else {
+    FileBody body;
+    body.path = s_->root->path() + "/" + std::string(relative) + std::string(coding.ext);
+    body.file = chosen.opened.file;
+    body.offset = 0;
+    body.length = static_cast<std::uint64_t>(chosen.opened.st.st_size);
+    res.body = std::move(body);
   }
-  FileBody body;
-  body.path = root.path() + "/" + std::string(relative) + (encoding.empty() ? "" : encoding == "br" ? ".br" : ".gz");
-  body.file = file.file;
-  body.offset = 0;
-  body.length = size;
-  res.body = std::move(body);
-  apply_ranges(RangeRequest::from(env), res, o.max_ranges);
+  // Without a Range there is nothing for apply_ranges to do: Accept-Ranges is in the head already.
+  if (!range.empty()) apply_ranges(RangeRequest::from(env), res, o.max_ranges);
   return res;
+}
+
+Static::Coding Static::choose_coding(const Env& env, std::string_view relative) const {
+  std::string_view ae = env.get(keys::HTTP_ACCEPT_ENCODING);
+  if (ae.empty()) return {};
+  // The coding the client prefers (higher q); brotli first when it likes both alike.
+  std::array<std::pair<std::string_view, std::string_view>, 2> codings{{{"br", ".br"}, {"gzip", ".gz"}}};
+  if (accepted_q(ae, "gzip") > accepted_q(ae, "br")) std::swap(codings[0], codings[1]);
+  for (auto [name, ext] : codings) {
+    if (accepted_q(ae, name) <= 0) continue;
+    auto sib = open(std::string(relative) + std::string(ext));
+    if (!sib->opened || !sib->opened.is_file()) continue;
+    return Coding{std::move(sib), name, ext};
+  }
+  return {};
 }
 
 }  // namespace csgi::mw

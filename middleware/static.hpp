@@ -17,7 +17,8 @@
 /// link HTML-escaped);
 /// `/dir/` → its first index file, else `on_directory` (the Directory app's listing), else 403.
 /// With `cache` (the default) files are looked up through a FileCache (file_cache.hpp): kept open, a
-/// small one in memory and sent as shared bytes, each change seen by the next request (inotify).
+/// small one in memory and sent as shared bytes, each change seen by the next request (inotify); the media
+/// type and the head of a 200 for the whole file are prepared once per file version and copied per request.
 ///
 /// Reads:  REQUEST_METHOD, PATH_INFO, SCRIPT_NAME, QUERY_STRING, HTTP_RANGE, HTTP_IF_RANGE,
 ///         HTTP_IF_NONE_MATCH, HTTP_IF_MODIFIED_SINCE, HTTP_ACCEPT_ENCODING
@@ -75,8 +76,15 @@ public:
 
 private:
   struct State;
+  /// A precompressed sibling chosen for the request (none: `sibling` null).
+  struct Coding {
+    std::shared_ptr<const FileCache::Entry> sibling;
+    std::string_view name;  // "br" or "gzip"
+    std::string_view ext;   // ".br" or ".gz"
+  };
   std::shared_ptr<const FileCache::Entry> open(std::string_view relative) const;
-  Response serve(Env& env, std::string_view relative, const FileCache::Entry& file) const;
+  Coding choose_coding(const Env& env, std::string_view relative) const;
+  Response serve(Env& env, std::string_view relative, const FileCache::Entry& file, bool head) const;
   std::shared_ptr<const State> s_;
 };
 
