@@ -123,9 +123,18 @@
     return to;
   }
   function dep(rec, spec) {
-    var d = rec.table[rec.deps[spec]];
+    var id = rec.deps[spec], d = Array.isArray(id) ? view(rec, spec, id) : rec.table[id];
     if (!d) throw new Error("module '" + spec + "' imported by " + rec.path + ' was not delivered');
     return d;
+  }
+  // A barrel the server left out: a module re-exporting [name, id, name there] of the modules defining them.
+  function view(rec, spec, list) {
+    var vs = rec.views || (rec.views = Object.create(null)), v = vs[spec];
+    if (v) return v;
+    v = vs[spec] = new Rec(rec.table, -1, rec.path + ' > ' + spec, Object.create(null), '', rec.shim);
+    v.esm = { d: [], x: [], r: [], s: [], i: [] };
+    list.forEach(function (t, k) { v.deps[k] = t[1]; v.esm.d.push(k); v.esm.r.push([t[0], k, t[2]]); });
+    return v;
   }
   function exportsOf(rec, seen) {  // export name -> getter; names two `export *` give are left out
     var out = Object.create(null), from = Object.create(null), m = rec.esm;
