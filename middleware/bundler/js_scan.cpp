@@ -119,7 +119,7 @@ public:
     while (!res_.error) {
       std::size_t gap = p_;
       skip_space_and_comments();
-      if (comments_ && !res_.error && std::memchr(s_.data() + gap, '/', p_ - gap))
+      if (comments_ && !res_.error && p_ > gap && layout(s_.substr(gap, p_ - gap)))
         res_.comments.emplace_back(std::uint32_t(gap), std::uint32_t(p_));
       if (res_.error || p_ >= s_.size()) break;
       lex_token();
@@ -136,6 +136,13 @@ public:
   }
 
 private:
+  // A stretch between tokens holding a comment, or more than line breaks and a single space.
+  static bool layout(std::string_view gap) {
+    if (gap.find('/') != std::string_view::npos) return true;
+    if (gap.find('\n') == std::string_view::npos) return false;
+    return gap.find_first_not_of('\n') != std::string_view::npos;
+  }
+
   struct Brace {
     enum Kind : std::uint8_t { block, object, tmpl } kind;
     std::size_t offset;

@@ -1,5 +1,5 @@
 // Branches the defines make dead are not followed by the dependency scan; production bundles leave
-// comments out, keeping every line.
+// comments and indentation out, keeping every line.
 #include "csgi/middleware/bundler/dead_code.hpp"
 
 #include <catch2/catch.hpp>
@@ -78,10 +78,10 @@ TEST_CASE("bundler: a require in a branch the mode makes dead is not bundled", "
   CHECK_THAT(prod.body, Catch::Contains("require('./cjs/dev.js')"));
 }
 
-TEST_CASE("bundler: production bundles leave comments out, keeping every line", "[bundler][defines]") {
+TEST_CASE("bundler: production bundles leave comments and indentation out, keeping every line", "[bundler][defines]") {
   Tree t;
   t.write("main.js", "/**\n * Docs.\n */\nvar a = 1; // one\nvar b = a/**/-/**/-1, s = '/* kept */', r = /\\/\\/x/;\n"
-                     "/*! legal */\n/* @license MIT */\nmodule.exports = b; /* two\n lines */ // end");
+                     "/*! legal */\n/* @license MIT */\nif (b) {\n    b = `x\n    y`;\n  }\nmodule.exports = b; /* two\n lines */ // end");
   auto source_of = [](const std::string& body) {
     auto b = body.find(",{},\"") + 5;
     auto e = body.find("\\n//# sourceURL=");
@@ -93,7 +93,7 @@ TEST_CASE("bundler: production bundles leave comments out, keeping every line", 
   REQUIRE(prod.status == 200);
   CHECK(source_of(prod.body) ==
         R"(\n\n\nvar a = 1;\nvar b = a - -1, s = '/* kept */', r = /\\/\\/x/;\n/*! legal */\n/* @license MIT */\n)"
-        R"(module.exports = b;\n)");
+        R"(if (b) {\nb = `x\n    y`;\n}\nmodule.exports = b;\n)");  // indentation goes too, template text stays
   auto dev = call(app_of(t.root()), "GET /main.js");
   CHECK_THAT(dev.body, Catch::Contains("Docs.") && Catch::Contains("// one"));
 }
