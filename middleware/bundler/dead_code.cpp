@@ -16,8 +16,8 @@ struct Tk {
 };
 
 constexpr std::string_view kOps[] = {">>>=", "===", "!==", "**=", "<<=", ">>=", ">>>", "&&=", "||=", "?\?=", "...",
-                                     "=>",   "==",  "!=",  "<=",  ">=",  "+=",  "-=",  "*=",  "/=",  "%=",  "&=",
-                                     "|=",   "^=",  "**",  "<<",  ">>",  "?.",  "++",  "--",  "&&",  "||",  "??"};
+                                     "=>",   "==",  "!=",  "<=",  ">=",  "+=",  "-=",  "*=",  "/=",  "%=",   "&=",
+                                     "|=",   "^=",  "**",  "<<",  ">>",  "?.",  "++",  "--",  "&&",  "||",   "??"};
 
 std::vector<Tk> join_operators(std::string_view s, const std::vector<Token>& in) {
   std::vector<Tk> out;
@@ -30,8 +30,8 @@ std::vector<Tk> join_operators(std::string_view s, const std::vector<Token>& in)
       for (const auto op : kOps) {
         if (s.substr(t.begin).starts_with(op)) {
           std::size_t k = i;
-          while (k < in.size() && in[k].kind == Token::punct && in[k].end < t.begin + op.size() &&
-                 k + 1 < in.size() && in[k + 1].begin == in[k].end)
+          while (k < in.size() && in[k].kind == Token::punct && in[k].end < t.begin + op.size() && k + 1 < in.size() &&
+                 in[k + 1].begin == in[k].end)
             ++k;
           if (in[k].end == t.begin + op.size()) {
             j = k;
@@ -52,7 +52,9 @@ struct Val {
   std::string v;
 };
 
-Val bool_val(bool b) { return {'b', b ? "1" : "0"}; }
+Val bool_val(bool b) {
+  return {'b', b ? "1" : "0"};
+}
 
 Val literal(Token::Kind kind, std::string_view text) {
   if ((kind == Token::string || kind == Token::tmpl) && text.size() >= 2 && text.find('\\') == std::string_view::npos)
@@ -69,22 +71,28 @@ Val define_value(std::string_view v) {
       v.substr(1, v.size() - 2).find_first_of("\"'\\") == std::string_view::npos)
     return {'s', std::string(v.substr(1, v.size() - 2))};
   if (v == "true" || v == "false") return bool_val(v == "true");
-  if (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) return {'n', std::string(v)};
+  if (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return {'n', std::string(v)};
   return {};
 }
 
 int truthy(const Val& v) {  // 1, 0, or -1 when unknown
   switch (v.type) {
-    case 's': return v.v.empty() ? 0 : 1;
-    case 'b': return v.v == "1" ? 1 : 0;
-    case 'n': return v.v.find_first_not_of('0') == std::string::npos ? 0 : 1;
-    default: return -1;
+    case 's':
+      return v.v.empty() ? 0 : 1;
+    case 'b':
+      return v.v == "1" ? 1 : 0;
+    case 'n':
+      return v.v.find_first_not_of('0') == std::string::npos ? 0 : 1;
+    default:
+      return -1;
   }
 }
 
 class Analysis {
-public:
-  Analysis(std::string_view s, std::vector<Tk> t) : s_(s), t_(std::move(t)), fwd_(t_.size(), npos), bwd_(t_.size(), npos) {}
+ public:
+  Analysis(std::string_view s, std::vector<Tk> t)
+      : s_(s), t_(std::move(t)), fwd_(t_.size(), npos), bwd_(t_.size(), npos) {}
 
   bool pair_brackets() {
     std::vector<std::size_t> open;
@@ -112,21 +120,29 @@ public:
 
   std::vector<std::pair<std::uint32_t, std::uint32_t>> run() {
     for (std::size_t i = 0; i < t_.size(); ++i) {
-      if (word(i, "if") && !(i && (punct(i - 1, ".") || punct(i - 1, "?."))) && punct(i + 1, "(")) branch_if(i);
-      else if (punct(i, "?")) branch_ternary(i);
+      if (word(i, "if") && !(i && (punct(i - 1, ".") || punct(i - 1, "?."))) && punct(i + 1, "("))
+        branch_if(i);
+      else if (punct(i, "?"))
+        branch_ternary(i);
     }
     std::sort(dead_.begin(), dead_.end());
     return std::move(dead_);
   }
 
-private:
-  bool punct(std::size_t i, std::string_view p) const { return i < t_.size() && t_[i].kind == Token::punct && t_[i].text == p; }
-  bool word(std::size_t i, std::string_view w) const { return i < t_.size() && t_[i].kind == Token::ident && t_[i].text == w; }
+ private:
+  bool punct(std::size_t i, std::string_view p) const {
+    return i < t_.size() && t_[i].kind == Token::punct && t_[i].text == p;
+  }
+  bool word(std::size_t i, std::string_view w) const {
+    return i < t_.size() && t_[i].kind == Token::ident && t_[i].text == w;
+  }
   bool is_opener(std::size_t i) const {
-    return t_[i].kind == Token::tmpl_open || (t_[i].kind == Token::punct && (t_[i].text == "(" || t_[i].text == "[" || t_[i].text == "{"));
+    return t_[i].kind == Token::tmpl_open ||
+           (t_[i].kind == Token::punct && (t_[i].text == "(" || t_[i].text == "[" || t_[i].text == "{"));
   }
   bool is_closer(std::size_t i) const {
-    return t_[i].kind == Token::tmpl_close || (t_[i].kind == Token::punct && (t_[i].text == ")" || t_[i].text == "]" || t_[i].text == "}"));
+    return t_[i].kind == Token::tmpl_close ||
+           (t_[i].kind == Token::punct && (t_[i].text == ")" || t_[i].text == "]" || t_[i].text == "}"));
   }
   /// From an opener to its final closer (through a template's middle parts).
   std::size_t skip(std::size_t i) const {
@@ -154,8 +170,8 @@ private:
       if (k != npos && word(k, "else")) return statement_end(k + 1, depth + 1);
       return k;
     }
-    static constexpr std::string_view compound[] = {"for", "while", "do", "try", "switch", "function", "class",
-                                                    "with", "else", "case", "default", "async", "import", "export"};
+    static constexpr std::string_view compound[] = {"for",  "while", "do",   "try",     "switch", "function", "class",
+                                                    "with", "else",  "case", "default", "async",  "import",   "export"};
     for (auto w : compound)
       if (word(i, w)) return npos;
     if (punct(i + 1, ":") || t_[i].kind == Token::tmpl_mid || t_[i].kind == Token::tmpl_close) return npos;
@@ -269,8 +285,7 @@ private:
   }
   Val equality() {
     Val l = unary();
-    while (!failed_ && i_ < e_ &&
-           (punct(i_, "===") || punct(i_, "!==") || punct(i_, "==") || punct(i_, "!="))) {
+    while (!failed_ && i_ < e_ && (punct(i_, "===") || punct(i_, "!==") || punct(i_, "==") || punct(i_, "!="))) {
       std::string_view op = t_[i_++].text;
       Val r = unary();
       bool strict = op.size() == 3, negate = op[0] == '!';
@@ -348,7 +363,8 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_ranges(std::string_vie
     auto d = defines.find(c.path);
     if (d == defines.end()) continue;
     Val v = define_value(d->second);
-    std::size_t first = a.index_of(std::uint32_t(c.begin), false), last = a.index_of(std::uint32_t(c.ends.back()), true);
+    std::size_t first = a.index_of(std::uint32_t(c.begin), false),
+                last = a.index_of(std::uint32_t(c.ends.back()), true);
     if (v.type != '?' && first != npos && last != npos) a.add_chain(first, last, std::move(v));
   }
   return a.run();

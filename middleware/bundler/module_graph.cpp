@@ -438,7 +438,7 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
       continue;
     }
     const std::size_t edge_index = f.next_edge++;
-    const Edge& edge = m.edges[edge_index];
+    const Edge edge = m.edges[edge_index];  // a copy: resolving a barrel view may re-read m (a cycle)
     if (edge.status != Resolved::ok) {
       m.edges_gen = ~std::uint64_t{0};  // resolve again next time: the file may have appeared
       GraphError e;
@@ -453,7 +453,7 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
     }
     if (m.esm && edge.import) {
       const std::uint32_t from = m.id;
-      if (auto view = barrel_view(m, Edge(edge), out)) {
+      if (auto view = barrel_view(m, edge, out)) {
         for (auto it = view->rbegin(); it != view->rend(); ++it)
           if (!(it->id < seen.size() && seen[it->id]))
             if (auto e = enter(it->id)) return e;
@@ -505,9 +505,11 @@ Graph::Export Graph::find_export(std::uint32_t id, const std::string& name, int 
   Module& m = at(id);
   if (depth > 32 || !refresh(m) || !m.esm) return {};
   out.consulted.push_back(id);
-  const EsmModule& esm = *m.esm;
-  if (std::find(esm.local_names.begin(), esm.local_names.end(), name) != esm.local_names.end())
-    return {Export::found, id, name};
+  const auto& locals = m.esm->local_names;
+  if (std::find(locals.begin(), locals.end(), name) != locals.end()) return {Export::found, id, name};
+  // Copies: the recursion below may re-read this module (a cycle, after an edit).
+  const auto reexports = m.esm->reexports;
+  const auto stars = m.esm->stars;
   // Past this point the module is only passed through, so left out: it must be free of side effects.
   if (!side_effect_free(m)) return {};
   resolve_edges(m);
@@ -516,7 +518,7 @@ Graph::Export Graph::find_export(std::uint32_t id, const std::string& name, int 
       if (e.spec == spec) return e.status == Resolved::ok ? std::optional(e.target) : std::nullopt;
     return std::nullopt;
   };
-  for (const auto& r : esm.reexports) {
+  for (const auto& r : reexports) {
     if (r[0] != name) continue;
     auto t = target(r[1]);
     if (!t) return {};
@@ -526,7 +528,7 @@ Graph::Export Graph::find_export(std::uint32_t id, const std::string& name, int 
   }
   if (name == "default") return {Export::absent, 0, {}};
   Export found{Export::absent, 0, {}};
-  for (const auto& s : esm.stars) {
+  for (const auto& s : stars) {
     auto t = target(s);
     if (!t) return {};
     Export x = find_export(*t, name, depth + 1, out);

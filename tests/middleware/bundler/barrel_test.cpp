@@ -14,7 +14,8 @@ void write_lib(Tree& t, const std::string& side_effects) {
           "export * from './a.js';\nexport { default as b, bump } from './b.js';\nexport * as cns from './c.js';\n"
           "import { d } from './d.js';\nexport { d };\nexport * from './unused.js';\n");
   t.write("node_modules/lib/a.js", "export let a = 1;\nexport function incA() { a++; }\n");
-  t.write("node_modules/lib/b.js", "let n = 0;\nexport default function b() { return n; }\nexport function bump() { n++; }\n");
+  t.write("node_modules/lib/b.js",
+          "let n = 0;\nexport default function b() { return n; }\nexport function bump() { n++; }\n");
   t.write("node_modules/lib/c.js", "export const c = 'c';\n");
   t.write("node_modules/lib/d.js", "export const d = 'd';\n");
   t.write("node_modules/lib/unused.js", "import big from './big.js';\nexport const u = big;\n");
@@ -50,8 +51,9 @@ TEST_CASE("bundler: named imports from a side-effect-free barrel skip it", "[bun
 }
 
 TEST_CASE("bundler: a barrel that may have side effects is sent whole", "[bundler][esm][barrel]") {
-  for (std::string se : {std::string(), std::string(R"(, "sideEffects": true)"), std::string(R"(, "sideEffects": ["./index.js"])"),
-                         std::string(R"(, "sideEffects": ["*.js"])")}) {
+  for (std::string se :
+       {std::string(), std::string(R"(, "sideEffects": true)"), std::string(R"(, "sideEffects": ["./index.js"])"),
+        std::string(R"(, "sideEffects": ["*.js"])")}) {
     Tree t;
     write_lib(t, se);
     t.write("main.js", "import { a } from 'lib';\n");

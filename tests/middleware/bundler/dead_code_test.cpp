@@ -28,8 +28,9 @@ std::vector<std::string> dead_text(const std::string& src, const std::string& en
 
 TEST_CASE("dead code: if/else and ?: tests the defines make constant", "[bundler][defines]") {
   using V = std::vector<std::string>;
-  std::string react = "'use strict';\nif (process.env.NODE_ENV === 'production') {\n  module.exports = require('./p');\n"
-                      "} else {\n  module.exports = require('./d');\n}\n";
+  std::string react =
+      "'use strict';\nif (process.env.NODE_ENV === 'production') {\n  module.exports = require('./p');\n"
+      "} else {\n  module.exports = require('./d');\n}\n";
   CHECK(dead_text(react, "production") == V{"{\n  module.exports = require('./d');\n}"});
   CHECK(dead_text(react, "development") == V{"{\n  module.exports = require('./p');\n}"});
   // != and ==, !, &&, ||, parentheses, unbraced statements, else if, ternaries.
@@ -58,8 +59,9 @@ TEST_CASE("bundler: a require in a branch the mode makes dead is not bundled", "
           "} else {\n  module.exports = require('./cjs/dev.js');\n}\n");
   t.write("node_modules/lib/cjs/prod.js", "module.exports = 'prod';\n");
   t.write("node_modules/lib/cjs/dev.js", "module.exports = 'dev';\n");
-  t.write("main.js", "var lib = require('lib');\nmodule.exports = typeof __DEV__ !== 'undefined' && __DEV__ ? require('./a') : "
-                     "require('./b');\n");
+  t.write("main.js",
+          "var lib = require('lib');\nmodule.exports = typeof __DEV__ !== 'undefined' && __DEV__ ? require('./a') : "
+          "require('./b');\n");
   t.write("a.js", "");
   t.write("b.js", "");
   auto dev = call(app_of(t.root()), "GET /main.js");
@@ -80,8 +82,10 @@ TEST_CASE("bundler: a require in a branch the mode makes dead is not bundled", "
 
 TEST_CASE("bundler: production bundles leave comments and indentation out, keeping every line", "[bundler][defines]") {
   Tree t;
-  t.write("main.js", "/**\n * Docs.\n */\nvar a = 1; // one\nvar b = a/**/-/**/-1, s = '/* kept */', r = /\\/\\/x/;\n"
-                     "/*! legal */\n/* @license MIT */\nif (b) {\n    b = `x\n    y`;\n  }\nmodule.exports = b; /* two\n lines */ // end");
+  t.write("main.js",
+          "/**\n * Docs.\n */\nvar a = 1; // one\nvar b = a/**/-/**/-1, s = '/* kept */', r = /\\/\\/x/;\n"
+          "/*! legal */\n/* @license MIT */\nif (b) {\n    b = `x\n    y`;\n  }\nmodule.exports = b; /* two\n lines */ "
+          "// end");
   auto source_of = [](const std::string& body) {
     auto b = body.find(",{},\"") + 5;
     auto e = body.find("\\n//# sourceURL=");
