@@ -69,7 +69,7 @@ struct ScanOptions {
   std::vector<std::string> chain_roots;
   /// When set, every token is appended here (for the ES module transform).
   std::vector<Token>* tokens = nullptr;
-  /// Record the stretches between tokens that hold comments (ScanResult::comments).
+  /// Record the stretches between tokens that hold comments or indentation (ScanResult::comments).
   bool comments = false;
 };
 
@@ -81,7 +81,8 @@ struct ScanResult {
   std::vector<Dependency> esm_imports;
   std::vector<MemberChain> chains;  // in source order
   /// With ScanOptions::comments: [begin, end) of each run of whitespace and comments between tokens (or
-  /// before the first, after the last) that holds a comment; a `#!` line is never part of one.
+  /// before the first, after the last) that holds a comment, or a line break and more than line breaks
+  /// (indentation); a `#!` line is never part of one.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> comments;
   /// Set when the lexer cannot follow the source: "line L, column C: unterminated string literal".
   std::optional<std::string> error;
