@@ -11,10 +11,11 @@
 #     date-fns, lodash-es, vue, react + react-dom) vs `esbuild --bundle --platform=browser`: wall and CPU.
 #  5. The react + react-dom bundle served cached, brotli and gzip, vs nginx serving the same compressed
 #     bytes from files (gzip_static for gzip; a .br file with Content-Encoding for brotli).
-#  6. Bytes on the wire for the five entries: the bundler's brotli answer vs esbuild's output (not
-#     minified) under brotli at the same quality (5, the bundler's default; Node's zlib).
+#  6. Bytes on the wire for the five entries, per mode (development, production): the bundler's brotli
+#     answer (`--mode M`) vs esbuild's output (not minified, `--define:process.env.NODE_ENV="M"`) under
+#     brotli at the same quality (5, the bundler's default; Node's zlib).
 # Pinned npm packages go to a cache dir: $CSGI_BENCH_CACHE (default BUILD_DIR/bench-cache)/bundler.
-# BENCH_QUICK=1: 3 s wrk runs and 3 timing repeats.
+# BENCH_QUICK=1: 3 s wrk runs and 3 timing repeats. BUNDLER_BENCH_PART=bytes: part 6 alone.
 set -euo pipefail
 build=$(realpath "$1")
 out=$(realpath "$2")
@@ -56,6 +57,40 @@ cp -r "$here/tests/middleware/bundler/corpus_cases" "$cache/corpus_cases"
 root="$cache"
 entry=/~/ramda
 tmp=$(mktemp -d /tmp/csgi-bench-bundler-XXXXXX)
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+brotli5() { node -e 'const z=require("zlib"),fs=require("fs");
+  process.stdout.write(String(z.brotliCompressSync(fs.readFileSync(process.argv[1]),
+    {params:{[z.constants.BROTLI_PARAM_QUALITY]:5}}).length))' "$1"; }
+# --- 6. bytes on the wire under brotli, per mode ---
+wire_rows=""
+for mode in development production; do
+  for e in $ENTRIES; do
+    plain=$("$tool" --mode "$mode" --freshness none "$root" "/corpus_cases/$e.js" 2>/dev/null | wc -c)
+    br=$("$tool" --mode "$mode" --freshness none --accept-encoding br "$root" "/corpus_cases/$e.js" 2>/dev/null | wc -c)
+    mods=$("$tool" --mode "$mode" --freshness none "$root" "/corpus_cases/$e.js" 2>&1 >/dev/null | awk '/X-Bundle-Modules/ {print $2}')
+    "$root/node_modules/.bin/esbuild" --bundle --platform=browser "--define:process.env.NODE_ENV=\"$mode\"" \
+      "$root/corpus_cases/$e.js" --outfile="$tmp/wire.$e.js" --log-level=error
+    esb=$(stat -c %s "$tmp/wire.$e.js"); esb_br=$(brotli5 "$tmp/wire.$e.js")
+    wire_rows+="| $e | $mode | $mods | $plain | $br | $esb | $esb_br | $(ratio_of "$br" "$esb_br") |"$'\n'
+  done
+done
+wire_md() {
+  echo "Bytes on the wire: the bundler's brotli answer (\`csgi-bundle --mode M --accept-encoding br\`, quality 5)"
+  echo "vs esbuild's output (not minified, \`--define:process.env.NODE_ENV=\"M\"\`) compressed by brotli at the"
+  echo "same quality (Node's zlib). Both follow only the live branch of a \`process.env.NODE_ENV\` test; both"
+  echo "leave out the barrel modules of side-effect-free packages (\`\"sideEffects\": false\`); esbuild also drops"
+  echo "unused statements inside modules (three, vue) and comments (the bundler: in production mode only)."
+  echo
+  echo "| entry | mode | csgi modules | csgi plain | csgi brotli | esbuild plain | esbuild brotli | ratio (brotli) |"
+  echo "|---|---|---|---|---|---|---|---|"
+  printf '%s' "$wire_rows"
+}
+if [ "${BUNDLER_BENCH_PART:-}" = bytes ]; then
+  { echo "## bundler"; echo; wire_md; } > "$md"
+  rm -rf "$tmp"
+  cat "$md"
+  exit 0
+fi
 chmod 755 "$tmp"  # nginx workers run as nobody when started by root
 pids=()
 cleanup() {
@@ -193,11 +228,7 @@ done
 modules=$("$tool" --freshness none --time "$root" "$entry" | awk '/modules/ {print $2}')
 
 # --- 4. cold builds of five corpus entries vs esbuild; 6. bytes on the wire under brotli ---
-ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-brotli5() { node -e 'const z=require("zlib"),fs=require("fs");
-  process.stdout.write(String(z.brotliCompressSync(fs.readFileSync(process.argv[1]),
-    {params:{[z.constants.BROTLI_PARAM_QUALITY]:5}}).length))' "$1"; }
-entry_rows=""; wire_rows=""
+entry_rows=""
 for e in $ENTRIES; do
   cw_=(); cc_=(); ew_=(); ec_=()
   for _ in $(seq "$reps"); do
@@ -209,10 +240,6 @@ for e in $ENTRIES; do
   c=$(printf '%s\n' "${cc_[@]}" | median); d=$(printf '%s\n' "${ec_[@]}" | median)
   mods=$("$tool" --freshness none "$root" "/corpus_cases/$e.js" 2>&1 >/dev/null | awk '/X-Bundle-Modules/ {print $2}')
   entry_rows+="| $e ($mods modules) | $a ms | $b ms | $(ratio_of "$a" "$b") | $c ms | $d ms | $(ratio_of "$c" "$d") |"$'\n'
-  plain=$("$tool" --freshness none "$root" "/corpus_cases/$e.js" 2>/dev/null | wc -c)
-  br=$("$tool" --freshness none --accept-encoding br "$root" "/corpus_cases/$e.js" 2>/dev/null | wc -c)
-  esb=$(stat -c %s "$tmp/esb.$e.js"); esb_br=$(brotli5 "$tmp/esb.$e.js")
-  wire_rows+="| $e | $plain | $br | $esb | $esb_br | $(ratio_of "$br" "$esb_br") |"$'\n'
 done
 
 # --- 5. the react + react-dom bundle served cached, brotli and gzip, vs nginx (same bytes) ---
@@ -271,13 +298,7 @@ fi
   echo "|---|---|---|---|---|---|---|"
   printf '%s' "$entry_rows"
   echo
-  echo "Bytes on the wire: the bundler's brotli answer (\`--accept-encoding br\`, quality 5) vs esbuild's"
-  echo "output (not minified) compressed by brotli at the same quality (Node's zlib). esbuild tree-shakes"
-  echo "ES modules and drops comments; the bundler sends each module whole, as a JSON string."
-  echo
-  echo "| entry | csgi plain | csgi brotli | esbuild plain | esbuild brotli | ratio (brotli) |"
-  echo "|---|---|---|---|---|---|"
-  printf '%s' "$wire_rows"
+  wire_md
   if [ -n "$enc_rows" ]; then
     echo
     echo "The cached react + react-dom bundle (\`/bundle/corpus_cases/react.js\`) served compressed vs nginx"

@@ -161,16 +161,43 @@ std::vector<bundler::EsmEdit> define_edits(std::string_view src, const std::vect
   return edits;
 }
 
-/// Appends `src` with the define replacements and, for an ES module, its transform (prefix and edits);
-/// a define inside a range the transform rewrites is dropped.
+/// The comments to leave out (production): each stretch of comments becomes its line breaks, or one
+/// space, so every line keeps its number. Kept: a legal comment (`/*!`, `@license`, `@preserve`), a
+/// stretch holding a line terminator other than \n (\r alone, U+2028/U+2029), and a leading `#!` line.
+void comment_edits(std::string_view src, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& comments,
+                   std::vector<bundler::EsmEdit>& edits) {
+  for (auto [b, e] : comments) {
+    if (e > src.size()) break;
+    std::string_view gap = src.substr(b, e - b);
+    if (gap.find("/*!") != std::string_view::npos || gap.find("@license") != std::string_view::npos ||
+        gap.find("@preserve") != std::string_view::npos || gap.find("\xE2\x80\xA8") != std::string_view::npos ||
+        gap.find("\xE2\x80\xA9") != std::string_view::npos || (b == 0 && gap.starts_with("#!")))
+      continue;
+    std::string text;
+    bool lone_cr = false;
+    for (std::size_t i = 0; i < gap.size(); ++i) {
+      if (gap[i] == '\n') text.push_back('\n');
+      if (gap[i] == '\r' && (i + 1 == gap.size() || gap[i + 1] != '\n')) lone_cr = true;
+    }
+    if (lone_cr) continue;
+    if (text.empty()) text = " ";
+    edits.push_back({b, e, std::move(text)});
+  }
+}
+
+/// Appends `src` with the define replacements, the comment removals (`comments`: production) and, for an
+/// ES module, its transform (prefix and edits); an edit inside a range an earlier edit rewrites is dropped.
 void append_module(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
-                   const std::map<std::string, std::string, std::less<>>& defines, const bundler::EsmModule* esm) {
+                   const std::map<std::string, std::string, std::less<>>& defines, const bundler::EsmModule* esm,
+                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>* comments) {
   std::vector<bundler::EsmEdit> edits = define_edits(src, chains, defines);
   if (esm) {
     out.append(esm->prefix);
     edits.insert(edits.end(), esm->edits.begin(), esm->edits.end());
-    std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
   }
+  if (comments) comment_edits(src, *comments, edits);
+  if (esm || comments)
+    std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
   std::size_t at = 0;
   for (const auto& e : edits) {
     if (e.begin < at) continue;
@@ -200,7 +227,8 @@ public:
               bundler::ResolverOptions{opt.platform == BundlerOptions::Platform::node ? bundler::Platform::node
                                                                                       : bundler::Platform::browser,
                                        opt.builtins},
-              bundler::ScanOptions{roots_of(defines_of(opt))}),
+              bundler::ScanOptions{roots_of(defines_of(opt)), nullptr, opt.mode == BundlerOptions::Mode::production},
+              defines_of(opt)),
         defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
@@ -555,12 +583,26 @@ public:
       body += '[' + std::to_string(m.id) + ',';
       append_js_string(body, m.path);
       body += ",{";
-      bool first = true;
-      for (auto& e : m.edges) {
-        if (!first) body += ',';
-        first = false;
-        append_js_string(body, e.spec);
-        body += ':' + std::to_string(e.target);
+      for (std::size_t k = 0; k < m.edges.size(); ++k) {
+        if (k) body += ',';
+        append_js_string(body, m.edges[k].spec);
+        body += ':';
+        auto view = c.views.find({m.id, k});
+        if (view == c.views.end()) {
+          body += std::to_string(m.edges[k].target);
+          continue;
+        }
+        body += '[';  // a barrel left out: [name, defining module, its name there] for each name imported
+        for (std::size_t j = 0; j < view->second.size(); ++j) {
+          const auto& t = view->second[j];
+          if (j) body += ',';
+          body += '[';
+          append_js_string(body, t.name);
+          body += ',' + std::to_string(t.id) + ',';
+          append_js_string(body, t.imported);
+          body += ']';
+        }
+        body += ']';
       }
       body += "},";
       if (m.json || m.empty) {
@@ -568,7 +610,8 @@ public:
       } else {
         std::string text;
         text.reserve(src->size() + base.size() + m.path.size() + 20);
-        append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr);
+        append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr,
+                      opt.mode == BundlerOptions::Mode::production ? &m.comments : nullptr);
         text.append("\n//# sourceURL=").append(base).push_back('/');
         text.append(percent_encode(m.path, true));
         append_js_string(body, text);
@@ -596,7 +639,9 @@ public:
     en->modules = members.size();
     en->unbundled = std::move(unbundled);
     if (opt.freshness == BundlerOptions::Freshness::stat) {
-      for (auto id : c.order) {
+      std::vector<std::uint32_t> files = c.order;
+      files.insert(files.end(), c.consulted.begin(), c.consulted.end());
+      for (auto id : files) {
         Module& m = graph.at(id);
         if (m.empty) continue;
         en->stamps.push_back({graph.abs(m.path), m.stamp, m.read_at_ns});

@@ -17,6 +17,7 @@ constexpr std::size_t npos = ~std::size_t{0};
 
 struct Binding {
   std::string expr;  // what a reference becomes: "__csgi_i0.name"
+  std::string spec, imported;  // where it comes from
 };
 
 struct ReExport {
@@ -170,9 +171,10 @@ private:
     return plain ? "." + name : "[" + nlohmann::json(name).dump() + "]";
   }
   std::string ns_var(std::size_t req) const { return "__csgi_i" + std::to_string(req); }
-  void bind(std::size_t i, const std::string& local, std::string expr) {
+  void bind(std::size_t i, const std::string& local, std::string expr, const std::string& spec = {},
+            const std::string& imported = {}) {
     if (bindings_.count(local) || namespaces_.count(local)) fail(i, "'" + local + "' is imported twice");
-    bindings_[local] = {std::move(expr)};
+    bindings_[local] = {std::move(expr), spec, imported};
   }
   void add_export(std::size_t i, const std::string& name) {
     if (!export_names_.insert(name).second) fail(i, "duplicate export '" + name + "'");
@@ -269,7 +271,7 @@ private:
     std::size_t req = request(str);
     if (out_.error) return j;
     for (auto& p : named) {
-      bind(p.at, p.local, ns_var(req) + member(p.imported));
+      bind(p.at, p.local, ns_var(req) + member(p.imported), out_.requests[req].spec, p.imported);
       wanted_.push_back({out_.requests[req].spec, p.imported});
     }
     if (!ns.empty()) {
@@ -867,6 +869,21 @@ private:
     auto& w = meta["i"] = nlohmann::json::array();
     for (auto& [spec, name] : wanted_) w.push_back({spec, name});
     out_.meta = meta.dump();
+    for (auto& [name, local] : locals_) {  // an export of an imported binding passes that binding on
+      auto b = bindings_.find(local);
+      auto n = namespaces_.find(local);
+      if (b != bindings_.end() && !b->second.spec.empty()) out_.reexports.push_back({name, b->second.spec, b->second.imported});
+      else if (n != namespaces_.end()) out_.reexports.push_back({name, out_.requests[n->second].spec, "*"});
+      else out_.local_names.push_back(name);
+    }
+    for (auto& r : reexports_) {
+      out_.reexports.push_back({r.name, r.spec, r.imported});
+      if (r.imported == "*") out_.whole.push_back(r.spec);
+    }
+    out_.stars = stars_;
+    out_.whole.insert(out_.whole.end(), stars_.begin(), stars_.end());
+    for (auto& [name, req] : namespaces_) out_.whole.push_back(out_.requests[req].spec);
+    out_.imported = wanted_;
   }
 
   std::string_view s_;

@@ -14,6 +14,7 @@
 /// its function, `let`/`const` in their block); where it cannot prove that an identifier is a reference
 /// to an import (a pattern, a concise arrow's parameter, a label of that name) it refuses the module
 /// (`error`), as it does top-level `await`.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +35,14 @@ struct EsmModule {
   std::vector<EsmEdit> edits;         // in source order, not overlapping
   std::vector<Dependency> requests;   // the modules it imports or re-exports from, source order, unique
   std::string meta;                   // JSON for the loader: {"d":[…],"x":[…],"r":[[…]],"s":[…],"i":[[…]]}
+  // The same tables for the bundler: local export names ("x"), re-exports (name, specifier, imported
+  // name or "*": "r"), `export *` specifiers ("s"), each (specifier, name) imported or re-exported
+  // ("i"), and the specifiers whose whole namespace is used (`import * as`, `export *`, `export * as`).
+  std::vector<std::string> local_names;
+  std::vector<std::array<std::string, 3>> reexports;
+  std::vector<std::string> stars;
+  std::vector<std::pair<std::string, std::string>> imported;
+  std::vector<std::string> whole;
   std::optional<std::string> error;   // "line L: …": not transformable (a 422)
 };
 

@@ -111,12 +111,16 @@ std::string decode_string(std::string_view s) {
 
 class Lexer {
 public:
-  Lexer(std::string_view src, const ScanOptions& o) : s_(src), roots_(o.chain_roots), tokens_(o.tokens) {}
+  Lexer(std::string_view src, const ScanOptions& o)
+      : s_(src), roots_(o.chain_roots), tokens_(o.tokens), comments_(o.comments) {}
 
   ScanResult run() {
     if (s_.size() >= 2 && s_[0] == '#' && s_[1] == '!') skip_line();
     while (!res_.error) {
+      std::size_t gap = p_;
       skip_space_and_comments();
+      if (comments_ && !res_.error && p_ > gap && layout(s_.substr(gap, p_ - gap)))
+        res_.comments.emplace_back(std::uint32_t(gap), std::uint32_t(p_));
       if (res_.error || p_ >= s_.size()) break;
       lex_token();
     }
@@ -132,6 +136,13 @@ public:
   }
 
 private:
+  // A stretch between tokens holding a comment, or more than line breaks and a single space.
+  static bool layout(std::string_view gap) {
+    if (gap.find('/') != std::string_view::npos) return true;
+    if (gap.find('\n') == std::string_view::npos) return false;
+    return gap.find_first_not_of('\n') != std::string_view::npos;
+  }
+
   struct Brace {
     enum Kind : std::uint8_t { block, object, tmpl } kind;
     std::size_t offset;
@@ -521,7 +532,7 @@ private:
         return;
       case 3:
         if (t == Tok::punct && punct == ")") {
-          res_.deps.push_back({std::move(rq_spec_), line_of(rq_start_)});
+          res_.deps.push_back({std::move(rq_spec_), line_of(rq_start_), false, std::uint32_t(rq_start_)});
         } else if (t == Tok::punct && punct == ",") {
           res_.unbundled.push_back({line_of(rq_start_), "require('" + rq_spec_ + "', ...)"});
         } else {
@@ -658,6 +669,7 @@ private:
 
   const std::vector<std::string>& roots_;
   std::vector<Token>* tokens_;
+  bool comments_ = false;
   int chain_state_ = 0;
   bool chain_key_ = false;
   MemberChain chain_;

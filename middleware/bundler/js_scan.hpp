@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace csgi::mw::bundler {
@@ -29,6 +30,7 @@ struct Dependency {
   std::string spec;        // the literal, escapes decoded
   std::uint32_t line = 0;  // 1-based
   bool import = false;     // named by an ES import/export (resolved with the "import" condition)
+  std::uint32_t offset = 0;  // of the `require` (CommonJS) or the specifier
 };
 
 /// One token, as the lexer saw it (ScanOptions::tokens).
@@ -67,6 +69,8 @@ struct ScanOptions {
   std::vector<std::string> chain_roots;
   /// When set, every token is appended here (for the ES module transform).
   std::vector<Token>* tokens = nullptr;
+  /// Record the stretches between tokens that hold comments or indentation (ScanResult::comments).
+  bool comments = false;
 };
 
 struct ScanResult {
@@ -76,6 +80,10 @@ struct ScanResult {
   std::optional<std::uint32_t> esm_line;
   std::vector<Dependency> esm_imports;
   std::vector<MemberChain> chains;  // in source order
+  /// With ScanOptions::comments: [begin, end) of each run of whitespace and comments between tokens (or
+  /// before the first, after the last) that holds a comment, or a line break and more than line breaks
+  /// (indentation); a `#!` line is never part of one.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> comments;
   /// Set when the lexer cannot follow the source: "line L, column C: unterminated string literal".
   std::optional<std::string> error;
 };

@@ -171,8 +171,12 @@ std::size_t Watcher::drain() {
 
 // --- Graph ---
 
-Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options)
-    : resolver_(root, std::move(resolver_options)), scan_options_(std::move(scan_options)), use_inotify_(use_inotify) {}
+Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options,
+             Defines defines)
+    : resolver_(root, std::move(resolver_options)),
+      scan_options_(std::move(scan_options)),
+      defines_(std::move(defines)),
+      use_inotify_(use_inotify) {}
 
 std::uint32_t Graph::intern(const std::string& path) {
   auto it = ids_.find(path);
@@ -270,6 +274,7 @@ bool Graph::refresh(Module& m) {
   m.deps.clear();
   m.unbundled.clear();
   m.chains.clear();
+  m.comments.clear();
   m.esm_line.reset();
   m.esm.reset();
   m.error.reset();
@@ -310,12 +315,30 @@ bool Graph::refresh(Module& m) {
     m.esm = std::move(t);
     m.unbundled = std::move(r.unbundled);
     m.chains = std::move(r.chains);
+    m.comments = std::move(r.comments);
     return true;
   }
+  // A require in a branch the defines make dead is not followed (as esbuild drops it).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead;
+  if (std::any_of(r.chains.begin(), r.chains.end(), [&](const MemberChain& c) { return defines_.count(c.path) > 0; })) {
+    std::vector<Token> tokens;
+    ScanOptions with_tokens = scan_options_;
+    with_tokens.tokens = &tokens;
+    with_tokens.comments = false;
+    ScanResult again = scan(*src, with_tokens);
+    dead = dead_ranges(*src, tokens, again.chains, defines_);
+  }
+  auto is_dead = [&](std::uint32_t at) {
+    auto it = std::upper_bound(dead.begin(), dead.end(), std::pair<std::uint32_t, std::uint32_t>{at, ~0u});
+    for (auto i = dead.begin(); i != it; ++i)
+      if (at >= i->first && at < i->second) return true;
+    return false;
+  };
   for (auto& d : r.deps)
-    if (seen.insert(d.spec).second) m.deps.push_back(std::move(d));
+    if (!is_dead(d.offset) && seen.insert(d.spec).second) m.deps.push_back(std::move(d));
   m.unbundled = std::move(r.unbundled);
   m.chains = std::move(r.chains);
+  m.comments = std::move(r.comments);
   return true;
 }
 
@@ -414,7 +437,8 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
       stack.pop_back();
       continue;
     }
-    const Edge& edge = m.edges[f.next_edge++];
+    const std::size_t edge_index = f.next_edge++;
+    const Edge edge = m.edges[edge_index];  // a copy: resolving a barrel view may re-read m (a cycle)
     if (edge.status != Resolved::ok) {
       m.edges_gen = ~std::uint64_t{0};  // resolve again next time: the file may have appeared
       GraphError e;
@@ -427,12 +451,93 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
       e.chain = chain();
       return e;
     }
+    if (m.esm && edge.import) {
+      const std::uint32_t from = m.id;
+      if (auto view = barrel_view(m, edge, out)) {
+        for (auto it = view->rbegin(); it != view->rend(); ++it)
+          if (!(it->id < seen.size() && seen[it->id]))
+            if (auto e = enter(it->id)) return e;
+        out.views[{from, edge_index}] = std::move(*view);
+        continue;
+      }
+    }
     if (edge.target < seen.size() && seen[edge.target]) continue;
     if (auto e = enter(edge.target)) return e;
   }
+  std::sort(out.consulted.begin(), out.consulted.end());
+  out.consulted.erase(std::unique(out.consulted.begin(), out.consulted.end()), out.consulted.end());
+  std::vector<bool> in_order(modules_.size(), false);
+  for (auto id : out.order) in_order[id] = true;
+  std::erase_if(out.consulted, [&](std::uint32_t id) { return id < in_order.size() && in_order[id]; });
   std::sort(out.dirs.begin(), out.dirs.end());
   out.dirs.erase(std::unique(out.dirs.begin(), out.dirs.end()), out.dirs.end());
   return std::nullopt;
+}
+
+bool Graph::side_effect_free(Module& m) {
+  auto g = generation();
+  if (m.pure_gen != g) {
+    m.pure = !m.empty && resolver_.side_effect_free(m.path);
+    m.pure_gen = g;
+  }
+  return m.pure;
+}
+
+std::optional<std::vector<ViewTarget>> Graph::barrel_view(Module& importer, const Edge& edge, Closure& out) {
+  const EsmModule& esm = *importer.esm;
+  if (std::find(esm.whole.begin(), esm.whole.end(), edge.spec) != esm.whole.end()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& [spec, name] : esm.imported)
+    if (spec == edge.spec && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  if (names.empty()) return std::nullopt;  // `import 'x'`: the module itself
+  Module& barrel = at(edge.target);
+  if (!refresh(barrel) || !barrel.esm || !side_effect_free(barrel)) return std::nullopt;
+  std::vector<ViewTarget> view;
+  for (const auto& n : names) {
+    Export x = find_export(edge.target, n, 0, out);
+    if (x.status != Export::found || x.id == edge.target) return std::nullopt;
+    view.push_back({n, x.id, x.name});
+  }
+  return view;
+}
+
+Graph::Export Graph::find_export(std::uint32_t id, const std::string& name, int depth, Closure& out) {
+  Module& m = at(id);
+  if (depth > 32 || !refresh(m) || !m.esm) return {};
+  out.consulted.push_back(id);
+  const auto& locals = m.esm->local_names;
+  if (std::find(locals.begin(), locals.end(), name) != locals.end()) return {Export::found, id, name};
+  // Copies: the recursion below may re-read this module (a cycle, after an edit).
+  const auto reexports = m.esm->reexports;
+  const auto stars = m.esm->stars;
+  // Past this point the module is only passed through, so left out: it must be free of side effects.
+  if (!side_effect_free(m)) return {};
+  resolve_edges(m);
+  auto target = [&](const std::string& spec) -> std::optional<std::uint32_t> {
+    for (const auto& e : m.edges)
+      if (e.spec == spec) return e.status == Resolved::ok ? std::optional(e.target) : std::nullopt;
+    return std::nullopt;
+  };
+  for (const auto& r : reexports) {
+    if (r[0] != name) continue;
+    auto t = target(r[1]);
+    if (!t) return {};
+    if (r[2] == "*") return {Export::found, *t, "*"};
+    Export x = find_export(*t, r[2], depth + 1, out);
+    return x.status == Export::found ? x : Export{};
+  }
+  if (name == "default") return {Export::absent, 0, {}};
+  Export found{Export::absent, 0, {}};
+  for (const auto& s : stars) {
+    auto t = target(s);
+    if (!t) return {};
+    Export x = find_export(*t, name, depth + 1, out);
+    if (x.status == Export::unknown) return {};
+    if (x.status == Export::absent) continue;
+    if (found.status == Export::found && (found.id != x.id || found.name != x.name)) return {};  // ambiguous
+    found = x;
+  }
+  return found;
 }
 
 std::uint64_t Graph::prebuild(ErrorStream& log) {

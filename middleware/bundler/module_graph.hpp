@@ -6,6 +6,7 @@
 /// Watcher::drain(), which may run concurrently.
 #include <atomic>
 #include <functional>
+#include <map>
 #include <thread>
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "csgi/core/io.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/middleware/bundler/dead_code.hpp"
 #include "csgi/middleware/bundler/esm_transform.hpp"
 #include "csgi/middleware/bundler/js_scan.hpp"
 #include "csgi/middleware/bundler/resolver.hpp"
@@ -112,6 +114,9 @@ struct Module {
   std::vector<Dependency> deps;  // unique specs, source order
   std::vector<Unbundled> unbundled;
   std::vector<MemberChain> chains;  // uses of define roots (Graph's ScanOptions)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> comments;  // with ScanOptions::comments
+  std::uint64_t pure_gen = ~std::uint64_t{0};  // the generation `pure` was found in
+  bool pure = false;                           // its package declares it free of side effects
   std::optional<std::uint32_t> esm_line;
   std::optional<EsmModule> esm;      // an ES module: its transform (deps are its import requests)
   std::optional<std::string> error;  // unreadable or unlexable: the message
@@ -128,14 +133,27 @@ struct GraphError {
   std::vector<std::string> chain;  // entry … the module where it failed
 };
 
+/// One name an ES import takes from a barrel, resolved to the module that defines it.
+struct ViewTarget {
+  std::string name;      // the name imported from the barrel
+  std::uint32_t id = 0;  // the module that defines it
+  std::string imported;  // its name there ("*": that module's namespace)
+};
+
 struct Closure {
   std::vector<std::uint32_t> order;  // DFS pre-order from the entry, each module once
   std::vector<std::string> dirs;     // root-relative directories whose listing decided resolutions
+  /// (module id, edge index) → the defining modules of the names that import takes from a barrel of a
+  /// side-effect-free package, which is left out (Graph::barrel_view).
+  std::map<std::pair<std::uint32_t, std::size_t>, std::vector<ViewTarget>> views;
+  std::vector<std::uint32_t> consulted;  // modules read to resolve views but not in `order`
 };
 
 class Graph {
 public:
-  Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {});
+  /// `defines` decide which branches are dead: a `require` in one is not followed (dead_code.hpp).
+  Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {},
+        Defines defines = {});
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
@@ -172,9 +190,22 @@ public:
 
 private:
   void resolve_edges(Module& m);
+  struct Export {
+    enum Status { found, absent, unknown } status = unknown;
+    std::uint32_t id = 0;
+    std::string name;
+  };
+  /// Barrel optimization (webpack's sideEffects, Next.js's optimizePackageImports): the names an ES
+  /// import takes from a module of a side-effect-free package that only passes them on, resolved to the
+  /// modules that define them; nullopt when the import needs the module itself (a namespace import,
+  /// `export *` of it, a name it defines, anything uncertain).
+  std::optional<std::vector<ViewTarget>> barrel_view(Module& importer, const Edge& edge, Closure& out);
+  Export find_export(std::uint32_t id, const std::string& name, int depth, Closure& out);
+  bool side_effect_free(Module& m);
 
   Resolver resolver_;
   ScanOptions scan_options_;
+  Defines defines_;
   Watcher watcher_;
   bool use_inotify_;
   std::atomic<std::uint64_t> gen_{0};

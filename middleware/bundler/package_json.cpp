@@ -25,7 +25,50 @@ std::optional<PackageInfo> parse_package_json(std::string_view text) {
   }
   if (auto it = j.find("exports"); it != j.end()) p.exports = *it;
   if (auto it = j.find("imports"); it != j.end() && it->is_object()) p.imports = *it;
+  if (auto it = j.find("sideEffects"); it != j.end()) {
+    if (it->is_boolean()) p.side_effects = it->get<bool>();
+    if (it->is_array()) {
+      p.side_effects = false;
+      for (auto& g : *it)
+        if (g.is_string()) p.side_effect_globs.push_back(g.get<std::string>());
+        else p.side_effects = true;  // not understood: assume side effects
+    }
+  }
   return p;
+}
+
+namespace {
+bool glob_match(std::string_view g, std::string_view s) {
+  if (g.empty()) return s.empty();
+  if (g.starts_with("**")) {
+    std::string_view rest = g.substr(2);
+    if (rest.starts_with('/')) rest.remove_prefix(1);
+    for (std::size_t i = 0; i <= s.size(); ++i)
+      if ((i == 0 || s[i - 1] == '/') && glob_match(rest, s.substr(i))) return true;
+    return glob_match(rest, "") && s.empty();
+  }
+  if (g.front() == '*') {
+    for (std::size_t i = 0; i <= s.size(); ++i) {
+      if (glob_match(g.substr(1), s.substr(i))) return true;
+      if (i < s.size() && s[i] == '/') break;
+    }
+    return false;
+  }
+  if (s.empty() || (g.front() != '?' && g.front() != s.front()) || (g.front() == '?' && s.front() == '/')) return false;
+  return glob_match(g.substr(1), s.substr(1));
+}
+}  // namespace
+
+bool has_side_effects(const PackageInfo& pkg, std::string_view file) {
+  if (pkg.side_effects) return true;
+  for (std::string_view g : pkg.side_effect_globs) {
+    if (g.starts_with("./")) g.remove_prefix(2);
+    bool by_name = g.find('/') == std::string_view::npos;
+    std::string_view subject = file;
+    if (by_name && subject.rfind('/') != std::string_view::npos) subject = subject.substr(subject.rfind('/') + 1);
+    if (glob_match(g, subject)) return true;
+  }
+  return false;
 }
 
 namespace {

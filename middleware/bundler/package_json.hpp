@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,16 @@ struct PackageInfo {
   /// nullopt for `false` (an empty module).
   std::map<std::string, std::optional<std::string>, std::less<>> browser_files, browser_packages;
   std::optional<nlohmann::ordered_json> exports, imports;
+  /// "sideEffects" (webpack's): false → every module of the package is free of side effects; an array of
+  /// globs → those matching have side effects, the others not; absent or true → all may have them.
+  bool side_effects = true;
+  std::vector<std::string> side_effect_globs;
 };
+
+/// Whether `file` (relative to its package's directory, no leading "./") may have side effects by the
+/// package's "sideEffects" field: a glob without '/' matches the file's name, one with '/' its path
+/// (`*` within a segment, `**` across them).
+bool has_side_effects(const PackageInfo& pkg, std::string_view file);
 
 /// Parses package.json text; nullopt when it is not a JSON object.
 std::optional<PackageInfo> parse_package_json(std::string_view text);

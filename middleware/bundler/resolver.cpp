@@ -181,6 +181,15 @@ std::shared_ptr<const PackageInfo> Resolver::package_info(const std::string& dir
   return c.info;
 }
 
+bool Resolver::side_effect_free(const std::string& rel) const {
+  std::string d = dir_of(rel);
+  while (true) {
+    if (auto info = package_info(d)) return !has_side_effects(*info, d.empty() ? rel : rel.substr(d.size() + 1));
+    if (d.empty()) return false;
+    d = dir_of(d);
+  }
+}
+
 std::optional<Resolver::Package> Resolver::enclosing_package(const std::string& dir, Ctx& cx) const {
   std::string d = dir;
   while (true) {

@@ -74,6 +74,9 @@ public:
 
   /// The real root-relative path of root-relative `rel` (ok, not_found or forbidden; no mapping).
   Resolved real(const std::string& rel) const { return finish(rel); }
+  /// Whether the nearest package.json above the file `rel` declares it free of side effects
+  /// ("sideEffects"); false when there is none.
+  bool side_effect_free(const std::string& rel) const;
 
   /// Lexically joins and normalises root-relative `base` and `rel`; false when it climbs above the root.
   static bool join(std::string_view base, std::string_view rel, std::string& out);

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
     }
     if (const char* p = std::getenv("BUNDLER_PREBUILD")) bo.prebuild = *p == '1';
     if (const char* p = std::getenv("BUNDLER_LIVE_RELOAD")) bo.live_reload = *p == '1';
+    if (const char* m = std::getenv("BUNDLER_MODE"); m && !std::strcmp(m, "production"))
+      bo.mode = csgi::mw::BundlerOptions::Mode::production;
     csgi::mw::StaticOptions so;
     so.root = positional.size() > 1 ? positional[1] : positional[0];
     csgi::App files = csgi::mw::Static(so);

@@ -10,6 +10,8 @@
 // rejections included — must be identical. A case listed in KNOWN (each with its cause, as in
 // docs/bundler.md) may differ; any other difference fails, and so does a known one that stops differing
 // (so the list stays true). At least 95% of the cases must be identical.
+// BUNDLER_MODE=production: both in production mode (the server's Mode::production, which also leaves
+// comments out; esbuild with process.env.NODE_ENV defined as "production").
 const { startServer: spawnServer } = require('./serve.js');
 const assert = require('assert');
 const fs = require('fs');
@@ -17,6 +19,7 @@ const os = require('os');
 const path = require('path');
 const { spawn } = require('child_process');
 
+const MODE = process.env.BUNDLER_MODE === 'production' ? 'production' : 'development';
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
 
@@ -51,7 +54,8 @@ function preparePages(docroot) {
   fs.cpSync(args.cases, dest, { recursive: true });
   return Promise.all(cases.map(async (c) => {
     const result = await esbuild.build({ entryPoints: [path.join(dest, c + '.js')], bundle: true, platform: 'browser',
-      format: 'iife', write: false, logLevel: 'silent' }).catch((e) => ({ error: e.message }));
+      format: 'iife', write: false, logLevel: 'silent',
+      define: { 'process.env.NODE_ENV': JSON.stringify(MODE) } }).catch((e) => ({ error: e.message }));
     if (result.error) {
       fs.writeFileSync(path.join(docroot, c + '.esbuild.html'), `${PRELUDE}<script>print('esbuild: ' + ${JSON.stringify(result.error)})</script>`);
     } else {

@@ -1,0 +1,2 @@
+export let a = 1;
+export function incA() { a++; }

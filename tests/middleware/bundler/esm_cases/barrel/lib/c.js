@@ -1,0 +1,2 @@
+export const c = 'c';
+export const c2 = 'c2';

@@ -1,0 +1,2 @@
+export { a as more } from './a.js';
+export const m = 'm';
