@@ -18,6 +18,7 @@
 #include "csgi/core/process.hpp"
 #include "embed_api.hpp"
 #include "gil.hpp"
+#include "serving.hpp"
 
 #ifdef CSGI_PY_STANDALONE
 #include "csgi/adapters/standalone/server.hpp"
@@ -99,16 +100,6 @@ private:
 // ----------------------------------------------------------------------------------------- embed API
 
 ServingRelease* g_embedded_release = nullptr;  // the embedding program's main thread, while it serves
-
-App load_spec(const char* spec, int asgi_workers) {
-  if (asgi_workers >= 0) {
-    py::object mod = py::module_::import("csgi._asgi_host");
-    return to_app(mod.attr("load_asgi_app")(spec, asgi_workers));
-  }
-  py::object mod = py::module_::import("csgi._wsgi");
-  py::object obj = mod.attr("import_wsgi_app")(spec);
-  return to_app(obj);
-}
 
 bool api_load_kind(const char* spec, App* out, int asgi_workers) {
   try {
@@ -199,19 +190,14 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
       Py_XDECREF(r);
     };
   }
-  int rc = 0;
   std::string failure;
-  {
-    SavedSignals saved;
-    ServingRelease nogil;
-    try {
-      standalone::Server server(std::move(app), std::move(opt));
-      rc = server.run();
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    app = nullptr;  // drop the app (and its Python references) while the GIL is free to be taken
-  }
+  int rc = serve_released(
+      [&] {
+        // the server owns the app: it (and its Python references) is dropped while the GIL is free
+        standalone::Server server(std::move(app), std::move(opt));
+        return server.run();
+      },
+      failure);
   callback.reset();
   if (!failure.empty()) throw std::runtime_error("csgi.serve: " + failure);
   return rc;
@@ -219,6 +205,29 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
 #endif
 
 }  // namespace
+
+App load_spec(const char* spec, int asgi_workers) {
+  if (asgi_workers >= 0) {
+    py::object mod = py::module_::import("csgi._asgi_host");
+    return to_app(mod.attr("load_asgi_app")(spec, asgi_workers));
+  }
+  py::object mod = py::module_::import("csgi._wsgi");
+  py::object obj = mod.attr("import_wsgi_app")(spec);
+  return to_app(obj);
+}
+
+#ifdef CSGI_PY_STANDALONE
+int serve_released(const std::function<int()>& serve, std::string& failure) {
+  SavedSignals saved;
+  ServingRelease nogil;
+  try {
+    return serve();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    return 1;
+  }
+}
+#endif
 
 void bind_servers(py::module_& m) {
   m.attr("_embed_api") = py::capsule(static_cast<const void*>(&g_api), CSGI_PY_EMBED_CAPSULE);
@@ -243,6 +252,9 @@ on_listening(url): called once per address when listening (default: "csgi: liste
 The GIL is released while the server runs and re-taken per request. Python's signal handlers are put
 back when it returns.
 )doc");
+#endif
+#ifdef CSGI_PY_RUNNER
+  bind_command(m);
 #endif
 }
 
