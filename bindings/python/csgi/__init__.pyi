@@ -35,7 +35,7 @@ def import_wsgi_app(spec: str, cwd: str | None = ...) -> WSGIApp: ...
 
 ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
-def asgi(app: App | Builder | WSGIApp, *, threads: int = ...) -> ASGIApp:
+def asgi(app: App | Builder | WSGIApp, *, threads: int | None = ...) -> ASGIApp:
     """A csgi app as an ASGI 3 app (uvicorn, hypercorn, Starlette/FastAPI mount)."""
 def from_asgi(app: ASGIApp, *, lifespan: str = ..., start: bool = ..., threads: int = ...,
               start_in_children: bool = ...) -> App:
