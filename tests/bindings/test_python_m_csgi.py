@@ -135,7 +135,8 @@ def test_usage_errors_exit_2_and_a_broken_app_exits_1(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        r = run(tmp_path, "serve", "--wsgi", "wapp:application", "--listen", "127.0.0.1:%d" % busy.getsockname()[1])
+        port = busy.getsockname()[1]
+        r = run(tmp_path, "serve", "--wsgi", "wapp:application", "--listen", "127.0.0.1:%d" % port)
     assert r.returncode == 1 and r.stderr.strip(), r.stderr
 
 

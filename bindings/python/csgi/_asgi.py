@@ -326,8 +326,8 @@ def asgi(app, *, threads=None):
     ``app``: a ``csgi.App`` (``load_app()``, ``Builder.build()``, the built-ins), a ``csgi.Builder`` or
     any WSGI callable. ``threads=None`` (the default): the app is called on the event loop's thread when
     the request body came whole (as ``csgi serve`` calls a C++ app on its io thread), until a second call
-    has held the loop longer than 2 ms; from then on, as with ``threads=32``. ``threads=N``: the app runs on a pool
-    of N threads with the GIL released; the event loop never waits for it. ``threads=0``: always on the
-    loop, for apps that never block (a delayed response must be answered at once). Streamed request
-    bodies and responses use a pool in every case."""
+    has held the loop longer than 2 ms; from then on, as with ``threads=32``. ``threads=N``: the app runs
+    on a pool of N threads with the GIL released; the event loop never waits for it. ``threads=0``: always
+    on the loop, for apps that never block (a delayed response must be answered at once). Streamed
+    request bodies and responses use a pool in every case."""
     return ASGIApp(app, threads=threads)
