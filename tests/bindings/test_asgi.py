@@ -402,6 +402,17 @@ def test_by_default_a_quick_app_stays_on_the_loop_and_a_slow_one_moves_to_a_pool
     assert statuses == [200] * 10 and took < 0.4
 
 
+def test_a_slow_call_counts_when_the_loop_thread_waited_or_computed_not_when_it_was_preempted():
+    from csgi._asgi import _held_the_loop, _thread_usage
+    assert not _held_the_loop((7, 1.0), (7, 1.0005))  # preempted: no wait, little CPU
+    assert _held_the_loop((7, 1.0), (8, 1.0))         # it waited (a voluntary context switch)
+    assert _held_the_loop((7, 1.0), (7, 1.01))        # it computed for 10 ms
+    assert _held_the_loop(None, None)                 # unknown usage: wall time alone
+    before = _thread_usage()
+    time.sleep(0.01)
+    assert _held_the_loop(before, _thread_usage())
+
+
 def test_pool_apps_run_off_the_loop_on_several_loops_at_once(load):
     """With a pool the C++ app runs on worker threads without the GIL (ten 50 ms requests on one loop take
     far less than 500 ms), and an app shared by event loops on two threads answers on both."""

@@ -4,9 +4,10 @@ The scope becomes the env in C++ (``csgi.App._asgi``, bindings/src/to_wsgi.cpp) 
 bridge (the PEP 3333 environ uvicorn's and Starlette's WSGI adapters build: SCRIPT_NAME from
 ``root_path``, headers, client/server, scheme, dot segments), and the answer comes back as the ASGI
 status, header pairs and body. By default the C++ app is called on the event loop's thread (a request
-whose framing says it has no body is answered without a ``receive()``) until ``_SLOW_CALLS`` calls took
-longer than ``_INLINE_LIMIT``; from then on it runs on a thread pool with the GIL released, and the event loop only
-awaits. ``threads=0`` keeps it on the loop, ``threads=N`` puts it on a pool of N from the start. The request body reaches ``csgi.input`` through a buffer that the event loop
+whose framing says it has no body is answered without a ``receive()``) until a call holds the loop
+longer than ``_INLINE_LIMIT`` (ASGIApp._on_loop); from then on it runs on a thread pool with the GIL
+released, and the event loop only awaits. ``threads=0`` keeps it on the loop, ``threads=N`` puts it on
+a pool of N from the start. The request body reaches ``csgi.input`` through a buffer that the event loop
 fills from ``receive()`` while the app reads (at most ``_HIGH_WATER`` bytes ahead); a body that
 ``http.disconnect`` cuts short is an input error for the app. Responses go out through ``send()``:
 complete bodies in one message, files, streams and delayed writers chunk by chunk as ``more_body``
@@ -20,13 +21,35 @@ import sys
 import threading
 import time
 
+try:
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None
+
 from ._csgi import App, AsgiWorkers
 
 _HIGH_WATER = 1 << 16      # request body bytes buffered ahead of the app's reads
 _LATE_BODY_LIMIT = 4 << 20  # request body bytes kept for an app still streaming its response
 _END = object()
 _INLINE_LIMIT = 0.002       # seconds: a call on the event loop longer than this is slow
-_SLOW_CALLS = 2             # slow calls that move a threads=None app to its pool (one may be a hiccup)
+
+
+def _thread_usage():
+    """(voluntary context switches, CPU seconds) of the calling thread; None where Linux's RUSAGE_THREAD
+    is missing."""
+    who = getattr(resource, "RUSAGE_THREAD", None) if resource else None
+    if who is None:
+        return None
+    r = resource.getrusage(who)
+    return r.ru_nvcsw, r.ru_utime + r.ru_stime
+
+
+def _held_the_loop(before, after):
+    """Whether a slow call waited (blocked) or computed longer than _INLINE_LIMIT, rather than being
+    preempted; True when the usage is unknown."""
+    if before is None or after is None:
+        return True
+    return after[0] > before[0] or after[1] - before[1] > _INLINE_LIMIT
 _AUTO_THREADS = 32          # the pool of a threads=None app
 
 
@@ -150,8 +173,8 @@ class ASGIApp:
         if hasattr(app, "build") and not callable(app):
             app = app.build()
         self.app = app if isinstance(app, App) else App(app)
-        self._auto = threads is None  # on the loop until _SLOW_CALLS calls took longer than _INLINE_LIMIT
-        self._slow_calls = 0
+        self._auto = threads is None  # on the loop until a call holds it longer than _INLINE_LIMIT (_on_loop)
+        self._suspect = False  # a call was slow: the next ones' thread usage is read
         if self._auto:
             threads = _AUTO_THREADS
         elif threads < 0:
@@ -197,22 +220,28 @@ class ASGIApp:
         return status, headers, first, result
 
     def _on_loop(self, scope, body):
-        """_call on the event loop; with threads=None, timed: the second call longer than _INLINE_LIMIT
-        (the app blocked, or computed, while the loop waited) sends this app's later calls to its pool."""
+        """_call on the event loop; with threads=None, timed. The first call longer than _INLINE_LIMIT makes
+        the app a suspect: from then on each call's thread usage is read too, and the next slow call during
+        which the thread waited (a voluntary context switch) or computed for longer than the limit sends
+        the app's later calls to its pool. A thread the kernel preempted has not held the loop itself."""
         if not self._auto:
             return self._call(scope, body)
+        suspect = self._suspect
+        before = _thread_usage() if suspect else None
         start = time.perf_counter()
         try:
             return self._call(scope, body)
         finally:
             took = time.perf_counter() - start
             if took > _INLINE_LIMIT and self._auto:
-                self._slow_calls += 1
-            if self._slow_calls >= _SLOW_CALLS and self._auto:
-                self._auto = self._inline = False
-                sys.stderr.write("csgi.asgi: a call of %r held the event loop for %.1f ms; its calls run on a pool "
-                                 "of %d threads from now on (threads=0 keeps an app on the loop, threads=N starts "
-                                 "it on a pool)\n" % (self.app, took * 1e3, _AUTO_THREADS))
+                if not suspect:
+                    self._suspect = True
+                elif _held_the_loop(before, _thread_usage()):
+                    self._auto = self._inline = False
+                    sys.stderr.write(
+                        "csgi.asgi: a call of %r held the event loop for %.1f ms; its calls run on a pool of %d "
+                        "threads from now on (threads=0 keeps an app on the loop, threads=N starts it on a pool)\n"
+                        % (self.app, took * 1e3, _AUTO_THREADS))
 
     async def _http(self, scope, receive, send):
         if self._inline:
@@ -325,8 +354,9 @@ def asgi(app, *, threads=None):
 
     ``app``: a ``csgi.App`` (``load_app()``, ``Builder.build()``, the built-ins), a ``csgi.Builder`` or
     any WSGI callable. ``threads=None`` (the default): the app is called on the event loop's thread when
-    the request body came whole (as ``csgi serve`` calls a C++ app on its io thread), until a second call
-    has held the loop longer than 2 ms; from then on, as with ``threads=32``. ``threads=N``: the app runs
+    the request body came whole (as ``csgi serve`` calls a C++ app on its io thread), until a call (after
+    a first slow one) has held the loop longer than 2 ms, waiting or computing; from then on, as with
+    ``threads=32``. ``threads=N``: the app runs
     on a pool of N threads with the GIL released; the event loop never waits for it. ``threads=0``: always
     on the loop, for apps that never block (a delayed response must be answered at once). Streamed
     request bodies and responses use a pool in every case."""
