@@ -36,12 +36,12 @@ _INLINE_LIMIT = 0.002       # seconds: a call on the event loop longer than this
 
 def _thread_usage():
     """(voluntary context switches, CPU seconds) of the calling thread; None where Linux's RUSAGE_THREAD
-    is missing."""
+    is missing. The CPU time is the thread's clock (nanoseconds), not getrusage's, which is counted in
+    scheduler ticks (4 ms)."""
     who = getattr(resource, "RUSAGE_THREAD", None) if resource else None
     if who is None:
         return None
-    r = resource.getrusage(who)
-    return r.ru_nvcsw, r.ru_utime + r.ru_stime
+    return resource.getrusage(who).ru_nvcsw, time.thread_time()
 
 
 def _held_the_loop(before, after):
