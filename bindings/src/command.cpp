@@ -152,6 +152,21 @@ int run_command(std::vector<std::string> words) {
 
 }  // namespace
 
+runner::Options server_options(std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  try {
+    runner::Parsed p = runner::parse(static_cast<int>(argv.size()), argv.data(), 1, {});
+    if (p.help) throw UsageError("--help is a command-line option");
+    if (p.options.reload) throw UsageError("--reload: run python3 -m csgi serve --reload");
+    if (p.options.adapter != runner::Adapter::http)
+      throw UsageError("csgi.serve() serves HTTP; run python3 -m csgi serve --fastcgi or --cgi");
+    return std::move(p.options);
+  } catch (const UsageError& e) {
+    throw py::value_error(std::string("options: ") + e.what());
+  }
+}
+
 void bind_command(py::module_& m) {
   m.def("_main", &run_command, py::arg("argv"),
         "The `python3 -m csgi` command: argv[0] is the program name shown in messages. Returns the exit "

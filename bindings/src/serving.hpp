@@ -5,6 +5,9 @@
 #include <string>
 
 #include "common.hpp"
+#ifdef CSGI_PY_RUNNER
+#include "csgi/adapters/runner/options.hpp"
+#endif
 
 namespace csgi::python {
 
@@ -20,7 +23,13 @@ App load_spec(const char* spec, int asgi_workers);
 /// std::exception from it is returned in `failure` with status 1.
 int serve_released(const std::function<int()>& serve, std::string& failure);
 
+#ifdef CSGI_PY_RUNNER
 /// `python3 -m csgi`: the csgi._csgi._main(argv) function (command.cpp).
 void bind_command(py::module_& m);
+
+/// csgi.serve()'s server options: `words` (words[0] a program name) read by csgi serve's parser, for the
+/// HTTP server; --reload, --help and the other adapters are refused. Throws ValueError with the reason.
+runner::Options server_options(std::vector<std::string> words);
+#endif
 
 }  // namespace csgi::python

@@ -1,6 +1,6 @@
 """`python3 -m csgi serve --wsgi|--asgi MODULE:APP`: the csgi server run by /usr/bin/python3 itself, with the
 command line of `csgi serve` (the runner's option table): WSGI and ASGI apps, workers, a graceful stop on
-SIGTERM, usage errors and exit statuses, --reload."""
+SIGTERM, usage errors and exit statuses, --reload; and csgi.serve(options=[...]) read by the same parser."""
 import json
 import os
 import signal
@@ -8,6 +8,8 @@ import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from conftest import PYTHON, free_port
 
@@ -152,3 +154,35 @@ def test_reload_imports_the_changed_module_in_new_workers(server_factory, tmp_pa
         time.sleep(0.2)
         got = get_json(server, "/")
     assert got["version"] == 2 and got["pid"] != first["pid"], server.output()
+
+
+SERVE_OPTIONS_SCRIPT = '''
+import sys, csgi
+def app(environ, start_response):
+    body = environ["wsgi.input"].read()
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [body]
+sys.exit(csgi.serve(app, listen="127.0.0.1:" + sys.argv[1], options=["--max-body-bytes", "10"]))
+'''
+
+
+def test_csgi_serve_takes_the_options_of_csgi_serve(server_factory, tmp_path):
+    import csgi
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return []
+
+    for bad, reason in [(["--no-such-option"], "unknown or ambiguous option"),
+                        (["--max-requests", "5"], "--max-requests needs --workers"),
+                        (["--fastcgi"], "serves HTTP"), (["--reload"], "--reload")]:
+        with pytest.raises(ValueError, match=reason):
+            csgi.serve(app, listen="127.0.0.1:0", options=bad)
+    (tmp_path / "serve_options.py").write_text(SERVE_OPTIONS_SCRIPT)
+    port = free_port()
+    server = server_factory([PYTHON, "serve_options.py", str(port)], port, cwd=tmp_path)
+    status, _, body = server.request("POST", "/", body=b"0123456789")
+    assert status == 200 and body == b"0123456789"
+    assert server.request("POST", "/", body=b"01234567890")[0] == 413  # --max-body-bytes
+    server.stop()
+    assert server.proc.returncode == 0, server.output()

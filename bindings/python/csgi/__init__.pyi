@@ -44,7 +44,7 @@ def from_asgi(app: ASGIApp, *, lifespan: str = ..., start: bool = ..., threads: 
 class LifespanFailed(RuntimeError): ...
 def serve(app: WSGIApp | ASGIApp | App, *, listen: str | Sequence[str] | None = ..., threads: int = ..., workers: int = ...,
           script_name: str = ..., access_log: str = ..., error_log: str = ...,
-          on_listening: Callable[[str], object] | None = ...) -> int:
+          on_listening: Callable[[str], object] | None = ..., options: Sequence[str] = ...) -> int:
     """Serves app with the csgi standalone HTTP/1.1 server until SIGINT/SIGTERM; returns 0."""
 
 class BodyIterator(Iterator[bytes]):
