@@ -2,11 +2,13 @@
 # Python bindings benchmark: `bash python.sh BUILD_DIR OUT_DIR` writes OUT_DIR/python.md and
 # bench/charts/python.png. wrk on loopback, one server process each, started here and stopped after.
 #   1. C++ hello through the bindings under gunicorn sync  vs  pure-Python hello under gunicorn sync
-#   2. Python hello: csgi serve --wsgi (when the csgi command has --wsgi) vs uWSGI http-socket vs gunicorn
+#   2. Python hello: csgi serve --wsgi (when the csgi command has --wsgi) and python3 -m csgi serve --wsgi
+#      vs uWSGI http-socket vs gunicorn
 #   3. small Flask app: the same hosts
 #   4. GIL: a C++ app sleeping 10 ms per request under gunicorn gthread, 4 threads vs 1 thread
-#   5. ASGI: FastAPI and Starlette hellos on csgi serve --asgi vs uvicorn (uvloop + httptools) vs hypercorn;
-#      a C++ hello mounted in Starlette (csgi.asgi) vs a Starlette Python hello, both under uvicorn; with the
+#   5. ASGI: FastAPI and Starlette hellos on csgi serve --asgi and python3 -m csgi serve --asgi vs uvicorn
+#      (uvloop + httptools) vs hypercorn; a C++ hello mounted in Starlette (csgi.asgi: the default, a pool,
+#      threads=0) vs a Starlette Python hello, all under uvicorn; with the
 #      server's CPU time per request (utime+stime of its process over the wrk run / requests)
 set -uo pipefail
 build=$(realpath "${1:-build}")
@@ -63,7 +65,8 @@ cat > "$work/stcxx.py" <<'PYEOF'
 import os, csgi
 from starlette.applications import Starlette
 from starlette.routing import Mount
-threads = int(os.environ.get("CSGI_ASGI_THREADS", "32"))
+threads = os.environ.get("CSGI_ASGI_THREADS")  # unset: csgi.asgi's default
+threads = None if threads is None else int(threads)
 app = Starlette(routes=[Mount("/cxx", csgi.asgi(csgi.load_app(os.environ["CSGI_TEST_APPS"], ["hello"]), threads=threads))])
 PYEOF
 cat > "$work/stpy.py" <<'PYEOF'
@@ -104,7 +107,7 @@ measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps
   local key=$1 conns=$2 path=$3; shift 3
   local port; port=$(free_port)
   local argv=("${@//PORT/$port}")
-  if ! start "$port" "$path" "${argv[@]}"; then kill_server; RPS[$key]="failed"; LAT[$key]="-"; CMD[$key]="${argv[*]}"; return; fi
+  if ! start "$port" "$path" "${argv[@]}"; then kill_server; RPS[$key]="failed"; LAT[$key]="-"; CMD[$key]="$*"; return; fi
   local runs=() r l all="" t0 t1 spid
   spid=$(pgrep -P "$pid" -n 2>/dev/null || echo "$pid")  # setsid's child when setsid forked
   [ -r "/proc/$spid/stat" ] || spid=$pid
@@ -120,7 +123,8 @@ n = sum(float(x) for x in rps) * dur  # requests served over the runs
 print('%.1f' % (ticks * 1e6 / os.sysconf('SC_CLK_TCK') / n) if n else '-')" "$((t1 - t0))" "$dur" $all 2>/dev/null || echo -)
   kill_server
   read -r r l <<<"$(printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
-  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${argv[*]} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
+  local shown="${*//$build/BUILD}"
+  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${shown//$PY -m csgi/python3 -m csgi} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
   echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request (runs:$all)"
 }
 
@@ -144,6 +148,14 @@ if [[ "$csgi_help" == *--wsgi* ]]; then
   measure csgi_py_close 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
   wrk_extra=()
 fi
+# The same server run by /usr/bin/python3 itself (the csgi package's __main__), when the package has it.
+if $PY -c 'from csgi._csgi import _main' 2>/dev/null; then
+  measure pym_py 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
+  measure pym_py0 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --app-threads 0 --wsgi pyhello:application
+  measure pym_flask 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
+  measure pym_fa 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi fahello:app
+  measure pym_st 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi sthello:app
+fi
 UV=("$PY" -m uvicorn --port PORT --loop uvloop --http httptools --log-level warning --no-access-log)
 HC=("$PY" -m hypercorn --bind 127.0.0.1:PORT --workers 1)
 if [[ "$csgi_help" == *--asgi* ]]; then
@@ -154,6 +166,7 @@ measure asgi_uv_fa 50 / "${UV[@]}" fahello:app
 measure asgi_uv_st 50 / "${UV[@]}" sthello:app
 measure asgi_hc_fa 50 / "${HC[@]}" fahello:app
 measure asgi_uv_cxx 50 /cxx/ "${UV[@]}" stcxx:app
+measure asgi_uv_cxxpool 50 /cxx/ env CSGI_ASGI_THREADS=32 "${UV[@]}" stcxx:app
 measure asgi_uv_cxx0 50 /cxx/ env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:app
 measure asgi_uv_pymount 50 /py/ "${UV[@]}" stpy:app
 measure gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
@@ -198,9 +211,9 @@ def wsgi_call(app, n=50000):
     t = time.perf_counter()
     for _ in range(n): app(dict(environ), sr)
     return (time.perf_counter() - t) / n * 1e6
-pa, ai, ap = per_call(py_asgi), per_call(csgi.asgi(hello, threads=0)), per_call(csgi.asgi(hello), 5000)
+pa, ai, ap = per_call(py_asgi), per_call(csgi.asgi(hello, threads=0)), per_call(csgi.asgi(hello, threads=32), 5000)
 pw, cw = wsgi_call(py_wsgi), wsgi_call(hello)
-print("| C++ hello via csgi.asgi (thread pool) | %.1f | %.1f |" % (ap, ap - pa))
+print("| C++ hello via csgi.asgi(threads=32) (thread pool) | %.1f | %.1f |" % (ap, ap - pa))
 print("| C++ hello via csgi.asgi(threads=0) | %.1f | %.1f |" % (ai, ai - pa))
 print("| Python ASGI hello | %.1f | 0 |" % pa)
 print("| C++ hello via csgi.App as WSGI | %.1f | %.1f |" % (cw, cw - pw))
@@ -228,11 +241,16 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "| C++ hello via bindings | uWSGI http-socket | ${RPS[uwsgi_cxx]} | ${LAT[uwsgi_cxx]} | $(ratio uwsgi_cxx uwsgi_py) vs Python hello | |"
   echo "| Python hello | uWSGI http-socket | ${RPS[uwsgi_py]} | ${LAT[uwsgi_py]} | 1.00 | |"
   if [ -n "${RPS[csgi_py]:-}" ]; then
-    echo "| Python hello | csgi serve --wsgi | ${RPS[csgi_py]} | ${LAT[csgi_py]} | $(ratio csgi_py uwsgi_py) vs uWSGI | ≥ 1.5 |"
+    echo "| Python hello | csgi serve --wsgi | ${RPS[csgi_py]} | ${LAT[csgi_py]} | $(ratio csgi_py uwsgi_py) vs uWSGI | ≥ 5 |"
     echo "| Python hello, Connection: close | csgi serve --wsgi | ${RPS[csgi_py_close]} | ${LAT[csgi_py_close]} | $(ratio csgi_py_close uwsgi_py) vs uWSGI | |"
-    echo "| Flask app | csgi serve --wsgi | ${RPS[csgi_flask]} | ${LAT[csgi_flask]} | $(ratio csgi_flask uwsgi_flask) vs uWSGI | ≥ 1.2 |"
+    echo "| Flask app | csgi serve --wsgi | ${RPS[csgi_flask]} | ${LAT[csgi_flask]} | $(ratio csgi_flask uwsgi_flask) vs uWSGI | ≥ 2 |"
   else
-    echo "| Python hello / Flask | csgi serve --wsgi | not measured: the csgi command has no --wsgi mode in this build | | | ≥ 1.5 / ≥ 1.2 |"
+    echo "| Python hello / Flask | csgi serve --wsgi | not measured: the csgi command has no --wsgi mode in this build | | | ≥ 5 / ≥ 2 |"
+  fi
+  if [ -n "${RPS[pym_py]:-}" ]; then
+    echo "| Python hello | python3 -m csgi serve --wsgi | ${RPS[pym_py]} | ${LAT[pym_py]} | $(ratio pym_py uwsgi_py) vs uWSGI | ≥ 5 |"
+    echo "| Python hello, --app-threads 0 | python3 -m csgi serve --wsgi | ${RPS[pym_py0]} | ${LAT[pym_py0]} | $(ratio pym_py0 uwsgi_py) vs uWSGI | ≥ 5 |"
+    echo "| Flask app | python3 -m csgi serve --wsgi | ${RPS[pym_flask]} | ${LAT[pym_flask]} | $(ratio pym_flask uwsgi_flask) vs uWSGI | ≥ 2 |"
   fi
   echo "| Flask app | uWSGI http-socket | ${RPS[uwsgi_flask]} | ${LAT[uwsgi_flask]} | 1.00 | |"
   echo "| Flask app | gunicorn sync | ${RPS[gun_flask]} | ${LAT[gun_flask]} | $(ratio gun_flask uwsgi_flask) vs uWSGI | |"
@@ -240,11 +258,16 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
     echo "| FastAPI hello | csgi serve --asgi | ${RPS[asgi_csgi_fa]} | ${LAT[asgi_csgi_fa]} | $(ratio asgi_csgi_fa asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
     echo "| Starlette hello | csgi serve --asgi | ${RPS[asgi_csgi_st]} | ${LAT[asgi_csgi_st]} | $(ratio asgi_csgi_st asgi_uv_st) vs uvicorn | |"
   fi
+  if [ -n "${RPS[pym_fa]:-}" ]; then
+    echo "| FastAPI hello | python3 -m csgi serve --asgi | ${RPS[pym_fa]} | ${LAT[pym_fa]} | $(ratio pym_fa asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
+    echo "| Starlette hello | python3 -m csgi serve --asgi | ${RPS[pym_st]} | ${LAT[pym_st]} | $(ratio pym_st asgi_uv_st) vs uvicorn | |"
+  fi
   echo "| FastAPI hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fa]} | ${LAT[asgi_uv_fa]} | 1.00 | |"
   echo "| Starlette hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_st]} | ${LAT[asgi_uv_st]} | 1.00 | |"
   echo "| FastAPI hello | hypercorn | ${RPS[asgi_hc_fa]} | ${LAT[asgi_hc_fa]} | $(ratio asgi_hc_fa asgi_uv_fa) vs uvicorn | |"
-  echo "| C++ hello mounted in Starlette (csgi.asgi, thread pool) | uvicorn | ${RPS[asgi_uv_cxx]} | ${LAT[asgi_uv_cxx]} | $(ratio asgi_uv_cxx asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
-  echo "| C++ hello mounted in Starlette (csgi.asgi threads=0) | uvicorn | ${RPS[asgi_uv_cxx0]} | ${LAT[asgi_uv_cxx0]} | $(ratio asgi_uv_cxx0 asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
+  echo "| C++ hello mounted in Starlette (csgi.asgi, default) | uvicorn | ${RPS[asgi_uv_cxx]} | ${LAT[asgi_uv_cxx]} | $(ratio asgi_uv_cxx asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
+  echo "| C++ hello mounted in Starlette (csgi.asgi threads=32, thread pool) | uvicorn | ${RPS[asgi_uv_cxxpool]} | ${LAT[asgi_uv_cxxpool]} | $(ratio asgi_uv_cxxpool asgi_uv_pymount) vs Python mount | |"
+  echo "| C++ hello mounted in Starlette (csgi.asgi threads=0) | uvicorn | ${RPS[asgi_uv_cxx0]} | ${LAT[asgi_uv_cxx0]} | $(ratio asgi_uv_cxx0 asgi_uv_pymount) vs Python mount | |"
   echo "| Starlette Python hello, mounted | uvicorn | ${RPS[asgi_uv_pymount]} | ${LAT[asgi_uv_pymount]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 1 thread | gunicorn gthread | ${RPS[gil_1]} | ${LAT[gil_1]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 4 threads | gunicorn gthread | ${RPS[gil_4]} | ${LAT[gil_4]} | $(ratio gil_4 gil_1) vs 1 thread | ~4 |"
@@ -253,7 +276,8 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo
   echo "| case | µs CPU/request |"
   echo "|---|---|"
-  for k in gun_cxx gun_py csgi_py asgi_csgi_fa asgi_uv_fa asgi_hc_fa asgi_csgi_st asgi_uv_st asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
+  for k in gun_cxx gun_py csgi_py pym_py pym_py0 csgi_flask pym_flask asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa \
+           asgi_csgi_st pym_st asgi_uv_st asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} |"
   done
   echo
@@ -266,10 +290,11 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo
   echo "![python bindings](charts/python.png)"
   echo
-  echo "Commands (PORT chosen free per run; modules written by bench/suites/python.sh):"
+  echo "Commands (BUILD: the build directory; PORT chosen free per run; modules written by bench/suites/python.sh):"
   echo
-  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close uwsgi_flask gun_flask csgi_flask gil_1 gil_4 \
-           asgi_csgi_fa asgi_csgi_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx asgi_uv_cxx0 asgi_uv_pymount; do
+  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close pym_py pym_py0 uwsgi_flask gun_flask csgi_flask \
+           pym_flask gil_1 gil_4 asgi_csgi_fa asgi_csgi_st pym_fa pym_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx \
+           asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
   done
 } > "$out/python.md"
@@ -279,7 +304,8 @@ $PY - "$root/bench/charts/python.png" \
   "C++ hello\nuWSGI" "${RPS[uwsgi_cxx]}" "Py hello\nuWSGI" "${RPS[uwsgi_py]}" \
   "Py hello\ncsgi --wsgi" "${RPS[csgi_py]:-x}" "Py hello, close\ncsgi --wsgi" "${RPS[csgi_py_close]:-x}" \
   "Flask\nuWSGI" "${RPS[uwsgi_flask]}" "Flask\ngunicorn" "${RPS[gun_flask]}" \
-  "Flask\ncsgi --wsgi" "${RPS[csgi_flask]:-x}" <<'PYEOF' || echo "chart skipped" >&2
+  "Flask\ncsgi --wsgi" "${RPS[csgi_flask]:-x}" "Py hello\npython3 -m csgi" "${RPS[pym_py]:-x}" \
+  "Flask\npython3 -m csgi" "${RPS[pym_flask]:-x}" <<'PYEOF' || echo "chart skipped" >&2
 import sys
 import matplotlib
 matplotlib.use("Agg")

@@ -7,6 +7,7 @@
 //     fork() the thread takes the GIL back and runs PyOS_BeforeFork / PyOS_AfterFork_Parent / _Child, as
 //     os.fork() does, so the worker's interpreter (GIL, import lock, threading module) is consistent.
 #include <pthread.h>
+#include <pybind11/stl.h>
 #include <signal.h>
 
 #include <csignal>
@@ -18,9 +19,13 @@
 #include "csgi/core/process.hpp"
 #include "embed_api.hpp"
 #include "gil.hpp"
+#include "serving.hpp"
 
 #ifdef CSGI_PY_STANDALONE
 #include "csgi/adapters/standalone/server.hpp"
+#endif
+#ifdef CSGI_PY_RUNNER
+#include "csgi/adapters/runner/runner.hpp"
 #endif
 
 namespace csgi::python {
@@ -100,16 +105,6 @@ private:
 
 ServingRelease* g_embedded_release = nullptr;  // the embedding program's main thread, while it serves
 
-App load_spec(const char* spec, int asgi_workers) {
-  if (asgi_workers >= 0) {
-    py::object mod = py::module_::import("csgi._asgi_host");
-    return to_app(mod.attr("load_asgi_app")(spec, asgi_workers));
-  }
-  py::object mod = py::module_::import("csgi._wsgi");
-  py::object obj = mod.attr("import_wsgi_app")(spec);
-  return to_app(obj);
-}
-
 bool api_load_kind(const char* spec, App* out, int asgi_workers) {
   try {
     *out = load_spec(spec, asgi_workers);
@@ -172,12 +167,24 @@ std::vector<std::string> listen_list(py::handle listen) {
 }
 
 int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned workers, std::string script_name,
-          std::string access_log, std::string error_log, py::object on_listening) {
+          std::string access_log, std::string error_log, py::object on_listening, std::vector<std::string> options) {
   GilHeldByCaller held;  // called from Python; the app and callback may be dropped with the GIL held
   if (threads < 1) throw py::value_error("threads must be at least 1");
   if (!script_name.empty() && (script_name.front() != '/' || script_name.back() == '/'))
     throw py::value_error("script_name must be empty or like /prefix");
-  App app = to_app(app_obj);
+#ifdef CSGI_PY_RUNNER
+  // The keywords as csgi serve's options, then `options`: one parser, checked together.
+  std::vector<std::string> words = {"csgi.serve", "--threads", std::to_string(threads), "--workers",
+                                    std::to_string(workers)};
+  for (std::string& l : listen_list(listen)) words.insert(words.end(), {"--listen", std::move(l)});
+  if (!script_name.empty()) words.insert(words.end(), {"--script-name", script_name});
+  if (!access_log.empty()) words.insert(words.end(), {"--access-log", access_log});
+  if (!error_log.empty()) words.insert(words.end(), {"--error-log", error_log});
+  words.insert(words.end(), options.begin(), options.end());
+  runner::Options server = server_options(std::move(words));
+  standalone::ServerOptions& opt = server.server;
+#else
+  if (!options.empty()) throw py::value_error("options: this build has no csgi::runner to read them");
   standalone::ServerOptions opt;
   opt.listen = listen_list(listen);
   opt.threads = threads;
@@ -185,6 +192,8 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
   opt.script_name = std::move(script_name);
   opt.access_log = std::move(access_log);
   opt.error_log = std::move(error_log);
+#endif
+  App app = to_app(app_obj);
   std::shared_ptr<PyRef> callback;
   if (!on_listening.is_none()) {
     if (!PyCallable_Check(on_listening.ptr())) throw py::type_error("on_listening must be callable");
@@ -199,19 +208,18 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
       Py_XDECREF(r);
     };
   }
-  int rc = 0;
   std::string failure;
-  {
-    SavedSignals saved;
-    ServingRelease nogil;
-    try {
-      standalone::Server server(std::move(app), std::move(opt));
-      rc = server.run();
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    app = nullptr;  // drop the app (and its Python references) while the GIL is free to be taken
-  }
+  int rc = serve_released(
+      [&] {
+        // the server owns the app: it (and its Python references) is dropped while the GIL is free
+#ifdef CSGI_PY_RUNNER
+        return runner::serve(std::move(app), server);
+#else
+        standalone::Server server(std::move(app), std::move(opt));
+        return server.run();
+#endif
+      },
+      failure);
   callback.reset();
   if (!failure.empty()) throw std::runtime_error("csgi.serve: " + failure);
   return rc;
@@ -219,6 +227,29 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
 #endif
 
 }  // namespace
+
+App load_spec(const char* spec, int asgi_workers) {
+  if (asgi_workers >= 0) {
+    py::object mod = py::module_::import("csgi._asgi_host");
+    return to_app(mod.attr("load_asgi_app")(spec, asgi_workers));
+  }
+  py::object mod = py::module_::import("csgi._wsgi");
+  py::object obj = mod.attr("import_wsgi_app")(spec);
+  return to_app(obj);
+}
+
+#ifdef CSGI_PY_STANDALONE
+int serve_released(const std::function<int()>& serve, std::string& failure) {
+  SavedSignals saved;
+  ServingRelease nogil;
+  try {
+    return serve();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    return 1;
+  }
+}
+#endif
 
 void bind_servers(py::module_& m) {
   m.attr("_embed_api") = py::capsule(static_cast<const void*>(&g_api), CSGI_PY_EMBED_CAPSULE);
@@ -230,6 +261,7 @@ void bind_servers(py::module_& m) {
   m.def("serve", &serve, py::arg("app"), py::kw_only(), py::arg("listen") = py::none(), py::arg("threads") = 1u,
         py::arg("workers") = 0u, py::arg("script_name") = std::string(), py::arg("access_log") = std::string(),
         py::arg("error_log") = std::string(), py::arg("on_listening") = py::none(),
+        py::arg("options") = std::vector<std::string>(),
         R"doc(
 Serves `app` (a csgi.App or any WSGI callable) with the csgi standalone HTTP/1.1 server until SIGINT
 (Ctrl-C) or SIGTERM stops it gracefully; returns the exit status (0).
@@ -239,10 +271,15 @@ threads: io threads (they share the GIL for Python apps). workers: N > 0 forks N
 a master that restarts any that dies — use processes for CPU-bound Python. script_name: a mount prefix.
 access_log / error_log: files ("-" = stdout for the access log; csgi.errors goes to stderr by default).
 on_listening(url): called once per address when listening (default: "csgi: listening on URL" printed).
+options: more options of `csgi serve`, as its command line has them (["--max-body-bytes", "65536",
+"--graceful-timeout", "5"]; `python3 -m csgi --help` lists them); a bad one raises ValueError.
 
 The GIL is released while the server runs and re-taken per request. Python's signal handlers are put
 back when it returns.
 )doc");
+#endif
+#ifdef CSGI_PY_RUNNER
+  bind_command(m);
 #endif
 }
 

@@ -331,9 +331,10 @@ def test_mounted_failure_after_start_aborts_the_response(mounted):
 @pytest.mark.parametrize("args", [("hello",), ("echo",), ("stream",), ("delayed",)])
 def test_inline_mode_answers_alike(load, args):
     sc = scope("/x", method="POST", root_path="/cpp", headers=[("Content-Type", "text/plain")])
-    pooled = validate(drive(csgi.asgi(load(*args)), sc, chunks=(b"abc",)))
+    pooled = validate(drive(csgi.asgi(load(*args), threads=8), sc, chunks=(b"abc",)))
     inline = validate(drive(csgi.asgi(load(*args), threads=0), sc, chunks=(b"abc",)))
-    assert pooled == inline
+    default = validate(drive(csgi.asgi(load(*args)), sc, chunks=(b"abc",)))
+    assert pooled == inline == default
 
 
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
@@ -364,6 +365,52 @@ def test_inline_bodyless_request_needs_no_receive(load, method):
     sc["http_version"] = "2"
     validate(asyncio.run(main(sc)))
     assert received == ["POST", method]
+
+
+async def _gather_gets(app, n):
+    """n GET requests of `app` at once on this loop: their statuses and how long they took together."""
+    async def one():
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope("/"), receive, send)
+        return validate(sent)[0]
+
+    t = time.monotonic()
+    statuses = await asyncio.gather(*(one() for _ in range(n)))
+    return statuses, time.monotonic() - t
+
+
+def test_by_default_a_quick_app_stays_on_the_loop_and_a_slow_one_moves_to_a_pool(load, capfd):
+    """threads=None: no worker thread starts while every call is quick; the second call that holds the
+    loop longer than 2 ms moves the app to its pool (then ten 50 ms requests take far less than 500 ms)."""
+    tasks = lambda: len(os.listdir("/proc/self/task"))  # noqa: E731
+    before = tasks()
+    quick = csgi.asgi(load("hello"))
+    statuses, _ = asyncio.run(_gather_gets(quick, 50))
+    assert statuses == [200] * 50 and tasks() <= before  # (a pool's threads live as long as `quick`)
+    slow = csgi.asgi(load("work", "50"))
+    statuses, took = asyncio.run(_gather_gets(slow, 2))  # one after the other, on the loop
+    assert statuses == [200] * 2 and took >= 0.1
+    assert "held the event loop for" in capfd.readouterr().err
+    statuses, took = asyncio.run(_gather_gets(slow, 10))
+    assert statuses == [200] * 10 and took < 0.4
+
+
+def test_a_slow_call_counts_when_the_loop_thread_waited_or_computed_not_when_it_was_preempted():
+    from csgi._asgi import _held_the_loop, _thread_usage
+    assert not _held_the_loop((7, 1.0), (7, 1.0005))  # preempted: no wait, little CPU
+    assert _held_the_loop((7, 1.0), (8, 1.0))         # it waited (a voluntary context switch)
+    assert _held_the_loop((7, 1.0), (7, 1.01))        # it computed for 10 ms
+    assert _held_the_loop(None, None)                 # unknown usage: wall time alone
+    before = _thread_usage()
+    time.sleep(0.01)
+    assert _held_the_loop(before, _thread_usage())
 
 
 def test_pool_apps_run_off_the_loop_on_several_loops_at_once(load):

@@ -13,7 +13,7 @@ from ._csgi import BodyIterator, ErrorsStream, FileWrapper, InputStream, StartRe
 from ._wsgi import import_wsgi_app  # noqa: F401
 
 
-def asgi(app, *, threads=32):
+def asgi(app, *, threads=None):
     """A csgi app as an ASGI 3 application (see csgi._asgi.asgi); asyncio is imported on first use."""
     from ._asgi import asgi as make
     return make(app, threads=threads)

@@ -35,7 +35,7 @@ def import_wsgi_app(spec: str, cwd: str | None = ...) -> WSGIApp: ...
 
 ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
-def asgi(app: App | Builder | WSGIApp, *, threads: int = ...) -> ASGIApp:
+def asgi(app: App | Builder | WSGIApp, *, threads: int | None = ...) -> ASGIApp:
     """A csgi app as an ASGI 3 app (uvicorn, hypercorn, Starlette/FastAPI mount)."""
 def from_asgi(app: ASGIApp, *, lifespan: str = ..., start: bool = ..., threads: int = ...,
               start_in_children: bool = ...) -> App:
@@ -44,7 +44,7 @@ def from_asgi(app: ASGIApp, *, lifespan: str = ..., start: bool = ..., threads: 
 class LifespanFailed(RuntimeError): ...
 def serve(app: WSGIApp | ASGIApp | App, *, listen: str | Sequence[str] | None = ..., threads: int = ..., workers: int = ...,
           script_name: str = ..., access_log: str = ..., error_log: str = ...,
-          on_listening: Callable[[str], object] | None = ...) -> int:
+          on_listening: Callable[[str], object] | None = ..., options: Sequence[str] = ...) -> int:
     """Serves app with the csgi standalone HTTP/1.1 server until SIGINT/SIGTERM; returns 0."""
 
 class BodyIterator(Iterator[bytes]):

@@ -3,9 +3,11 @@
 The scope becomes the env in C++ (``csgi.App._asgi``, bindings/src/to_wsgi.cpp) by the rules of the WSGI
 bridge (the PEP 3333 environ uvicorn's and Starlette's WSGI adapters build: SCRIPT_NAME from
 ``root_path``, headers, client/server, scheme, dot segments), and the answer comes back as the ASGI
-status, header pairs and body. The C++ app runs on a thread pool with the GIL released, and the event
-loop only awaits; with ``threads=0`` on the loop itself, and a request whose framing says it has no body
-is answered without a ``receive()``. The request body reaches ``csgi.input`` through a buffer that the event loop
+status, header pairs and body. By default the C++ app is called on the event loop's thread (a request
+whose framing says it has no body is answered without a ``receive()``) until a call holds the loop
+longer than ``_INLINE_LIMIT`` (ASGIApp._on_loop); from then on it runs on a thread pool with the GIL
+released, and the event loop only awaits. ``threads=0`` keeps it on the loop, ``threads=N`` puts it on
+a pool of N from the start. The request body reaches ``csgi.input`` through a buffer that the event loop
 fills from ``receive()`` while the app reads (at most ``_HIGH_WATER`` bytes ahead); a body that
 ``http.disconnect`` cuts short is an input error for the app. Responses go out through ``send()``:
 complete bodies in one message, files, streams and delayed writers chunk by chunk as ``more_body``
@@ -15,13 +17,40 @@ the previous chunk was taken).
 import asyncio
 import collections
 import concurrent.futures
+import sys
 import threading
+import time
+
+try:
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None
 
 from ._csgi import App, AsgiWorkers
 
 _HIGH_WATER = 1 << 16      # request body bytes buffered ahead of the app's reads
 _LATE_BODY_LIMIT = 4 << 20  # request body bytes kept for an app still streaming its response
 _END = object()
+_INLINE_LIMIT = 0.002       # seconds: a call on the event loop longer than this is slow
+
+
+def _thread_usage():
+    """(voluntary context switches, CPU seconds) of the calling thread; None where Linux's RUSAGE_THREAD
+    is missing. The CPU time is the thread's clock (nanoseconds), not getrusage's, which is counted in
+    scheduler ticks (4 ms)."""
+    who = getattr(resource, "RUSAGE_THREAD", None) if resource else None
+    if who is None:
+        return None
+    return resource.getrusage(who).ru_nvcsw, time.thread_time()
+
+
+def _held_the_loop(before, after):
+    """Whether a slow call waited (blocked) or computed longer than _INLINE_LIMIT, rather than being
+    preempted; True when the usage is unknown."""
+    if before is None or after is None:
+        return True
+    return after[0] > before[0] or after[1] - before[1] > _INLINE_LIMIT
+_AUTO_THREADS = 32          # the pool of a threads=None app
 
 
 class ClientDisconnected(OSError):
@@ -140,13 +169,19 @@ async def _finish(future):
 class ASGIApp:
     """A csgi app (a ``csgi.App``, a ``csgi.Builder`` or a WSGI callable) as an ASGI 3 application."""
 
-    def __init__(self, app, *, threads=32):
+    def __init__(self, app, *, threads=None):
         if hasattr(app, "build") and not callable(app):
             app = app.build()
         self.app = app if isinstance(app, App) else App(app)
-        self._inline = threads == 0
+        self._auto = threads is None  # on the loop until a call holds it longer than _INLINE_LIMIT (_on_loop)
+        self._suspect = False  # a call was slow: the next ones' thread usage is read
+        if self._auto:
+            threads = _AUTO_THREADS
+        elif threads < 0:
+            raise ValueError("threads must be None, 0 or more")
+        self._inline = self._auto or threads == 0
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(threads, 4), thread_name_prefix="csgi-asgi")
-        self._workers = None if self._inline else AsgiWorkers(threads)
+        self._workers = AsgiWorkers(threads) if threads else None  # its threads start with the first call
         self._workers_loop = None
 
     async def __call__(self, scope, receive, send):
@@ -169,8 +204,12 @@ class ASGIApp:
 
     def _call(self, scope, body):
         """The app's answer (its C++ code runs without the GIL): status, headers, the first body chunk and
-        the rest as an iterator (None for a complete body). On a pool thread, or inline."""
-        status, headers, result = self.app._asgi(scope, body)
+        the rest as an iterator (None for a complete body). On a pool thread, or inline. With body None:
+        None unless the request's framing says it has no body."""
+        answer = self.app._asgi(scope, body)
+        if answer is None:
+            return None
+        status, headers, result = answer
         if type(result) is bytes:
             return status, headers, result, None
         try:
@@ -180,23 +219,42 @@ class ASGIApp:
             raise
         return status, headers, first, result
 
+    def _on_loop(self, scope, body):
+        """_call on the event loop; with threads=None, timed. The first call longer than _INLINE_LIMIT makes
+        the app a suspect: from then on each call's thread usage is read too, and the next slow call during
+        which the thread waited (a voluntary context switch) or computed for longer than the limit sends
+        the app's later calls to its pool. A thread the kernel preempted has not held the loop itself."""
+        if not self._auto:
+            return self._call(scope, body)
+        suspect = self._suspect
+        before = _thread_usage() if suspect else None
+        start = time.perf_counter()
+        try:
+            return self._call(scope, body)
+        finally:
+            took = time.perf_counter() - start
+            if took > _INLINE_LIMIT and self._auto:
+                if not suspect:
+                    self._suspect = True
+                elif _held_the_loop(before, _thread_usage()):
+                    self._auto = self._inline = False
+                    sys.stderr.write(
+                        "csgi.asgi: a call of %r held the event loop for %.1f ms; its calls run on a pool of %d "
+                        "threads from now on (threads=0 keeps an app on the loop, threads=N starts it on a pool)\n"
+                        % (self.app, took * 1e3, _AUTO_THREADS))
+
     async def _http(self, scope, receive, send):
         if self._inline:
             # A request whose framing says it has no body is answered without a receive(): one C++
             # call builds the env from the scope, runs the app and returns the ASGI head and body.
-            answer = self.app._asgi(scope, None)
-            if answer is not None:
-                status, headers, result = answer
-                if type(result) is bytes:
+            head = self._on_loop(scope, None)
+            if head is not None:
+                status, headers, first, it = head
+                if it is None:
                     await send({"type": "http.response.start", "status": status, "headers": headers})
-                    await send({"type": "http.response.body", "body": result})
+                    await send({"type": "http.response.body", "body": first})
                     return
-                try:
-                    first = _next_chunk(result)
-                except BaseException:
-                    result.close()
-                    raise
-                await self._answer(asyncio.get_running_loop(), receive, send, (status, headers, first, result))
+                await self._answer(asyncio.get_running_loop(), receive, send, head)
                 return
         loop = asyncio.get_running_loop()
         message = await receive()
@@ -214,7 +272,7 @@ class ASGIApp:
         try:
             workers = None if streamed is not None else self._workers_on(loop)
             if self._inline and streamed is None:
-                head = self._call(scope, body_input)  # an app that never blocks, on the loop
+                head = self._on_loop(scope, body_input)  # an app that never blocks, on the loop
             elif workers is not None:
                 future = loop.create_future()
                 workers.submit(self.app, scope, body_input, future)
@@ -291,12 +349,15 @@ class _DisconnectWatch:
         self.gone.set()
 
 
-def asgi(app, *, threads=32):
+def asgi(app, *, threads=None):
     """A csgi app as an ASGI 3 application for uvicorn, hypercorn or a Starlette/FastAPI ``mount``.
 
     ``app``: a ``csgi.App`` (``load_app()``, ``Builder.build()``, the built-ins), a ``csgi.Builder`` or
-    any WSGI callable. The app runs on a pool of ``threads`` threads with the GIL released; the event
-    loop never waits for it. ``threads=0``: the app is called on the event loop's thread when the request
-    body came whole (as ``csgi serve --app-threads 0`` calls it on the io thread): for apps that never
-    block (a delayed response must be answered at once); streamed bodies and responses still use a pool."""
+    any WSGI callable. ``threads=None`` (the default): the app is called on the event loop's thread when
+    the request body came whole (as ``csgi serve`` calls a C++ app on its io thread), until a call (after
+    a first slow one) has held the loop longer than 2 ms, waiting or computing; from then on, as with
+    ``threads=32``. ``threads=N``: the app runs
+    on a pool of N threads with the GIL released; the event loop never waits for it. ``threads=0``: always
+    on the loop, for apps that never block (a delayed response must be answered at once). Streamed
+    request bodies and responses use a pool in every case."""
     return ASGIApp(app, threads=threads)
