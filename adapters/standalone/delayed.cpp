@@ -216,13 +216,13 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
   if (status < 100 || status > 999) status = 500;
   bool no_body = status_has_no_body(status);
   std::optional<std::uint64_t> declared = declared_length(headers);
-  bool chunked = !no_body && !head_ && !declared && !http10_;
-  if (!no_body && !head_ && !declared && http10_) keep_alive_ = false;
+  bool chunked = !no_body && !req_.head && !declared && !req_.http10;
+  if (!no_body && !req_.head && !declared && req_.http10) req_.keep_alive = false;
   write_head(status, headers, no_body ? std::nullopt : declared, chunked);
   {
     std::lock_guard lock(st->mu);
     st->chunked = chunked;
-    st->head_only = head_ || no_body;
+    st->head_only = req_.head || no_body;
     st->framed = true;
     // Frame what the app wrote before this ran (see WriterState::framed).
     if (st->head_only) {
@@ -243,13 +243,13 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
       if (st->closed && !st->aborted) st->pending.append("0\r\n\r\n");
     }
   }
-  writer_ = std::move(st);
+  body_.writer = std::move(st);
   phase_ = Phase::writer;
-  on_writer_flush(writer_);
+  on_writer_flush(body_.writer);
 }
 
 void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
-  if (st != writer_ || phase_ != Phase::writer) {
+  if (st != body_.writer || phase_ != Phase::writer) {
     std::lock_guard lock(st->mu);
     st->flush_posted = false;
     return;
@@ -261,7 +261,7 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     st->flush_posted = false;
     aborted = st->aborted;
     if (!st->pending.empty()) {
-      sent_body_ += st->pending.size();
+      req_.sent_body += st->pending.size();
       out_.append(st->pending);
       st->pending.clear();
     }
@@ -273,16 +273,16 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
   bool done = flush();
   {
     std::lock_guard lock(st->mu);
-    st->unsent = out_.size() - out_pos_;
+    st->unsent = out_.unsent();
   }
   st->cv.notify_all();
   if (phase_ == Phase::closed) return;
-  if (dead_) {
+  if (link_.dead) {
     // The client is gone: the writer's next write() says so (once the env is handed over), and
     // nothing more will be sent.
-    keep_alive_ = false;
+    req_.keep_alive = false;
     close_now();
-    writer_.reset();
+    body_.writer.reset();
     return;
   }
   if (!done && !aborted) {
@@ -291,8 +291,8 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
   }
   if (aborted) {
     log_error("a streaming Writer was dropped without close(); the response ends as failed");
-    keep_alive_ = false;
-    writer_.reset();
+    req_.keep_alive = false;
+    body_.writer.reset();
     close_now();
     return;
   }
@@ -300,9 +300,9 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     // Past or short of its declared length, the body ends the connection (ADP-13).
     if (overrun > 0 || left > 0) {
       log_length_error(declared, overrun > 0 ? overrun : declared - left, overrun > 0);
-      keep_alive_ = false;
+      req_.keep_alive = false;
     }
-    writer_.reset();
+    body_.writer.reset();
     phase_ = Phase::reading;
     finish_response();
     if (phase_ == Phase::reading) process();

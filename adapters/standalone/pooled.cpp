@@ -29,7 +29,7 @@ void Conn::run_in_pool() {
   };
   if (!sh_.pool->post(std::move(job))) {
     phase_ = Phase::reading;
-    keep_alive_ = false;
+    req_.keep_alive = false;
     handle(Response::error(503, "server stopping"));
   }
 }
@@ -95,11 +95,11 @@ void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
     drop_env();  // handed to the Responder while the response is not complete (APP-4)
     return;
   }
-  if (hijacked_) {
+  if (link_.hijacked) {
     after_app(Response{}, 0);
     return;
   }
-  if (continue_pending_) keep_alive_ = false;  // the client may still be waiting to send its body
+  if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   phase_ = Phase::delayed;
   self_hold_ = shared_from_this();
 }
@@ -138,7 +138,7 @@ void Conn::pool_stream(std::shared_ptr<Conn> self, Response res, const std::stri
     } catch (...) {
     }
   };
-  if (!stream || head_ || status_has_no_body(status)) {
+  if (!stream || req_.head || status_has_no_body(status)) {
     close_stream();
     post_done(std::move(self), Response{status, std::move(res.headers), std::string()}, 0);
     return;
@@ -240,18 +240,18 @@ void Conn::serve_read(const std::shared_ptr<PoolCall>& c) {
   if (c->abandoned) return;
   try {
     if (phase_ == Phase::pooled && body_readable()) {
-      if (continue_pending_) {
-        continue_pending_ = false;
+      if (req_.continue_pending) {
+        req_.continue_pending = false;
         out_.append("HTTP/1.1 100 Continue\r\n\r\n");
-        if (!flush() && !dead_) wait_write();
+        if (!flush() && !link_.dead) wait_write();
       }
-      if (dead_) {
-        keep_alive_ = false;
+      if (link_.dead) {
+        req_.keep_alive = false;
         throw HttpError(400, "client gone");
       }
       if (!read_buffered(c->buf, c->n, c->got)) {
-        if (peer_eof_) {
-          keep_alive_ = false;
+        if (link_.peer_eof) {
+          req_.keep_alive = false;
           throw BadRequest("client closed the connection before the end of the body");
         }
         call_ = c;
@@ -267,7 +267,7 @@ void Conn::serve_read(const std::shared_ptr<PoolCall>& c) {
     c->error_status = 400;
     c->error_why = e.what();
   }
-  if (phase_ == Phase::pooled && !call_ && out_pos_ == out_.size() && ext_.empty()) clear_deadline();
+  if (phase_ == Phase::pooled && !call_ && !out_.pending()) clear_deadline();
   c->done = true;
   c->cv.notify_all();
 }
@@ -291,11 +291,11 @@ void Conn::finish_call(int status, std::string_view why) noexcept {
 // stopped reading an interim response (closed). Otherwise the app may take its time.
 void Conn::pooled_timeout() {
   if (call_) {
-    keep_alive_ = false;
+    req_.keep_alive = false;
     finish_call(408, "timed out reading the request body");
     return;
   }
-  if (out_pos_ < out_.size() || !ext_.empty()) close_now();
+  if (out_.pending()) close_now();
 }
 
 // The pool thread running this connection's app call is frozen (a fault, a request timeout) and keeps
