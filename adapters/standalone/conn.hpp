@@ -221,6 +221,9 @@ private:
   void process();
   Step drain_rest();
   Step read_head();
+  Step start_request();
+  Step head_incomplete();
+  Step parse_head();
   Step buffer_body();
   void wait_for_request();
   bool make_room();
@@ -254,11 +257,23 @@ private:
   std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
   void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
   void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
+  int pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what);
+  bool pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what);
+  void close_pool_stream(const StreamPtr& stream) noexcept;
   std::size_t read_from_pool(char* buf, std::size_t n);
   void run_on_io(const std::function<void()>& f);
   bool wait_call(PoolCall& c);
   void finish_call(int status, std::string_view why) noexcept;
   void pooled_timeout();
+
+  // A streaming Writer's turn on the io thread (delayed.cpp): what it found under the writer's lock.
+  struct WriterTurn {
+    bool fin = false, aborted = false;
+    std::uint64_t declared = 0, left = 0, overrun = 0;
+  };
+  WriterTurn take_writer_bytes(WriterState& st);
+  void writer_failed(bool aborted);
+  void end_writer(const WriterTurn& turn);
 
   // Responding.
   void handle(Response res);
@@ -352,6 +367,10 @@ private:
   struct Inbound {
     std::unique_ptr<char[]> buf;
     std::size_t cap = 0, begin = 0, end = 0, body_base = 0;
+    // A Content-Length body too big for buf but within --body-buffer-bytes, read before the app runs;
+    // the parser is fed from here when the app reads it. Emptied when its request ends.
+    std::string prebody;
+    std::size_t prebody_pos = 0;
     char* at(std::size_t i) const noexcept { return buf.get() + i; }
     std::string_view unparsed() const noexcept { return {buf.get() + begin, end - begin}; }
   };
@@ -368,19 +387,15 @@ private:
     std::uint64_t content_length = 0;
     std::size_t scanned = 0;      // head_complete() scanned up to here (relative to in_.begin)
     std::string_view expect;      // copied from the parser (the parser goes before the response may end)
-    // A Content-Length body too big for the buffer but within --body-buffer-bytes, read before the app
-    // runs; the parser is fed from here when the app reads it.
-    std::string prebody;
-    std::size_t prebody_pos = 0;
     std::uint64_t discarded = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
-    std::optional<Response> held;  // a complete response waiting while the unread body is discarded
     int status = 0;               // the response's, once its head is written
     std::uint64_t sent_body = 0;
   };
   Exchange req_;
-  /// The whole body is in req_.prebody (buffer_body).
+  static_assert(std::is_trivially_copyable_v<Exchange>, "req_ = {} stays a few stores");
+  /// The whole body is in in_.prebody (buffer_body).
   bool prebody_ready() const noexcept {
-    return !req_.prebody.empty() && req_.prebody.size() == req_.content_length;
+    return !in_.prebody.empty() && in_.prebody.size() == req_.content_length;
   }
   bool response_started() const noexcept { return req_.status != 0 || phase_ == Phase::h2; }
 
@@ -410,8 +425,21 @@ private:
       ext.clear();
       ext_done = ext_off = 0;
     }
-    int gather(iovec* iov, int max) const noexcept;
-    void advance(std::size_t n) noexcept;
+    bool written() const noexcept { return pos == buf.size() && ext_done == ext.size(); }
+    // Fills `iov` (room for `max`, at least 3) with what is unwritten, in order; returns how many it used.
+    int gather(iovec* iov, int max) const noexcept {
+      if (!ext.empty()) return gather_segments(iov, max);
+      if (pos == buf.size()) return 0;
+      iov[0] = {const_cast<char*>(buf.data()) + pos, buf.size() - pos};
+      return 1;
+    }
+    // Moves past `n` written bytes.
+    void advance(std::size_t n) noexcept {
+      if (ext.empty()) pos += n;
+      else advance_segments(n);
+    }
+    int gather_segments(iovec* iov, int max) const noexcept;
+    void advance_segments(std::size_t n) noexcept;
     std::string take();
   };
   Output out_;
@@ -435,6 +463,8 @@ private:
   CleanupHandlers cleanup_;
   Phase phase_ = Phase::reading;
   Clock::time_point deadline_{};
+  // A complete response waiting while its request's unread body is discarded (Phase::discarding).
+  std::optional<Response> held_;
   // The Responder (and Writer) of a delayed response not yet complete; it takes the env if the
   // connection closes first (APP-4).
   std::weak_ptr<RequestKeeper> keeper_;

@@ -216,39 +216,52 @@ Conn::Step Conn::drain_rest() {
 // the request-line and header limits.
 Conn::Step Conn::read_head() {
   if (!parser_) {
-    // RFC 9112 §2.2: ignore empty lines before a request-line.
-    while (in_.begin < in_.end && (in_.buf[in_.begin] == '\r' || in_.buf[in_.begin] == '\n')) ++in_.begin;
-    if (in_.begin == in_.end) {
-      in_.begin = in_.end = 0;
-      return Step::wait;
-    }
-    if (link_.h2_possible) {
-      // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
-      // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
-      int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
-      if (m == 0) return Step::wait;
-      link_.h2_possible = false;
-      if (m > 0) return start_h2(), Step::stop;
-    }
-    begin_request();
-    set_idle(false);
-    set_deadline(sh_.opt.header_timeout);
+    Step step = start_request();
+    if (step != Step::next) return step;
   }
-  if (!head_complete(in_.unparsed(), req_.scanned)) {
-    // Header incomplete: enforce the request-line and header-size limits on what we have.
-    std::string_view have = in_.unparsed();
-    std::size_t eol = have.find('\n');
-    if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
-      reject(414, "request line too long");
-      return Step::stop;
-    }
-    if (have.size() > sh_.opt.max_header_bytes) {
-      reject(431, "request header too large");
-      return Step::stop;
-    }
+  if (!head_complete(in_.unparsed(), req_.scanned)) return head_incomplete();
+  return parse_head();
+}
+
+// The first bytes of a request: HTTP/1 (a new request begins) or, on a new connection, maybe HTTP/2.
+Conn::Step Conn::start_request() {
+  // RFC 9112 §2.2: ignore empty lines before a request-line.
+  while (in_.begin < in_.end && (in_.buf[in_.begin] == '\r' || in_.buf[in_.begin] == '\n')) ++in_.begin;
+  if (in_.begin == in_.end) {
+    in_.begin = in_.end = 0;
     return Step::wait;
   }
-  // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+  if (link_.h2_possible) {
+    // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
+    // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
+    int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
+    if (m == 0) return Step::wait;
+    link_.h2_possible = false;
+    if (m > 0) return start_h2(), Step::stop;
+  }
+  begin_request();
+  set_idle(false);
+  set_deadline(sh_.opt.header_timeout);
+  return Step::next;
+}
+
+// Header incomplete: enforce the request-line and header-size limits on what we have.
+Conn::Step Conn::head_incomplete() {
+  std::string_view have = in_.unparsed();
+  std::size_t eol = have.find('\n');
+  if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
+    reject(414, "request line too long");
+    return Step::stop;
+  }
+  if (have.size() > sh_.opt.max_header_bytes) {
+    reject(431, "request header too large");
+    return Step::stop;
+  }
+  return Step::wait;
+}
+
+// The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+Conn::Step Conn::parse_head() {
   error_code ec;
   std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
   if (ec == http::error::need_more) ec = http::error::bad_line_ending;
@@ -258,7 +271,7 @@ Conn::Step Conn::read_head() {
     reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
     return Step::stop;
   }
-  if (has_obs_fold({in_.buf.get() + in_.begin, used})) {
+  if (has_obs_fold({in_.at(in_.begin), used})) {
     reject(400, "obs-fold in header");
     return Step::stop;
   }
@@ -279,19 +292,19 @@ Conn::Step Conn::read_head() {
 
 // A Content-Length body up to --body-buffer-bytes is read before the app runs, as the bytes come (unless
 // 100-continue): a slow client holds no thread. One that fits behind the head stays in the buffer; a
-// bigger one is collected in req_.prebody.
+// bigger one is collected in in_.prebody.
 Conn::Step Conn::buffer_body() {
   if (parser_->is_done() || req_.continue_pending || parser_->chunked() || prebody_ready() ||
       (req_.content_length > in_.cap - in_.body_base && req_.content_length > sh_.opt.body_buffer_bytes))
     return Step::next;
-  bool in_place = req_.content_length <= in_.cap - in_.body_base && req_.prebody.empty();
+  bool in_place = req_.content_length <= in_.cap - in_.body_base && in_.prebody.empty();
   if (!in_place) {
     std::size_t take = static_cast<std::size_t>(
-        std::min<std::uint64_t>(req_.content_length - req_.prebody.size(), in_.end - in_.begin));
-    req_.prebody.append(in_.buf.get() + in_.begin, take);
+        std::min<std::uint64_t>(req_.content_length - in_.prebody.size(), in_.end - in_.begin));
+    in_.prebody.append(in_.buf.get() + in_.begin, take);
     in_.begin += take;
   }
-  if (in_place ? in_.end - in_.begin < req_.content_length : req_.prebody.size() < req_.content_length) {
+  if (in_place ? in_.end - in_.begin < req_.content_length : in_.prebody.size() < req_.content_length) {
     if (link_.peer_eof) {
       reject(400, "connection closed before the end of the body");
       return Step::stop;
@@ -432,7 +445,7 @@ void Conn::hold_for_body(Response res) {
     start_body(res);
     return;
   }
-  req_.held = std::move(res);
+  held_ = std::move(res);
   phase_ = Phase::discarding;
   set_deadline(sh_.opt.body_timeout);
   // Earlier pipelined responses go out while the body comes.
@@ -464,8 +477,8 @@ bool Conn::discard_body() {
 void Conn::resume_held() {
   phase_ = Phase::reading;
   clear_deadline();
-  Response res = std::move(*req_.held);
-  req_.held.reset();
+  Response res = std::move(*held_);
+  held_.reset();
   start_body(res);
   if (phase_ == Phase::reading) process();
 }
@@ -686,8 +699,8 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
     parser_->sink_cap = n;
     parser_->sink_len = 0;
     error_code ec;
-    std::size_t used = parser_->put(asio::buffer(req_.prebody.data() + req_.prebody_pos, req_.prebody.size() - req_.prebody_pos), ec);
-    req_.prebody_pos += used;
+    std::size_t used = parser_->put(asio::buffer(in_.prebody.data() + in_.prebody_pos, in_.prebody.size() - in_.prebody_pos), ec);
+    in_.prebody_pos += used;
     if (ec && ec != http::error::need_more) {
       req_.keep_alive = false;
       throw BadRequest("malformed request body: " + ec.message());
@@ -797,7 +810,7 @@ int Conn::take_here(std::string& pending) {
   if (out_.pos < out_.size()) blocking_send(std::string_view(out_.buf).substr(out_.pos));
   out_.buf.clear();
   out_.pos = 0;
-  if (prebody_ready()) pending.append(req_.prebody, req_.prebody_pos);
+  if (prebody_ready()) pending.append(in_.prebody, in_.prebody_pos);
   pending.append(in_.unparsed());
   in_.begin = in_.end;
   link_.hijacked = true;

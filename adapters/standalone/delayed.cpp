@@ -254,22 +254,7 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
     st->flush_posted = false;
     return;
   }
-  bool fin, aborted;
-  std::uint64_t declared, left, overrun;
-  {
-    std::lock_guard lock(st->mu);
-    st->flush_posted = false;
-    aborted = st->aborted;
-    if (!st->pending.empty()) {
-      req_.sent_body += st->pending.size();
-      out_.append(st->pending);
-      st->pending.clear();
-    }
-    declared = st->declared;
-    left = st->counting ? st->left : 0;
-    overrun = st->overrun;
-    fin = st->closed || overrun > 0;
-  }
+  WriterTurn turn = take_writer_bytes(*st);
   bool done = flush();
   {
     std::lock_guard lock(st->mu);
@@ -277,36 +262,54 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
   }
   st->cv.notify_all();
   if (phase_ == Phase::closed) return;
-  if (link_.dead) {
-    // The client is gone: the writer's next write() says so (once the env is handed over), and
-    // nothing more will be sent.
-    req_.keep_alive = false;
-    close_now();
-    body_.writer.reset();
-    return;
+  // The client is gone: the writer's next write() says so (once the env is handed over), and nothing
+  // more will be sent.
+  if (link_.dead) return writer_failed(false);
+  if (turn.aborted) return writer_failed(true);
+  if (!done) return wait_write();
+  if (turn.fin) end_writer(turn);
+}
+
+// Moves what the app wrote into the output, and reads the writer's state with it.
+Conn::WriterTurn Conn::take_writer_bytes(WriterState& st) {
+  std::lock_guard lock(st.mu);
+  st.flush_posted = false;
+  if (!st.pending.empty()) {
+    req_.sent_body += st.pending.size();
+    out_.append(st.pending);
+    st.pending.clear();
   }
-  if (!done && !aborted) {
-    wait_write();
-    return;
-  }
+  WriterTurn turn;
+  turn.aborted = st.aborted;
+  turn.declared = st.declared;
+  turn.left = st.counting ? st.left : 0;
+  turn.overrun = st.overrun;
+  turn.fin = st.closed || turn.overrun > 0;
+  return turn;
+}
+
+// The client is gone, or the app dropped its Writer without close(): the connection ends.
+void Conn::writer_failed(bool aborted) {
+  req_.keep_alive = false;
   if (aborted) {
     log_error("a streaming Writer was dropped without close(); the response ends as failed");
+    body_.writer.reset();
+  }
+  close_now();
+  body_.writer.reset();
+}
+
+// The writer closed and all its bytes are written. Past or short of its declared length, the body ends
+// the connection (ADP-13).
+void Conn::end_writer(const WriterTurn& turn) {
+  if (turn.overrun > 0 || turn.left > 0) {
+    log_length_error(turn.declared, turn.overrun > 0 ? turn.overrun : turn.declared - turn.left, turn.overrun > 0);
     req_.keep_alive = false;
-    body_.writer.reset();
-    close_now();
-    return;
   }
-  if (fin) {
-    // Past or short of its declared length, the body ends the connection (ADP-13).
-    if (overrun > 0 || left > 0) {
-      log_length_error(declared, overrun > 0 ? overrun : declared - left, overrun > 0);
-      req_.keep_alive = false;
-    }
-    body_.writer.reset();
-    phase_ = Phase::reading;
-    finish_response();
-    if (phase_ == Phase::reading) process();
-  }
+  body_.writer.reset();
+  phase_ = Phase::reading;
+  finish_response();
+  if (phase_ == Phase::reading) process();
 }
 
 }  // namespace csgi::standalone::detail

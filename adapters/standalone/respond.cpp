@@ -393,10 +393,10 @@ void Conn::end_request() {
 // or all read), a small rest to discard before the next request (process()), or too much: then the
 // connection closes after the response.
 void Conn::settle_request_body() {
-  if (prebody_ready()) {
-    std::string().swap(req_.prebody);
-    req_.prebody_pos = 0;
-    parser_.reset();
+  if (prebody_ready()) parser_.reset();  // the whole body was read: none of it is left on the wire
+  if (!in_.prebody.empty()) {
+    std::string().swap(in_.prebody);
+    in_.prebody_pos = 0;
   }
   if (req_.keep_alive && parser_ && !parser_->is_done()) {
     auto left = parser_->content_length_remaining();
@@ -459,8 +459,7 @@ void Conn::log_access() {
 
 // Output.
 
-// Fills `iov` (room for `max`, at least 3) with what is unwritten, in order; returns how many it used.
-int Conn::Output::gather(iovec* iov, int max) const noexcept {
+int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
   int n = 0;
   std::size_t at = pos;
   for (std::size_t i = ext_done; i < ext.size() && n < max - 2; ++i) {
@@ -476,7 +475,7 @@ int Conn::Output::gather(iovec* iov, int max) const noexcept {
 }
 
 // Moves past `n` written bytes, through buf and the segments (a written segment lets its bytes go).
-void Conn::Output::advance(std::size_t n) noexcept {
+void Conn::Output::advance_segments(std::size_t n) noexcept {
   while (n > 0) {
     std::size_t next_at = ext_done < ext.size() ? ext[ext_done].at : buf.size();
     if (pos < next_at) {
@@ -537,7 +536,7 @@ bool Conn::flush() {
     }
     set_deadline(sh_.opt.send_timeout);
     out_.advance(static_cast<std::size_t>(w));
-    if (out_.pos == out_.size() && out_.ext_done == out_.ext.size()) {
+    if (out_.written()) {
       out_.clear();
       if (req_.stage != Request::active && phase_ == Phase::reading) clear_deadline();
       return true;
