@@ -196,8 +196,22 @@ public:
 
 private:
   friend class H2Conn;
-  // proxy: reading a PROXY header (proxy_header.cpp); h2: an HTTP/2 connection, driven by h2_ (h2_conn.cpp).
-  enum class Phase { proxy, reading, app, pooled, delayed, discarding, writer, stream, file, lingering, websocket, closed, h2 };
+  // What the connection is doing; each event handler looks here first.
+  enum class Phase {
+    proxy,       // reading a PROXY header (proxy_header.cpp)
+    reading,     // reading and serving requests (process)
+    app,         // the app runs on the io thread
+    pooled,      // the app runs on the pool (pooled.cpp)
+    delayed,     // a delayed response's Responder has not answered yet (delayed.cpp)
+    discarding,  // a complete response waits (held_) while the request's unread body is discarded
+    writer,      // a streaming Writer's body is being written (delayed.cpp)
+    stream,      // a pull stream's body is being written
+    file,        // a file body is being sent
+    lingering,   // half-closed after the last response, reading until the client closes
+    websocket,   // the socket belongs to a WebSocket session (websocket_upgrade.cpp)
+    closed,
+    h2,          // an HTTP/2 connection, driven by h2_ (h2_conn.cpp)
+  };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished), draining (finished; the rest of its body is being discarded).
   enum class Request { none, active, draining };
@@ -352,13 +366,13 @@ private:
 
   // The connection's own state, for its whole life.
   struct Link {
-    bool reading = false;      // a read is pending
-    bool writing = false;      // a wait for writability is pending
-    bool peer_eof = false;     // the client half-closed
-    bool dead = false;         // a write failed: the client is gone
-    bool idle = false;         // a keep-alive connection waiting for its next request (counted on the board)
-    bool hijacked = false;     // the app took the socket (csgix.io)
-    bool h2_possible = true;   // HTTP/2 may still start (h2_preface_match; on TLS, the protocol ALPN chose)
+    bool reading = false;     // a read is pending
+    bool writing = false;     // a wait for writability is pending
+    bool peer_eof = false;    // the client half-closed
+    bool dead = false;        // a write failed: the client is gone
+    bool idle = false;        // a keep-alive connection waiting for its next request (counted on the board)
+    bool hijacked = false;    // the app took the socket (csgix.io)
+    bool h2_possible = true;  // HTTP/2 may still start (h2_preface_match; on TLS, the protocol ALPN chose)
   };
   Link link_;
 
@@ -394,9 +408,7 @@ private:
   Exchange req_;
   static_assert(std::is_trivially_copyable_v<Exchange>, "req_ = {} stays a few stores");
   /// The whole body is in in_.prebody (buffer_body).
-  bool prebody_ready() const noexcept {
-    return !in_.prebody.empty() && in_.prebody.size() == req_.content_length;
-  }
+  bool prebody_ready() const noexcept { return !in_.prebody.empty() && in_.prebody.size() == req_.content_length; }
   bool response_started() const noexcept { return req_.status != 0 || phase_ == Phase::h2; }
 
   // What is to be written, in order: the serialised bytes, with external segments (large bodies) spliced
@@ -408,7 +420,7 @@ private:
   };
   struct Output {
     std::string buf;
-    std::size_t pos = 0;       // written of buf
+    std::size_t pos = 0;  // written of buf
     std::vector<Ext> ext;
     std::size_t ext_done = 0;  // segments already fully written
     std::size_t ext_off = 0;   // bytes written of segment ext_done

@@ -159,7 +159,8 @@ void Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
   csgi::Connection conn;
   conn.server_name = listener_.server_name;
-  conn.server_port = peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);
+  conn.server_port =
+      peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);
   if (peer_.https) conn.url_scheme = "https";
   conn.remote_addr = peer_.addr;
   conn.remote_port = peer_.port;
@@ -669,8 +670,7 @@ void Conn::on_shutdown(bool hurry) {
     return;
   }
   bool waiting = phase_ == Phase::proxy || phase_ == Phase::reading;
-  if (hurry && waiting && req_.stage != Request::active && in_.begin == in_.end && !out_.pending())
-    close_now();
+  if (hurry && waiting && req_.stage != Request::active && in_.begin == in_.end && !out_.pending()) close_now();
 }
 
 // csgi.input: the request body, read from the buffer, then from the socket. On the io thread (inline
@@ -699,7 +699,8 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
     parser_->sink_cap = n;
     parser_->sink_len = 0;
     error_code ec;
-    std::size_t used = parser_->put(asio::buffer(in_.prebody.data() + in_.prebody_pos, in_.prebody.size() - in_.prebody_pos), ec);
+    std::size_t used =
+        parser_->put(asio::buffer(in_.prebody.data() + in_.prebody_pos, in_.prebody.size() - in_.prebody_pos), ec);
     in_.prebody_pos += used;
     if (ec && ec != http::error::need_more) {
       req_.keep_alive = false;
@@ -735,7 +736,8 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
 // Waits (poll, bounded by body_timeout) for body bytes and appends them to the buffer.
 void Conn::recv_blocking() {
   for (;;) {
-    ssize_t r = tls_ ? tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end) : ::recv(fd_, in_.buf.get() + in_.end, in_.cap - in_.end, 0);
+    ssize_t r = tls_ ? tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end)
+                     : ::recv(fd_, in_.buf.get() + in_.end, in_.cap - in_.end, 0);
     if (r > 0) {
       in_.end += static_cast<std::size_t>(r);
       return;
@@ -829,8 +831,8 @@ bool Conn::send(int status, const Headers& headers) {
 }
 
 bool Conn::send_interim(int status, const Headers& headers) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || req_.http10 || link_.hijacked || link_.dead || status < 100 ||
-      status > 199 || status == 101)
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || req_.http10 || link_.hijacked || link_.dead ||
+      status < 100 || status > 199 || status == 101)
     return false;
   if (status == 100) req_.continue_pending = false;
   out_.append(sh_.status_line(status));

@@ -134,8 +134,8 @@ void Conn::pool_stream(std::shared_ptr<Conn> self, Response res, const std::stri
   int first = stream && !req_.head && !status_has_no_body(status) ? pool_first_chunk(*stream, chunk, what) : 0;
   if (first <= 0) {
     close_pool_stream(stream);
-    post_done(std::move(self), first < 0 ? Response::error(500) : Response{status, std::move(res.headers), std::string()},
-              0);
+    post_done(std::move(self),
+              first < 0 ? Response::error(500) : Response{status, std::move(res.headers), std::string()}, 0);
     return;
   }
   WriterPtr w = Responder(pool_responder(self)).start(status, std::move(res.headers));
@@ -155,8 +155,8 @@ int Conn::pool_first_chunk(Stream& stream, std::string& chunk, const std::string
     while (more && chunk.empty());
     return more ? 1 : 0;
   } catch (const std::exception& e) {
-    sh_.errors.write("csgi: 500: the response stream's first next() threw: " + std::string(e.what()) + " (\"" +
-                     what + "\")");
+    sh_.errors.write("csgi: 500: the response stream's first next() threw: " + std::string(e.what()) + " (\"" + what +
+                     "\")");
   } catch (...) {
     sh_.errors.write("csgi: 500: the response stream's first next() threw a non-standard exception (\"" + what + "\")");
   }

@@ -127,8 +127,8 @@ void Conn::accept_proxy_header(const pp::Header& h, std::size_t length) {
 // Logged with the peer's own address; text gets a 400 with the reason (then the connection closes), other
 // bytes a plain close.
 void Conn::refuse_proxy(std::string_view why, std::string_view bytes) {
-  sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(peer_.addr, peer_.port) +
-                   ": " + std::string(why));
+  sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(peer_.addr, peer_.port) + ": " +
+                   std::string(why));
   if (looks_like_text(bytes)) reject(400, why);
   else close_now();
 }
