@@ -196,8 +196,22 @@ public:
 
 private:
   friend class H2Conn;
-  // h2: an HTTP/2 connection, driven by h2_ (h2_conn.cpp).
-  enum class Phase { reading, app, pooled, delayed, discarding, writer, stream, file, lingering, websocket, closed, h2 };
+  // What the connection is doing; each event handler looks here first.
+  enum class Phase {
+    proxy,       // reading a PROXY header (proxy_header.cpp)
+    reading,     // reading and serving requests (process)
+    app,         // the app runs on the io thread
+    pooled,      // the app runs on the pool (pooled.cpp)
+    delayed,     // a delayed response's Responder has not answered yet (delayed.cpp)
+    discarding,  // a complete response waits (held_) while the request's unread body is discarded
+    writer,      // a streaming Writer's body is being written (delayed.cpp)
+    stream,      // a pull stream's body is being written
+    file,        // a file body is being sent
+    lingering,   // half-closed after the last response, reading until the client closes
+    websocket,   // the socket belongs to a WebSocket session (websocket_upgrade.cpp)
+    closed,
+    h2,          // an HTTP/2 connection, driven by h2_ (h2_conn.cpp)
+  };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished), draining (finished; the rest of its body is being discarded).
   enum class Request { none, active, draining };
@@ -206,6 +220,9 @@ private:
 
   // The PROXY protocol header before the connection's own bytes (proxy_header.cpp).
   void read_proxy_header();
+  void proxy_from_trusted(std::string_view bytes);
+  void proxy_from_untrusted(std::string_view bytes);
+  void wait_proxy_bytes();
   void on_proxy_readable(error_code ec);
   void accept_proxy_header(const proxy_protocol::Header& h, std::size_t length);
   void refuse_proxy(std::string_view why, std::string_view bytes);
@@ -218,6 +235,9 @@ private:
   void process();
   Step drain_rest();
   Step read_head();
+  Step start_request();
+  Step head_incomplete();
+  Step parse_head();
   Step buffer_body();
   void wait_for_request();
   bool make_room();
@@ -243,7 +263,6 @@ private:
   // WebSocket (websocket_upgrade.cpp): the app's 101 hands the socket to a session.
   bool upgrade_here(websocket::Handler& handler);
   void begin_websocket(Response& res);
-  std::string pending_output();
 
   // The app on the pool (pooled.cpp).
   void run_in_pool();
@@ -252,11 +271,23 @@ private:
   std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
   void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
   void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
+  int pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what);
+  bool pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what);
+  void close_pool_stream(const StreamPtr& stream) noexcept;
   std::size_t read_from_pool(char* buf, std::size_t n);
   void run_on_io(const std::function<void()>& f);
   bool wait_call(PoolCall& c);
   void finish_call(int status, std::string_view why) noexcept;
   void pooled_timeout();
+
+  // A streaming Writer's turn on the io thread (delayed.cpp): what it found under the writer's lock.
+  struct WriterTurn {
+    bool fin = false, aborted = false;
+    std::uint64_t declared = 0, left = 0, overrun = 0;
+  };
+  WriterTurn take_writer_bytes(WriterState& st);
+  void writer_failed(bool aborted);
+  void end_writer(const WriterTurn& turn);
 
   // Responding.
   void handle(Response res);
@@ -287,8 +318,8 @@ private:
   void after_flush();
   void close_now();
   void set_idle(bool idle) noexcept {
-    if (idle == idle_) return;
-    idle_ = idle;
+    if (idle == link_.idle) return;
+    link_.idle = idle;
     if (sh_.slot) {
       if (idle) sh_.slot->connections_idle.fetch_add(1, std::memory_order_relaxed);
       else sh_.slot->connections_idle.fetch_sub(1, std::memory_order_relaxed);
@@ -321,74 +352,131 @@ private:
   Socket socket_;
   int fd_;
   const ListenSocket& listener_;
-  char remote_addr_[48] = {0};
-  char remote_port_[8] = {0};
-  // What a PROXY header said: the proxy's destination port (else the listener's), and TLS to the proxy.
-  char server_port_[8] = {0};
-  bool proxy_https_ = false;
-  bool proxy_pending_ = false;  // the header is being read
-  bool proxy_trusted_ = false;  // the peer is a trusted proxy: the header is required
-  std::uint16_t proxy_seen_ = 0;  // header bytes received so far
 
-  // Input buffer: [begin_, end_) unparsed; a request's header occupies [req_start_, body_base_).
-  std::unique_ptr<char[]> buf_;
-  std::size_t cap_ = 0, begin_ = 0, end_ = 0, body_base_ = 0;
-  bool peer_eof_ = false;
-  bool dead_ = false;  // write failed: the client is gone
+  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
+  // proxy's destination port, else the listener's, and TLS to the proxy).
+  struct Peer {
+    char addr[48] = {0};
+    char port[8] = {0};
+    char server_port[8] = {0};
+    bool https = false;
+    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
+  };
+  Peer peer_;
+
+  // The connection's own state, for its whole life.
+  struct Link {
+    bool reading = false;     // a read is pending
+    bool writing = false;     // a wait for writability is pending
+    bool peer_eof = false;    // the client half-closed
+    bool dead = false;        // a write failed: the client is gone
+    bool idle = false;        // a keep-alive connection waiting for its next request (counted on the board)
+    bool hijacked = false;    // the app took the socket (csgix.io)
+    bool h2_possible = true;  // HTTP/2 may still start (h2_preface_match; on TLS, the protocol ALPN chose)
+  };
+  Link link_;
+
+  // The bytes read: [begin, end) unparsed; an active request's header lies before body_base, and its
+  // env's views point into it, so those bytes never move while it is served.
+  struct Inbound {
+    std::unique_ptr<char[]> buf;
+    std::size_t cap = 0, begin = 0, end = 0, body_base = 0;
+    // A Content-Length body too big for buf but within --body-buffer-bytes, read before the app runs;
+    // the parser is fed from here when the app reads it. Emptied when its request ends.
+    std::string prebody;
+    std::size_t prebody_pos = 0;
+    char* at(std::size_t i) const noexcept { return buf.get() + i; }
+    std::string_view unparsed() const noexcept { return {buf.get() + begin, end - begin}; }
+  };
+  Inbound in_;
+
+  // The request being served, from its first byte until the next request's: reset as a whole
+  // (begin_request).
+  struct Exchange {
+    Request stage = Request::none;
+    bool keep_alive = true;
+    bool http10 = false;
+    bool head = false;
+    bool continue_pending = false;  // Expect: 100-continue, not yet answered
+    std::uint64_t content_length = 0;
+    std::size_t scanned = 0;      // head_complete() scanned up to here (relative to in_.begin)
+    std::string_view expect;      // copied from the parser (the parser goes before the response may end)
+    std::uint64_t discarded = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
+    int status = 0;               // the response's, once its head is written
+    std::uint64_t sent_body = 0;
+  };
+  Exchange req_;
+  static_assert(std::is_trivially_copyable_v<Exchange>, "req_ = {} stays a few stores");
+  /// The whole body is in in_.prebody (buffer_body).
+  bool prebody_ready() const noexcept { return !in_.prebody.empty() && in_.prebody.size() == req_.content_length; }
+  bool response_started() const noexcept { return req_.status != 0 || phase_ == Phase::h2; }
+
+  // What is to be written, in order: the serialised bytes, with external segments (large bodies) spliced
+  // in before given positions.
+  struct Ext {
+    std::size_t at;  // position in buf before which this segment goes
+    std::string_view data;
+    std::shared_ptr<const void> keep;
+  };
+  struct Output {
+    std::string buf;
+    std::size_t pos = 0;  // written of buf
+    std::vector<Ext> ext;
+    std::size_t ext_done = 0;  // segments already fully written
+    std::size_t ext_off = 0;   // bytes written of segment ext_done
+    Output& append(std::string_view s) {
+      buf.append(s);
+      return *this;
+    }
+    std::size_t size() const noexcept { return buf.size(); }
+    std::size_t unsent() const noexcept { return buf.size() - pos; }
+    bool pending() const noexcept { return pos < buf.size() || !ext.empty(); }
+    void clear() noexcept {
+      buf.clear();
+      pos = 0;
+      ext.clear();
+      ext_done = ext_off = 0;
+    }
+    bool written() const noexcept { return pos == buf.size() && ext_done == ext.size(); }
+    // Fills `iov` (room for `max`, at least 3) with what is unwritten, in order; returns how many it used.
+    int gather(iovec* iov, int max) const noexcept {
+      if (!ext.empty()) return gather_segments(iov, max);
+      if (pos == buf.size()) return 0;
+      iov[0] = {const_cast<char*>(buf.data()) + pos, buf.size() - pos};
+      return 1;
+    }
+    // Moves past `n` written bytes.
+    void advance(std::size_t n) noexcept {
+      if (ext.empty()) pos += n;
+      else advance_segments(n);
+    }
+    int gather_segments(iovec* iov, int max) const noexcept;
+    void advance_segments(std::size_t n) noexcept;
+    std::string take();
+  };
+  Output out_;
+
+  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared and the
+  // bytes it still allows, left), chunked, or ended by closing (HTTP/1.0 without a length).
+  enum class Framing { none, counted, chunked, until_close };
+  // The response body in progress past its head: a file, a pull stream or a streaming writer.
+  struct BodySource {
+    Framing framing = Framing::none;
+    std::uint64_t declared = 0, left = 0;
+    std::shared_ptr<FileHandle> file;
+    std::uint64_t file_off = 0, file_left = 0;
+    StreamPtr stream;
+    std::shared_ptr<WriterState> writer;
+  };
+  BodySource body_;
 
   std::optional<RequestParser> parser_;
   std::unique_ptr<Env> env_;
   CleanupHandlers cleanup_;
   Phase phase_ = Phase::reading;
-  bool waiting_ = false;         // a read is pending
-  bool idle_ = false;            // a keep-alive connection waiting for its next request (counted on the board)
-  bool write_waiting_ = false;   // a wait for writability is pending
-  Request req_ = Request::none;
-  bool keep_alive_ = true;
-  bool http10_ = false;
-  bool head_ = false;
-  bool continue_pending_ = false;
-  bool hijacked_ = false;
-  bool response_started_ = false;
-  std::uint64_t content_length_ = 0;
-  bool has_body_ = false;
-  std::uint64_t discarded_ = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
-  std::optional<Response> held_;  // a complete response waiting while its request's unread body is discarded
-  std::size_t scan_pos_ = 0;  // head_complete() scanned up to here (relative to begin_)
-  // A Content-Length body too big for the buffer but within --body-buffer-bytes, read before the app
-  // runs; the parser is fed from here when the app reads it.
-  std::string prebody_;
-  std::size_t prebody_pos_ = 0;
-  bool prebody_ready_ = false;
-  // Copied from the parser once the head is parsed (the parser goes before the response may end).
-  std::string_view expect_;
   Clock::time_point deadline_{};
-
-  // Response state.
-  int status_ = 0;
-  std::uint64_t sent_body_ = 0;
-  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared_ and the
-  // bytes it still allows, body_left_), chunked, or ended by closing (HTTP/1.0 without a length).
-  enum class Framing { none, counted, chunked, until_close };
-  Framing framing_ = Framing::none;
-  std::uint64_t declared_ = 0, body_left_ = 0;
-  std::string out_;
-  std::size_t out_pos_ = 0;
-  struct Ext {
-    std::size_t at;  // position in out_ before which this segment goes
-    std::string_view data;
-    std::shared_ptr<const void> keep;
-  };
-  std::vector<Ext> ext_;
-  std::size_t ext_done_ = 0;     // segments already fully written
-  std::size_t ext_off_ = 0;      // bytes written of segment ext_done_
-  // File body in progress.
-  std::shared_ptr<FileHandle> file_;
-  std::uint64_t file_off_ = 0, file_left_ = 0;
-  // Pull stream in progress.
-  StreamPtr stream_;
-  // Streaming writer in progress.
-  std::shared_ptr<WriterState> writer_;
+  // A complete response waiting while its request's unread body is discarded (Phase::discarding).
+  std::optional<Response> held_;
   // The Responder (and Writer) of a delayed response not yet complete; it takes the env if the
   // connection closes first (APP-4).
   std::weak_ptr<RequestKeeper> keeper_;
@@ -400,9 +488,7 @@ private:
   // The handler the app gave csgix.websocket during its call, then the session running it.
   std::unique_ptr<websocket::Handler> ws_handler_;
   std::shared_ptr<WsSession> ws_;
-  // HTTP/2 (unless --h2-max-streams 0): possible until the first bytes say otherwise (h2_preface_match;
-  // on TLS, the protocol ALPN chose); then the driver.
-  bool h2_possible_ = true;
+  // HTTP/2 (unless --h2-max-streams 0): the driver, once the connection speaks it.
   std::unique_ptr<H2Conn> h2_;
   // TLS: the connection's session, what its env says, and the buffers of its writes.
   std::unique_ptr<TlsSession> tls_;

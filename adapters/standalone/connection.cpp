@@ -7,11 +7,11 @@ Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
     : t_(t), sh_(t.shared), socket_(std::move(s)), fd_(socket_.native_handle()), listener_(l) {
   sh_.connections.fetch_add(1, std::memory_order_relaxed);
   t_.open.fetch_add(1, std::memory_order_relaxed);
-  buf_.reset(new char[initial_buffer]);
-  cap_ = initial_buffer;
+  in_.buf.reset(new char[initial_buffer]);
+  in_.cap = initial_buffer;
   error_code ec;
   socket_.native_non_blocking(true, ec);
-  h2_possible_ = sh_.opt.h2_max_streams > 0;
+  link_.h2_possible = sh_.opt.h2_max_streams > 0;
   if (listener_.tls && sh_.tls) {
     std::string why;
     tls_ = sh_.tls->accept(fd_, why);
@@ -25,27 +25,27 @@ Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
     if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
       if (ss.ss_family == AF_INET) {
         auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-        ::inet_ntop(AF_INET, &in->sin_addr, remote_addr_, sizeof remote_addr_);
-        std::to_chars(remote_port_, remote_port_ + sizeof remote_port_ - 1, ntohs(in->sin_port));
+        ::inet_ntop(AF_INET, &in->sin_addr, peer_.addr, sizeof peer_.addr);
+        std::to_chars(peer_.port, peer_.port + sizeof peer_.port - 1, ntohs(in->sin_port));
       } else if (ss.ss_family == AF_INET6) {
         auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-        ::inet_ntop(AF_INET6, &in6->sin6_addr, remote_addr_, sizeof remote_addr_);
-        std::to_chars(remote_port_, remote_port_ + sizeof remote_port_ - 1, ntohs(in6->sin6_port));
+        ::inet_ntop(AF_INET6, &in6->sin6_addr, peer_.addr, sizeof peer_.addr);
+        std::to_chars(peer_.port, peer_.port + sizeof peer_.port - 1, ntohs(in6->sin6_port));
       }
     }
   }
 }
 
 Conn::~Conn() {
-  if (stream_) {
+  if (body_.stream) {
     try {
-      stream_->close();
+      body_.stream->close();
     } catch (...) {
     }
   }
   drop_env();  // first: a writer that learns the client is gone may read the env at once
-  if (writer_) {
-    writer_gone(*writer_);
+  if (body_.writer) {
+    writer_gone(*body_.writer);
   }
   sh_.connections.fetch_sub(1, std::memory_order_relaxed);
   t_.open.fetch_sub(1, std::memory_order_relaxed);
@@ -65,27 +65,30 @@ void Conn::start() {
 }
 
 // The connection's own bytes begin: requests are read.
-void Conn::serve() { wait_read(); }
+void Conn::serve() {
+  phase_ = Phase::reading;
+  wait_read();
+}
 
 // Reads with async_read_some: Asio tries the recv at once, and after a read that drained the socket it
 // waits for the next epoll edge without another syscall (no epoll_ctl per request, unlike async_wait).
 void Conn::wait_read() {
-  if (waiting_ || phase_ == Phase::closed || peer_eof_) return;
+  if (link_.reading || phase_ == Phase::closed || link_.peer_eof) return;
   if (!make_room()) {
-    if (phase_ == Phase::lingering) begin_ = end_ = 0;
+    if (phase_ == Phase::lingering) in_.begin = in_.end = 0;
     else {
       reject(431, "request header too large");
       return;
     }
   }
-  waiting_ = true;
+  link_.reading = true;
   if (tls_) {
     tls_wait_read();
     return;
   }
-  socket_.async_read_some(asio::buffer(buf_.get() + end_, cap_ - end_),
+  socket_.async_read_some(asio::buffer(in_.buf.get() + in_.end, in_.cap - in_.end),
                           [self = shared_from_this()](error_code ec, std::size_t n) {
-                            self->waiting_ = false;
+                            self->link_.reading = false;
                             self->on_read(ec, n);
                           });
 }
@@ -97,18 +100,18 @@ void Conn::on_read(error_code ec, std::size_t n) {
       close_now();
       return;
     }
-    begin_ = end_ = 0;  // discard
+    in_.begin = in_.end = 0;  // discard
     wait_read();
     return;
   }
   if (ec == asio::error::eof) {
-    peer_eof_ = true;
+    link_.peer_eof = true;
   } else if (ec) {
-    dead_ = true;
+    link_.dead = true;
     close_now();
     return;
   } else {
-    end_ += n;
+    in_.end += n;
   }
   if (phase_ == Phase::reading) process();
   else if (phase_ == Phase::pooled) {
@@ -124,70 +127,63 @@ void Conn::on_read(error_code ec, std::size_t n) {
 }
 
 bool Conn::make_room() {
-  if (end_ < cap_) return true;
-  if (req_ != Request::active && begin_ > 0) {
-    std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
-    end_ -= begin_;
-    begin_ = 0;
-    return end_ < cap_;
+  if (in_.end < in_.cap) return true;
+  if (req_.stage != Request::active && in_.begin > 0) {
+    std::memmove(in_.buf.get(), in_.at(in_.begin), in_.end - in_.begin);
+    in_.end -= in_.begin;
+    in_.begin = 0;
+    return in_.end < in_.cap;
   }
-  if (req_ != Request::active) {
+  if (req_.stage != Request::active) {
     std::size_t limit = sh_.opt.max_header_bytes + 1024;
-    if (cap_ >= limit) return false;
-    std::size_t ncap = std::min(cap_ * 2, limit);
+    if (in_.cap >= limit) return false;
+    std::size_t ncap = std::min(in_.cap * 2, limit);
     std::unique_ptr<char[]> nb(new char[ncap]);
-    std::memcpy(nb.get(), buf_.get() + begin_, end_ - begin_);
-    end_ -= begin_;
-    begin_ = 0;
-    buf_ = std::move(nb);
-    cap_ = ncap;
+    std::memcpy(nb.get(), in_.at(in_.begin), in_.end - in_.begin);
+    in_.end -= in_.begin;
+    in_.begin = 0;
+    in_.buf = std::move(nb);
+    in_.cap = ncap;
     return true;
   }
   // An active request: only the body region behind its header may be compacted.
-  if (begin_ > body_base_) {
-    std::memmove(buf_.get() + body_base_, buf_.get() + begin_, end_ - begin_);
-    end_ -= begin_ - body_base_;
-    begin_ = body_base_;
+  if (in_.begin > in_.body_base) {
+    std::memmove(in_.buf.get() + in_.body_base, in_.at(in_.begin), in_.end - in_.begin);
+    in_.end -= in_.begin - in_.body_base;
+    in_.begin = in_.body_base;
   }
-  return end_ < cap_;
+  return in_.end < in_.cap;
 }
 
 void Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
   csgi::Connection conn;
   conn.server_name = listener_.server_name;
-  conn.server_port = server_port_[0] ? std::string_view(server_port_) : std::string_view(listener_.server_port);
-  if (proxy_https_) conn.url_scheme = "https";
-  conn.remote_addr = remote_addr_;
-  conn.remote_port = remote_port_;
+  conn.server_port =
+      peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);
+  if (peer_.https) conn.url_scheme = "https";
+  conn.remote_addr = peer_.addr;
+  conn.remote_port = peer_.port;
   conn.script_name = sh_.opt.script_name;
   if (tls_) tls_begin_request(conn);
+  req_ = {};
   parser_.emplace(*env_, sh_.opt, conn);
-  scan_pos_ = 0;
-  prebody_.clear();
-  prebody_pos_ = 0;
-  prebody_ready_ = false;
   ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
-  expect_ = {};
-  continue_pending_ = false;
-  response_started_ = false;
-  status_ = 0;
-  sent_body_ = 0;
 }
 
 // Parses and serves every complete request in the buffer, then waits for more bytes. Each step says
 // what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
 void Conn::process() {
   while (phase_ == Phase::reading) {
-    Step step = req_ == Request::draining ? drain_rest() : Step::next;
-    if (step == Step::next && req_ != Request::active) step = read_head();
+    Step step = req_.stage == Request::draining ? drain_rest() : Step::next;
+    if (step == Step::next && req_.stage != Request::active) step = read_head();
     if (step == Step::next) step = buffer_body();
     if (step == Step::stop) return;
     if (step == Step::again) continue;
     if (step == Step::wait) break;
     request_ready();
     if (phase_ != Phase::reading) return;  // a delayed, pooled, streaming, file or closing response took over
-    if (out_.size() - out_pos_ > flush_threshold || !ext_.empty()) {
+    if (out_.unsent() > flush_threshold || !out_.ext.empty()) {
       if (!flush()) {
         wait_write();
         return;
@@ -201,18 +197,18 @@ void Conn::process() {
 Conn::Step Conn::drain_rest() {
   if (!parser_->is_done()) {
     error_code ec;
-    std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
-    begin_ += used;
-    discarded_ += used;
-    if ((ec && ec != http::error::need_more) || (!parser_->is_done() && discarded_ > sh_.opt.discard_body_bytes)) {
-      keep_alive_ = false;
-      req_ = Request::none;
+    std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
+    in_.begin += used;
+    req_.discarded += used;
+    if ((ec && ec != http::error::need_more) || (!parser_->is_done() && req_.discarded > sh_.opt.discard_body_bytes)) {
+      req_.keep_alive = false;
+      req_.stage = Request::none;
       linger();
       return Step::stop;
     }
     if (!parser_->is_done()) return used > 0 ? Step::again : Step::wait;
   }
-  req_ = Request::none;
+  req_.stage = Request::none;
   parser_.reset();
   return Step::next;
 }
@@ -221,110 +217,122 @@ Conn::Step Conn::drain_rest() {
 // the request-line and header limits.
 Conn::Step Conn::read_head() {
   if (!parser_) {
-    // RFC 9112 §2.2: ignore empty lines before a request-line.
-    while (begin_ < end_ && (buf_[begin_] == '\r' || buf_[begin_] == '\n')) ++begin_;
-    if (begin_ == end_) {
-      begin_ = end_ = 0;
-      return Step::wait;
-    }
-    if (h2_possible_) {
-      // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
-      // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
-      int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match({buf_.get() + begin_, end_ - begin_});
-      if (m == 0) return Step::wait;
-      h2_possible_ = false;
-      if (m > 0) return start_h2(), Step::stop;
-    }
-    begin_request();
-    set_idle(false);
-    set_deadline(sh_.opt.header_timeout);
+    Step step = start_request();
+    if (step != Step::next) return step;
   }
-  if (!head_complete({buf_.get() + begin_, end_ - begin_}, scan_pos_)) {
-    // Header incomplete: enforce the request-line and header-size limits on what we have.
-    std::string_view have(buf_.get() + begin_, end_ - begin_);
-    std::size_t eol = have.find('\n');
-    if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
-      reject(414, "request line too long");
-      return Step::stop;
-    }
-    if (have.size() > sh_.opt.max_header_bytes) {
-      reject(431, "request header too large");
-      return Step::stop;
-    }
+  if (!head_complete(in_.unparsed(), req_.scanned)) return head_incomplete();
+  return parse_head();
+}
+
+// The first bytes of a request: HTTP/1 (a new request begins) or, on a new connection, maybe HTTP/2.
+Conn::Step Conn::start_request() {
+  // RFC 9112 §2.2: ignore empty lines before a request-line.
+  while (in_.begin < in_.end && (in_.buf[in_.begin] == '\r' || in_.buf[in_.begin] == '\n')) ++in_.begin;
+  if (in_.begin == in_.end) {
+    in_.begin = in_.end = 0;
     return Step::wait;
   }
-  // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+  if (link_.h2_possible) {
+    // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
+    // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
+    int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
+    if (m == 0) return Step::wait;
+    link_.h2_possible = false;
+    if (m > 0) return start_h2(), Step::stop;
+  }
+  begin_request();
+  set_idle(false);
+  set_deadline(sh_.opt.header_timeout);
+  return Step::next;
+}
+
+// Header incomplete: enforce the request-line and header-size limits on what we have.
+Conn::Step Conn::head_incomplete() {
+  std::string_view have = in_.unparsed();
+  std::size_t eol = have.find('\n');
+  if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
+    reject(414, "request line too long");
+    return Step::stop;
+  }
+  if (have.size() > sh_.opt.max_header_bytes) {
+    reject(431, "request header too large");
+    return Step::stop;
+  }
+  return Step::wait;
+}
+
+// The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+Conn::Step Conn::parse_head() {
   error_code ec;
-  std::size_t used = parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec);
+  std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
   if (ec == http::error::need_more) ec = http::error::bad_line_ending;
-  http10_ = parser_->http10;
-  head_ = parser_->head;
+  req_.http10 = parser_->http10;
+  req_.head = parser_->head;
   if (ec) {
     reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
     return Step::stop;
   }
-  if (has_obs_fold({buf_.get() + begin_, used})) {
+  if (has_obs_fold({in_.at(in_.begin), used})) {
     reject(400, "obs-fold in header");
     return Step::stop;
   }
-  begin_ += used;
-  body_base_ = begin_;
-  req_ = Request::active;
+  in_.begin += used;
+  in_.body_base = in_.begin;
+  req_.stage = Request::active;
   if (parser_->reject_status) {
     reject(parser_->reject_status, parser_->reject_why);
     return Step::stop;
   }
-  expect_ = parser_->expect;
-  has_body_ = !parser_->is_done();
-  if (has_body_ && !parser_->chunked()) content_length_ = parser_->content_length().value_or(0);
+  req_.expect = parser_->expect;
+  bool has_body = !parser_->is_done();
+  if (has_body && !parser_->chunked()) req_.content_length = parser_->content_length().value_or(0);
   // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
-  if (!expect_.empty() && iequals(expect_, "100-continue")) continue_pending_ = !http10_ && has_body_;
+  if (!req_.expect.empty() && iequals(req_.expect, "100-continue")) req_.continue_pending = !req_.http10 && has_body;
   return Step::next;
 }
 
 // A Content-Length body up to --body-buffer-bytes is read before the app runs, as the bytes come (unless
 // 100-continue): a slow client holds no thread. One that fits behind the head stays in the buffer; a
-// bigger one is collected in prebody_.
+// bigger one is collected in in_.prebody.
 Conn::Step Conn::buffer_body() {
-  if (!has_body_ || continue_pending_ || parser_->chunked() || prebody_ready_ ||
-      (content_length_ > cap_ - body_base_ && content_length_ > sh_.opt.body_buffer_bytes))
+  if (parser_->is_done() || req_.continue_pending || parser_->chunked() || prebody_ready() ||
+      (req_.content_length > in_.cap - in_.body_base && req_.content_length > sh_.opt.body_buffer_bytes))
     return Step::next;
-  bool in_place = content_length_ <= cap_ - body_base_ && prebody_.empty();
+  bool in_place = req_.content_length <= in_.cap - in_.body_base && in_.prebody.empty();
   if (!in_place) {
     std::size_t take = static_cast<std::size_t>(
-        std::min<std::uint64_t>(content_length_ - prebody_.size(), end_ - begin_));
-    prebody_.append(buf_.get() + begin_, take);
-    begin_ += take;
+        std::min<std::uint64_t>(req_.content_length - in_.prebody.size(), in_.end - in_.begin));
+    in_.prebody.append(in_.buf.get() + in_.begin, take);
+    in_.begin += take;
   }
-  if (in_place ? end_ - begin_ < content_length_ : prebody_.size() < content_length_) {
-    if (peer_eof_) {
+  if (in_place ? in_.end - in_.begin < req_.content_length : in_.prebody.size() < req_.content_length) {
+    if (link_.peer_eof) {
       reject(400, "connection closed before the end of the body");
       return Step::stop;
     }
     set_deadline(sh_.opt.body_timeout);
     return Step::wait;
   }
-  prebody_ready_ = !in_place;
   return Step::next;
 }
 
 // Every complete request is answered: write what is pending, then wait for the next request (or close
 // after a client's half-close).
 void Conn::wait_for_request() {
-  if (out_pos_ < out_.size() || !ext_.empty()) {
+  if (out_.pending()) {
     if (!flush()) {
       wait_write();
       return;
     }
   }
-  if (peer_eof_) {
+  if (link_.peer_eof) {
     // Client half-closed and every complete request is answered.
     close_now();
     return;
   }
   // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
   // (see on_shutdown); a request that still comes is answered with Connection: close.
-  if (req_ != Request::active && begin_ == end_) {
+  if (req_.stage != Request::active && in_.begin == in_.end) {
     set_deadline(sh_.opt.idle_timeout);
     set_idle(true);
   }
@@ -335,9 +343,9 @@ void Conn::wait_for_request() {
 // here or on the pool.
 void Conn::request_ready() {
   Env& env = *env_;
-  keep_alive_ = keep_alive_ && parser_->keep_alive() && !t_.stopping;
-  if (!expect_.empty() && !iequals(expect_, "100-continue")) {
-    keep_alive_ = false;
+  req_.keep_alive = req_.keep_alive && parser_->keep_alive() && !t_.stopping;
+  if (!req_.expect.empty() && !iequals(req_.expect, "100-continue")) {
+    req_.keep_alive = false;
     handle(Response::error(417, "unsupported expectation"));
     return;
   }
@@ -379,7 +387,7 @@ void Conn::set_connection_env(Env& env) {
   env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
   env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
   env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
-  if (proxy_https_) env.set_view(keys::HTTPS, "on");
+  if (peer_.https) env.set_view(keys::HTTPS, "on");
 }
 
 // Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
@@ -404,9 +412,9 @@ Response Conn::call_app(Env& env, int& failed) {
 
 // Back on the io thread with the app's response.
 void Conn::after_app(Response res, int failed) {
-  if (failed == 408 || failed == 413 || failed == 400) keep_alive_ = false;
+  if (failed == 408 || failed == 413 || failed == 400) req_.keep_alive = false;
   phase_ = Phase::reading;
-  if (hijacked_) {
+  if (link_.hijacked) {
     // The app owns the connection now; drop our descriptor without touching the connection. Nothing will
     // be sent: a delayed response's callable is not called.
     error_code ec;
@@ -424,7 +432,7 @@ void Conn::after_app(Response res, int failed) {
 
 // True while the request has body bytes that the app has not read and the connection may be kept.
 bool Conn::body_unread() const noexcept {
-  return keep_alive_ && req_ == Request::active && parser_ && !prebody_ready_ && !parser_->is_done();
+  return req_.keep_alive && req_.stage == Request::active && parser_ && !prebody_ready() && !parser_->is_done();
 }
 
 // A complete response to a request whose body the app left unread waits until that body is discarded,
@@ -433,7 +441,7 @@ bool Conn::body_unread() const noexcept {
 // carries Connection: close and no byte after it is parsed as a request.
 void Conn::hold_for_body(Response res) {
   parser_->discard = true;
-  discarded_ = 0;
+  req_.discarded = 0;
   if (discard_body()) {
     start_body(res);
     return;
@@ -442,7 +450,7 @@ void Conn::hold_for_body(Response res) {
   phase_ = Phase::discarding;
   set_deadline(sh_.opt.body_timeout);
   // Earlier pipelined responses go out while the body comes.
-  if (!flush() && !dead_) wait_write();
+  if (!flush() && !link_.dead) wait_write();
   if (phase_ == Phase::discarding) wait_read();
 }
 
@@ -453,17 +461,17 @@ bool Conn::discard_body() {
   for (;;) {
     if (parser_->is_done()) return true;
     auto left = parser_->content_length_remaining();
-    if (discarded_ > limit || (!parser_->chunked() && left && *left > limit - discarded_)) break;
+    if (req_.discarded > limit || (!parser_->chunked() && left && *left > limit - req_.discarded)) break;
     error_code ec;
-    std::size_t used = begin_ < end_ ? parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec) : 0;
-    begin_ += used;
-    discarded_ += used;
+    std::size_t used = in_.begin < in_.end ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
+    in_.begin += used;
+    req_.discarded += used;
     if (ec && ec != http::error::need_more) break;
     if (used > 0) continue;
-    if (peer_eof_ || dead_ || !make_room()) break;
+    if (link_.peer_eof || link_.dead || !make_room()) break;
     return false;
   }
-  keep_alive_ = false;
+  req_.keep_alive = false;
   return true;
 }
 
@@ -479,12 +487,11 @@ void Conn::resume_held() {
 void Conn::reject(int status, std::string_view why) {
   // Framing is lost: answer, then close (the bytes after this request are never served: no smuggling).
   if (!env_) env_ = t_.acquire_env();
-  keep_alive_ = false;
-  req_ = Request::active;
-  body_base_ = begin_;
-  begin_ = end_;  // nothing after a bad request is parsed
+  req_.keep_alive = false;
+  req_.stage = Request::active;
+  in_.body_base = in_.begin;
+  in_.begin = in_.end;  // nothing after a bad request is parsed
   parser_.reset();
-  has_body_ = false;
   Response r = Response::error(status, why);
   phase_ = Phase::reading;
   handle(std::move(r));
@@ -493,7 +500,7 @@ void Conn::reject(int status, std::string_view why) {
 void Conn::linger() {
   // Half-close and read until the client closes (or 2 s), so the client reads our last response
   // instead of a reset caused by bytes we never read.
-  if (dead_) {
+  if (link_.dead) {
     close_now();
     return;
   }
@@ -501,11 +508,11 @@ void Conn::linger() {
   if (tls_) tls_->shutdown();  // close_notify, as far as the socket takes it now
   ::shutdown(fd_, SHUT_WR);
   deadline_ = t_.now + std::chrono::seconds(2);
-  if (peer_eof_) {
+  if (link_.peer_eof) {
     close_now();
     return;
   }
-  begin_ = end_ = 0;
+  in_.begin = in_.end = 0;
   wait_read();
 }
 
@@ -528,17 +535,17 @@ void Conn::close_now() {
     // The env first: a writer that learns the client is gone may read the env at once.
     drop_env();
   }
-  if (writer_) {
-    writer_gone(*writer_);
+  if (body_.writer) {
+    writer_gone(*body_.writer);
   }
-  if (stream_) {
+  if (body_.stream) {
     try {
-      stream_->close();
+      body_.stream->close();
     } catch (...) {
     }
-    stream_.reset();
+    body_.stream.reset();
   }
-  file_.reset();
+  body_.file.reset();
   if (ws_) std::exchange(ws_, nullptr)->abort();
   if (h2_) h2_->on_close();
   node_.unlink();
@@ -568,7 +575,7 @@ bool Conn::hand_over(RequestKeeper& k) {
   std::lock_guard lock(k.mu);
   if (k.complete) return false;
   auto h = std::make_unique<HeldRequest>();
-  std::unique_ptr<char[]> fresh(new char[cap_]);
+  std::unique_ptr<char[]> fresh(new char[in_.cap]);
   Env& env = *env_;
   // Values that point into the connection or the server rather than the read buffer: copied.
   for (std::string_view key : {keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::SERVER_NAME, keys::SERVER_PORT,
@@ -585,7 +592,7 @@ bool Conn::hand_over(RequestKeeper& k) {
     env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(h.get()));
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &h->cleanup);
   cleanup_.move_to(h->cleanup);
-  h->buf = std::exchange(buf_, std::move(fresh));
+  h->buf = std::exchange(in_.buf, std::move(fresh));
   h->env = std::move(env_);
   k.held = std::move(h);
   return true;
@@ -595,12 +602,12 @@ void Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
   if (h2_) return h2_->on_timeout();
   clear_deadline();
-  if (proxy_pending_) {
+  if (phase_ == Phase::proxy) {
     proxy_timeout();
     return;
   }
   if (phase_ == Phase::discarding) {
-    keep_alive_ = false;
+    req_.keep_alive = false;
     resume_held();
     return;
   }
@@ -608,7 +615,7 @@ void Conn::on_timeout() {
     pooled_timeout();
     return;
   }
-  if (phase_ == Phase::reading && (end_ > begin_ || req_ == Request::active) && !response_started_) {
+  if (phase_ == Phase::reading && (in_.end > in_.begin || req_.stage == Request::active) && !response_started()) {
     // Slow header or body: 408, then close.
     reject(408, "request timeout");
     return;
@@ -622,10 +629,10 @@ std::string Conn::abandon(int status) noexcept {
     if (env_) what = std::string(env_->get(keys::REQUEST_METHOD)) + " " + std::string(env_->get(keys::REQUEST_URI));
   } catch (...) {
   }
-  if (phase_ == Phase::closed || hijacked_) return what;
+  if (phase_ == Phase::closed || link_.hijacked) return what;
   // Nothing of this response nor of an earlier pipelined one is pending: a 500 (504) is in order. One
   // non-blocking send; if it does not fit, the client gets the half-close alone.
-  if (!tls_ && !response_started_ && !dead_ && out_pos_ == out_.size() && ext_.empty()) {
+  if (!tls_ && !response_started() && !link_.dead && !out_.pending()) {
     static constexpr std::string_view r500 =
         "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
         "Connection: close\r\n\r\nInternal Server Error\n";
@@ -648,7 +655,7 @@ std::string abandon_faulted(Conn& c, int status) noexcept { return c.abandon(sta
 
 void Conn::on_shutdown(bool hurry) {
   if (h2_) return h2_->on_shutdown(hurry);
-  keep_alive_ = false;
+  req_.keep_alive = false;
   if (phase_ == Phase::websocket) {
     if (ws_) ws_->going_away();
     return;
@@ -662,8 +669,8 @@ void Conn::on_shutdown(bool hurry) {
     resume_held();  // answered now, with Connection: close, instead of after the unread body
     return;
   }
-  if (hurry && phase_ == Phase::reading && req_ != Request::active && begin_ == end_ && out_.size() == out_pos_ && ext_.empty())
-    close_now();
+  bool waiting = phase_ == Phase::proxy || phase_ == Phase::reading;
+  if (hurry && waiting && req_.stage != Request::active && in_.begin == in_.end && !out_.pending()) close_now();
 }
 
 // csgi.input: the request body, read from the buffer, then from the socket. On the io thread (inline
@@ -671,8 +678,8 @@ void Conn::on_shutdown(bool hurry) {
 std::size_t Conn::read(char* buf, std::size_t n) {
   if (sh_.pool && !on_io_thread()) return read_from_pool(buf, n);
   if (n == 0 || !body_readable()) return 0;
-  if (continue_pending_) {
-    continue_pending_ = false;
+  if (req_.continue_pending) {
+    req_.continue_pending = false;
     if (!blocking_send("HTTP/1.1 100 Continue\r\n\r\n")) throw HttpError(400, "client gone");
   }
   std::size_t got = 0;
@@ -681,21 +688,22 @@ std::size_t Conn::read(char* buf, std::size_t n) {
 }
 
 bool Conn::body_readable() const noexcept {
-  return parser_ && req_ == Request::active && env_ && !parser_->is_done();
+  return parser_ && req_.stage == Request::active && env_ && !parser_->is_done();
 }
 
 // Reads body bytes already received into `buf`: true with `got` set (0 at the end of the body), false
 // when bytes from the socket are needed (there is room for them).
 bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
-  if (prebody_ready_) {  // the whole body is here already (process())
+  if (prebody_ready()) {  // the whole body is here already (process())
     parser_->sink = buf;
     parser_->sink_cap = n;
     parser_->sink_len = 0;
     error_code ec;
-    std::size_t used = parser_->put(asio::buffer(prebody_.data() + prebody_pos_, prebody_.size() - prebody_pos_), ec);
-    prebody_pos_ += used;
+    std::size_t used =
+        parser_->put(asio::buffer(in_.prebody.data() + in_.prebody_pos, in_.prebody.size() - in_.prebody_pos), ec);
+    in_.prebody_pos += used;
     if (ec && ec != http::error::need_more) {
-      keep_alive_ = false;
+      req_.keep_alive = false;
       throw BadRequest("malformed request body: " + ec.message());
     }
     got = parser_->sink_len;
@@ -706,10 +714,10 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
     parser_->sink_cap = n;
     parser_->sink_len = 0;
     error_code ec;
-    std::size_t used = begin_ < end_ || parser_->chunked() ? parser_->put(asio::buffer(buf_.get() + begin_, end_ - begin_), ec) : 0;
-    begin_ += used;
+    std::size_t used = in_.begin < in_.end || parser_->chunked() ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
+    in_.begin += used;
     if (ec && ec != http::error::need_more) {
-      keep_alive_ = false;
+      req_.keep_alive = false;
       if (ec == http::error::body_limit)
         throw PayloadTooLarge("request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
       throw BadRequest("malformed request body: " + ec.message());
@@ -718,7 +726,7 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
     if (got > 0 || parser_->is_done()) return true;
     if (used > 0) continue;
     if (!make_room()) {
-      keep_alive_ = false;
+      req_.keep_alive = false;
       throw BadRequest("chunk header too long");
     }
     return false;
@@ -728,31 +736,32 @@ bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
 // Waits (poll, bounded by body_timeout) for body bytes and appends them to the buffer.
 void Conn::recv_blocking() {
   for (;;) {
-    ssize_t r = tls_ ? tls_->recv(buf_.get() + end_, cap_ - end_) : ::recv(fd_, buf_.get() + end_, cap_ - end_, 0);
+    ssize_t r = tls_ ? tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end)
+                     : ::recv(fd_, in_.buf.get() + in_.end, in_.cap - in_.end, 0);
     if (r > 0) {
-      end_ += static_cast<std::size_t>(r);
+      in_.end += static_cast<std::size_t>(r);
       return;
     }
     if (r == 0) {
-      keep_alive_ = false;
-      peer_eof_ = true;
+      req_.keep_alive = false;
+      link_.peer_eof = true;
       throw BadRequest("client closed the connection before the end of the body");
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      keep_alive_ = false;
-      dead_ = true;
+      req_.keep_alive = false;
+      link_.dead = true;
       throw BadRequest("connection error while reading the body");
     }
     pollfd p{fd_, tls_poll_events(POLLIN), 0};
     int pr = ::poll(&p, 1, static_cast<int>(sh_.opt.body_timeout.count()));
     if (pr == 0) {
-      keep_alive_ = false;
+      req_.keep_alive = false;
       throw HttpError(408, "timed out reading the request body");
     }
     if (tls_ && pr > 0 && !tls_fill()) {
-      keep_alive_ = false;
-      dead_ = true;
+      req_.keep_alive = false;
+      link_.dead = true;
       throw BadRequest("connection error while reading the body");
     }
   }
@@ -771,12 +780,12 @@ bool Conn::blocking_send(std::string_view data) {
       pollfd p{fd_, tls_ && !tls_->want_write() ? short(POLLIN) : short(POLLOUT), 0};
       if (::poll(&p, 1, static_cast<int>(sh_.opt.send_timeout.count())) <= 0) return false;
       if (tls_ && !tls_fill()) {
-        dead_ = true;
+        link_.dead = true;
         return false;
       }
       continue;
     }
-    dead_ = true;
+    link_.dead = true;
     return false;
   }
   return true;
@@ -793,20 +802,20 @@ int Conn::take(std::string& pending) {
 }
 
 int Conn::take_here(std::string& pending) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || hijacked_ || tls_) return -1;
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || link_.hijacked || tls_) return -1;
   int fd = ::dup(fd_);
   if (fd < 0) return -1;
   int fl = ::fcntl(fd, F_GETFL);
   ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   // Whatever was written (100 Continue, 103) goes out first.
-  if (out_pos_ < out_.size()) blocking_send(std::string_view(out_).substr(out_pos_));
-  out_.clear();
-  out_pos_ = 0;
-  if (prebody_ready_) pending.append(prebody_, prebody_pos_);
-  pending.append(buf_.get() + begin_, end_ - begin_);
-  begin_ = end_;
-  hijacked_ = true;
+  if (out_.pos < out_.size()) blocking_send(std::string_view(out_.buf).substr(out_.pos));
+  out_.buf.clear();
+  out_.pos = 0;
+  if (prebody_ready()) pending.append(in_.prebody, in_.prebody_pos);
+  pending.append(in_.unparsed());
+  in_.begin = in_.end;
+  link_.hijacked = true;
   return fd;
 }
 
@@ -822,10 +831,10 @@ bool Conn::send(int status, const Headers& headers) {
 }
 
 bool Conn::send_interim(int status, const Headers& headers) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || http10_ || hijacked_ || dead_ || status < 100 ||
-      status > 199 || status == 101)
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || req_.http10 || link_.hijacked || link_.dead ||
+      status < 100 || status > 199 || status == 101)
     return false;
-  if (status == 100) continue_pending_ = false;
+  if (status == 100) req_.continue_pending = false;
   out_.append(sh_.status_line(status));
   for (const Header& h : headers) {
     if (!is_token(h.name) || has_ctl(h.value, true)) continue;
@@ -837,8 +846,8 @@ bool Conn::send_interim(int status, const Headers& headers) {
   out_.append("\r\n");
   // Interim responses go out now, ahead of the final one (a partial write completes with it; in pool
   // mode the io thread finishes it while the app runs).
-  if (!flush() && !dead_ && phase_ == Phase::pooled) wait_write();
-  return !dead_;
+  if (!flush() && !link_.dead && phase_ == Phase::pooled) wait_write();
+  return !link_.dead;
 }
 
 

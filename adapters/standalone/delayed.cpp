@@ -216,13 +216,13 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
   if (status < 100 || status > 999) status = 500;
   bool no_body = status_has_no_body(status);
   std::optional<std::uint64_t> declared = declared_length(headers);
-  bool chunked = !no_body && !head_ && !declared && !http10_;
-  if (!no_body && !head_ && !declared && http10_) keep_alive_ = false;
+  bool chunked = !no_body && !req_.head && !declared && !req_.http10;
+  if (!no_body && !req_.head && !declared && req_.http10) req_.keep_alive = false;
   write_head(status, headers, no_body ? std::nullopt : declared, chunked);
   {
     std::lock_guard lock(st->mu);
     st->chunked = chunked;
-    st->head_only = head_ || no_body;
+    st->head_only = req_.head || no_body;
     st->framed = true;
     // Frame what the app wrote before this ran (see WriterState::framed).
     if (st->head_only) {
@@ -243,70 +243,73 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
       if (st->closed && !st->aborted) st->pending.append("0\r\n\r\n");
     }
   }
-  writer_ = std::move(st);
+  body_.writer = std::move(st);
   phase_ = Phase::writer;
-  on_writer_flush(writer_);
+  on_writer_flush(body_.writer);
 }
 
 void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
-  if (st != writer_ || phase_ != Phase::writer) {
+  if (st != body_.writer || phase_ != Phase::writer) {
     std::lock_guard lock(st->mu);
     st->flush_posted = false;
     return;
   }
-  bool fin, aborted;
-  std::uint64_t declared, left, overrun;
-  {
-    std::lock_guard lock(st->mu);
-    st->flush_posted = false;
-    aborted = st->aborted;
-    if (!st->pending.empty()) {
-      sent_body_ += st->pending.size();
-      out_.append(st->pending);
-      st->pending.clear();
-    }
-    declared = st->declared;
-    left = st->counting ? st->left : 0;
-    overrun = st->overrun;
-    fin = st->closed || overrun > 0;
-  }
+  WriterTurn turn = take_writer_bytes(*st);
   bool done = flush();
   {
     std::lock_guard lock(st->mu);
-    st->unsent = out_.size() - out_pos_;
+    st->unsent = out_.unsent();
   }
   st->cv.notify_all();
   if (phase_ == Phase::closed) return;
-  if (dead_) {
-    // The client is gone: the writer's next write() says so (once the env is handed over), and
-    // nothing more will be sent.
-    keep_alive_ = false;
-    close_now();
-    writer_.reset();
-    return;
+  // The client is gone: the writer's next write() says so (once the env is handed over), and nothing
+  // more will be sent.
+  if (link_.dead) return writer_failed(false);
+  if (turn.aborted) return writer_failed(true);
+  if (!done) return wait_write();
+  if (turn.fin) end_writer(turn);
+}
+
+// Moves what the app wrote into the output, and reads the writer's state with it.
+Conn::WriterTurn Conn::take_writer_bytes(WriterState& st) {
+  std::lock_guard lock(st.mu);
+  st.flush_posted = false;
+  if (!st.pending.empty()) {
+    req_.sent_body += st.pending.size();
+    out_.append(st.pending);
+    st.pending.clear();
   }
-  if (!done && !aborted) {
-    wait_write();
-    return;
-  }
+  WriterTurn turn;
+  turn.aborted = st.aborted;
+  turn.declared = st.declared;
+  turn.left = st.counting ? st.left : 0;
+  turn.overrun = st.overrun;
+  turn.fin = st.closed || turn.overrun > 0;
+  return turn;
+}
+
+// The client is gone, or the app dropped its Writer without close(): the connection ends.
+void Conn::writer_failed(bool aborted) {
+  req_.keep_alive = false;
   if (aborted) {
     log_error("a streaming Writer was dropped without close(); the response ends as failed");
-    keep_alive_ = false;
-    writer_.reset();
-    close_now();
-    return;
+    body_.writer.reset();
   }
-  if (fin) {
-    // Past or short of its declared length, the body ends the connection (ADP-13).
-    if (overrun > 0 || left > 0) {
-      log_length_error(declared, overrun > 0 ? overrun : declared - left, overrun > 0);
-      keep_alive_ = false;
-    }
-    writer_.reset();
-    phase_ = Phase::reading;
-    finish_response();
-    if (phase_ == Phase::reading) process();
+  close_now();
+  body_.writer.reset();
+}
+
+// The writer closed and all its bytes are written. Past or short of its declared length, the body ends
+// the connection (ADP-13).
+void Conn::end_writer(const WriterTurn& turn) {
+  if (turn.overrun > 0 || turn.left > 0) {
+    log_length_error(turn.declared, turn.overrun > 0 ? turn.overrun : turn.declared - turn.left, turn.overrun > 0);
+    req_.keep_alive = false;
   }
+  body_.writer.reset();
+  phase_ = Phase::reading;
+  finish_response();
+  if (phase_ == Phase::reading) process();
 }
 
 }  // namespace csgi::standalone::detail

@@ -247,8 +247,8 @@ void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   csgi::Connection conn;
   conn.server_name = c_.listener_.server_name;
   conn.server_port = c_.listener_.server_port;
-  conn.remote_addr = c_.remote_addr_;
-  conn.remote_port = c_.remote_port_;
+  conn.remote_addr = c_.peer_.addr;
+  conn.remote_port = c_.peer_.port;
   conn.url_scheme = url_scheme_;
   conn.script_name = c_.sh_.opt.script_name;
   session_ = std::make_unique<H2Session>(*this, H2Limits::from(c_.sh_.opt), conn);
@@ -336,7 +336,7 @@ void H2Conn::on_written(error_code ec) {
   writing_ = false;
   if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
   if (ec || finishing_) {
-    c_.dead_ = c_.dead_ || ec;
+    c_.link_.dead = c_.link_.dead || ec;
     if (!ec) transport_->end();
     return c_.close_now();
   }
@@ -575,7 +575,7 @@ void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t bo
   Shared& sh = c_.sh_;
   sh.stats->record_response(status, body_bytes);
   if (!sh.access_log.enabled() || !req.env) return;
-  sh.access_log.write(combined_log_line(c_.remote_addr_, *req.env, status, body_bytes));
+  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes));
 }
 
 void H2Conn::log_error(std::string_view what) {
@@ -620,7 +620,7 @@ bool has_token(std::string_view list, std::string_view token) {
 // and the request is served as stream 1 of an HTTP/2 connection. Anything else is served as HTTP/1.1.
 // Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
 bool Conn::try_h2c_upgrade() {
-  if (tls_ || !env_ || http10_ || !parser_ || !parser_->is_done()) return false;
+  if (tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done()) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
       !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||
@@ -637,13 +637,12 @@ bool Conn::try_h2c_upgrade() {
     env->set(e.key, e.value.text());
   }
   env->set(keys::SERVER_PROTOCOL, "HTTP/2");
-  bool head = head_;
-  std::string rest(buf_.get() + begin_, end_ - begin_);
+  bool head = req_.head;
+  std::string rest(in_.unparsed());
   parser_.reset();
   t_.release_env(std::move(env_));
-  req_ = Request::none;
+  req_.stage = Request::none;
   phase_ = Phase::h2;
-  response_started_ = true;
   h2_ = std::make_unique<H2Conn>(*this);
   h2_->start_upgraded(settings, std::move(env), head, rest, std::make_unique<PlainTransport>(socket_, weak_from_this()));
   return true;
@@ -651,8 +650,7 @@ bool Conn::try_h2c_upgrade() {
 
 // Conn's side: the connection's first bytes were the HTTP/2 preface, or its TLS handshake chose h2.
 void Conn::start_h2() {
-  phase_ = Phase::h2;
-  response_started_ = true;  // nothing HTTP/1 is ever written on this connection
+  phase_ = Phase::h2;  // nothing HTTP/1 is ever written on this connection
   std::unique_ptr<H2Transport> transport;
   if (tls_) {
     tls_connection_info();
@@ -661,8 +659,8 @@ void Conn::start_h2() {
     transport = std::make_unique<PlainTransport>(socket_, weak_from_this());
   }
   h2_ = std::make_unique<H2Conn>(*this, tls_ ? "https" : "http");
-  std::string_view initial(buf_.get() + begin_, end_ - begin_);
-  begin_ = end_ = 0;
+  std::string_view initial = in_.unparsed();
+  in_.begin = in_.end = 0;
   h2_->start(initial, std::move(transport));
 }
 

@@ -29,7 +29,7 @@ void Conn::run_in_pool() {
   };
   if (!sh_.pool->post(std::move(job))) {
     phase_ = Phase::reading;
-    keep_alive_ = false;
+    req_.keep_alive = false;
     handle(Response::error(503, "server stopping"));
   }
 }
@@ -95,11 +95,11 @@ void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
     drop_env();  // handed to the Responder while the response is not complete (APP-4)
     return;
   }
-  if (hijacked_) {
+  if (link_.hijacked) {
     after_app(Response{}, 0);
     return;
   }
-  if (continue_pending_) keep_alive_ = false;  // the client may still be waiting to send its body
+  if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   phase_ = Phase::delayed;
   self_hold_ = shared_from_this();
 }
@@ -130,67 +130,69 @@ void Conn::release_on_io(std::shared_ptr<Conn> self) {
 void Conn::pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what) {
   StreamPtr stream = std::move(std::get<StreamPtr>(res.body));
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-  auto close_stream = [&] {
-    try {
-      if (stream) stream->close();
-    } catch (const std::exception& e) {
-      sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
-    } catch (...) {
-    }
-  };
-  if (!stream || head_ || status_has_no_body(status)) {
-    close_stream();
-    post_done(std::move(self), Response{status, std::move(res.headers), std::string()}, 0);
-    return;
-  }
   std::string chunk;
-  bool more = false;
-  try {
-    do more = stream->next(chunk);
-    while (more && chunk.empty());
-  } catch (const std::exception& e) {
-    sh_.errors.write("csgi: 500: the response stream's first next() threw: " + std::string(e.what()) + " (\"" +
-                     what + "\")");
-    close_stream();
-    post_done(std::move(self), Response::error(500), 0);
-    return;
-  } catch (...) {
-    sh_.errors.write("csgi: 500: the response stream's first next() threw a non-standard exception (\"" + what + "\")");
-    close_stream();
-    post_done(std::move(self), Response::error(500), 0);
-    return;
-  }
-  if (!more) {
-    close_stream();
-    post_done(std::move(self), Response{status, std::move(res.headers), std::string()}, 0);
+  int first = stream && !req_.head && !status_has_no_body(status) ? pool_first_chunk(*stream, chunk, what) : 0;
+  if (first <= 0) {
+    close_pool_stream(stream);
+    post_done(std::move(self),
+              first < 0 ? Response::error(500) : Response{status, std::move(res.headers), std::string()}, 0);
     return;
   }
   WriterPtr w = Responder(pool_responder(self)).start(status, std::move(res.headers));
+  bool complete = pool_pump(*stream, *w, chunk, what);
+  close_pool_stream(stream);
+  // Unless complete, the Writer dropped without close() ends the connection (an incomplete body).
+  if (complete) w->close();
+  w.reset();
+  release_on_io(std::move(self));
+}
+
+// The stream's first non-empty chunk: 1 with it in `chunk`, 0 at the end, -1 on an exception (logged).
+int Conn::pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what) {
   try {
-    while (w->write(chunk)) {
-      do more = stream->next(chunk);
+    bool more;
+    do more = stream.next(chunk);
+    while (more && chunk.empty());
+    return more ? 1 : 0;
+  } catch (const std::exception& e) {
+    sh_.errors.write("csgi: 500: the response stream's first next() threw: " + std::string(e.what()) + " (\"" + what +
+                     "\")");
+  } catch (...) {
+    sh_.errors.write("csgi: 500: the response stream's first next() threw a non-standard exception (\"" + what + "\")");
+  }
+  return -1;
+}
+
+// Writes `chunk`, then the stream's next ones, until the end or the Writer refuses (the client is gone):
+// true, or false when next() threw (logged) after the head was sent.
+bool Conn::pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what) {
+  try {
+    while (w.write(chunk)) {
+      bool more;
+      do more = stream.next(chunk);
       while (more && chunk.empty());
       if (!more) break;
     }
+    return true;
   } catch (const std::exception& e) {
-    // The status is out: the Writer dropped without close() ends the connection (an incomplete body).
     sh_.errors.write("csgi: the response stream's next() threw after the head was sent: " + std::string(e.what()) +
                      " (\"" + what + "\")");
-    close_stream();
-    w.reset();
-    release_on_io(std::move(self));
-    return;
   } catch (...) {
     sh_.errors.write("csgi: the response stream's next() threw after the head was sent (\"" + what + "\")");
-    close_stream();
-    w.reset();
-    release_on_io(std::move(self));
-    return;
   }
-  close_stream();
-  w->close();
-  w.reset();
-  release_on_io(std::move(self));
+  return false;
+}
+
+void Conn::close_pool_stream(const StreamPtr& stream) noexcept {
+  try {
+    if (stream) stream->close();
+  } catch (const std::exception& e) {
+    try {
+      sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+  }
 }
 
 // csgi.input from the app's pool thread: the io thread reads (serve_read), this thread waits.
@@ -240,18 +242,18 @@ void Conn::serve_read(const std::shared_ptr<PoolCall>& c) {
   if (c->abandoned) return;
   try {
     if (phase_ == Phase::pooled && body_readable()) {
-      if (continue_pending_) {
-        continue_pending_ = false;
+      if (req_.continue_pending) {
+        req_.continue_pending = false;
         out_.append("HTTP/1.1 100 Continue\r\n\r\n");
-        if (!flush() && !dead_) wait_write();
+        if (!flush() && !link_.dead) wait_write();
       }
-      if (dead_) {
-        keep_alive_ = false;
+      if (link_.dead) {
+        req_.keep_alive = false;
         throw HttpError(400, "client gone");
       }
       if (!read_buffered(c->buf, c->n, c->got)) {
-        if (peer_eof_) {
-          keep_alive_ = false;
+        if (link_.peer_eof) {
+          req_.keep_alive = false;
           throw BadRequest("client closed the connection before the end of the body");
         }
         call_ = c;
@@ -267,7 +269,7 @@ void Conn::serve_read(const std::shared_ptr<PoolCall>& c) {
     c->error_status = 400;
     c->error_why = e.what();
   }
-  if (phase_ == Phase::pooled && !call_ && out_pos_ == out_.size() && ext_.empty()) clear_deadline();
+  if (phase_ == Phase::pooled && !call_ && !out_.pending()) clear_deadline();
   c->done = true;
   c->cv.notify_all();
 }
@@ -291,11 +293,11 @@ void Conn::finish_call(int status, std::string_view why) noexcept {
 // stopped reading an interim response (closed). Otherwise the app may take its time.
 void Conn::pooled_timeout() {
   if (call_) {
-    keep_alive_ = false;
+    req_.keep_alive = false;
     finish_call(408, "timed out reading the request body");
     return;
   }
-  if (out_pos_ < out_.size() || !ext_.empty()) close_now();
+  if (out_.pending()) close_now();
 }
 
 // The pool thread running this connection's app call is frozen (a fault, a request timeout) and keeps

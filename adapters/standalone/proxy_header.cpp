@@ -35,40 +35,33 @@ bool peer_closed(int fd) {
 }  // namespace
 
 void Conn::read_proxy_header() {
-  if (!remote_addr_[0]) {  // no peer address: reset before it was accepted (HAProxy's checks close so)
+  if (!peer_.addr[0]) {  // no peer address: reset before it was accepted (HAProxy's checks close so)
     close_now();
     return;
   }
-  proxy_pending_ = true;
-  proxy_trusted_ = sh_.proxy.trusts(remote_addr_);
+  phase_ = Phase::proxy;
   char head[pp::max_header];
   ssize_t n;
   do n = ::recv(fd_, head, sizeof head, MSG_PEEK);
   while (n < 0 && errno == EINTR);
   if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-    dead_ = true;
+    link_.dead = true;
+    close_now();
+    return;
+  }
+  if (n == 0) {  // closed before a byte (a TCP health check)
     close_now();
     return;
   }
   std::string_view bytes(head, n > 0 ? static_cast<std::size_t>(n) : 0);
-  proxy_seen_ = static_cast<std::uint16_t>(bytes.size());
-  if (n == 0) {  // closed before a byte (a TCP health check)
-    proxy_pending_ = false;
-    close_now();
-    return;
-  }
+  if (sh_.proxy.trusts(peer_.addr)) proxy_from_trusted(bytes);
+  else proxy_from_untrusted(bytes);
+}
+
+// A trusted proxy's connection: its header is required.
+void Conn::proxy_from_trusted(std::string_view bytes) {
+  peer_.proxy_partial = !bytes.empty();
   pp::Result r = pp::parse(bytes);
-  if (!proxy_trusted_) {
-    if (pp::has_signature(bytes)) {
-      refuse_proxy("a PROXY header from an address that is not a --trusted-proxy", bytes);
-    } else if (r.status == pp::Status::need_more && !peer_closed(fd_)) {
-      socket_.async_wait(Socket::wait_read, [self = shared_from_this()](error_code ec) { self->on_proxy_readable(ec); });
-    } else {
-      proxy_pending_ = false;
-      serve();
-    }
-    return;
-  }
   switch (r.status) {
     case pp::Status::complete: accept_proxy_header(r.header, r.length); return;
     case pp::Status::invalid: refuse_proxy(r.why, bytes); return;
@@ -79,13 +72,28 @@ void Conn::read_proxy_header() {
     refuse_proxy("the connection closed within the PROXY header", bytes);
     return;
   }
+  wait_proxy_bytes();
+}
+
+// Any other peer is served, unless its first bytes are a PROXY header.
+void Conn::proxy_from_untrusted(std::string_view bytes) {
+  if (pp::has_signature(bytes)) {
+    refuse_proxy("a PROXY header from an address that is not a --trusted-proxy", bytes);
+  } else if (pp::parse(bytes).status == pp::Status::need_more && !peer_closed(fd_)) {
+    wait_proxy_bytes();
+  } else {
+    serve();
+  }
+}
+
+void Conn::wait_proxy_bytes() {
   socket_.async_wait(Socket::wait_read, [self = shared_from_this()](error_code ec) { self->on_proxy_readable(ec); });
 }
 
 void Conn::on_proxy_readable(error_code ec) {
-  if (phase_ == Phase::closed || !proxy_pending_) return;
+  if (phase_ != Phase::proxy) return;
   if (ec) {
-    dead_ = true;
+    link_.dead = true;
     close_now();
     return;
   }
@@ -99,20 +107,19 @@ void Conn::accept_proxy_header(const pp::Header& h, std::size_t length) {
     ssize_t n = ::recv(fd_, sink, length, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      dead_ = true;
+      link_.dead = true;
       close_now();
       return;
     }
     length -= static_cast<std::size_t>(n);
   }
-  proxy_pending_ = false;
-  proxy_https_ = h.ssl;
+  peer_.https = h.ssl;
   if (h.family == AF_INET || h.family == AF_INET6) {
-    ::inet_ntop(h.family, h.src.data(), remote_addr_, sizeof remote_addr_);
-    std::memset(remote_port_, 0, sizeof remote_port_);
-    std::to_chars(remote_port_, remote_port_ + sizeof remote_port_ - 1, h.src_port);
-    std::memset(server_port_, 0, sizeof server_port_);
-    std::to_chars(server_port_, server_port_ + sizeof server_port_ - 1, h.dst_port);
+    ::inet_ntop(h.family, h.src.data(), peer_.addr, sizeof peer_.addr);
+    std::memset(peer_.port, 0, sizeof peer_.port);
+    std::to_chars(peer_.port, peer_.port + sizeof peer_.port - 1, h.src_port);
+    std::memset(peer_.server_port, 0, sizeof peer_.server_port);
+    std::to_chars(peer_.server_port, peer_.server_port + sizeof peer_.server_port - 1, h.dst_port);
   }
   serve();
 }
@@ -120,17 +127,15 @@ void Conn::accept_proxy_header(const pp::Header& h, std::size_t length) {
 // Logged with the peer's own address; text gets a 400 with the reason (then the connection closes), other
 // bytes a plain close.
 void Conn::refuse_proxy(std::string_view why, std::string_view bytes) {
-  proxy_pending_ = false;
-  sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(remote_addr_, remote_port_) +
-                   ": " + std::string(why));
+  sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(peer_.addr, peer_.port) + ": " +
+                   std::string(why));
   if (looks_like_text(bytes)) reject(400, why);
   else close_now();
 }
 
 void Conn::proxy_timeout() {
-  proxy_pending_ = false;
-  if (proxy_trusted_ && proxy_seen_ > 0)
-    sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(remote_addr_, remote_port_) +
+  if (peer_.proxy_partial)
+    sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(peer_.addr, peer_.port) +
                      ": no complete PROXY header within the header timeout");
   close_now();
 }

@@ -6,8 +6,8 @@ namespace csgi::standalone::detail {
 
 // Turns the app's response into bytes (or starts its body), in the order of requests.
 void Conn::handle(Response res) {
-  if (hijacked_ || phase_ == Phase::closed) return;
-  if (continue_pending_) keep_alive_ = false;  // the client may still be waiting to send its body
+  if (link_.hijacked || phase_ == Phase::closed) return;
+  if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     phase_ = Phase::delayed;
     self_hold_ = shared_from_this();
@@ -48,8 +48,7 @@ FramingField framing_field(std::string_view name) noexcept {
 }  // namespace
 
 void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
-  status_ = status;
-  response_started_ = true;
+  req_.status = status;
   out_.append(sh_.status_line(status));
   bool has_date = false;
   bool upgrade = status == 101;
@@ -73,16 +72,16 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   }
   if (length) {
     out_.append("Content-Length: ");
-    append_uint(out_, *length);
+    append_uint(out_.buf, *length);
     out_.append("\r\n");
   } else if (chunked) {
     out_.append("Transfer-Encoding: chunked\r\n");
   }
-  if (!keep_alive_ || sh_.stopping.load(std::memory_order_relaxed)) keep_alive_ = false;
+  if (!req_.keep_alive || sh_.stopping.load(std::memory_order_relaxed)) req_.keep_alive = false;
   if (upgrade) {
-  } else if (!keep_alive_) {
+  } else if (!req_.keep_alive) {
     out_.append("Connection: close\r\n");
-  } else if (http10_) {
+  } else if (req_.http10) {
     out_.append("Connection: keep-alive\r\n");
   }
   out_.append("\r\n");
@@ -108,17 +107,17 @@ void Conn::send_text(std::string& s, int status, const Headers& headers) {
   bool no_body = status_has_no_body(status);
   std::optional<std::uint64_t> len = s.size();
   // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
-  auto d = head_ && s.empty() ? declared_length(headers) : std::nullopt;
+  auto d = req_.head && s.empty() ? declared_length(headers) : std::nullopt;
   if (d) len = d;
-  else if (!no_body && !head_) check_complete_length(headers, s.size());
+  else if (!no_body && !req_.head) check_complete_length(headers, s.size());
   write_head(status, headers, no_body ? std::nullopt : len, false);
-  if (!head_ && !no_body && !s.empty()) {
-    sent_body_ = s.size();
+  if (!req_.head && !no_body && !s.empty()) {
+    req_.sent_body = s.size();
     if (s.size() <= inline_body_max) {
       out_.append(s);
     } else {
       auto keep = std::make_shared<std::string>(std::move(s));
-      ext_.push_back({out_.size(), *keep, keep});
+      out_.ext.push_back({out_.size(), *keep, keep});
     }
   }
   finish_response();
@@ -127,14 +126,14 @@ void Conn::send_text(std::string& s, int status, const Headers& headers) {
 void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) {
   bool no_body = status_has_no_body(status);
   std::size_t n = b ? b->size() : 0;
-  if (!no_body && !head_) check_complete_length(headers, n);
+  if (!no_body && !req_.head) check_complete_length(headers, n);
   write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
-  if (!head_ && !no_body && n > 0) {
-    sent_body_ = n;
+  if (!req_.head && !no_body && n > 0) {
+    req_.sent_body = n;
     if (n <= 2048)
       out_.append(*b);
     else
-      ext_.push_back({out_.size(), std::string_view(*b), b});
+      out_.ext.push_back({out_.size(), std::string_view(*b), b});
   }
   finish_response();
 }
@@ -142,12 +141,12 @@ void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) 
 // A pull stream: the head waits for the first non-empty chunk (PEP 3333; ADP-5), so that an exception
 // before it is a 500; then pump_stream writes the chunks as the socket takes them.
 void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
-  stream_ = std::move(stream);
+  body_.stream = std::move(stream);
   bool no_body = status_has_no_body(status);
   std::optional<std::uint64_t> declared = declared_length(headers);
-  if (no_body || head_ || !stream_) {
+  if (no_body || req_.head || !body_.stream) {
     write_head(status, headers, no_body ? std::nullopt : declared, false);
-    if (stream_) close_stream();
+    if (body_.stream) close_stream();
     finish_response();
     return;
   }
@@ -161,10 +160,10 @@ void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
     start_body(done);
     return;
   }
-  framing_ = declared ? Framing::counted : http10_ ? Framing::until_close : Framing::chunked;
-  if (framing_ == Framing::until_close) keep_alive_ = false;
-  write_head(status, headers, declared, framing_ == Framing::chunked);
-  declared_ = body_left_ = declared.value_or(0);
+  body_.framing = declared ? Framing::counted : req_.http10 ? Framing::until_close : Framing::chunked;
+  if (body_.framing == Framing::until_close) req_.keep_alive = false;
+  write_head(status, headers, declared, body_.framing == Framing::chunked);
+  body_.declared = body_.left = declared.value_or(0);
   phase_ = Phase::stream;
   if (append_counted(first)) pump_stream();
   else end_stream();
@@ -176,7 +175,7 @@ bool Conn::first_chunk(std::string& first, bool& threw) {
   try {
     AppScope scope(t_.fault_slot, this);
     bool more;
-    do more = stream_->next(first);
+    do more = body_.stream->next(first);
     while (more && first.empty());
     return more;
   } catch (const std::exception& e) {
@@ -191,10 +190,10 @@ bool Conn::first_chunk(std::string& first, bool& threw) {
 // Closes the pull stream (its close() may throw: ignored) and lets it go.
 void Conn::close_stream() noexcept {
   try {
-    stream_->close();
+    body_.stream->close();
   } catch (...) {
   }
-  stream_.reset();
+  body_.stream.reset();
 }
 
 void Conn::send_file(FileBody& f, int status, Headers& headers) {
@@ -218,17 +217,17 @@ void Conn::send_file(FileBody& f, int status, Headers& headers) {
   std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
   std::uint64_t off = std::min(f.offset, fsize);
   std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
-  if (!status_has_no_body(status) && !head_) check_complete_length(headers, len);
+  if (!status_has_no_body(status) && !req_.head) check_complete_length(headers, len);
   bool no_body = status_has_no_body(status);
   write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
-  if (head_ || no_body || len == 0) {
+  if (req_.head || no_body || len == 0) {
     finish_response();
     return;
   }
-  file_ = std::move(fh);
-  file_off_ = off;
-  file_left_ = len;
-  sent_body_ = len;
+  body_.file = std::move(fh);
+  body_.file_off = off;
+  body_.file_left = len;
+  req_.sent_body = len;
   phase_ = Phase::file;
   pump_file();
 }
@@ -236,16 +235,16 @@ void Conn::send_file(FileBody& f, int status, Headers& headers) {
 // Sends the head (if any) then the file with sendfile(2), as far as the socket takes it.
 void Conn::pump_file() {
   if (!flush()) {
-    if (!dead_) wait_write();
+    if (!link_.dead) wait_write();
     return;
   }
-  while (file_left_ > 0) {
-    off_t off = static_cast<off_t>(file_off_);
-    std::size_t want = std::min<std::uint64_t>(file_left_, 1 << 30);
-    ssize_t n = tls_ ? tls_sendfile(file_->fd(), &off, want) : ::sendfile(fd_, file_->fd(), &off, want);
+  while (body_.file_left > 0) {
+    off_t off = static_cast<off_t>(body_.file_off);
+    std::size_t want = std::min<std::uint64_t>(body_.file_left, 1 << 30);
+    ssize_t n = tls_ ? tls_sendfile(body_.file->fd(), &off, want) : ::sendfile(fd_, body_.file->fd(), &off, want);
     if (n > 0) {
-      file_off_ += static_cast<std::uint64_t>(n);
-      file_left_ -= static_cast<std::uint64_t>(n);
+      body_.file_off += static_cast<std::uint64_t>(n);
+      body_.file_left -= static_cast<std::uint64_t>(n);
       set_deadline(sh_.opt.send_timeout);
       continue;
     }
@@ -254,14 +253,14 @@ void Conn::pump_file() {
       return;
     }
     // Error, or the file shrank under us: the response cannot be completed.
-    if (n == 0) log_length_error(sent_body_, sent_body_ - file_left_, false);
-    keep_alive_ = false;
-    dead_ = n < 0;
-    file_.reset();
+    if (n == 0) log_length_error(req_.sent_body, req_.sent_body - body_.file_left, false);
+    req_.keep_alive = false;
+    link_.dead = n < 0;
+    body_.file.reset();
     close_now();
     return;
   }
-  file_.reset();
+  body_.file.reset();
   finish_response();
 }
 
@@ -269,24 +268,24 @@ void Conn::pump_file() {
 void Conn::pump_stream() {
   std::string chunk;
   for (;;) {
-    if (out_.size() - out_pos_ >= flush_threshold) {
+    if (out_.unsent() >= flush_threshold) {
       if (!flush()) {
-        if (!dead_) wait_write();
+        if (!link_.dead) wait_write();
         return;
       }
     }
     bool more = false;
     try {
       AppScope scope(t_.fault_slot, this);
-      more = stream_->next(chunk);
+      more = body_.stream->next(chunk);
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
-      keep_alive_ = false;
+      req_.keep_alive = false;
       try {
-        stream_->close();
+        body_.stream->close();
       } catch (...) {
       }
-      stream_.reset();
+      body_.stream.reset();
       // The status is out: end the connection so the client sees an incomplete body.
       if (flush()) close_now();
       else phase_ = Phase::lingering, wait_write();
@@ -302,38 +301,38 @@ void Conn::pump_stream() {
 // The stream ended (or ran past its declared length): close it and finish the response. A body short of
 // its declared length is not passed off as complete: the connection closes after it (ADP-13).
 void Conn::end_stream() {
-  if (framing_ == Framing::counted && body_left_ > 0) {
-    log_length_error(declared_, declared_ - body_left_, false);
-    keep_alive_ = false;
+  if (body_.framing == Framing::counted && body_.left > 0) {
+    log_length_error(body_.declared, body_.declared - body_.left, false);
+    req_.keep_alive = false;
   }
-  if (framing_ == Framing::chunked) out_.append("0\r\n\r\n");
+  if (body_.framing == Framing::chunked) out_.append("0\r\n\r\n");
   try {
-    stream_->close();
+    body_.stream->close();
   } catch (const std::exception& e) {
     sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
   }
-  stream_.reset();
-  framing_ = Framing::none;
+  body_.stream.reset();
+  body_.framing = Framing::none;
   finish_response();
 }
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.
 bool Conn::append_counted(std::string_view chunk) {
-  if (framing_ == Framing::counted) {
-    if (chunk.size() > body_left_) {
-      log_length_error(declared_, declared_ - body_left_ + chunk.size(), true);
-      chunk = chunk.substr(0, body_left_);
-      body_left_ = 0;
-      keep_alive_ = false;
-      sent_body_ += chunk.size();
+  if (body_.framing == Framing::counted) {
+    if (chunk.size() > body_.left) {
+      log_length_error(body_.declared, body_.declared - body_.left + chunk.size(), true);
+      chunk = chunk.substr(0, body_.left);
+      body_.left = 0;
+      req_.keep_alive = false;
+      req_.sent_body += chunk.size();
       out_.append(chunk);
       return false;
     }
-    body_left_ -= chunk.size();
+    body_.left -= chunk.size();
   }
-  sent_body_ += chunk.size();
-  append_body(out_, chunk, framing_ == Framing::chunked);
+  req_.sent_body += chunk.size();
+  append_body(out_.buf, chunk, body_.framing == Framing::chunked);
   return true;
 }
 
@@ -361,11 +360,11 @@ void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool
 void Conn::finish_response() {
   end_request();
   settle_request_body();
-  if (!keep_alive_) {
-    begin_ = end_;
+  if (!req_.keep_alive) {
+    in_.begin = in_.end;
     if (flush()) {
       linger();
-    } else if (!dead_) {
+    } else if (!link_.dead) {
       phase_ = Phase::lingering;
       wait_write();
     }
@@ -377,7 +376,7 @@ void Conn::finish_response() {
 void Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
-  sh_.stats->record_response(status_, sent_body_);
+  sh_.stats->record_response(req_.status, req_.sent_body);
   log_access();
   if (sh_.recycler) sh_.recycler->after_request();
   if (cleanup_.size() > 0) {
@@ -386,7 +385,7 @@ void Conn::end_request() {
     cleanup_.run(*env_);
   }
   t_.release_env(std::move(env_));
-  req_ = Request::none;
+  req_.stage = Request::none;
   phase_ = Phase::reading;
 }
 
@@ -394,23 +393,22 @@ void Conn::end_request() {
 // or all read), a small rest to discard before the next request (process()), or too much: then the
 // connection closes after the response.
 void Conn::settle_request_body() {
-  if (prebody_ready_) {
-    std::string().swap(prebody_);
-    prebody_ready_ = false;
-    prebody_pos_ = 0;
-    parser_.reset();
+  if (prebody_ready()) parser_.reset();  // the whole body was read: none of it is left on the wire
+  if (!in_.prebody.empty()) {
+    std::string().swap(in_.prebody);
+    in_.prebody_pos = 0;
   }
-  if (keep_alive_ && parser_ && !parser_->is_done()) {
+  if (req_.keep_alive && parser_ && !parser_->is_done()) {
     auto left = parser_->content_length_remaining();
     if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
       parser_->discard = true;
-      req_ = Request::draining;
-      discarded_ = 0;
+      req_.stage = Request::draining;
+      req_.discarded = 0;
     } else {
-      keep_alive_ = false;
+      req_.keep_alive = false;
     }
   }
-  if (req_ != Request::draining) parser_.reset();
+  if (req_.stage != Request::draining) parser_.reset();
 }
 
 void Conn::log_error(std::string_view what) {
@@ -456,88 +454,101 @@ std::string combined_log_line(std::string_view remote_addr, const Env& env, int 
 
 void Conn::log_access() {
   if (!sh_.access_log.enabled() || !env_) return;
-  sh_.access_log.write(combined_log_line(remote_addr_, *env_, status_, sent_body_));
+  sh_.access_log.write(combined_log_line(peer_.addr, *env_, req_.status, req_.sent_body));
 }
 
 // Output.
 
+int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
+  int n = 0;
+  std::size_t at = pos;
+  for (std::size_t i = ext_done; i < ext.size() && n < max - 2; ++i) {
+    if (ext[i].at > at) {
+      iov[n++] = {const_cast<char*>(buf.data()) + at, ext[i].at - at};
+      at = ext[i].at;
+    }
+    std::size_t skip = i == ext_done ? ext_off : 0;
+    iov[n++] = {const_cast<char*>(ext[i].data.data()) + skip, ext[i].data.size() - skip};
+  }
+  if (buf.size() > at && n < max) iov[n++] = {const_cast<char*>(buf.data()) + at, buf.size() - at};
+  return n;
+}
+
+// Moves past `n` written bytes, through buf and the segments (a written segment lets its bytes go).
+void Conn::Output::advance_segments(std::size_t n) noexcept {
+  while (n > 0) {
+    std::size_t next_at = ext_done < ext.size() ? ext[ext_done].at : buf.size();
+    if (pos < next_at) {
+      std::size_t k = std::min(n, next_at - pos);
+      pos += k;
+      n -= k;
+      continue;
+    }
+    if (ext_done == ext.size()) break;
+    Ext& e = ext[ext_done];
+    std::size_t k = std::min(n, e.data.size() - ext_off);
+    ext_off += k;
+    n -= k;
+    if (ext_off == e.data.size()) {
+      e.keep.reset();
+      ++ext_done;
+      ext_off = 0;
+    }
+  }
+}
+
+// What is unwritten, copied out; the output is empty after.
+std::string Conn::Output::take() {
+  std::string o;
+  std::size_t at = pos;
+  for (std::size_t i = ext_done; i < ext.size(); ++i) {
+    if (ext[i].at > at) {
+      o.append(buf, at, ext[i].at - at);
+      at = ext[i].at;
+    }
+    o.append(ext[i].data.substr(i == ext_done ? ext_off : 0));
+  }
+  if (buf.size() > at) o.append(buf, at);
+  clear();
+  return o;
+}
+
 bool Conn::flush() {
-  if (dead_) return false;
+  if (link_.dead) return false;
   for (;;) {
     iovec iov[32];
-    int n = 0;
-    std::size_t pos = out_pos_;
-    for (std::size_t i = ext_done_; i < ext_.size() && n < 30; ++i) {
-      if (ext_[i].at > pos) {
-        iov[n++] = {out_.data() + pos, ext_[i].at - pos};
-        pos = ext_[i].at;
-      }
-      std::size_t skip = i == ext_done_ ? ext_off_ : 0;
-      iov[n++] = {const_cast<char*>(ext_[i].data.data()) + skip, ext_[i].data.size() - skip};
-    }
-    bool all_ext = n < 30 || ext_.empty();
-    if (out_.size() > pos && n < 32) iov[n++] = {out_.data() + pos, out_.size() - pos};
+    int n = out_.gather(iov, 32);
     if (n == 0) {
       out_.clear();
-      out_pos_ = 0;
-      ext_.clear();
-      ext_done_ = ext_off_ = 0;
       return true;
     }
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<std::size_t>(n);
     int flags = MSG_NOSIGNAL;
-    if (phase_ == Phase::file && file_left_ > 0) flags |= MSG_MORE;
+    if (phase_ == Phase::file && body_.file_left > 0) flags |= MSG_MORE;
     ssize_t w = tls_ ? tls_writev(iov, n) : ::sendmsg(fd_, &msg, flags);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      dead_ = true;
+      link_.dead = true;
       return false;
     }
     set_deadline(sh_.opt.send_timeout);
-    // Advance through out_ and the segments by w bytes.
-    std::size_t left = static_cast<std::size_t>(w);
-    while (left > 0) {
-      std::size_t next_at = ext_done_ < ext_.size() ? ext_[ext_done_].at : out_.size();
-      if (out_pos_ < next_at) {
-        std::size_t k = std::min(left, next_at - out_pos_);
-        out_pos_ += k;
-        left -= k;
-        continue;
-      }
-      if (ext_done_ < ext_.size()) {
-        Ext& e = ext_[ext_done_];
-        std::size_t k = std::min(left, e.data.size() - ext_off_);
-        ext_off_ += k;
-        left -= k;
-        if (ext_off_ == e.data.size()) {
-          e.keep.reset();
-          ++ext_done_;
-          ext_off_ = 0;
-        }
-        continue;
-      }
-      break;
-    }
-    (void)all_ext;
-    if (out_pos_ == out_.size() && ext_done_ == ext_.size()) {
+    out_.advance(static_cast<std::size_t>(w));
+    if (out_.written()) {
       out_.clear();
-      out_pos_ = 0;
-      ext_.clear();
-      ext_done_ = ext_off_ = 0;
-      if (req_ != Request::active && phase_ == Phase::reading) clear_deadline();
+      if (req_.stage != Request::active && phase_ == Phase::reading) clear_deadline();
       return true;
     }
   }
 }
 
 void Conn::wait_write() {
-  if (write_waiting_ || phase_ == Phase::closed) return;
-  write_waiting_ = true;
+  if (link_.writing || phase_ == Phase::closed) return;
+  link_.writing = true;
   socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) {
-    self->write_waiting_ = false;
+    self->link_.writing = false;
     self->on_writable(ec);
   });
 }
@@ -552,17 +563,17 @@ void Conn::on_writable(error_code ec) {
     case Phase::file: pump_file(); return;
     case Phase::stream: pump_stream(); return;
     case Phase::writer:
-      if (writer_) on_writer_flush(writer_);
+      if (body_.writer) on_writer_flush(body_.writer);
       return;
     case Phase::lingering:
       if (flush()) linger();
-      else if (!dead_) wait_write();
+      else if (!link_.dead) wait_write();
       else close_now();
       return;
     default: break;
   }
   if (!flush()) {
-    if (dead_) close_now();
+    if (link_.dead) close_now();
     else wait_write();
     return;
   }

@@ -16,7 +16,7 @@ constexpr std::size_t tls_file_chunk = 64 * 1024;
 // io_context; otherwise once the reactor has read more ciphertext into the session (tls_on_socket). The
 // first reads make the handshake.
 void Conn::tls_wait_read() {
-  ssize_t r = tls_->recv(buf_.get() + end_, cap_ - end_);
+  ssize_t r = tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end);
   if (r < 0 && errno == EAGAIN) {
     tls_wait_socket();
     return;
@@ -25,7 +25,7 @@ void Conn::tls_wait_read() {
   if (r == 0) ec = asio::error::eof;
   else if (r < 0) ec = asio::error::connection_reset;
   asio::post(t_.ioc, [self = shared_from_this(), ec, n = r > 0 ? static_cast<std::size_t>(r) : 0] {
-    self->waiting_ = false;
+    self->link_.reading = false;
     self->on_read(ec, n);
   });
 }
@@ -47,23 +47,23 @@ void Conn::tls_on_socket(error_code ec, std::size_t got) {
   if (phase_ == Phase::closed || !tls_) {
     // Closed meanwhile: the session is not used again (its descriptor's number may be another's now);
     // or a WebSocket session has it.
-    waiting_ = false;
+    link_.reading = false;
     return;
   }
   if (ec == asio::error::eof) {
     tls_->in_eof();
   } else if (ec) {
-    waiting_ = false;
+    link_.reading = false;
     on_read(ec, 0);
     return;
   }
   tls_->in_added(got);
-  ssize_t r = tls_->recv(buf_.get() + end_, cap_ - end_);
+  ssize_t r = tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end);
   if (r < 0 && errno == EAGAIN && phase_ != Phase::closed) {
     tls_wait_socket();
     return;
   }
-  waiting_ = false;
+  link_.reading = false;
   if (r > 0) on_read({}, static_cast<std::size_t>(r));
   else on_read(r == 0 ? error_code(asio::error::eof) : error_code(asio::error::connection_reset), 0);
 }
