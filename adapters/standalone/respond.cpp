@@ -306,7 +306,7 @@ void Conn::end_stream() {
     log_length_error(declared_, declared_ - body_left_, false);
     keep_alive_ = false;
   }
-  if (framing_ == Framing::chunked) out_.append("0\r\n\r\n");
+  if (framing_ == Framing::chunked) append_last_chunk(out_, stream_trailers());
   try {
     stream_->close();
   } catch (const std::exception& e) {
@@ -315,6 +315,32 @@ void Conn::end_stream() {
   stream_.reset();
   framing_ = Framing::none;
   finish_response();
+}
+
+// The trailer fields of a pull stream that ended (RES-15). One that throws is logged and the body ends
+// without them.
+Headers Conn::stream_trailers() {
+  try {
+    AppScope scope(t_.fault_slot, this);
+    return stream_->trailers();
+  } catch (const std::exception& e) {
+    log_error(std::string("the response stream's trailers() threw; the body ends without them: ") + e.what());
+  } catch (...) {
+    log_error("the response stream's trailers() threw a non-standard exception; the body ends without them");
+  }
+  return {};
+}
+
+void append_last_chunk(std::string& out, const Headers& trailers) {
+  out.append("0\r\n");
+  for (const Header& h : trailers) {
+    if (trailer_field_forbidden(h.name) || !is_token(h.name) || has_ctl(h.value, true)) continue;
+    out.append(h.name);
+    out.append(": ");
+    out.append(h.value);
+    out.append("\r\n");
+  }
+  out.append("\r\n");
 }
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
