@@ -171,7 +171,8 @@ Headers pool_trailers(Shared& sh, Stream& stream) {
   try {
     return stream.trailers();
   } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: the response stream's trailers() threw; the body ends without them: ") + e.what());
+    sh.errors.write(std::string("csgi: the response stream's trailers() threw; the body ends without them: ") +
+                    e.what());
   } catch (...) {
     sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them");
   }

@@ -656,7 +656,8 @@ bool H2Session::submit_trailers(Stream& s) {
   for (const Header& h : s.trailers) {
     if (!sendable(h)) continue;
     const std::string& n = names[k++];
-    nva.push_back({(std::uint8_t*)n.data(), (std::uint8_t*)h.value.data(), n.size(), h.value.size(), NGHTTP2_NV_FLAG_NONE});
+    nva.push_back(
+        {(std::uint8_t*)n.data(), (std::uint8_t*)h.value.data(), n.size(), h.value.size(), NGHTTP2_NV_FLAG_NONE});
   }
   return nghttp2_submit_trailer(ng_, s.id, nva.data(), nva.size()) == 0;
 }
