@@ -4,8 +4,8 @@
 ///   SharedBytes      complete, immutable bytes shared between responses (sent without copying)
 ///   FileBody         a file (path or open fd, offset, length): adapters may sendfile(2) it
 ///   StreamPtr        a pull stream: next() yields chunks until it returns false; close() always called
-/// A stream or writer body may end with trailer fields (RES-15): Stream::trailers(), Writer::set_trailers().
 ///   Delayed          the app answers later through a Responder, completely or with a streaming Writer
+/// A stream or writer body may end with trailer fields (RES-15): Stream::trailers(), Writer::set_trailers().
 #include <cstdint>
 #include <functional>
 #include <memory>
