@@ -16,7 +16,8 @@
 #include "csgi/core/app.hpp"
 #include "csgi/core/log_files.hpp"
 
-#define CSGI_APP_ABI_VERSION 1
+// 2: Stream::trailers() and Writer::set_trailers() joined the vtables.
+#define CSGI_APP_ABI_VERSION 2
 
 namespace csgi {
 

@@ -19,12 +19,12 @@ namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 48> kRules = {
+constexpr std::array<std::string_view, 49> kRules = {
     "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
     "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16",  "ENV-17",  "ENV-18", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
     "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8", "EXT-9", "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
-    "RES-12", "RES-13", "RES-14", "MW-3",    "MW-5",
+    "RES-12", "RES-13", "RES-14", "RES-15", "MW-3",    "MW-5",
 };
 
 [[noreturn]] void fail(std::string_view rule, std::string_view detail) { throw LintError(rule, detail); }
@@ -204,7 +204,7 @@ std::optional<std::uint64_t> check_final_head(int status, const Headers& headers
     fail("RES-1", str("a final response cannot have status ", std::to_string(status),
                       ": send interim responses through csgix.informational"));
   check_fields(headers);
-  for (std::string_view hop : {"Transfer-Encoding", "Connection", "Keep-Alive", "TE", "Trailer", "Proxy-Connection"}) {
+  for (std::string_view hop : {"Transfer-Encoding", "Connection", "Keep-Alive", "TE", "Proxy-Connection"}) {
     if (headers.has(hop)) fail("RES-14", str("hop-by-hop header ", hop, " must not be set by the app: framing is the adapter's"));
   }
   if (status != 101 && status != 426 && headers.has("Upgrade"))
@@ -225,6 +225,32 @@ std::optional<std::uint64_t> check_final_head(int status, const Headers& headers
     fail("RES-13", str("Content-Length must be decimal digits, got ", quote(lengths.front())));
   return std::stoull(std::string(lengths.front()));
 }
+
+/// Checks the trailer fields of a stream or writer body.
+void check_trailers(const Headers& trailers) {
+  check_fields(trailers);
+  for (const Header& h : trailers) {
+    if (trailer_field_forbidden(h.name))
+      fail("RES-15", str(h.name, " must not be a trailer field: it frames, routes, authenticates or controls the "
+                         "response, or says how to process its content (RFC 9110 6.5.1)"));
+  }
+}
+
+/// A stream body whose trailers are checked when the adapter asks for them.
+class TrailerCheckStream final : public Stream {
+public:
+  explicit TrailerCheckStream(StreamPtr inner) : inner_(std::move(inner)) {}
+  bool next(std::string& chunk) override { return inner_->next(chunk); }
+  void close() override { inner_->close(); }
+  Headers trailers() override {
+    Headers t = inner_->trailers();
+    check_trailers(t);
+    return t;
+  }
+
+private:
+  StreamPtr inner_;
+};
 
 // ---- per-request state -----------------------------------------------------------------------------------
 
@@ -286,6 +312,7 @@ BodyFilter check_response(Response& r, bool head_request) {
   }
   if (auto* p = std::get_if<StreamPtr>(&r.body)) {
     if (!*p) fail("RES-9", "a stream body must not be a null StreamPtr");
+    *p = std::make_shared<TrailerCheckStream>(std::move(*p));
     auto count = std::make_shared<StreamCount>(StreamCount{r.status, declared, head_request});
     return [count](std::string_view chunk, bool eof) {
       if (!chunk.empty() && no_body_status(count->status))
@@ -325,6 +352,14 @@ public:
     }
     inner_->close();
     if (declared_) check_length(*declared_, sent, head_request_);
+  }
+  void set_trailers(Headers trailers) override {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) fail("RES-15", "Writer::set_trailers() after close(): trailers go before close()");
+    }
+    check_trailers(trailers);
+    inner_->set_trailers(std::move(trailers));
   }
 
 private:

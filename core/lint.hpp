@@ -5,10 +5,10 @@
 /// On the way in it checks the env (ENV-*, CORE-*, EXT-1), and replaces csgi.input and
 /// csgix.informational with checking wrappers that forward to the originals (INPUT-1, EXT-5). On the way
 /// out it checks that SCRIPT_NAME/PATH_INFO were restored (MW-3) and that nothing was added under the
-/// reserved namespaces (MW-5), then the response: status and header list of every kind (RES-1…RES-14),
-/// complete and file bodies at once, stream bodies chunk by chunk (through csgi::on_response), delayed
-/// responses through a checking Responder and Writer (respond twice, write after close, close twice,
-/// Content-Length against the bytes written).
+/// reserved namespaces (MW-5), then the response: status and header list of every kind (RES-1…RES-14), the
+/// trailer fields of streams and writers (RES-15), complete and file bodies at once, stream bodies chunk by
+/// chunk (through csgi::on_response), delayed responses through a checking Responder and Writer (respond
+/// twice, write after close, close twice, Content-Length against the bytes written).
 ///
 /// A violation throws csgi::LintError, whose message starts with the rule ID:
 ///   [ENV-3] SCRIPT_NAME must be empty or start with '/', got "foo"

@@ -75,6 +75,7 @@ public:
   void close() override {
     if (inner_) std::exchange(inner_, nullptr)->close();
   }
+  Headers trailers() override { return inner_ ? inner_->trailers() : Headers(); }
 
 private:
   StreamPtr inner_;
@@ -95,6 +96,7 @@ public:
     if (!tail.empty()) inner_->write(tail);
     inner_->close();
   }
+  void set_trailers(Headers trailers) override { inner_->set_trailers(std::move(trailers)); }
 
 private:
   WriterPtr inner_;

@@ -7,7 +7,8 @@
 /// For a response started through a streaming Writer it sees `body` holding an empty StreamPtr (chunks
 /// come later, length unknown). It may return a BodyFilter: the body then passes through the filter chunk
 /// by chunk (file bodies are read as a stream), and the filter is called a last time with eof=true to
-/// flush what it kept back. Without a filter, bodies pass untouched (a file stays a file).
+/// flush what it kept back. Without a filter, bodies pass untouched (a file stays a file). A filtered
+/// stream's or writer's trailer fields pass through unchanged (RES-15).
 #include <functional>
 #include <string>
 #include <string_view>

@@ -75,8 +75,9 @@ std::uint64_t FileBody::size() const {
 namespace {
 class FunctionStream final : public Stream {
 public:
-  FunctionStream(std::function<std::optional<std::string>()> next, std::function<void()> close)
-      : next_(std::move(next)), close_(std::move(close)) {}
+  FunctionStream(std::function<std::optional<std::string>()> next, std::function<void()> close,
+                 std::function<Headers()> trailers)
+      : next_(std::move(next)), close_(std::move(close)), trailers_(std::move(trailers)) {}
   bool next(std::string& chunk) override {
     auto c = next_();
     if (!c) return false;
@@ -86,15 +87,37 @@ public:
   void close() override {
     if (close_) std::exchange(close_, nullptr)();
   }
+  Headers trailers() override { return trailers_ ? trailers_() : Headers(); }
 
 private:
   std::function<std::optional<std::string>()> next_;
   std::function<void()> close_;
+  std::function<Headers()> trailers_;
 };
 }  // namespace
 
-StreamPtr make_stream(std::function<std::optional<std::string>()> next, std::function<void()> close) {
-  return std::make_shared<FunctionStream>(std::move(next), std::move(close));
+StreamPtr make_stream(std::function<std::optional<std::string>()> next, std::function<void()> close,
+                      std::function<Headers()> trailers) {
+  return std::make_shared<FunctionStream>(std::move(next), std::move(close), std::move(trailers));
+}
+
+bool trailer_field_forbidden(std::string_view name) noexcept {
+  static constexpr std::string_view forbidden[] = {
+      // framing and connection
+      "content-length", "transfer-encoding", "trailer", "connection", "keep-alive", "te", "upgrade",
+      "proxy-connection",
+      // how to process the content
+      "content-type", "content-encoding", "content-range", "content-language", "content-location",
+      // routing, request modifiers, authentication
+      "host", "authorization", "proxy-authorization", "www-authenticate", "proxy-authenticate", "set-cookie",
+      "cookie", "expect", "max-forwards", "range", "if-match", "if-none-match", "if-modified-since",
+      "if-unmodified-since", "if-range",
+      // response control data
+      "age", "cache-control", "expires", "date", "location", "retry-after", "vary", "warning"};
+  if (!name.empty() && name.front() == ':') return true;
+  for (std::string_view f : forbidden)
+    if (iequals(name, f)) return true;
+  return false;
 }
 
 void Responder::respond(Response r) const { impl_->respond(std::move(r)); }

@@ -5,6 +5,7 @@
 ///   FileBody         a file (path or open fd, offset, length): adapters may sendfile(2) it
 ///   StreamPtr        a pull stream: next() yields chunks until it returns false; close() always called
 ///   Delayed          the app answers later through a Responder, completely or with a streaming Writer
+/// A stream or writer body may end with trailer fields (RES-15): Stream::trailers(), Writer::set_trailers().
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -93,19 +94,27 @@ public:
   /// Puts the next chunk in `chunk` (replacing its content); false at the end.
   virtual bool next(std::string& chunk) = 0;
   virtual void close() {}
+  /// The trailer fields sent after the last chunk (RES-15). An adapter that can send them calls it once,
+  /// after next() returned false and before close(); never when the stream stopped early.
+  virtual Headers trailers() { return {}; }
 };
 using StreamPtr = std::shared_ptr<Stream>;
 
-/// A stream over a function returning chunks; std::nullopt ends it.
-StreamPtr make_stream(std::function<std::optional<std::string>()> next, std::function<void()> close = {});
+/// A stream over a function returning chunks; std::nullopt ends it. `trailers`, when given, gives the
+/// trailer fields once the last chunk is out (Stream::trailers).
+StreamPtr make_stream(std::function<std::optional<std::string>()> next, std::function<void()> close = {},
+                      std::function<Headers()> trailers = {});
 
 /// The streaming writer of a delayed response. write() returns false once the client has gone (the app
-/// should stop); close() ends the body. Both may be called from any thread.
+/// should stop); close() ends the body. All may be called from any thread, not concurrently.
 class Writer {
 public:
   virtual ~Writer() = default;
   virtual bool write(std::string_view chunk) = 0;
   virtual void close() = 0;
+  /// The trailer fields that close() sends after the body (RES-15); a later call replaces them. An
+  /// adapter that cannot send trailers keeps the default, which drops them (ADP-17).
+  virtual void set_trailers(Headers trailers) { (void)trailers; }
 };
 using WriterPtr = std::shared_ptr<Writer>;
 
@@ -159,6 +168,10 @@ struct Response {
 
 /// The standard reason phrase ("Not Found"), or "Unknown".
 std::string_view reason_phrase(int status) noexcept;
+
+/// True for a field that must not be a trailer (RES-15, RFC 9110 §6.5.1): one that frames, routes,
+/// authenticates or controls the response, or says how to process its content. Adapters drop them.
+bool trailer_field_forbidden(std::string_view name) noexcept;
 
 /// True when the status forbids a body (1xx, 204, 304) (RES-6).
 constexpr bool status_has_no_body(int status) noexcept { return status < 200 || status == 204 || status == 304; }

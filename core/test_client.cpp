@@ -45,6 +45,10 @@ public:
     c_->res.closed = true;
     c_->cv.notify_all();
   }
+  void set_trailers(Headers trailers) override {
+    std::lock_guard lock(c_->mu);
+    c_->res.trailers = std::move(trailers);
+  }
 
 private:
   std::shared_ptr<Collected> c_;
@@ -136,6 +140,7 @@ void drain_into(Response r, TestResponse& out, milliseconds timeout) {
   std::string chunk;
   try {
     while (st->next(chunk)) out.body += chunk;
+    out.trailers = st->trailers();
   } catch (...) {
     st->close();
     throw;

@@ -23,6 +23,7 @@ struct TestResponse {
   int status = 0;
   Headers headers;
   std::string body;
+  Headers trailers;          // a stream's trailers() after its end, or what a Writer's set_trailers() gave
   bool streamed = false;     // delivered through a Writer or a Stream
   bool closed = false;       // the stream or writer was closed
   bool file = false;         // the body was a FileBody

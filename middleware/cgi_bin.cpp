@@ -466,6 +466,7 @@ public:
   KeepStream(StreamPtr inner, std::shared_ptr<Env> keep) : inner_(std::move(inner)), keep_(std::move(keep)) {}
   bool next(std::string& chunk) override { return inner_->next(chunk); }
   void close() override { inner_->close(); }
+  Headers trailers() override { return inner_->trailers(); }
 
 private:
   StreamPtr inner_;
@@ -477,6 +478,7 @@ public:
   KeepWriter(WriterPtr inner, std::shared_ptr<Env> keep) : inner_(std::move(inner)), keep_(std::move(keep)) {}
   bool write(std::string_view chunk) override { return inner_->write(chunk); }
   void close() override { inner_->close(); }
+  void set_trailers(Headers trailers) override { inner_->set_trailers(std::move(trailers)); }
 
 private:
   WriterPtr inner_;

@@ -81,6 +81,9 @@ inline void append_body(std::string& out, std::string_view data, bool chunked) {
   }
 }
 
+/// Ends a chunked body: the last chunk, the sendable trailer fields (ADP-17), the empty line (respond.cpp).
+void append_last_chunk(std::string& out, const Headers& trailers);
+
 /// The Content-Length the app declared, when it is one well-formed number.
 inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
   auto cl = headers.get("content-length");
@@ -302,6 +305,7 @@ private:
   void pump_file();
   void pump_stream();
   void end_stream();
+  Headers stream_trailers();
   bool append_counted(std::string_view chunk);
   void check_complete_length(const Headers& headers, std::uint64_t length);
   void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);

@@ -8,6 +8,7 @@ struct WriterState {
   std::mutex mu;
   std::condition_variable cv;
   std::string pending;
+  Headers trailers;        // set_trailers(): sent after the last chunk of a chunked body (ADP-17)
   std::size_t unsent = 0;  // bytes handed to the connection but not yet written
   bool closed = false;
   bool aborted = false;  // dropped without close(): the response ends as failed (ADP-4)
@@ -126,11 +127,15 @@ public:
       if (st_->closed) return;
       st_->closed = true;
       if (!st_->dead) {
-        if (st_->framed && st_->chunked && !st_->head_only) st_->pending.append("0\r\n\r\n");
+        if (st_->framed && st_->chunked && !st_->head_only) append_last_chunk(st_->pending, st_->trailers);
         st_->post_flush(st_);
       }
     }
     st_->keeper->finish();
+  }
+  void set_trailers(Headers trailers) override {
+    std::lock_guard lock(st_->mu);
+    if (!st_->closed) st_->trailers = std::move(trailers);
   }
 
 private:
@@ -240,7 +245,7 @@ void Conn::on_writer_start(std::shared_ptr<WriterState> st, int status, Headers 
       std::string early = std::move(st->pending);
       st->pending.clear();
       if (!early.empty()) append_body(st->pending, early, true);
-      if (st->closed && !st->aborted) st->pending.append("0\r\n\r\n");
+      if (st->closed && !st->aborted) append_last_chunk(st->pending, st->trailers);
     }
   }
   body_.writer = std::move(st);

@@ -75,6 +75,10 @@ public:
     st_->closed = true;
     if (!st_->dead) post_flush();
   }
+  void set_trailers(Headers trailers) override {
+    std::lock_guard lock(st_->mu);
+    if (!st_->closed) st_->trailers = std::move(trailers);
+  }
 
 private:
   // With st_->mu held.
@@ -162,6 +166,19 @@ void call_delayed(Shared& sh, Delayed& fn, std::shared_ptr<ResponderImpl> respon
   }
 }
 
+// The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
+Headers pool_trailers(Shared& sh, Stream& stream) {
+  try {
+    return stream.trailers();
+  } catch (const std::exception& e) {
+    sh.errors.write(std::string("csgi: the response stream's trailers() threw; the body ends without them: ") +
+                    e.what());
+  } catch (...) {
+    sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them");
+  }
+  return {};
+}
+
 // A pull stream on the app's pool thread: pulled there and written through a Writer (its back-pressure
 // holds the thread while the client is slow). An exception before the first chunk is a 500 (ADP-5).
 void pull_through_writer(Shared& sh, StreamPtr stream, int status, Headers headers,
@@ -198,6 +215,7 @@ void pull_through_writer(Shared& sh, StreamPtr stream, int status, Headers heade
       do more = stream->next(chunk);
       while (more && chunk.empty());
       if (!more) {
+        w->set_trailers(pool_trailers(sh, *stream));
         w->close();
         break;
       }

@@ -87,6 +87,7 @@ struct H2Session::Stream {
   bool eof = false, deferred = false, data_open = false;
   std::optional<std::uint64_t> declared;  // a pull stream's or writer's Content-Length (ADP-13)
   std::shared_ptr<H2WriterState> writer;
+  Headers trailers;  // a pull stream's or writer's, taken at the end of its body (ADP-17)
 
   ~Stream() {
     if (pull) {
@@ -312,6 +313,8 @@ struct H2Callbacks {
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
         *flags |= NGHTTP2_DATA_FLAG_EOF;
+        // The trailing HEADERS frame ends the stream instead of this DATA frame.
+        if (h.submit_trailers(*s)) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
       }
       if (*flags & NGHTTP2_DATA_FLAG_EOF) s->data_open = false;
       (void)ng;
@@ -358,6 +361,7 @@ struct H2Callbacks {
           if (!more) {
             s.eof = true;
             s.out.clear();
+            s.trailers = pull_trailers(h, *s.pull);
             try {
               s.pull->close();
             } catch (...) {
@@ -376,7 +380,10 @@ struct H2Callbacks {
         }
         if (s.writer->aborted) throw std::runtime_error("a streaming Writer was dropped without close()");
         std::size_t n = take_out(s, buf, length);
-        if (s.out_pos == s.out.size() && s.writer->pending.empty() && s.writer->closed) s.eof = true;
+        if (s.out_pos == s.out.size() && s.writer->pending.empty() && s.writer->closed) {
+          s.eof = true;
+          s.trailers = std::move(s.writer->trailers);
+        }
         s.writer->unsent = s.out.size() - s.out_pos;
         s.writer->cv.notify_all();
         if (n == 0 && !s.eof) {
@@ -390,6 +397,18 @@ struct H2Callbacks {
     (void)h;
     s.eof = true;
     return 0;
+  }
+
+  // A pull stream's trailers() (RES-15); one that throws is logged and the body ends without them.
+  static Headers pull_trailers(H2Session& h, csgi::Stream& pull) {
+    try {
+      return pull.trailers();
+    } catch (const std::exception& e) {
+      h.host_.log_error(std::string("the response stream's trailers() threw; the body ends without them: ") + e.what());
+    } catch (...) {
+      h.host_.log_error("the response stream's trailers() threw; the body ends without them");
+    }
+    return {};
   }
 
   static std::size_t take_out(H2Session::Stream& s, std::uint8_t* buf, std::size_t length) {
@@ -617,6 +636,30 @@ void H2Session::submit(Stream& s, int status, const Headers& headers, bool has_b
     s.data_open = false;
     nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
   }
+}
+
+// Submits the stream's sendable trailer fields (ADP-17) as the HEADERS frame that ends it, from the data
+// source at the end of the body. False when there is none to send (the last DATA frame ends the stream).
+bool H2Session::submit_trailers(Stream& s) {
+  auto sendable = [](const Header& h) {
+    return !trailer_field_forbidden(h.name) && !connection_specific(h.name) && is_token(h.name) &&
+           !has_ctl(h.value, true);
+  };
+  std::vector<std::string> names;
+  std::vector<nghttp2_nv> nva;
+  for (const Header& h : s.trailers) {
+    if (!sendable(h)) continue;
+    names.push_back(to_lower(h.name));
+  }
+  if (names.empty()) return false;
+  std::size_t k = 0;
+  for (const Header& h : s.trailers) {
+    if (!sendable(h)) continue;
+    const std::string& n = names[k++];
+    nva.push_back(
+        {(std::uint8_t*)n.data(), (std::uint8_t*)h.value.data(), n.size(), h.value.size(), NGHTTP2_NV_FLAG_NONE});
+  }
+  return nghttp2_submit_trailer(ng_, s.id, nva.data(), nva.size()) == 0;
 }
 
 void H2Session::respond(std::int32_t id, Response res) {

@@ -62,6 +62,7 @@ struct H2WriterState {
   std::mutex mu;
   std::condition_variable cv;
   std::string pending;
+  Headers trailers;        // set_trailers(): a trailing HEADERS frame after the body (ADP-17)
   std::size_t unsent = 0;  // bytes taken by the stream but not yet sent
   bool closed = false;
   bool aborted = false;    // dropped without close(): the stream is reset (ADP-4)
@@ -147,6 +148,7 @@ private:
   void finish_head(Stream& s, bool end_stream);
   void request_complete(Stream& s);
   void close_stream(std::int32_t id, std::uint32_t error);
+  bool submit_trailers(Stream& s);
 
   H2Host& host_;
   H2Limits limits_;

@@ -124,6 +124,21 @@ void Conn::release_on_io(std::shared_ptr<Conn> self) {
   t_.mailbox->post(call);
 }
 
+namespace {
+// The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
+Headers pool_trailers(Shared& sh, Stream& stream, const std::string& what) {
+  try {
+    return stream.trailers();
+  } catch (const std::exception& e) {
+    sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them: " +
+                     std::string(e.what()) + " (\"" + what + "\")");
+  } catch (...) {
+    sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them (\"" + what + "\")");
+  }
+  return {};
+}
+}  // namespace
+
 // A pull stream's next() is app code that may block: it is pulled here and written through a Writer,
 // whose back-pressure holds this thread while the client is slow. The head waits for the first non-empty
 // chunk (ADP-5): an exception before it is a 500.
@@ -171,7 +186,10 @@ bool Conn::pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::s
       bool more;
       do more = stream.next(chunk);
       while (more && chunk.empty());
-      if (!more) break;
+      if (!more) {
+        w.set_trailers(pool_trailers(sh_, stream, what));
+        break;
+      }
     }
     return true;
   } catch (const std::exception& e) {

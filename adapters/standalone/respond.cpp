@@ -305,7 +305,7 @@ void Conn::end_stream() {
     log_length_error(body_.declared, body_.declared - body_.left, false);
     req_.keep_alive = false;
   }
-  if (body_.framing == Framing::chunked) out_.append("0\r\n\r\n");
+  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, stream_trailers());
   try {
     body_.stream->close();
   } catch (const std::exception& e) {
@@ -314,6 +314,32 @@ void Conn::end_stream() {
   body_.stream.reset();
   body_.framing = Framing::none;
   finish_response();
+}
+
+// The trailer fields of a pull stream that ended (RES-15). One that throws is logged and the body ends
+// without them.
+Headers Conn::stream_trailers() {
+  try {
+    AppScope scope(t_.fault_slot, this);
+    return body_.stream->trailers();
+  } catch (const std::exception& e) {
+    log_error(std::string("the response stream's trailers() threw; the body ends without them: ") + e.what());
+  } catch (...) {
+    log_error("the response stream's trailers() threw a non-standard exception; the body ends without them");
+  }
+  return {};
+}
+
+void append_last_chunk(std::string& out, const Headers& trailers) {
+  out.append("0\r\n");
+  for (const Header& h : trailers) {
+    if (trailer_field_forbidden(h.name) || !is_token(h.name) || has_ctl(h.value, true)) continue;
+    out.append(h.name);
+    out.append(": ");
+    out.append(h.value);
+    out.append("\r\n");
+  }
+  out.append("\r\n");
 }
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the

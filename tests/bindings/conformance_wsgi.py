@@ -265,6 +265,12 @@ def application(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5" if over else str(2 << 20))])
         chunks = [b"hel", b"lo"] + ([b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"] if over else [])
         return (c for c in chunks)
+    if test in ("trailers_stream", "trailers_writer", "trailers_big"):
+        # WSGI has no trailer fields: the same bodies without them (ADP-17: dropped).
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        if test == "trailers_big":
+            return (b"x" * 4096 for _ in range(64))
+        return (c for c in [b"one ", b"two ", b"three"])
     if test == "lint_off":
         return text(start_response, "lint")
     if test == "body_limit_key":

@@ -260,6 +260,29 @@ Response dispatch(const Files& files, Env& env) {
     return r;
   }
   if (test == "head") return text("a body HEAD must not carry");
+  // RES-15/ADP-17: trailers after a stream's or a writer's body ("trailers_big": 256 kB of 'x' first).
+  if (test == "trailers_stream" || test == "trailers_big") {
+    Response r = text("");
+    r.headers.add("Trailer", "grpc-status, Server-Timing");
+    std::vector<std::string> chunks{"one ", "two ", "three"};
+    if (test == "trailers_big") chunks.assign(64, std::string(4096, 'x'));
+    auto i = std::make_shared<std::size_t>(0);
+    r.body = make_stream([i, chunks]() -> std::optional<std::string> {
+      if (*i == chunks.size()) return std::nullopt;
+      return chunks[(*i)++];
+    }, {}, [] { return Headers{{"grpc-status", "0"}, {"Server-Timing", "app;dur=1"}}; });
+    return r;
+  }
+  if (test == "trailers_writer") {
+    return Response::delayed([](Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}, {"Trailer", "grpc-status, Server-Timing"}});
+      std::thread([w] {
+        for (const char* s : {"one ", "two ", "three"}) w->write(s);
+        w->set_trailers({{"grpc-status", "0"}, {"Server-Timing", "app;dur=1"}});
+        w->close();
+      }).detach();
+    });
+  }
   if (test == "cleanup") {
     auto* handlers = env.object<CleanupHandlers>(keys::x::cleanup_handlers);
     if (!handlers) return text("no csgix.cleanup");

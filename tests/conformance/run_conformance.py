@@ -48,6 +48,7 @@ def fnv1a(data, h=1469598103934665603):
 class Response:
     def __init__(self, status, reason, headers, body, version):
         self.status, self.reason, self.headers, self.body, self.version = status, reason, headers, body, version
+        self.trailers = []  # the trailer section's fields (a chunked body's, or HTTP/2's trailing HEADERS)
 
     def header(self, name, default=None):
         for k, v in self.headers:
@@ -136,8 +137,12 @@ class Conn:
                 while True:
                     size = int(self._line().split(b";")[0], 16)
                     if size == 0:
-                        while self._line():
-                            pass
+                        while True:
+                            t = self._line()
+                            if not t:
+                                break
+                            k, _, v = t.partition(b":")
+                            r.trailers.append((k.decode("latin-1"), v.strip().decode("latin-1")))
                         break
                     body += self._exact(size)
                     self._exact(2)
@@ -209,6 +214,8 @@ class H2Client:
             elif isinstance(e, ev.ResponseReceived) and st is not None:
                 st["status"] = int(dict(e.headers)[b":status"])
                 st["headers"] = self._hdrs(e.headers)
+            elif isinstance(e, ev.TrailersReceived) and st is not None:
+                st["trailers"] = self._hdrs(e.headers)
             elif isinstance(e, ev.DataReceived):
                 if st is not None:
                     st["body"] += e.data
@@ -265,7 +272,7 @@ class H2Client:
         if st["status"] is None:
             raise EOFError("stream %d reset (%s) without a response" % (sid, st["reset"]))
         r = Response(st["status"], "", st["headers"], st["body"], "HTTP/2")
-        r.interim, r.reset = st["interim"], st["reset"]
+        r.interim, r.reset, r.trailers = st["interim"], st["reset"], st.get("trailers", [])
         return r
 
     def close(self):
@@ -300,6 +307,7 @@ class Suite:
         self.timeouts = dict(kv.split("=") for kv in args.timeouts.split(",") if kv) if args.timeouts else {}
         self.host_header = "%s:%d" % (self.host, self.port)
         self.h2c = args.h2c
+        self.trailers = args.trailers
 
     def conn(self, timeout=10):
         if self.h2c:
@@ -580,6 +588,20 @@ def _(s):
 # ---------------------------------------------------------------------------------------------------
 # core, canonical paths (ENV-5): dot segments are removed once, after decoding, before any app sees the
 # path, so an app mounted at /admin is reached only by a path the front server also saw as /admin.
+
+
+@case("core", "38 trailers after a stream and a writer body: the body whole, the trailers exact where sent (ADP-17)")
+def _(s):
+    want = [("grpc-status", "0"), ("server-timing", "app;dur=1")]
+    for test, body in (("trailers_stream", b"one two three"), ("trailers_writer", b"one two three"),
+                       ("trailers_big", b"x" * 262144)):
+        r = s.request(test)
+        got = [(k.lower(), v) for k, v in r.trailers]
+        expect(r.status == 200 and r.body == body, "%s: %d, %d body bytes" % (test, r.status, len(r.body)))
+        expect(r.header("grpc-status") is None, "%s: a trailer field leaked into the head" % test)
+        expect(got in ([], want), "%s: trailers %r" % (test, got))
+        expect(s.trailers != "sent" or got == want, "%s: no trailers where the protocol carries them" % test)
+        expect(s.trailers != "dropped" or not got, "%s: trailers %r where none were expected" % (test, got))
 
 
 @case("core", "paths: '.' and '..' segments are removed from PATH_INFO (ENV-5)")
@@ -1124,6 +1146,8 @@ def main():
     ap.add_argument("--limits", default="", help="request_line=N,header_bytes=N,header_count=N,body_bytes=N")
     ap.add_argument("--timeouts", default="", help="header=S,idle=S")
     ap.add_argument("--name", default="", help="adapter name for the table title")
+    ap.add_argument("--trailers", choices=("sent", "dropped", "any"), default="any",
+                    help="what case 38 requires of trailer fields: sent (HTTP/1.1 chunked, HTTP/2), dropped, or either")
     ap.add_argument("--h2c", action="store_true", help="send every request over HTTP/2 (h2c, prior knowledge)")
     ap.add_argument("--h2", dest="h2c", action="store_true",
                     help="the same; with --tls-ca over TLS, h2 chosen by ALPN")

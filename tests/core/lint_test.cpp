@@ -640,6 +640,64 @@ TEST_CASE("Lint rejects: hop-by-hop headers", "[lint][RES-14]") {
   CHECK(app_breach(respond_with([](Response& r) { r.headers.add("Upgrade", "websocket"); })) == "RES-14");
 }
 
+namespace {
+/// A text stream "a", "b" ending with `trailers`.
+App stream_with_trailers(Headers trailers) {
+  return respond_with([trailers](Response& r) {
+    r.headers.add("Trailer", "grpc-status");
+    r.body = make_stream([n = 0]() mutable -> std::optional<std::string> {
+      if (n == 2) return std::nullopt;
+      return std::string(1, static_cast<char>('a' + n++));
+    }, {}, [trailers] { return trailers; });
+  });
+}
+
+/// A streaming writer that sets `trailers` (before or after close()).
+App writer_with_trailers(Headers trailers, bool after_close = false) {
+  return [trailers, after_close](Env&) {
+    return Response::delayed([trailers, after_close](Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}, {"Trailer", "grpc-status"}});
+      w->write("ab");
+      if (!after_close) w->set_trailers(trailers);
+      w->close();
+      if (after_close) w->set_trailers(trailers);
+    });
+  };
+}
+}  // namespace
+
+TEST_CASE("Lint: trailers on a stream and a writer pass through, announced by Trailer", "[lint][RES-15]") {
+  auto s = testing::call(linted(stream_with_trailers({{"grpc-status", "0"}, {"Server-Timing", "db;dur=5"}})), "GET /");
+  CHECK(s.body == "ab");
+  CHECK(s.header("Trailer") == "grpc-status");
+  CHECK(s.trailers == Headers{{"grpc-status", "0"}, {"Server-Timing", "db;dur=5"}});
+  auto w = testing::call(linted(writer_with_trailers({{"grpc-status", "0"}})), "GET /");
+  CHECK(w.body == "ab");
+  CHECK(w.trailers == Headers{{"grpc-status", "0"}});
+}
+
+TEST_CASE("Lint rejects: trailer fields that frame, route or control the response", "[lint][RES-15]") {
+  for (const char* name : {"Content-Length", "Transfer-Encoding", "Trailer", "Content-Type", "Host", "Set-Cookie",
+                           "Cache-Control", "content-encoding", "Authorization"}) {
+    INFO(name);
+    CHECK(app_breach(stream_with_trailers({{name, "1"}})) == "RES-15");
+    CHECK(app_breach(writer_with_trailers({{name, "1"}})) == "RES-15");
+  }
+  CHECK(app_breach(writer_with_trailers({{"grpc-status", "0"}}, true)) == "RES-15");
+  CHECK(app_breach(stream_with_trailers({{"bad name", "0"}})) == "RES-2");
+  CHECK(app_breach(writer_with_trailers({{"grpc-message", "a\r\nb"}})) == "RES-4");
+}
+
+TEST_CASE("trailer_field_forbidden names framing, routing and control fields only", "[RES-15]") {
+  CHECK(trailer_field_forbidden("content-length"));
+  CHECK(trailer_field_forbidden("TRAILER"));
+  CHECK(trailer_field_forbidden(":status"));
+  CHECK_FALSE(trailer_field_forbidden("grpc-status"));
+  CHECK_FALSE(trailer_field_forbidden("Server-Timing"));
+  CHECK_FALSE(trailer_field_forbidden("Digest"));
+  CHECK_FALSE(trailer_field_forbidden("Content-Digest"));
+}
+
 TEST_CASE("Lint rejects: SCRIPT_NAME/PATH_INFO not restored", "[lint][MW-3]") {
   App leaky = [](Env& env) {
     env.set(keys::PATH_INFO, "/changed");

@@ -92,6 +92,26 @@ TEST_CASE("on_response: delayed responses, complete and through a writer", "[on_
   CHECK(res.body == "<one ><two>[end]");
 }
 
+TEST_CASE("on_response: a filtered stream's and writer's trailers pass through", "[on_response][RES-15]") {
+  Response r;
+  r.body = make_stream([n = 0]() mutable -> std::optional<std::string> {
+    if (n++ == 1) return std::nullopt;
+    return std::string("ab");
+  }, {}, [] { return Headers{{"grpc-status", "0"}}; });
+  auto res = testing::drain(shout(std::move(r)));
+  CHECK(res.body == "AB!");
+  CHECK(res.trailers == Headers{{"grpc-status", "0"}});
+
+  auto w = testing::drain(shout(Response::delayed([](Responder rs) {
+    auto wr = rs.start(200, {{"Content-Type", "text/plain"}});
+    wr->write("x");
+    wr->set_trailers({{"Server-Timing", "app;dur=1"}});
+    wr->close();
+  })));
+  CHECK(w.body == "X!");
+  CHECK(w.trailers == Headers{{"Server-Timing", "app;dur=1"}});
+}
+
 TEST_CASE("on_headers: a header added to a delayed response survives its answer", "[on_response][on_headers]") {
   auto add_header = [](Response r) {
     return on_headers(std::move(r), [](Response& res) { res.headers.add("X-Powered-By", "csgi"); });

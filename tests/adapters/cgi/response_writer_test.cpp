@@ -241,3 +241,28 @@ TEST_CASE("cgi response writer: the env outlives a client gone before a delayed 
   CHECK_FALSE(wrote);
   CHECK(out.data.empty());
 }
+
+TEST_CASE("cgi response writer: trailer fields are dropped without an error (ADP-17)", "[ADP-17]") {
+  const csgi::Headers trailers{{"grpc-status", "0"}, {"Server-Timing", "app;dur=1"}};
+  Request stream;
+  Response r = Response::text(200, "");
+  r.headers.add("Trailer", "grpc-status, Server-Timing");
+  r.body = csgi::make_stream([n = 0]() mutable -> std::optional<std::string> {
+    if (n == 2) return std::nullopt;
+    return n++ == 0 ? "hel" : "lo";
+  }, {}, [trailers] { return trailers; });
+  CHECK(stream.send(std::move(r)));
+  CHECK(stream.body() == "hello");
+  CHECK(stream.out.data.find("grpc-status: 0") == std::string::npos);
+  CHECK(stream.errors.text().empty());
+  Request writer;
+  CHECK(writer.send(Response::delayed([&](csgi::Responder rs) {
+    auto w = rs.start(200, {{"Content-Type", "text/plain"}, {"Trailer", "grpc-status, Server-Timing"}});
+    w->write("hello");
+    w->set_trailers(trailers);
+    w->close();
+  })));
+  CHECK(writer.body() == "hello");
+  CHECK(writer.out.data.find("grpc-status: 0") == std::string::npos);
+  CHECK(writer.errors.text().empty());
+}

@@ -9,6 +9,8 @@
   * hostile peers, each followed by a check that another client is served at once and that the server's
     CPU time and RSS stayed bounded: rapid reset, CONTINUATION flood, HPACK bomb, SETTINGS, PING and empty
     DATA floods, a zero window held forever (closed by --send-timeout), stream-id exhaustion;
+  * trailer fields of a stream and a writer body in a trailing HEADERS frame (python3-h2, nghttp -v), none
+    on HEAD, and after a body held back by flow control; over TLS too;
   * a graceful stop sends GOAWAY and finishes the stream in flight;
   * over TLS (certificates made now, tls_certs.py): ALPN chooses h2 (curl --http2 and nghttp over
     https, the env of a TLS stream), http/1.1 for a client that asks for it, h2c refused (RFC 9113 §3.3:
@@ -149,6 +151,8 @@ class Client:
                 st["status"] = int(st["headers"][b":status"])
             elif isinstance(e, h2.events.InformationalResponseReceived) and st:
                 st["interim"].append(dict(e.headers))
+            elif isinstance(e, h2.events.TrailersReceived) and st:
+                st["trailers"] = dict(e.headers)
             elif isinstance(e, h2.events.DataReceived):
                 if st:
                     st["body"] += e.data
@@ -430,6 +434,53 @@ def stream_id_exhaustion(port):
     return answered and "stream 2^31-1 answered, the lower id not (closed=%s, GOAWAY %s)" % (closed, goaway_code(data))
 
 
+def trailer_checks(port, label=""):
+    """Trailer fields of a pull stream and a writer (conformance app): a trailing HEADERS frame that ends the
+    stream after the DATA (ADP-17); none on HEAD; after a body held back by a 4 KiB window too."""
+    want = {b"grpc-status": b"0", b"server-timing": b"app;dur=1"}
+    c = Client(port)
+    for test in ("trailers_stream", "trailers_writer"):
+        sid = c.request("/", headers=[("x-csgi-test", test)])
+        ok = c.wait([sid])
+        st = c.streams[sid]
+        check(ok and st["status"] == 200 and st["body"] == b"one two three" and st.get("trailers") == want and
+              b"grpc-status" not in st["headers"] and st["headers"].get(b"trailer") == b"grpc-status, Server-Timing",
+              label + "%s: trailers after the body (ADP-17): %r" % (test, st.get("trailers")))
+        sid = c.request("/", method="HEAD", headers=[("x-csgi-test", test)])
+        ok = c.wait([sid])
+        st = c.streams[sid]
+        check(ok and st["status"] == 200 and st["body"] == b"" and "trailers" not in st,
+              label + "%s: HEAD gets no trailers (ADP-17)" % test)
+    c.close()
+    c = Client(port, window=4096)
+    sid = c.request("/", headers=[("x-csgi-test", "trailers_big")])
+    deadline = time.time() + 30
+    while not c.streams[sid]["ended"] and c.streams[sid]["reset"] is None and time.time() < deadline:
+        if not c.pump():
+            break
+        st = c.streams[sid]
+        if st.get("unacked", 0) >= 4096:
+            c.h2.acknowledge_received_data(st["unacked"], sid)
+            st["unacked"] = 0
+            c.flush()
+    st = c.streams[sid]
+    check(st["ended"] and st["body"] == b"x" * 262144 and st.get("trailers") == want,
+          label + "256 kB through a 4 KiB window, then its trailers (%d bytes, %r)" % (len(st["body"]), st.get("trailers")))
+    c.close()
+    if not TLS and shutil.which("nghttp"):
+        for test in ("trailers_stream", "trailers_writer"):
+            r = subprocess.run(["nghttp", "-v", "-H", "x-csgi-test: " + test, "http://127.0.0.1:%d/" % port],
+                               capture_output=True, text=True, timeout=20)
+            # nghttp prints a frame's fields before the frame: after the last DATA frame come the trailers,
+            # then the HEADERS frame that ends the stream; no DATA frame ends it.
+            tail = r.stdout[r.stdout.rfind("recv DATA frame"):]
+            data_end = [l for l in r.stdout.splitlines() if "recv DATA frame" in l and "flags=0x01" in l]
+            check(r.returncode == 0 and not data_end and "grpc-status: 0" in tail and
+                  "server-timing: app;dur=1" in tail and "recv HEADERS frame" in tail and
+                  "END_STREAM" in tail[tail.find("recv HEADERS frame"):],
+                  "nghttp -v: %s ends with a trailing HEADERS frame (ADP-17)" % test)
+
+
 def graceful_stop(srv, label):
     """SIGTERM with a stream in flight: GOAWAY (NO_ERROR), the stream finishes after it, the connection
     closes, the server exits 0 (raw frames: python3-h2 drops a connection's streams on GOAWAY)."""
@@ -551,6 +602,7 @@ def main():
     c.wait([sid])
     check(c.streams[sid]["body"] == b"still", "the connection serves on after the refusals")
     c.close()
+    trailer_checks(srv.port)
     # A malformed request (a pseudo-header after a regular one) is reset alone.
     s = raw(srv.port)
     enc = hpack.Encoder()
@@ -713,6 +765,7 @@ def over_tls(certs):
         c.wait([sid])
         check(c.streams[sid]["body"] == b"e" * 300000, "TLS: a 300 kB upload echoed")
         c.close()
+        trailer_checks(srv.port, "TLS: ")
         c = Client(srv.port, window=4096)
         sid = c.request("/", headers=[("x-csgi-test", "file_big")])
         deadline = time.time() + 30
