@@ -24,60 +24,13 @@ using csgi::Response;
 
 namespace {
 
-/// The shared Running with csgi.errors going to a file the test reads.
-std::string error_log_path() { return "/tmp/csgi-framing-errors-" + std::to_string(::getpid()) + ".log"; }
-
-csgi::standalone::ServerOptions logged() {
-  ::unlink(error_log_path().c_str());
-  csgi::standalone::ServerOptions opt;
-  opt.error_log = error_log_path();
-  return opt;
-}
-
-struct Running : csgi::standalone_test::Running {
-  explicit Running(csgi::App app) : csgi::standalone_test::Running(std::move(app), logged()) {}
-  ~Running() {
-    server.stop();
-    if (thread.joinable()) thread.join();
-    ::unlink(error_log_path().c_str());
-  }
-  std::string errors() const {
-    std::ifstream in(error_log_path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+struct Running : csgi::standalone_test::LoggedRunning {
+  explicit Running(csgi::App app) : LoggedRunning(std::move(app), "framing") {}
 };
 
 using csgi::standalone_test::connect_tcp;
 
-/// Sends `requests` on one connection and reads until the server closes it (or `wait` passes). `closed`
-/// says which of the two it was.
-std::string exchange(int port, std::string_view requests, bool& closed, std::chrono::milliseconds wait = 5s) {
-  int fd = connect_tcp(port);
-  for (std::string_view s = requests; !s.empty();) {
-    ssize_t w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    REQUIRE(w > 0);
-    s.remove_prefix(static_cast<std::size_t>(w));
-  }
-  std::string got;
-  closed = false;
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    char buf[65536];
-    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
-    if (r <= 0) {
-      closed = true;
-      break;
-    }
-    got.append(buf, static_cast<std::size_t>(r));
-  }
-  ::close(fd);
-  return got;
-}
+using csgi::standalone_test::exchange;
 
 constexpr std::string_view kPipelined =
     "GET /first HTTP/1.1\r\nHost: t\r\n\r\nGET /second HTTP/1.1\r\nHost: t\r\n\r\n";

@@ -5,11 +5,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -37,8 +40,10 @@ struct Running {
       : server(std::move(app), [&] {
           opt.handle_signals = false;
           if (opt.listen.empty()) opt.listen = {"127.0.0.1:0"};
-          if (opt.app_threads == app_inline) opt.app_threads = 0;
-          else if (opt.app_threads == 0) opt.app_threads = default_app_threads();
+          if (opt.app_threads == app_inline)
+            opt.app_threads = 0;
+          else if (opt.app_threads == 0)
+            opt.app_threads = default_app_threads();
           opt.on_listening = [](const std::string&) {};
           return opt;
         }()) {
@@ -90,6 +95,64 @@ inline std::string recv_until(int fd, std::string_view until,
     if (r <= 0) break;
     got.append(buf, static_cast<std::size_t>(r));
   }
+  return got;
+}
+
+/// Running with csgi.errors going to a file of its own (named after `name`) that the test reads.
+struct LoggedRunning : Running {
+  LoggedRunning(csgi::App app, const std::string& name)
+      : Running(std::move(app), logged(log_path(name))), path(log_path(name)) {}
+  ~LoggedRunning() {
+    server.stop();
+    if (thread.joinable()) thread.join();
+    ::unlink(path.c_str());
+  }
+  std::string errors() const {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  static std::string log_path(const std::string& name) {
+    return "/tmp/csgi-" + name + "-errors-" + std::to_string(::getpid()) + ".log";
+  }
+  static csgi::standalone::ServerOptions logged(const std::string& path) {
+    ::unlink(path.c_str());
+    csgi::standalone::ServerOptions opt;
+    opt.error_log = path;
+    return opt;
+  }
+  std::string path;
+};
+
+/// Sends `requests` on one connection and reads until the server closes it (or `wait` passes). `closed`
+/// says which of the two it was.
+inline std::string exchange(int port, std::string_view requests, bool& closed,
+                            std::chrono::milliseconds wait = std::chrono::milliseconds(5000)) {
+  int fd = connect_tcp(port);
+  for (std::string_view s = requests; !s.empty();) {
+    ssize_t w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    REQUIRE(w > 0);
+    s.remove_prefix(static_cast<std::size_t>(w));
+  }
+  std::string got;
+  closed = false;
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[65536];
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) {
+      closed = true;
+      break;
+    }
+    got.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fd);
   return got;
 }
 

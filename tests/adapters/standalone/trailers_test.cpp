@@ -22,47 +22,14 @@ using csgi::Response;
 
 namespace {
 
-std::string error_log_path() { return "/tmp/csgi-trailers-errors-" + std::to_string(::getpid()) + ".log"; }
-
-csgi::standalone::ServerOptions logged() {
-  ::unlink(error_log_path().c_str());
-  csgi::standalone::ServerOptions opt;
-  opt.error_log = error_log_path();
-  return opt;
-}
-
-struct Running : csgi::standalone_test::Running {
-  explicit Running(csgi::App app) : csgi::standalone_test::Running(std::move(app), logged()) {}
-  ~Running() {
-    server.stop();
-    if (thread.joinable()) thread.join();
-    ::unlink(error_log_path().c_str());
-  }
-  std::string errors() const {
-    std::ifstream in(error_log_path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+struct Running : csgi::standalone_test::LoggedRunning {
+  explicit Running(csgi::App app) : LoggedRunning(std::move(app), "trailers") {}
 };
 
 /// Sends `requests` on one connection and reads until the server closes it (at most 5 s).
 std::string talk(int port, std::string_view requests) {
-  int fd = csgi::standalone_test::connect_tcp(port);
-  csgi::standalone_test::send_all(fd, requests);
-  std::string got;
-  auto deadline = std::chrono::steady_clock::now() + 5s;
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    char buf[65536];
-    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
-    if (r <= 0) break;
-    got.append(buf, static_cast<std::size_t>(r));
-  }
-  ::close(fd);
-  return got;
+  bool closed = false;
+  return csgi::standalone_test::exchange(port, requests, closed);
 }
 
 // Two allowed fields around two that RES-15 forbids (Lint is not in front: the adapter drops them).
