@@ -419,27 +419,10 @@ def test_pool_apps_run_off_the_loop_on_several_loops_at_once(load):
     import threading
     app = csgi.asgi(load("work", "50"), threads=8)
 
-    async def many(n):
-        async def one():
-            sent = []
-
-            async def receive():
-                return {"type": "http.request", "body": b"", "more_body": False}
-
-            async def send(message):
-                sent.append(message)
-
-            await app(scope("/"), receive, send)
-            return validate(sent)[0]
-
-        t = time.monotonic()
-        statuses = await asyncio.gather(*(one() for _ in range(n)))
-        return statuses, time.monotonic() - t
-
-    statuses, took = asyncio.run(many(10))
+    statuses, took = asyncio.run(_gather_gets(app, 10))
     assert statuses == [200] * 10 and took < 0.4
     results = []
-    threads = [threading.Thread(target=lambda: results.append(asyncio.run(many(4))[0])) for _ in range(2)]
+    threads = [threading.Thread(target=lambda: results.append(asyncio.run(_gather_gets(app, 4))[0])) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
