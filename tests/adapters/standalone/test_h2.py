@@ -174,6 +174,23 @@ class Client:
                 return False
         return True
 
+    def read_windowed(self, sid, window=4096, limit=30):
+        """Reads stream `sid` to its end, giving back at most `window` bytes of flow-control credit at a
+        time; True when the server never sent more than the window allowed."""
+        deadline = time.time() + limit
+        within = True
+        while not self.streams[sid]["ended"] and self.streams[sid]["reset"] is None and time.time() < deadline:
+            if not self.pump():
+                break
+            st = self.streams[sid]
+            if st.get("unacked", 0) > window:
+                within = False
+            if st.get("unacked", 0) >= window:
+                self.h2.acknowledge_received_data(st["unacked"], sid)
+                st["unacked"] = 0
+                self.flush()
+        return within
+
     def close(self):
         self.s.close()
 
@@ -456,15 +473,7 @@ def trailer_checks(port, label=""):
     c.close()
     c = Client(port, window=4096)
     sid = c.request("/", headers=[("x-csgi-test", "trailers_big")])
-    deadline = time.time() + 30
-    while not c.streams[sid]["ended"] and c.streams[sid]["reset"] is None and time.time() < deadline:
-        if not c.pump():
-            break
-        st = c.streams[sid]
-        if st.get("unacked", 0) >= 4096:
-            c.h2.acknowledge_received_data(st["unacked"], sid)
-            st["unacked"] = 0
-            c.flush()
+    c.read_windowed(sid)
     st = c.streams[sid]
     check(st["ended"] and st["body"] == b"x" * 262144 and st.get("trailers") == want,
           label + "256 kB through a 4 KiB window, then its trailers (%d bytes, %r)" % (len(st["body"]), st.get("trailers")))
@@ -628,18 +637,7 @@ def main():
     # A 1.3 MB file to a client with a 4 KiB window that it opens slowly: flow control respected.
     c = Client(srv.port, window=4096)
     sid = c.request("/", headers=[("x-csgi-test", "file_big")])
-    deadline = time.time() + 30
-    over_window = False
-    while not c.streams[sid]["ended"] and c.streams[sid]["reset"] is None and time.time() < deadline:
-        if not c.pump():
-            break
-        st = c.streams[sid]
-        if st.get("unacked", 0) > 4096:
-            over_window = True
-        if st.get("unacked", 0) >= 4096:
-            c.h2.acknowledge_received_data(st["unacked"], sid)
-            st["unacked"] = 0
-            c.flush()
+    over_window = not c.read_windowed(sid)
     body = c.streams[sid]["body"]
     want = bytes(((i * 7 + 3) & 0xFF) for i in range(1300000))
     check(c.streams[sid]["ended"] and hashlib.sha256(body).digest() == hashlib.sha256(want).digest() and not over_window,
@@ -770,15 +768,7 @@ def over_tls(certs):
         trailer_checks(srv.port, "TLS: ")
         c = Client(srv.port, window=4096)
         sid = c.request("/", headers=[("x-csgi-test", "file_big")])
-        deadline = time.time() + 30
-        while not c.streams[sid]["ended"] and c.streams[sid]["reset"] is None and time.time() < deadline:
-            if not c.pump():
-                break
-            st = c.streams[sid]
-            if st.get("unacked", 0) >= 4096:
-                c.h2.acknowledge_received_data(st["unacked"], sid)
-                st["unacked"] = 0
-                c.flush()
+        c.read_windowed(sid)
         want = bytes(((i * 7 + 3) & 0xFF) for i in range(1300000))
         check(hashlib.sha256(c.streams[sid]["body"]).digest() == hashlib.sha256(want).digest(),
               "TLS: a 1.3 MB file through a 4 KiB window (%d bytes)" % len(c.streams[sid]["body"]))
