@@ -35,11 +35,7 @@ ENTRIES="three date-fns lodash-es vue react"
 PY=/usr/bin/python3
 md="$out/bundler.md"
 
-fail_section() {
-  printf '## bundler\n\n%s\n' "$1" > "$md"
-  echo "bundler bench: $1" >&2
-  exit 0
-}
+. "$(dirname "$0")/lib/common.sh"
 [ -x "$tool" ] || cmake --build "$build" --target csgi-bundle -j2 >/dev/null
 [ -x "$serve" ] || cmake --build "$build" --target csgi-bundle-serve -j2 >/dev/null || true
 [ -x "$tool" ] || fail_section "csgi-bundle is not built (cmake --build BUILD --target csgi-bundle)."
@@ -105,7 +101,6 @@ start_bg() {
   if command -v taskset >/dev/null; then taskset -c "$1" "${@:2}" & else "${@:2}" & fi
   pids+=($!)
 }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 100); do
     curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
@@ -113,7 +108,6 @@ wait_port() {
   done
   return 1
 }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 # wrk summary → "req/s latency_avg"
 run_wrk() {
   local hdr=()

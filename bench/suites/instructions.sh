@@ -15,7 +15,8 @@ out=$(realpath "${2:-bench/out}")
 mkdir -p "$out"
 csgi="$build/adapters/cli/csgi"
 [ -x "$csgi" ] || cmake --build "$build" --target csgi_cli -j"$(nproc)"
-PY=/usr/bin/python3
+md="$out/instructions.md"
+. "$(dirname "$0")/lib/common.sh"
 for tool in valgrind ab h2load nginx h2o; do
   command -v "$tool" >/dev/null || { echo "instructions bench: $tool not found" >&2; exit 1; }
 done
@@ -32,7 +33,6 @@ mkdir -p "$tmp/site"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$tmp/site/1k.html"
 printf 'Hello, world!' > "$tmp/site/hello.txt"
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 write_configs() {  # PORT [h2]: nginx takes HTTP/2 with prior knowledge on PORT with h2
   mkdir -p "$tmp/nginx" "$tmp/h2o"

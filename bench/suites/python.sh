@@ -15,7 +15,8 @@ build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out" "$root/bench/charts"
-PY=/usr/bin/python3
+md="$out/python.md"
+. "$(dirname "$0")/lib/common.sh"
 dur=10; [ "${BENCH_QUICK:-0}" = 1 ] && dur=3
 reps=${BENCH_REPS:-3}  # wrk runs per case; the median req/s (and its latency) is reported
 lib="$build/tests/bindings/libcsgi_pytest_apps.so"
@@ -80,7 +81,6 @@ PYEOF
 
 pid=""
 kill_server() { if [ -n "$pid" ]; then kill -TERM -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""; fi; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 200); do
     curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0
@@ -102,7 +102,6 @@ run_wrk() {
     END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
 }
 declare -A RPS LAT CMD CPU
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }  # utime+stime, every thread
 measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps wrk runs on one server
   local key=$1 conns=$2 path=$3; shift 3
   local port; port=$(free_port)

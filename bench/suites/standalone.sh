@@ -25,11 +25,7 @@ md="$out/standalone.md"
 csgi="$build/adapters/cli/csgi"
 site_app="$build/examples/libstatic_site.so"
 
-fail_section() {
-  printf '## standalone\n\n%s\n' "$1" > "$md"
-  echo "standalone bench: $1" >&2
-  exit 0
-}
+. "$(dirname "$0")/lib/common.sh"
 # Always bring both up to date: an app library must match the core headers of the server that loads it.
 cmake --build "$build" --target csgi_cli static_site -j2 >/dev/null 2>&1 || true
 [ -x "$csgi" ] || fail_section "csgi is not built (cmake --build BUILD --target csgi_cli)."
@@ -64,7 +60,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 100); do
     curl -s -o /dev/null "http://127.0.0.1:$1/hello" && return 0
