@@ -168,15 +168,10 @@ void call_delayed(Shared& sh, Delayed& fn, std::shared_ptr<ResponderImpl> respon
 
 // The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
 Headers pool_trailers(Shared& sh, Stream& stream) {
-  try {
-    return stream.trailers();
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: the response stream's trailers() threw; the body ends without them: ") +
-                    e.what());
-  } catch (...) {
-    sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them");
-  }
-  return {};
+  std::string error;
+  Headers trailers = ended_stream_trailers(stream, error);
+  if (!error.empty()) sh.errors.write("csgi: " + error);
+  return trailers;
 }
 
 // A pull stream on the app's pool thread: pulled there and written through a Writer (its back-pressure

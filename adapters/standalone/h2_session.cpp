@@ -37,6 +37,20 @@ bool connection_specific(std::string_view name) {
 }
 }  // namespace
 
+Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept {
+  try {
+    try {
+      return stream.trailers();
+    } catch (const std::exception& e) {
+      error = std::string("the response stream's trailers() threw; the body ends without them: ") + e.what();
+    } catch (...) {
+      error = "the response stream's trailers() threw a non-standard exception; the body ends without them";
+    }
+  } catch (...) {  // no memory for the message
+  }
+  return {};
+}
+
 H2Request::~H2Request() {
   if (env && cleanup.size() > 0) cleanup.run(*env);
 }
@@ -401,14 +415,10 @@ struct H2Callbacks {
 
   // A pull stream's trailers() (RES-15); one that throws is logged and the body ends without them.
   static Headers pull_trailers(H2Session& h, csgi::Stream& pull) {
-    try {
-      return pull.trailers();
-    } catch (const std::exception& e) {
-      h.host_.log_error(std::string("the response stream's trailers() threw; the body ends without them: ") + e.what());
-    } catch (...) {
-      h.host_.log_error("the response stream's trailers() threw; the body ends without them");
-    }
-    return {};
+    std::string error;
+    Headers trailers = ended_stream_trailers(pull, error);
+    if (!error.empty()) h.host_.log_error(error);
+    return trailers;
   }
 
   static std::size_t take_out(H2Session::Stream& s, std::uint8_t* buf, std::size_t length) {

@@ -26,6 +26,10 @@
 
 namespace csgi::standalone::detail {
 
+/// The trailer fields of a pull stream that ended (RES-15). When trailers() throws, none: `error` says
+/// why, for the caller's log (the body ends without them).
+Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept;
+
 /// Where csgix.informational of a stream goes (the driver's, one per connection).
 class H2Interim {
 public:

@@ -127,15 +127,10 @@ void Conn::release_on_io(std::shared_ptr<Conn> self) {
 namespace {
 // The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
 Headers pool_trailers(Shared& sh, Stream& stream, const std::string& what) {
-  try {
-    return stream.trailers();
-  } catch (const std::exception& e) {
-    sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them: " +
-                     std::string(e.what()) + " (\"" + what + "\")");
-  } catch (...) {
-    sh.errors.write("csgi: the response stream's trailers() threw; the body ends without them (\"" + what + "\")");
-  }
-  return {};
+  std::string error;
+  Headers trailers = ended_stream_trailers(stream, error);
+  if (!error.empty()) sh.errors.write("csgi: " + error + " (\"" + what + "\")");
+  return trailers;
 }
 }  // namespace
 
@@ -323,7 +318,8 @@ void Conn::pooled_timeout() {
 std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept {
   std::string what;
   try {
-    if (c.env_) what = std::string(c.env_->get(keys::REQUEST_METHOD)) + " " + std::string(c.env_->get(keys::REQUEST_URI));
+    if (c.env_)
+      what = std::string(c.env_->get(keys::REQUEST_METHOD)) + " " + std::string(c.env_->get(keys::REQUEST_URI));
     Conn* conn = &c;
     auto answer = [conn, status, &answered] {
       conn->on_pooled_done(Response::error(status), status);

@@ -319,15 +319,14 @@ void Conn::end_stream() {
 // The trailer fields of a pull stream that ended (RES-15). One that throws is logged and the body ends
 // without them.
 Headers Conn::stream_trailers() {
-  try {
+  std::string error;
+  Headers trailers;
+  {
     AppScope scope(t_.fault_slot, this);
-    return body_.stream->trailers();
-  } catch (const std::exception& e) {
-    log_error(std::string("the response stream's trailers() threw; the body ends without them: ") + e.what());
-  } catch (...) {
-    log_error("the response stream's trailers() threw a non-standard exception; the body ends without them");
+    trailers = ended_stream_trailers(*body_.stream, error);
   }
-  return {};
+  if (!error.empty()) log_error(error);
+  return trailers;
 }
 
 void append_last_chunk(std::string& out, const Headers& trailers) {
