@@ -74,7 +74,8 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
   cl.options = std::move(parsed.options);
   // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
   for (const auto& c : cl.modes)
-    if (std::string_view(c.mode->option) == "wsgi" && !parsed.has("app-threads")) cl.options.server.app_threads = 8;
+    if (std::string_view(c.mode->option) == "wsgi" && !parsed.has("app-threads"))
+      cl.options.server.app_threads = runner::wsgi_app_threads;
   cl.warnings = std::move(parsed.warnings);
   return cl;
 }

@@ -21,6 +21,10 @@
 
 namespace csgi::runner {
 
+/// The app threads a WSGI app runs on unless --app-threads says (`csgi serve --wsgi`, `python3 -m csgi
+/// serve --wsgi`): a WSGI app blocks on I/O as a rule (docs/standalone.md).
+inline constexpr unsigned wsgi_app_threads = 8;
+
 /// The protocol an app is served with. The values are bits of OptionSpec::adapters.
 enum class Adapter : unsigned { http = 1, fastcgi = 2, cgi = 4 };
 inline constexpr unsigned all_adapters = 7;

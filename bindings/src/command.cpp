@@ -3,7 +3,6 @@
 // options below). The app is imported into this interpreter and served by csgi::runner with the GIL
 // released, as csgi.serve() does.
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -69,7 +68,7 @@ Command parse_command(std::vector<std::string>& words) {
   if (c.spec.empty()) throw UsageError(std::string(c.asgi ? "--asgi" : "--wsgi") + " needs a value");
   runner::Options& o = c.parsed.options;
   // As csgi serve: a WSGI app blocks on I/O as a rule, so it runs on a pool unless --app-threads says.
-  if (!c.asgi && !c.parsed.has("app-threads")) o.server.app_threads = 8;
+  if (!c.asgi && !c.parsed.has("app-threads")) o.server.app_threads = runner::wsgi_app_threads;
   if (o.reload && o.adapter != runner::Adapter::http) throw UsageError("--reload applies to HTTP only");
   return c;
 }
@@ -122,16 +121,16 @@ int run_command(std::vector<std::string> words) {
   try {
     c = parse_command(words);
   } catch (const UsageError& e) {
-    std::cerr << program << ": " << e.what() << " (try " << program << " --help)\n";
+    runner::print(stderr, program + ": " + e.what() + " (try " + program + " --help)\n");
     return 2;
   }
-  for (const std::string& w : c.parsed.warnings) std::cerr << program << ": " << w << "\n";
+  for (const std::string& w : c.parsed.warnings) runner::print(stderr, program + ": " + w + "\n");
   if (c.parsed.help || c.command == "help") {
-    std::cout << help_text(program) << std::flush;
+    runner::print(stdout, help_text(program));
     return 0;
   }
   if (c.command == "version") {
-    std::cout << "csgi 0.1.0 (spec 1.0)" << std::endl;
+    runner::print(stdout, "csgi 0.1.0 (spec 1.0)\n");
     return 0;
   }
   runner::Options& o = c.parsed.options;
@@ -141,12 +140,12 @@ int run_command(std::vector<std::string> words) {
     app = o.reload ? reloading_app(c, o) : load_spec(c.spec.c_str(), c.asgi ? static_cast<int>(o.server.workers) : -1);
   } catch (...) {
     std::string reason = print_python_error(c.spec);
-    std::cerr << program << ": " << reason << "\n";
+    runner::print(stderr, program + ": " + reason + "\n");
     return 1;
   }
   std::string failure;
   int rc = serve_released([&] { return runner::serve(std::move(app), o); }, failure);
-  if (!failure.empty()) std::cerr << program << ": " << failure << "\n";
+  if (!failure.empty()) runner::print(stderr, program + ": " + failure + "\n");
   return rc;
 }
 
