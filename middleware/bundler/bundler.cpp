@@ -14,7 +14,6 @@
 #include <unordered_set>
 
 #include "csgi/core/keys.hpp"
-#include "csgi/core/percent.hpp"
 #include "csgi/middleware/bundler/compress.hpp"
 #include "csgi/middleware/bundler/live_reload.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
@@ -380,7 +379,7 @@ public:
       hit = lookup(key);
       if (!hit) {
         std::string spec = sub.starts_with("/~/") ? std::string(sub.substr(3)) : std::string(sub);
-        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have, base);
+        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have);
         if (auto* r = std::get_if<Response>(&built)) return std::move(*r);
         hit = std::get<std::shared_ptr<Entry>>(built);
         store(key, hit);
@@ -540,8 +539,7 @@ public:
     return js_response(status, std::move(body));
   }
 
-  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have,
-                                                       std::string_view base) {
+  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have) {
     std::string shown = spec.starts_with('/') ? spec.substr(1) : spec;
     const std::uint64_t gen0 = graph.generation();  // a change during the build makes the result stale
     const std::int64_t started_at = bundler::coarse_now_ns();  // directory listings are as of then
@@ -582,14 +580,14 @@ public:
       if (i) body += ",\n";
       body += '[' + std::to_string(m.id) + ',';
       append_js_string(body, m.path);
-      body += ",{";
+      body += ",[";
       for (std::size_t k = 0; k < m.edges.size(); ++k) {
-        if (k) body += ',';
+        body += k ? ",[" : "[";
         append_js_string(body, m.edges[k].spec);
-        body += ':';
+        body += ',';
         auto view = c.views.find({m.id, k});
         if (view == c.views.end()) {
-          body += std::to_string(m.edges[k].target);
+          body += std::to_string(m.edges[k].target) + ']';
           continue;
         }
         body += '[';  // a barrel left out: [name, defining module, its name there] for each name imported
@@ -602,18 +600,16 @@ public:
           append_js_string(body, t.imported);
           body += ']';
         }
-        body += ']';
+        body += "]]";
       }
-      body += "},";
+      body += "],";
       if (m.json || m.empty) {
         append_js_string(body, *src);
       } else {
         std::string text;
-        text.reserve(src->size() + base.size() + m.path.size() + 20);
+        text.reserve(src->size() + 64);
         append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr,
                       opt.mode == BundlerOptions::Mode::production ? &m.comments : nullptr);
-        text.append("\n//# sourceURL=").append(base).push_back('/');
-        text.append(percent_encode(m.path, true));
         append_js_string(body, text);
         if (m.esm) body += ',' + m.esm->meta;
       }
