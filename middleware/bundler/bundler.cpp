@@ -207,6 +207,35 @@ void append_module(std::string& out, std::string_view src, const std::vector<bun
   out.append(src.substr(at));
 }
 
+bool exports_by_name(const bundler::EsmModule& esm, const std::string& name) {
+  return std::find(esm.local_names.begin(), esm.local_names.end(), name) != esm.local_names.end() ||
+         std::any_of(esm.reexports.begin(), esm.reexports.end(), [&](const auto& r) { return r[0] == name; });
+}
+
+/// Appends an ES module's table for the loader: the transform's, plus the link checks ("i": [request
+/// index, name]) the loader has to make. Left out are those that cannot fail: a name the imported ES
+/// module exports by name (its own or passed on), a name taken from a barrel view (it holds just the
+/// names imported) and a name from a module that is not an ES module (the loader checks none there).
+void append_esm_table(std::string& body, Graph& graph, const Module& m, const Closure& c) {
+  const bundler::EsmModule& esm = *m.esm;
+  body.append(esm.meta, 0, esm.meta.size() - 1);  // without its closing brace
+  body += ",\"i\":[";
+  bool first = true;
+  for (const auto& [spec, name] : esm.imported) {
+    std::size_t k = 0;
+    while (k < m.edges.size() && m.edges[k].spec != spec) ++k;
+    if (k == m.edges.size() || c.views.count({m.id, k})) continue;
+    const Module& d = graph.at(m.edges[k].target);
+    if (!d.esm || exports_by_name(*d.esm, name)) continue;
+    body += first ? "[" : ",[";
+    first = false;
+    body += std::to_string(k) + ',';
+    append_js_string(body, name);
+    body += ']';
+  }
+  body += "]}";
+}
+
 Response js_response(int status, std::string body) {
   Response r;
   r.status = status;
@@ -611,7 +640,10 @@ public:
         append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr,
                       opt.mode == BundlerOptions::Mode::production ? &m.comments : nullptr);
         append_js_string(body, text);
-        if (m.esm) body += ',' + m.esm->meta;
+        if (m.esm) {
+          body += ',';
+          append_esm_table(body, graph, m, c);
+        }
       }
       body += ']';
       for (auto& u : m.unbundled) {

@@ -876,7 +876,8 @@ private:
     out_.imported = wanted_;
   }
 
-  // The loader's table; a module it imports is named by its index in `requests` (its `__csgi.ns(k)`).
+  // The loader's table but its link checks (the bundler adds those: Bundler builds); a module it
+  // imports is named by its index in `requests` (its `__csgi.ns(k)`).
   std::string meta_json() const {
     auto index = [&](const std::string& spec) {
       auto it = std::find_if(out_.requests.begin(), out_.requests.end(), [&](const Dependency& d) { return d.spec == spec; });
@@ -889,8 +890,6 @@ private:
     for (auto& r : reexports_) re.push_back({r.name, index(r.spec), r.imported});
     auto& s = meta["s"] = nlohmann::json::array();
     for (auto& spec : stars_) s.push_back(index(spec));
-    auto& w = meta["i"] = nlohmann::json::array();
-    for (auto& [spec, name] : wanted_) w.push_back({index(spec), name});
     return meta.dump();
   }
 

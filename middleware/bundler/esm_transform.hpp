@@ -34,8 +34,8 @@ struct EsmModule {
   std::string prefix;                 // put before the first line (no line break)
   std::vector<EsmEdit> edits;         // in source order, not overlapping
   std::vector<Dependency> requests;   // the modules it imports or re-exports from, source order, unique
-  std::string meta;                   // JSON for the loader: {"x":[…],"r":[[…]],"s":[…],"i":[[…]]}, each
-                                      // imported module named by its index in `requests`
+  std::string meta;                   // JSON for the loader: {"x":[…],"r":[[…]],"s":[…]}, each imported
+                                      // module named by its index in `requests` (the bundler adds "i")
   // The same tables for the bundler: local export names ("x"), re-exports (name, specifier, imported
   // name or "*": "r"), `export *` specifiers ("s"), each (specifier, name) imported or re-exported
   // ("i"), and the specifiers whose whole namespace is used (`import * as`, `export *`, `export * as`).

@@ -555,13 +555,21 @@ TEST_CASE("bundler: ES modules: import edges, the transformed row, subtraction, 
       std::to_string(first.ids["cjs.js"]) + "]],\"'use strict';__csgi.e({\\\"shown\\\":()=>shown});"
       "const __csgi_i0=__csgi.ns(0),__csgi_i1=__csgi.ns(1);yield;\\n\\n"
       " const shown = __csgi_i0.count + 1;\\nconsole.log(\\\"development\\\");\\n\","
-      "{\"x\":[\"shown\"],\"r\":[],\"s\":[],\"i\":[[0,\"count\"],[1,\"default\"]]}]"));
+      "{\"x\":[\"shown\"],\"r\":[],\"s\":[],\"i\":[]}]"));
   CHECK(count_of(res.body, "./counter.js") == 1);
   CHECK_THAT(res.body, Catch::Contains("[" + std::to_string(first.ids["cjs.js"]) + ",\"cjs.js\",[],\"module.exports = 1;"));
 
   auto second = call(app, "GET /more.js?e=" + first.epoch + "&have=" + have(ids_of(first)));
   REQUIRE(second.status == 200);
   CHECK(parse(second.body).paths == std::vector<std::string>{"more.js"});  // closure − loaded
+
+  // Link checks ("i") go only where one can fail: not for `count` from counter.js or `default` from
+  // CommonJS above, nor for `shown` (more.js passes it on by name); `count` through `export *` and a
+  // name counter.js lacks keep theirs.
+  t.write("links.js", "import { count as c, shown } from './more.js';\nimport { nope } from './counter.js';\n");
+  auto links = call(app, "GET /links.js");
+  REQUIRE(links.status == 200);
+  CHECK_THAT(links.body, Catch::Contains(",\"i\":[[0,\"count\"],[1,\"nope\"]]}]"));
 
   // An import resolves with the "import" condition and the module field; a require beside it does not.
   t.write("node_modules/dual/package.json", R"({"main": "./cjs.js", "module": "./esm.js",

@@ -56,7 +56,7 @@ TEST_CASE("esm transform: import forms bind namespaces and rewrite references in
   CHECK(m.requests[1].spec == "./o.js");
   CHECK(m.requests[1].line == 2);
   CHECK(m.requests[0].import);
-  CHECK(m.meta == R"({"x":[],"r":[["b",1,"b"]],"s":[],"i":[[0,"a"],[1,"b"]]})");
+  CHECK(m.meta == R"({"x":[],"r":[["b",1,"b"]],"s":[]})");
 }
 
 TEST_CASE("esm transform: export forms become getters on the first line", "[bundler][esm]") {
@@ -71,9 +71,9 @@ TEST_CASE("esm transform: export forms become getters on the first line", "[bund
   CHECK_THAT(body("export default class extends B {}"), Catch::EndsWith(" class __csgi_default extends B {}"));
   CHECK_THAT(body("export default async function named() {}"), Catch::Contains("\"default\":()=>named}"));
   CHECK(transform("export const { a, b: [c, , ...d], e = f(1, 2), ['k']: g, ...h } = o, [i = 1] = p, j = 2;").meta ==
-        R"({"x":["a","c","d","e","g","h","i","j"],"r":[],"s":[],"i":[]})");
+        R"({"x":["a","c","d","e","g","h","i","j"],"r":[],"s":[]})");
   auto m = transform("export * from './a.js';\nexport * as ns from './b.js';\nexport { x as y } from './c.js';");
-  CHECK(m.meta == R"({"x":[],"r":[["ns",1,"*"],["y",2,"x"]],"s":[0],"i":[[2,"x"]]})");
+  CHECK(m.meta == R"({"x":[],"r":[["ns",1,"*"],["y",2,"x"]],"s":[0]})");
   // An imported binding exported again reads through the namespace.
   CHECK_THAT(body("import { a } from './a.js';\nexport { a as b };"), Catch::Contains("\"b\":()=>__csgi_i0.a}"));
 }
