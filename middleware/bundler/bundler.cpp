@@ -225,8 +225,10 @@ void append_esm_table(std::string& body, Graph& graph, const Module& m, const Cl
     std::size_t k = 0;
     while (k < m.edges.size() && m.edges[k].spec != spec) ++k;
     if (k == m.edges.size() || c.views.count({m.id, k})) continue;
-    const Module& d = graph.at(m.edges[k].target);
-    if (!d.esm || exports_by_name(*d.esm, name)) continue;
+    if (m.edges[k].status == Resolved::ok) {
+      const Module& d = graph.at(m.edges[k].target);
+      if (!d.esm || exports_by_name(*d.esm, name)) continue;
+    }
     body += first ? "[" : ",[";
     first = false;
     body += std::to_string(k) + ',';
