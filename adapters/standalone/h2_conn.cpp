@@ -200,8 +200,12 @@ void pull_through_writer(Shared& sh, StreamPtr stream, int status, Headers heade
     return;
   }
   if (!more) {
+    Headers trailers = pool_trailers(sh, *stream);
     close_stream();
-    responder->respond(Response{status, std::move(headers), std::string()});
+    if (trailers.empty()) return responder->respond(Response{status, std::move(headers), std::string()});
+    WriterPtr w = responder->start(status, std::move(headers));  // trailers-only: no DATA, then the trailers
+    w->set_trailers(std::move(trailers));
+    w->close();
     return;
   }
   WriterPtr w = responder->start(status, std::move(headers));

@@ -755,11 +755,19 @@ void H2Session::respond(std::int32_t id, Response res) {
       return respond(id, Response::error(500));
     }
     if (!more) {
+      std::string error;
+      Headers trailers = ended_stream_trailers(*stream, error);
+      if (!error.empty()) host_.log_error(error);
       try {
         stream->close();
       } catch (...) {
       }
-      return respond(id, Response{status, std::move(res.headers), std::string()});
+      if (trailers.empty()) return respond(id, Response{status, std::move(res.headers), std::string()});
+      // Trailers-only: an empty data source, whose end submits the trailing HEADERS that ends the stream.
+      s.trailers = std::move(trailers);
+      s.src = Stream::Src::view;
+      std::uint64_t zero = 0;
+      return submit(s, status, res.headers, true, &zero);
     }
     s.pull = std::move(stream);
     s.out = std::move(first);
