@@ -1,0 +1,361 @@
+#!/usr/bin/python3
+"""WebSocket over HTTP/2 (RFC 8441) under `csgi serve`, on real sockets: python3-h2 opens an extended
+CONNECT (`:protocol websocket`) once the server's SETTINGS allow it, and RFC 6455 frames made here go in
+the stream's DATA frames both ways. The app is websocket_app.cpp, the one the HTTP/1.1 conformance test
+serves, unchanged.
+
+  * the server's SETTINGS carry ENABLE_CONNECT_PROTOCOL 1 (none with --no-h2-websocket);
+  * the CONNECT is answered 200 (no Sec-WebSocket-Accept), then: text and binary echo, a fragmented
+    message, ping/pong, a client close (answered with its code, on_close sees the code and reason), an
+    unmasked frame (1002), a server close with an
+    app's code, 1009 above the handler's limit, 1007 on invalid UTF-8, a 1 MiB message through 64 KiB
+    windows (the window comes back as the session reads);
+  * a slow reader: the server never sends past the client's window, and its RSS stays bounded while a
+    flood of messages waits for it;
+  * other streams of the connection are served while the WebSocket is open;
+  * a path whose app does not take the WebSocket answers normally on the stream; another `:protocol`
+    is 501; the access log has the request as `GET ... HTTP/2` with status 200 (EXT-11);
+  * the same over TLS (h2 by ALPN) and with the app on a pool (--app-threads 4).
+Usage: test_h2_websocket.py CSGI_EXE WEBSOCKET_APP_SO"""
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+CSGI, APP = sys.argv[1], sys.argv[2]
+failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from tls_certs import Certs  # noqa: E402
+
+TEXT, BINARY, CLOSE, PING, PONG, CONT = 1, 2, 8, 9, 10, 0
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+class Server:
+    def __init__(self, args, listen="127.0.0.1:0"):
+        self.p = subprocess.Popen([CSGI, "serve", "--app", APP] + args + ["--listen", listen], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
+            if m:
+                self.port = int(m.group(1))
+                return
+        self.p.kill()
+        raise RuntimeError("csgi did not start")
+
+    def rss_mb(self):
+        with open("/proc/%d/status" % self.p.pid) as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+    def stop(self, timeout=15):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return None
+
+
+def frame(opcode, payload=b"", fin=True):
+    """A masked client frame (RFC 6455 §5.2)."""
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | opcode])
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack("!Q", n)
+    key = os.urandom(4)
+    if n == 0:
+        return head + key
+    mask = (key * (n // 4 + 1))[:n]
+    return head + key + (int.from_bytes(payload, "big") ^ int.from_bytes(mask, "big")).to_bytes(n, "big")
+
+
+def close_payload(code, reason=b""):
+    return struct.pack("!H", code) + reason
+
+
+class Conn:
+    """python3-h2 on a socket, with WebSocket streams."""
+
+    def __init__(self, port, tls=None, window=None, auto_ack=True):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.s = tls.wrap_socket(s, server_hostname="localhost") if tls else s
+        self.scheme = "https" if tls else "http"
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        self.h2.initiate_connection()
+        if window is not None:
+            self.h2.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
+        self.auto_ack = auto_ack
+        self.streams = {}
+        self.server_settings = {}
+        self.flush()
+        deadline = time.time() + 5
+        while not self.server_settings and time.time() < deadline and self.pump():
+            pass
+
+    def flush(self):
+        d = self.h2.data_to_send()
+        if d:
+            self.s.sendall(d)
+
+    def pump(self, timeout=None):
+        if timeout is not None:
+            self.s.settimeout(timeout)
+        try:
+            d = self.s.recv(65536)
+        except (ConnectionResetError, socket.timeout, ssl.SSLError):
+            d = b""
+        finally:
+            self.s.settimeout(10)
+        if not d:
+            return False
+        for e in self.h2.receive_data(d):
+            st = self.streams.get(getattr(e, "stream_id", None))
+            if isinstance(e, h2.events.RemoteSettingsChanged):
+                self.server_settings.update({k: v.new_value for k, v in e.changed_settings.items()})
+            elif isinstance(e, h2.events.ResponseReceived) and st:
+                st["headers"] = dict(e.headers)
+                st["status"] = int(st["headers"][b":status"])
+            elif isinstance(e, h2.events.DataReceived):
+                if st:
+                    st["data"] += e.data
+                    st["received"] += e.flow_controlled_length
+                    if self.auto_ack:
+                        self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    else:
+                        st["unacked"] += e.flow_controlled_length
+            elif isinstance(e, h2.events.StreamEnded) and st:
+                st["ended"] = True
+            elif isinstance(e, h2.events.StreamReset) and st:
+                st["reset"] = e.error_code
+        self.flush()
+        return True
+
+    def open(self, path, protocol="websocket", extra=()):
+        sid = self.h2.get_next_available_stream_id()
+        self.streams[sid] = {"status": None, "headers": {}, "data": b"", "ended": False, "reset": None,
+                             "received": 0, "unacked": 0}
+        self.h2.send_headers(sid, [(":method", "CONNECT"), (":protocol", protocol), (":scheme", self.scheme),
+                                   (":path", path), (":authority", "127.0.0.1"), ("sec-websocket-version", "13")] +
+                             list(extra))
+        self.flush()
+        self.wait(lambda: self.streams[sid]["status"] is not None)
+        return sid
+
+    def get(self, path):
+        sid = self.h2.get_next_available_stream_id()
+        self.streams[sid] = {"status": None, "headers": {}, "data": b"", "ended": False, "reset": None,
+                             "received": 0, "unacked": 0}
+        self.h2.send_headers(sid, [(":method", "GET"), (":scheme", self.scheme), (":path", path),
+                                   (":authority", "127.0.0.1")], end_stream=True)
+        self.flush()
+        self.wait(lambda: self.streams[sid]["ended"] or self.streams[sid]["reset"] is not None)
+        return self.streams[sid]
+
+    def wait(self, cond, limit=10):
+        deadline = time.time() + limit
+        while not cond():
+            if time.time() > deadline or not self.pump(max(0.05, deadline - time.time())):
+                return cond()
+        return True
+
+    def send(self, sid, data, end=False):
+        """DATA within the stream's and the connection's windows."""
+        while True:
+            room = min(self.h2.local_flow_control_window(sid), self.h2.max_outbound_frame_size, len(data))
+            if room > 0 or (not data and end):
+                self.h2.send_data(sid, data[:room], end_stream=end and room == len(data))
+                data = data[room:]
+                self.flush()
+                if not data:
+                    return True
+            elif not self.pump(5):
+                return False
+
+    def message(self, sid, limit=10):
+        """The next server frame on `sid`: (fin, opcode, payload), or None."""
+        st = self.streams[sid]
+        got = []
+
+        def parse():
+            d = st["data"]
+            if len(d) < 2:
+                return False
+            n, at = d[1] & 0x7F, 2
+            if n == 126:
+                if len(d) < 4:
+                    return False
+                n, at = struct.unpack("!H", d[2:4])[0], 4
+            elif n == 127:
+                if len(d) < 10:
+                    return False
+                n, at = struct.unpack("!Q", d[2:10])[0], 10
+            if d[1] & 0x80 or len(d) < at + n:
+                return False
+            got.append((bool(d[0] & 0x80), d[0] & 0x0F, d[at:at + n]))
+            st["data"] = d[at + n:]
+            return True
+
+        if parse() or self.wait(lambda: parse() or st["ended"] or st["reset"] is not None, limit) and got:
+            return got[0]
+        return None
+
+    def close(self):
+        self.s.close()
+
+
+def ws_checks(srv, tls=None, label=""):
+    c = Conn(srv.port, tls)
+    check(c.server_settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL) == 1,
+          label + "SETTINGS_ENABLE_CONNECT_PROTOCOL 1 (%r)" % c.server_settings)
+    sid = c.open("/echo")
+    st = c.streams[sid]
+    check(st["status"] == 200 and b"sec-websocket-accept" not in st["headers"] and not st["ended"],
+          label + "extended CONNECT answered 200, the stream open (%r)" % st["headers"])
+    c.send(sid, frame(TEXT, "héllo".encode()))
+    check(c.message(sid) == (True, TEXT, "héllo".encode()), label + "text echoed")
+    c.send(sid, frame(BINARY, bytes(range(256))))
+    check(c.message(sid) == (True, BINARY, bytes(range(256))), label + "binary echoed")
+    c.send(sid, frame(TEXT, b"one ", fin=False) + frame(CONT, b"two ", fin=False) + frame(PING, b"mid") +
+           frame(CONT, b"three"))
+    check(c.message(sid) == (True, PONG, b"mid"), label + "a ping between fragments answered with its payload")
+    check(c.message(sid) == (True, TEXT, b"one two three"), label + "a fragmented message reassembled and echoed")
+    other = c.get("/hello")
+    check(other["status"] == 200 and other["data"] == b"hello",
+          label + "another stream of the connection served while the WebSocket is open")
+    big = os.urandom(1 << 20)
+    c.send(sid, frame(BINARY, big))
+    m = c.message(sid, 30)
+    check(m == (True, BINARY, big), label + "1 MiB each way through 64 KiB stream windows (%s)" %
+          (len(m[2]) if m else None))
+    c.send(sid, frame(CLOSE, close_payload(1000, b"bye")))
+    m = c.message(sid)
+    check(m and m[:2] == (True, CLOSE) and m[2][:2] == struct.pack("!H", 1000),
+          label + "the client's close answered with its code (%r)" % (m,))
+    if c.streams[sid]["reset"] is None and not c.h2.streams[sid].closed:
+        c.send(sid, b"", end=True)
+    check(c.wait(lambda: c.streams[sid]["ended"] or c.streams[sid]["reset"] is not None),
+          label + "the stream ends after the closing handshake (END_STREAM %s, reset %s)" %
+          (c.streams[sid]["ended"], c.streams[sid]["reset"]))
+    time.sleep(0.2)
+    events = c.get("/events")["data"].decode()
+    check("close 1000 bye" in events, label + "on_close saw 1000 bye (%r)" % events[-80:])
+
+    sid = c.open("/close")
+    c.send(sid, frame(TEXT, b"4001 custom"))
+    check(c.message(sid) == (True, CLOSE, close_payload(4001, b"custom")), label + "the app closes with 4001 custom")
+    c.send(sid, frame(CLOSE, close_payload(4001)), end=True)
+
+    sid = c.open("/small")
+    c.send(sid, frame(BINARY, b"x" * 2000))
+    m = c.message(sid)
+    check(m and m[1] == CLOSE and m[2][:2] == struct.pack("!H", 1009), label + "above the handler's limit: 1009 (%r)" % (m,))
+    sid = c.open("/echo")
+    c.send(sid, frame(TEXT, b"\xff\xfe"))
+    m = c.message(sid)
+    check(m and m[1] == CLOSE and m[2][:2] == struct.pack("!H", 1007), label + "invalid UTF-8: 1007 (%r)" % (m,))
+    sid = c.open("/echo")
+    c.send(sid, bytes([0x81, 8]) + b"unmasked")  # a frame without the mask bit
+    m = c.message(sid)
+    check(m and m[1] == CLOSE and m[2][:2] == struct.pack("!H", 1002), label + "an unmasked frame: 1002 (%r)" % (m,))
+
+    sid = c.open("/hello")
+    c.wait(lambda: c.streams[sid]["ended"] or c.streams[sid]["reset"] is not None)
+    check(c.streams[sid]["status"] == 200 and c.streams[sid]["data"] == b"hello",
+          label + "an app that does not take the WebSocket answers on the stream (%r)" % c.streams[sid]["status"])
+    sid = c.open("/echo", protocol="chat")
+    check(c.streams[sid]["status"] == 501, label + "another :protocol: 501 (%r)" % c.streams[sid]["status"])
+    check(c.get("/hello")["data"] == b"hello", label + "the connection serves on")
+    c.close()
+
+
+def slow_reader(srv, tls=None, label=""):
+    """The client gives no window back: the server stops at the window; its memory stays bounded."""
+    c = Conn(srv.port, tls, window=65535, auto_ack=False)
+    sid = c.open("/flood")
+    rss0 = srv.rss_mb()
+    c.send(sid, frame(TEXT, b"64"))  # 64 messages of 64 KiB
+    deadline = time.time() + 2
+    while time.time() < deadline:
+        c.pump(0.2)
+    st = c.streams[sid]
+    rss1 = srv.rss_mb()
+    check(st["received"] <= 65535, label + "a slow reader: the server stopped at the window (%d bytes)" % st["received"])
+    check(rss1 - rss0 < 32, label + "a slow reader: server RSS %.1f -> %.1f MB" % (rss0, rss1))
+    c.h2.acknowledge_received_data(st["unacked"], sid)
+    st["unacked"] = 0
+    c.auto_ack = True
+    c.flush()
+    total = 0
+    while True:
+        m = c.message(sid, 10)
+        if not m or m[1] != BINARY:
+            break
+        total += len(m[2])
+        if total >= 64 * 65536:
+            break
+    check(total > 0, label + "once the window opens the messages come (%d bytes)" % total)
+    c.close()
+
+
+def main():
+    log = tempfile.NamedTemporaryFile(prefix="csgi-h2ws-", suffix=".log", delete=False).name
+    srv = Server(["--access-log", log])
+    ws_checks(srv)
+    slow_reader(srv)
+    check(srv.stop() == 0, "server exits 0 after SIGTERM")
+    with open(log) as f:
+        lines = f.read()
+    os.unlink(log)
+    check(re.search(r'"GET /echo HTTP/2" 200 ', lines) is not None,
+          "the access log has the extended CONNECT as GET ... HTTP/2 200 (EXT-11)")
+
+    srv = Server(["--app-threads", "4"])
+    ws_checks(srv, label="pool: ")
+    check(srv.stop() == 0, "pool: server exits 0 after SIGTERM")
+
+    srv = Server(["--no-h2-websocket"])
+    c = Conn(srv.port)
+    check(c.server_settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL, 0) == 0,
+          "--no-h2-websocket: no SETTINGS_ENABLE_CONNECT_PROTOCOL (%r)" % c.server_settings)
+    c.close()
+    check(srv.stop() == 0, "server exits 0 after SIGTERM")
+
+    certs = Certs()
+    try:
+        ctx = ssl.create_default_context(cafile=certs.ca)
+        ctx.set_alpn_protocols(["h2"])
+        srv = Server(["--tls-cert", certs.server[0], "--tls-key", certs.server[1]], listen="https://127.0.0.1:0")
+        ws_checks(srv, ctx, "TLS: ")
+        slow_reader(srv, ctx, "TLS: ")
+        check(srv.stop() == 0, "TLS: server exits 0 after SIGTERM")
+    finally:
+        shutil.rmtree(certs.dir, ignore_errors=True)
+
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
