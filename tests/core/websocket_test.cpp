@@ -121,10 +121,10 @@ TEST_CASE("websocket::accept: 426 with Upgrade for a request that is not a valid
 
 TEST_CASE("websocket::accept: an HTTP/2 stream presented as the GET handshake is upgraded", "[websocket][EXT-11]") {
   FakeUpgrade up;
-  CHECK(call_accept(&up, handshake(), "GET /ws HTTP/2").status == 101);
+  CHECK(call_accept(&up, with(handshake(), "Host", "example.org"), "GET /ws HTTP/2").status == 101);
   CHECK(up.taken == 1);
   FakeUpgrade up2;
-  CHECK(call_accept(&up2, handshake(), "CONNECT /ws HTTP/2").status == 426);
+  CHECK(call_accept(&up2, with(handshake(), "Host", "example.org"), "CONNECT /ws HTTP/2").status == 426);
   CHECK(up2.taken == 0);
 }
 
