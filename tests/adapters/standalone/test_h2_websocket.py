@@ -11,7 +11,8 @@ serves, unchanged.
     app's code, 1009 above the handler's limit, 1007 on invalid UTF-8, a 1 MiB message through 64 KiB
     windows (the window comes back as the session reads);
   * a slow reader: the server never sends past the client's window, and its RSS stays bounded while a
-    flood of messages waits for it;
+    flood of messages waits for it; a slow handler: the client is held at the stream's window;
+  * a graceful stop closes an open WebSocket with 1001;
   * other streams of the connection are served while the WebSocket is open;
   * a path whose app does not take the WebSocket answers normally on the stream; another `:protocol`
     is 501; the access log has the request as `GET ... HTTP/2` with status 200 (EXT-11);
@@ -33,6 +34,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
+from hyperframe.frame import DataFrame
 
 CSGI, APP = sys.argv[1], sys.argv[2]
 failures = []
@@ -319,12 +321,71 @@ def slow_reader(srv, tls=None, label=""):
     c.close()
 
 
+def slow_handler(srv, tls=None, label=""):
+    """A handler that takes 200 ms a message: the server gives the stream's window back only as its
+    session reads, so a client that sends 16 messages of 8 KiB at once is held at the window, and all
+    are echoed in the end."""
+    c = Conn(srv.port, tls)
+    sid = c.open("/slow")
+    msg = frame(BINARY, b"s" * 8192)
+    sent = 0
+    while sent < 16 and c.h2.local_flow_control_window(sid) >= len(msg):
+        c.h2.send_data(sid, msg)
+        sent += 1
+    c.flush()
+    time.sleep(0.1)
+    deadline = time.time() + 0.1
+    while time.time() < deadline:
+        c.pump(0.05)
+    check(sent < 16 and c.h2.local_flow_control_window(sid) < 32768,
+          label + "a slow handler: the client is held at the stream's window (%d messages sent, window %d)" %
+          (sent, c.h2.local_flow_control_window(sid)))
+    rest = b"".join(msg for _ in range(16 - sent))
+    ok = c.send(sid, rest)
+    echoed = 0
+    while ok and echoed < 16:
+        m = c.message(sid, 10)
+        if not m:
+            break
+        echoed += m == (True, BINARY, b"s" * 8192)
+    check(echoed == 16, label + "a slow handler: all 16 messages echoed in the end (%d)" % echoed)
+    c.close()
+
+
+def graceful_stop(srv, label=""):
+    """SIGTERM with a WebSocket open on a stream: GOAWAY, and the WebSocket is closed with 1001; the
+    server exits 0 once the client answered (raw bytes: python3-h2 drops a connection's streams on GOAWAY)."""
+    c = Conn(srv.port)
+    sid = c.open("/echo")
+    srv.p.send_signal(signal.SIGTERM)
+    data, want = b"", struct.pack("!H", 1001) + b"server shutting down"
+    deadline = time.time() + 10
+    while want not in data and time.time() < deadline:
+        try:
+            d = c.s.recv(65536)
+        except socket.timeout:
+            break
+        if not d:
+            break
+        data += d
+    check(want in data, label + "a graceful stop closes the WebSocket with 1001")
+    c.s.sendall(DataFrame(sid, data=frame(CLOSE, close_payload(1001)), flags=["END_STREAM"]).serialize())
+    try:
+        rc = srv.p.wait(15)
+    except subprocess.TimeoutExpired:
+        srv.p.kill()
+        rc = None
+    check(rc == 0, label + "the server exits 0 after SIGTERM (%s)" % rc)
+    c.close()
+
+
 def main():
     log = tempfile.NamedTemporaryFile(prefix="csgi-h2ws-", suffix=".log", delete=False).name
     srv = Server(["--access-log", log])
     ws_checks(srv)
     slow_reader(srv)
-    check(srv.stop() == 0, "server exits 0 after SIGTERM")
+    slow_handler(srv)
+    graceful_stop(srv)
     with open(log) as f:
         lines = f.read()
     os.unlink(log)
@@ -333,7 +394,8 @@ def main():
 
     srv = Server(["--app-threads", "4"])
     ws_checks(srv, label="pool: ")
-    check(srv.stop() == 0, "pool: server exits 0 after SIGTERM")
+    slow_handler(srv, label="pool: ")
+    graceful_stop(srv, "pool: ")
 
     srv = Server(["--no-h2-websocket"])
     c = Conn(srv.port)
