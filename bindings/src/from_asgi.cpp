@@ -8,8 +8,7 @@
 // receive() and send() are C: the request body message, http.response.start and a complete
 // http.response.body are answered at once with a ready awaitable (no coroutine, no future); what has to
 // wait (a second receive(), a streamed body, errors) goes to the Python subclass's _receive_slow() and
-// _send_slow(). A complete response goes through the Responder from the loop thread, kept in an Outbox
-// until the loop's pass is over so that one wake-up of the server's io thread carries them all; a streamed one
+// _send_slow(). A complete response goes through the Responder from the loop thread; a streamed one
 // through a Writer whose writes run on a pool thread, since write() waits under back-pressure; so does one
 // whose http.response.start announced trailers, which end it through Writer::set_trailers() (the scope
 // offers the http.response.trailers extension).
@@ -20,7 +19,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <mutex>
@@ -40,44 +38,11 @@
 namespace csgi::python {
 namespace {
 
-/// The complete responses of one pass of the event loop, answered together when the pass is over
-/// (flush()): the server's io thread is woken once for them rather than once for each. None waits longer
-/// than kHold: a pass of slow requests sends what it has kept once the first has waited that long. Used
-/// on the loop thread only, with the GIL held.
-class Outbox {
-public:
-  static constexpr std::chrono::microseconds kHold{250};
-  /// Keeps the response; true when the outbox was empty (the caller schedules a flush()).
-  bool add(Responder r, Response res) {
-    auto now = std::chrono::steady_clock::now();
-    bool first = waiting_.empty();
-    if (first) since_ = now;
-    waiting_.push_back({std::move(r), std::move(res)});
-    if (!first && now - since_ > kHold) flush();
-    return first;
-  }
-  void flush() {
-    std::vector<Waiting> out;
-    out.swap(waiting_);
-    for (Waiting& w : out) w.responder.respond(std::move(w.response));
-  }
-  void clear() noexcept { waiting_.clear(); }
-
-private:
-  struct Waiting {
-    Responder responder;
-    Response response;
-  };
-  std::vector<Waiting> waiting_;
-  std::chrono::steady_clock::time_point since_;
-};
-
 /// One request on its way through the ASGI app: used on the loop thread, but for write(), which runs on a
 /// pool thread (the writer is shared under a lock with the loop's close() and fail()).
 class AsgiRequest {
 public:
-  AsgiRequest(Env& env, std::string body, std::shared_ptr<Outbox> outbox)
-      : env_(&env), body_(std::move(body)), outbox_(std::move(outbox)) {}
+  AsgiRequest(Env& env, std::string body) : env_(&env), body_(std::move(body)) {}
   void set_responder(Responder r) { responder_ = std::move(r); }
 
   /// The scope of the request; `state` (or null) is copied into it. Needs the GIL.
@@ -88,8 +53,8 @@ public:
     std::string().swap(body_);
     return b;
   }
-  /// A complete response, answered when the outbox is flushed; true when the caller must schedule that.
-  bool respond(int status, PyObject* headers, PyObject* body) {
+  /// A complete response. Posting it to the io thread only takes the mailbox's lock: the GIL is kept.
+  void respond(int status, PyObject* headers, PyObject* body) {
     Response r;
     r.status = status;
     r.headers = to_headers(headers);
@@ -100,7 +65,7 @@ public:
     Responder res = std::move(responder_);
     if (!res) throw std::logic_error("the response was answered already");
     answered();
-    return outbox_->add(std::move(res), std::move(r));
+    res.respond(std::move(r));
   }
   void start(int status, PyObject* headers) {
     Headers h = to_headers(headers);
@@ -205,7 +170,6 @@ private:
 
   Env* env_;
   std::string body_;
-  std::shared_ptr<Outbox> outbox_;
   Responder responder_;
   std::mutex writer_mu_;
   WriterPtr writer_;
@@ -430,10 +394,7 @@ PyObject* http_scope(const Env& e, PyObject* state) {
 }
 
 /// Requests waiting for the event loop (loop_queue.hpp).
-class AsgiQueue : public LoopQueue<AsgiRequest> {
-public:
-  std::shared_ptr<Outbox> outbox = std::make_shared<Outbox>();
-};
+class AsgiQueue : public LoopQueue<AsgiRequest> {};
 
 
 // ----------------------------------------------------------------------------------------------- AsgiCall
@@ -523,13 +484,6 @@ PyObject* call_method(PyObject* self, const char* name, PyObject* arg = nullptr)
   return r;
 }
 
-/// Has the loop flush the outbox once this pass is over (the host's _flush_soon()).
-void flush_soon(PyObject* self) {
-  PyObject* r = call_method(as_call(self)->host, "_flush_soon");
-  if (!r) throw_python_error();
-  Py_DECREF(r);
-}
-
 /// After the response ended: wakes a receive() waiting for the end of the exchange.
 bool ended(PyObject* self) {
   CallObject* c = as_call(self);
@@ -581,7 +535,7 @@ PyObject* call_send(PyObject* self, PyObject* message) {
       c->finished = 1;
       return guarded([&]() -> PyObject* {
         Ref content(body ? Py_NewRef(body) : PyBytes_FromStringAndSize(nullptr, 0));
-        if (request(self).respond(c->status, c->headers ? c->headers : Py_None, content.p)) flush_soon(self);
+        request(self).respond(c->status, c->headers ? c->headers : Py_None, content.p);
         if (!ended(self)) throw_python_error();
         return ready_none();
       });
@@ -597,7 +551,7 @@ PyObject* call_take_body(PyObject* self, PyObject*) {
 PyObject* call_respond(PyObject* self, PyObject* body) {
   return guarded([&]() -> PyObject* {
     CallObject* c = as_call(self);
-    if (request(self).respond(c->status, c->headers ? c->headers : Py_None, body)) flush_soon(self);
+    request(self).respond(c->status, c->headers ? c->headers : Py_None, body);
     Py_RETURN_NONE;
   });
 }
@@ -744,12 +698,7 @@ void bind_from_asgi(py::module_& m) {
                                                      "Requests for an ASGI app's event loop.")
       .def(py::init<>())
       .def("fileno", [](AsgiQueue& q) { return q.fd(); })
-      .def("reset",
-           [](AsgiQueue& q) {
-             q.outbox->clear();
-             q.reset();
-           })
-      .def("flush", [](AsgiQueue& q) { q.outbox->flush(); }, "Answers the complete responses kept since the last flush.")
+      .def("reset", [](AsgiQueue& q) { q.reset(); })
       .def(
           "take",
           [](AsgiQueue& q, py::handle type, py::handle host, py::handle state) {
@@ -768,7 +717,7 @@ void bind_from_asgi(py::module_& m) {
           std::string_view cl = env.get(keys::CONTENT_LENGTH);
           std::string body;
           if ((!cl.empty() && cl != "0") || env.contains("HTTP_TRANSFER_ENCODING")) body = env.input().read_all();
-          auto req = std::make_shared<AsgiRequest>(env, std::move(body), q->outbox);
+          auto req = std::make_shared<AsgiRequest>(env, std::move(body));
           return Response::delayed([q, req](Responder r) {
             req->set_responder(std::move(r));
             q->push(req);

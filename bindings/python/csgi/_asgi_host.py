@@ -244,11 +244,6 @@ class AsgiHost:
         self.loop.call_soon(started.set)
         self.loop.run_forever()
 
-    def _flush_soon(self):
-        """A complete response waits in the queue's outbox: answer them all once this pass of the loop is
-        over (the server's io thread is woken once for the lot)."""
-        self.loop.call_soon(self.queue.flush)
-
     def _drain(self):
         create_task = self.loop.create_task
         for call in self.queue.take(self._call, self, self.state):
