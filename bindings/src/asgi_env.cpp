@@ -245,6 +245,13 @@ bool scope_has_no_body(PyObject* scope) {
 }
 
 /// ASGI response headers: (lower-case name, value) pairs of bytes, Content-Length replaced by `length`.
+PyObject* asgi_trailers(const Headers& trailers) {
+  Headers sendable;
+  for (const Header& h : trailers)
+    if (!trailer_field_forbidden(h.name) && is_token(h.name) && !has_ctl(h.value, true)) sendable.add(h.name, h.value);
+  return asgi_headers(sendable, std::nullopt);
+}
+
 PyObject* asgi_headers(const Headers& headers, std::optional<std::uint64_t> length) {
   PyObject* list = PyList_New(0);
   if (!list) throw_python_error();

@@ -20,6 +20,9 @@ void scope_to_env(Env& env, std::string& request_uri, PyObject* scope);
 bool scope_has_no_body(PyObject* scope);
 /// ASGI response headers: (lower-case name, value) pairs of bytes, Content-Length replaced by `length`.
 PyObject* asgi_headers(const Headers& headers, std::optional<std::uint64_t> length);
+/// ASGI trailer fields: (lower-case name, value) pairs of bytes, without the fields RES-15 forbids or
+/// that break RES-2/RES-4 (dropped, ADP-17).
+PyObject* asgi_trailers(const Headers& trailers);
 /// A new bytes object (throws on failure).
 PyObject* bytes_object(std::string_view s);
 /// Appends `s` percent-encoded where a request-target may not hold it as is.

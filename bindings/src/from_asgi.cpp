@@ -9,7 +9,9 @@
 // http.response.body are answered at once with a ready awaitable (no coroutine, no future); what has to
 // wait (a second receive(), a streamed body, errors) goes to the Python subclass's _receive_slow() and
 // _send_slow(). A complete response goes through the Responder from the loop thread; a streamed one
-// through a Writer whose writes run on a pool thread, since write() waits under back-pressure.
+// through a Writer whose writes run on a pool thread, since write() waits under back-pressure; so does one
+// whose http.response.start announced trailers, which end it through Writer::set_trailers() (the scope
+// offers the http.response.trailers extension).
 // The request body is read by the App itself, before it returns (the adapter's csgi.input is not
 // readable once a delayed response was returned), on the server's app thread, within the server's
 // body limit; the env stays valid until the response is answered or its writer closed (APP-4).
@@ -83,6 +85,11 @@ public:
     if (PyBytes_AsStringAndSize(chunk, &data, &len) < 0) throw_python_error();
     ReleaseGil nogil;
     return w->write(std::string_view(data, static_cast<std::size_t>(len)));
+  }
+  /// The trailer fields of a streamed response (before close()); the adapter drops what it cannot send.
+  void set_trailers(PyObject* fields) {
+    Headers h = to_headers(fields);
+    if (WriterPtr w = writer()) w->set_trailers(std::move(h));
   }
   void close() {
     answered();
@@ -189,6 +196,9 @@ struct ScopeParts {
   PyObject* k_body;
   PyObject* k_more_body;
   PyObject* k_status;
+  PyObject* k_trailers;
+  PyObject* k_extensions;
+  PyObject* http_response_trailers;
   PyObject* http_response_start;
   PyObject* http_response_body;
   PyObject* scope_template;    // type, asgi, http_version 1.1, scheme http, root_path ""
@@ -226,6 +236,9 @@ ScopeParts& parts() {
   p->k_body = interned("body");
   p->k_more_body = interned("more_body");
   p->k_status = interned("status");
+  p->k_trailers = interned("trailers");
+  p->k_extensions = interned("extensions");
+  p->http_response_trailers = interned("http.response.trailers");
   p->http_response_start = interned("http.response.start");
   p->http_response_body = interned("http.response.body");
   py::dict asgi;
@@ -344,7 +357,20 @@ PyObject* headers_list(ScopeParts& p, const Env& e) {
 /// A new http scope dict from the env (with a copy of `state` unless it is null or None).
 PyObject* http_scope(const Env& e, PyObject* state);
 
-PyObject* AsgiRequest::scope(PyObject* state) const { return http_scope(env(), state); }
+/// {"http.response.trailers": {}}: the extensions an http scope offers (a new dict each time: the app may
+/// change its own).
+PyObject* http_extensions(ScopeParts& p) {
+  Ref ext(PyDict_New());
+  put(ext.p, p.http_response_trailers, PyDict_New());
+  return ext.release();
+}
+
+PyObject* AsgiRequest::scope(PyObject* state) const {
+  Ref s(http_scope(env(), state));
+  ScopeParts& p = parts();
+  put(s.p, p.k_extensions, http_extensions(p));
+  return s.release();
+}
 
 PyObject* http_scope(const Env& e, PyObject* state) {
   ScopeParts& p = parts();
@@ -381,12 +407,15 @@ struct CallObject {
   PyObject* scope;
   PyObject* headers;  // of http.response.start
   PyObject* ended;    // a future once a second receive() waits for the end of the exchange
+  PyObject* trailer_fields;  // the http.response.trailers headers received so far (a list), or null
   int status;
   char body_given;    // the http.request message went to the app
   char started;       // http.response.start received
   char streaming;     // the head is out, the body follows through the writer
   char finished;      // the response is complete (or failed)
   char gone;          // the client left (a write failed)
+  char trailers;      // http.response.start said trailers: the body goes through the writer, trailers follow
+  char body_ended;    // the last http.response.body of a response with trailers was written
   alignas(std::shared_ptr<AsgiRequest>) unsigned char req_storage[sizeof(std::shared_ptr<AsgiRequest>)];
 };
 
@@ -402,6 +431,7 @@ int call_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(c->scope);
   Py_VISIT(c->headers);
   Py_VISIT(c->ended);
+  Py_VISIT(c->trailer_fields);
   return 0;
 }
 
@@ -411,6 +441,7 @@ int call_clear(PyObject* self) {
   Py_CLEAR(c->scope);
   Py_CLEAR(c->headers);
   Py_CLEAR(c->ended);
+  Py_CLEAR(c->trailer_fields);
   return 0;
 }
 
@@ -485,8 +516,9 @@ PyObject* call_send(PyObject* self, PyObject* message) {
   if (type && !c->started && same_str(type, p.http_response_start)) {
     PyObject* status = PyDict_GetItemWithError(message, p.k_status);
     PyObject* headers = status ? PyDict_GetItemWithError(message, p.k_headers) : nullptr;
+    PyObject* trailers = status ? PyDict_GetItemWithError(message, p.k_trailers) : nullptr;
     if (PyErr_Occurred()) return nullptr;
-    if (status && PyLong_CheckExact(status)) {
+    if (status && PyLong_CheckExact(status) && (!trailers || trailers == Py_False)) {
       long st = PyLong_AsLong(status);
       if (st == -1 && PyErr_Occurred()) return nullptr;
       c->started = 1;
@@ -494,7 +526,8 @@ PyObject* call_send(PyObject* self, PyObject* message) {
       Py_XSETREF(c->headers, headers ? Py_NewRef(headers) : PyTuple_New(0));
       return ready_none();
     }
-  } else if (type && c->started && !c->streaming && !c->finished && !c->gone && same_str(type, p.http_response_body)) {
+  } else if (type && c->started && !c->trailers && !c->streaming && !c->finished && !c->gone &&
+             same_str(type, p.http_response_body)) {
     PyObject* body = PyDict_GetItemWithError(message, p.k_body);
     PyObject* more = PyDict_GetItemWithError(message, p.k_more_body);
     if (PyErr_Occurred()) return nullptr;
@@ -540,6 +573,13 @@ PyObject* call_write(PyObject* self, PyObject* chunk) {
   });
 }
 
+PyObject* call_set_trailers(PyObject* self, PyObject* fields) {
+  return guarded([&]() -> PyObject* {
+    request(self).set_trailers(fields);
+    Py_RETURN_NONE;
+  });
+}
+
 PyObject* call_close(PyObject* self, PyObject*) {
   return guarded([&]() -> PyObject* {
     request(self).close();
@@ -575,6 +615,7 @@ PyMethodDef call_methods[] = {
     {"_respond", call_respond, METH_O, "A complete response: the status and headers received, this body."},
     {"_start", call_start, METH_NOARGS, "Sends the head of a streamed response."},
     {"_write", call_write, METH_O, "Writes a chunk (waits under back-pressure; on a pool thread)."},
+    {"_set_trailers", call_set_trailers, METH_O, "The trailer fields of a streamed response (before _close())."},
     {"_close", call_close, METH_NOARGS, "Ends a streamed response."},
     {"_fail", call_fail, METH_O, "Logs the message and ends the response as failed."},
     {"_log", call_log, METH_O, "Writes the message to csgi.errors."},
@@ -586,12 +627,15 @@ PyMemberDef call_members[] = {
     {"scope", T_OBJECT, offsetof(CallObject, scope), READONLY, nullptr},
     {"headers", T_OBJECT, offsetof(CallObject, headers), 0, nullptr},
     {"ended", T_OBJECT, offsetof(CallObject, ended), 0, nullptr},
+    {"trailer_fields", T_OBJECT, offsetof(CallObject, trailer_fields), 0, nullptr},
     {"status", T_INT, offsetof(CallObject, status), 0, nullptr},
     {"body_given", T_BOOL, offsetof(CallObject, body_given), 0, nullptr},
     {"started", T_BOOL, offsetof(CallObject, started), 0, nullptr},
     {"streaming", T_BOOL, offsetof(CallObject, streaming), 0, nullptr},
     {"finished", T_BOOL, offsetof(CallObject, finished), 0, nullptr},
     {"gone", T_BOOL, offsetof(CallObject, gone), 0, nullptr},
+    {"trailers", T_BOOL, offsetof(CallObject, trailers), 0, nullptr},
+    {"body_ended", T_BOOL, offsetof(CallObject, body_ended), 0, nullptr},
     {nullptr, 0, 0, 0, nullptr},
 };
 

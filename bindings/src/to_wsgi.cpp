@@ -310,6 +310,7 @@ struct Channel {
   std::size_t queued = 0;
   bool writer_closed = false;
   bool consumer_gone = false;
+  Headers trailers;  // set_trailers() (RES-15)
   std::thread::id consumer = std::this_thread::get_id();
 };
 
@@ -328,6 +329,10 @@ public:
     c_->queued += chunk.size();
     c_->cv.notify_all();
     return true;
+  }
+  void set_trailers(Headers trailers) override {
+    std::lock_guard lock(c_->mu);
+    c_->trailers = std::move(trailers);
   }
   void close() override {
     std::lock_guard lock(c_->mu);
@@ -414,6 +419,7 @@ public:
       throw std::runtime_error("csgi app body stream failed: " + what);
     }
     if (!more) {
+      at_end_ = true;
       if (limit_ && sent_ < *limit_) {
         log_length_error(sent_, false);
         throw std::runtime_error("csgi: the response body fell short of its Content-Length (ADP-13)");
@@ -433,6 +439,33 @@ public:
     }
     sent_ += chunk_.size();
     return py::bytes(chunk_.data(), chunk_.size());
+  }
+
+  /// The trailer fields of a body iterated to its end (RES-15), once; none when it stopped early or was
+  /// cut at its Content-Length. A stream's trailers() that throws is logged: the body ends without them.
+  Headers trailers() {
+    if (closed_ || ended_ || !at_end_ || std::exchange(trailers_taken_, true)) return {};
+    GilHeldByCaller held;
+    std::string error;
+    Headers out;
+    {
+      ReleaseGil nogil;
+      if (chan_) {
+        std::lock_guard lock(chan_->mu);
+        out = std::move(chan_->trailers);
+      } else if (stream_) {
+        try {
+          out = stream_->trailers();
+        } catch (const std::exception& e) {
+          error = e.what();
+        } catch (...) {
+          error = "a non-standard exception";
+        }
+      }
+    }
+    if (!error.empty() && ex_)
+      ex_->env.errors().write("csgi: the response stream's trailers() threw; the body ends without them: " + error);
+    return out;
   }
 
   /// Called by Python (close(), deallocation): the GIL is held.
@@ -496,6 +529,8 @@ private:
   std::optional<std::uint64_t> limit_;
   std::uint64_t sent_ = 0;
   bool ended_ = false;  // cut at limit_: the iteration is over
+  bool at_end_ = false;  // next() found the end of the body
+  bool trailers_taken_ = false;
 };
 
 /// A separate open file description for a FileBody (so seeking it moves no one else's offset).
@@ -1023,7 +1058,10 @@ void bind_to_wsgi(py::module_& m) {
                        "The body of a csgi response streamed to a WSGI host; close() closes the C++ stream.")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &BodyIter::next)
-      .def("close", &BodyIter::close);
+      .def("close", &BodyIter::close)
+      .def(
+          "trailers", [](BodyIter& it) { return py::reinterpret_steal<py::object>(asgi_trailers(it.trailers())); },
+          "The ASGI trailer fields once the body was iterated to its end (RES-15): (name, value) pairs.");
   py::class_<AsgiWorkers>(m, "AsgiWorkers", py::module_local(),
                           "csgi.asgi's worker threads: C++ apps run there without the GIL; finished requests "
                           "are handed back in batches through an eventfd the event loop watches.")

@@ -139,6 +139,32 @@ csgi::App make_app(const csgi::AppArgs& args) {
       return csgi::Response::text(200, "done");
     };
   }
+  if (name == "trailers") {
+    // trailers <stream|writer>: "one two three" then grpc-status 0 and a Content-Type (forbidden, dropped)
+    std::string kind = arg(1, "stream");
+    csgi::Headers t{{"grpc-status", "0"}, {"Content-Type", "text/html"}};
+    return [kind, t](csgi::Env&) {
+      csgi::Headers h{{"Content-Type", "text/plain"}, {"Trailer", "grpc-status"}};
+      if (kind == "writer") {
+        return csgi::Response::delayed([h, t](csgi::Responder r) {
+          auto w = r.start(200, h);
+          for (const char* p : {"one ", "two ", "three"})
+            if (!w->write(p)) break;
+          w->set_trailers(t);
+          w->close();
+        });
+      }
+      auto i = std::make_shared<int>(0);
+      csgi::Response r;
+      r.headers = h;
+      r.body = csgi::make_stream([i]() -> std::optional<std::string> {
+        static const char* pieces[] = {"one ", "two ", "three"};
+        if (*i == 3) return std::nullopt;
+        return pieces[(*i)++];
+      }, {}, [t] { return t; });
+      return r;
+    };
+  }
   if (name == "framed") {
     // framed <stream|writer|text> <declared Content-Length> <pieces...> (ADP-13)
     std::string kind = arg(1, "stream"), declared = arg(2, "5");

@@ -125,6 +125,25 @@ def test_file_body_in_chunks(load, tmp_path):
     assert len(messages) > 3  # in chunks, not whole
 
 
+@pytest.mark.parametrize("kind", ["stream", "writer"])
+@pytest.mark.parametrize("threads", [None, 2])
+def test_trailers_sent_where_the_server_offers_them(load, kind, threads):
+    """RES-15/ADP-17: a stream's and a writer's trailer fields go out as http.response.trailers after the
+    last body message when scope["extensions"] offers the extension (forbidden fields dropped), and not at
+    all when it does not."""
+    sc = scope()
+    sc["extensions"] = {"http.response.trailers": {}}
+    messages = drive(csgi.asgi(load("trailers", kind), threads=threads), sc)
+    assert messages[0]["trailers"] is True
+    assert messages[-1] == {"type": "http.response.trailers", "headers": [(b"grpc-status", b"0")],
+                            "more_trailers": False}
+    status, headers, body = validate(messages[:-1])
+    assert (status, body, headers["trailer"]) == (200, b"one two three", "grpc-status")
+    messages = drive(csgi.asgi(load("trailers", kind), threads=threads), scope())
+    assert not messages[0].get("trailers") and messages[-1]["type"] == "http.response.body"
+    assert validate(messages)[2] == b"one two three"
+
+
 @pytest.mark.parametrize("args, status, body", [
     (("delayed",), 200, b"delayed"), (("shared",), 200, b"shared bytes"), (("status", "204"), 204, b""),
     (("error",), 500, None), (("bad",), 400, None),

@@ -311,3 +311,100 @@ def test_receive_and_send_are_awaitables_of_every_kind(server_factory, tmp_path)
     while srv.output().count("second body refused") < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert srv.output().count("second body refused: http.response.body after the last one") == 3
+
+
+TRAILERS_APP = r'''
+async def app(scope, receive, send):
+    """Trailer fields (the http.response.trailers extension) after a whole and a streamed body, sent only
+    when the scope offers the extension."""
+    if scope["type"] != "http":
+        return
+    await receive()
+    offered = "http.response.trailers" in scope.get("extensions", {})
+    await send({"type": "http.response.start", "status": 200, "trailers": offered,
+                "headers": [(b"content-type", b"text/plain"), (b"trailer", b"x-checksum, x-count")]})
+    if scope["path"] == "/whole":
+        await send({"type": "http.response.body", "body": b"one two three"})
+    else:
+        for chunk in (b"one ", b"two ", b"three"):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    if offered:
+        await send({"type": "http.response.trailers", "headers": [(b"x-checksum", b"abc")], "more_trailers": True})
+        await send({"type": "http.response.trailers", "headers": [(b"x-count", b"3")]})
+'''
+
+
+def raw_exchange(port, request):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        data = b""
+        while True:
+            got = s.recv(65536)
+            if not got:
+                return data
+            data += got
+
+
+def dechunk(body):
+    """The data of a chunked body (up to its last chunk)."""
+    out = b""
+    while True:
+        size, _, rest = body.partition(b"\r\n")
+        n = int(size, 16)
+        if n == 0:
+            return out
+        out += rest[:n]
+        body = rest[n + 2:]
+
+
+def h2_exchange(port, path):
+    """One GET over h2c (prior knowledge): (status, body, trailers or None)."""
+    h2 = pytest.importorskip("h2.connection")
+    import h2.events
+    conn = h2.connection.H2Connection()
+    status, body, trailers, ended = None, b"", None, False
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        conn.initiate_connection()
+        conn.send_headers(1, [(":method", "GET"), (":path", path), (":scheme", "http"), (":authority", "x")],
+                          end_stream=True)
+        s.sendall(conn.data_to_send())
+        while not ended:
+            data = s.recv(65536)
+            if not data:
+                break
+            for e in conn.receive_data(data):
+                if isinstance(e, h2.events.ResponseReceived):
+                    status = dict(e.headers)[b":status"]
+                elif isinstance(e, h2.events.DataReceived):
+                    body += e.data
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.TrailersReceived):
+                    trailers = dict(e.headers)
+                elif isinstance(e, h2.events.StreamEnded):
+                    ended = True
+            s.sendall(conn.data_to_send())
+    return status, body, trailers
+
+
+def test_response_trailers_over_chunked_and_h2(server_factory, csgi_bin, tmp_path):
+    (tmp_path / "trailers_app.py").write_text(TRAILERS_APP)
+    port = free_port()
+    srv = server_factory([csgi_bin, "serve", "--asgi", "trailers_app:app", "--listen", "127.0.0.1:%d" % port],
+                         port, cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join([str(tmp_path), HERE]),
+                                                  "CSGI_TEST_APPS": ""})
+    for path in ("/whole", "/streamed"):
+        got = raw_exchange(port, b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert b"transfer-encoding: chunked" in head.lower(), got
+        assert body.endswith(b"0\r\nx-checksum: abc\r\nx-count: 3\r\n\r\n"), (path, got, srv.output()[-2000:])
+        assert dechunk(body) == b"one two three", got
+        status, h2_body, trailers = h2_exchange(port, path)
+        assert (status, h2_body) == (b"200", b"one two three"), srv.output()[-2000:]
+        assert trailers == {b"x-checksum": b"abc", b"x-count": b"3"}, (path, trailers)
+        # HTTP/1.0 and HEAD carry no trailers (ADP-17): the body alone, and the app is not failed.
+        got = raw_exchange(port, b"GET " + path.encode() + b" HTTP/1.0\r\nHost: x\r\n\r\n")
+        assert got.partition(b"\r\n\r\n")[2] == b"one two three", got
+        got = raw_exchange(port, b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 200") and got.partition(b"\r\n\r\n")[2] == b"", got
+    assert "Traceback" not in srv.output() and "csgi: the ASGI app" not in srv.output(), srv.output()[-3000:]

@@ -31,6 +31,7 @@ from ._csgi import App, AsgiWorkers
 _HIGH_WATER = 1 << 16      # request body bytes buffered ahead of the app's reads
 _LATE_BODY_LIMIT = 4 << 20  # request body bytes kept for an app still streaming its response
 _END = object()
+_TRAILERS = "http.response.trailers"  # the ASGI extension a server offers in scope["extensions"]
 _INLINE_LIMIT = 0.002       # seconds: a call on the event loop longer than this is slow
 
 
@@ -140,6 +141,12 @@ class _StreamedInput:
                 return
 
 
+def _trailers_of(it):
+    """The trailer fields of a body iterated to its end (a csgi BodyIterator's; none for other iterables)."""
+    take = getattr(it, "trailers", None)
+    return take() if take is not None else []
+
+
 def _next_chunk(it):
     """The next non-empty chunk of a body iterator, or _END (on a pool thread: next() waits there)."""
     for chunk in it:
@@ -244,6 +251,7 @@ class ASGIApp:
                         % (self.app, took * 1e3, _AUTO_THREADS))
 
     async def _http(self, scope, receive, send):
+        trailers = _TRAILERS in (scope.get("extensions") or ())
         if self._inline:
             # A request whose framing says it has no body is answered without a receive(): one C++
             # call builds the env from the scope, runs the app and returns the ASGI head and body.
@@ -254,7 +262,7 @@ class ASGIApp:
                     await send({"type": "http.response.start", "status": status, "headers": headers})
                     await send({"type": "http.response.body", "body": first})
                     return
-                await self._answer(asyncio.get_running_loop(), receive, send, head)
+                await self._answer(asyncio.get_running_loop(), receive, send, head, trailers=trailers)
                 return
         loop = asyncio.get_running_loop()
         message = await receive()
@@ -286,7 +294,7 @@ class ASGIApp:
                 head = await _finish(loop.run_in_executor(self._pool, self._call, scope, body_input))
             if streamed is not None:
                 streamed.response_started()
-            await self._answer(loop, receive, send, head, streamed, pump)
+            await self._answer(loop, receive, send, head, streamed, pump, trailers)
         finally:
             if pump is not None:
                 pump.cancel()
@@ -306,32 +314,37 @@ class ASGIApp:
         self._workers_loop = loop
         return workers
 
-    async def _answer(self, loop, receive, send, head, streamed=None, pump=None):
+    async def _answer(self, loop, receive, send, head, streamed=None, pump=None, trailers=False):
         """Sends the app's answer: a complete body in one message, an iterator's chunks as more_body
-        messages while watching for the client to leave."""
+        messages while watching for the client to leave, then its trailer fields where the server takes
+        them (the http.response.trailers extension; elsewhere they are dropped)."""
         status, headers, first, it = head
-        await send({"type": "http.response.start", "status": status, "headers": headers})
         if it is None:
+            await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": first})
             return
+        await send({"type": "http.response.start", "status": status, "headers": headers, "trailers": trailers})
         own_pump = None
         try:
             if pump is None:
                 streamed = _DisconnectWatch(receive)
                 pump = own_pump = loop.create_task(streamed.pump())
-            await self._stream(loop, send, first, it, streamed.gone)
+            await self._stream(loop, send, first, it, streamed.gone, trailers)
         finally:
             if own_pump is not None:
                 own_pump.cancel()
 
-    async def _stream(self, loop, send, chunk, it, gone):
-        """Sends a body iterator's chunks until its end or the client's; closes it on every exit."""
+    async def _stream(self, loop, send, chunk, it, gone, trailers=False):
+        """Sends a body iterator's chunks until its end or the client's (then its trailers when asked);
+        closes it on every exit."""
         try:
             while chunk is not _END and not gone.is_set():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 chunk = await _finish(loop.run_in_executor(self._pool, _next_chunk, it))
             if not gone.is_set():
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if trailers:
+                    await send({"type": "http.response.trailers", "headers": _trailers_of(it), "more_trailers": False})
         finally:
             await _finish(loop.run_in_executor(self._pool, it.close))
 

@@ -80,7 +80,8 @@ def _call_type():
             if not self.finished and not self.gone:
                 self.finished = True
                 self._fail("csgi: the ASGI app returned " +
-                           ("before its response body ended" if self.started else "without sending a response"))
+                           ("before its trailers ended" if self.body_ended else
+                            "before its response body ended" if self.started else "without sending a response"))
             self.end()
 
         def end(self):
@@ -103,6 +104,10 @@ def _call_type():
                 self.started = True
                 self.status = int(message["status"])
                 self.headers = message.get("headers", ())
+                self.trailers = bool(message.get("trailers", False))
+                return
+            if kind == "http.response.trailers":
+                await self._send_trailers(message)
                 return
             if kind != "http.response.body":
                 raise RuntimeError("unexpected ASGI message %r" % kind)
@@ -110,14 +115,14 @@ def _call_type():
                 raise RuntimeError("http.response.body before http.response.start")
             if self.gone:
                 await self.left()
-            if self.finished:
+            if self.finished or self.body_ended:
                 raise RuntimeError("http.response.body after the last one")
             body = message.get("body", b"")
             if type(body) is not bytes:
                 body = bytes(body)
             more = message.get("more_body", False)
             if not self.streaming:
-                if not more:
+                if not more and not self.trailers:
                     self.finished = True
                     self._respond(body)
                     self.end()
@@ -131,9 +136,33 @@ def _call_type():
                 self.end()
                 await self.left()
             if not more:
+                if self.trailers:
+                    self.body_ended = True
+                    return
                 self.finished = True
                 self._close()
                 self.end()
+
+        async def _send_trailers(self, message):
+            """http.response.trailers after the last body message: the fields go to the writer, which
+            ends with the last message (more_trailers false)."""
+            if not self.trailers:
+                raise RuntimeError("http.response.trailers without trailers in http.response.start")
+            if self.gone:
+                await self.left()
+            if not self.body_ended:
+                raise RuntimeError("http.response.trailers before the last http.response.body")
+            if self.finished:
+                raise RuntimeError("http.response.trailers after the last one")
+            fields = self.trailer_fields or []
+            fields.extend(message.get("headers", ()))
+            self.trailer_fields = fields
+            if message.get("more_trailers", False):
+                return
+            self.finished = True
+            self._set_trailers(fields)
+            self._close()
+            self.end()
 
         async def left(self):
             """send() once the client has gone: a chance to be cancelled (Starlette cancels a streaming
