@@ -86,6 +86,7 @@ void append_last_chunk(std::string& out, const Headers& trailers);
 
 /// The Content-Length the app declared, when it is one well-formed number.
 inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  if (const HeaderBlock* b = headers.sealed(); b && b->wire_ok) return b->content_length;
   auto cl = headers.get("content-length");
   if (!cl) return std::nullopt;
   std::uint64_t v = 0;
@@ -295,6 +296,7 @@ private:
   // Responding.
   void handle(Response res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
+  void write_fields(const Headers& headers, bool upgrade, bool& has_date);
   void start_body(Response& res);
   void send_text(std::string& s, int status, const Headers& headers);
   void send_bytes(const SharedBytes& b, int status, const Headers& headers);
