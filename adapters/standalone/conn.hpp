@@ -406,6 +406,7 @@ private:
     bool continue_pending = false;  // Expect: 100-continue, not yet answered
     std::uint64_t content_length = 0;
     std::size_t scanned = 0;      // head_complete() scanned up to here (relative to in_.begin)
+    bool folded = false;          // head_complete() saw a field line starting with SP or HTAB (obs-fold)
     std::string_view expect;      // copied from the parser (the parser goes before the response may end)
     std::uint64_t discarded = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
     int status = 0;               // the response's, once its head is written

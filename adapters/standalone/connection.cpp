@@ -220,7 +220,7 @@ Conn::Step Conn::read_head() {
     Step step = start_request();
     if (step != Step::next) return step;
   }
-  if (!head_complete(in_.unparsed(), req_.scanned)) return head_incomplete();
+  if (!head_complete(in_.unparsed(), req_.scanned, req_.folded)) return head_incomplete();
   return parse_head();
 }
 
@@ -272,7 +272,7 @@ Conn::Step Conn::parse_head() {
     reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
     return Step::stop;
   }
-  if (has_obs_fold({in_.at(in_.begin), used})) {
+  if (req_.folded) {  // found by head_complete in the lines Beast just parsed
     reject(400, "obs-fold in header");
     return Step::stop;
   }
