@@ -251,7 +251,7 @@ private:
   void request_ready();
   void set_connection_env(Env& env);
   Response call_app(Env& env, int& failed);
-  void after_app(Response res, int failed);
+  void after_app(Response&& res, int failed);
   void reject(int status, std::string_view why);
   // The body the app left unread (ADP-9).
   bool body_unread() const noexcept;
@@ -294,7 +294,7 @@ private:
   void end_writer(const WriterTurn& turn);
 
   // Responding.
-  void handle(Response res);
+  void handle(Response&& res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
   void write_fields(const Headers& headers, bool upgrade, bool& has_date);
   void start_body(Response& res);

@@ -362,11 +362,10 @@ void Conn::request_ready() {
   }
   phase_ = Phase::app;
   int failed = 0;
-  Response res;
-  {
+  Response res = [&] {
     AppScope scope(t_.fault_slot, this);
-    res = call_app(env, failed);
-  }
+    return call_app(env, failed);
+  }();
   if (phase_ == Phase::closed) return;
   after_app(std::move(res), failed);
 }
@@ -416,7 +415,7 @@ Response Conn::call_app(Env& env, int& failed) {
 }
 
 // Back on the io thread with the app's response.
-void Conn::after_app(Response res, int failed) {
+void Conn::after_app(Response&& res, int failed) {
   if (failed == 408 || failed == 413 || failed == 400) req_.keep_alive = false;
   phase_ = Phase::reading;
   if (link_.hijacked) {

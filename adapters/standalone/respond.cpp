@@ -5,7 +5,7 @@
 namespace csgi::standalone::detail {
 
 // Turns the app's response into bytes (or starts its body), in the order of requests.
-void Conn::handle(Response res) {
+void Conn::handle(Response&& res) {
   if (link_.hijacked || phase_ == Phase::closed) return;
   if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   if (auto* d = std::get_if<Delayed>(&res.body)) {
