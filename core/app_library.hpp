@@ -17,7 +17,8 @@
 #include "csgi/core/log_files.hpp"
 
 // 2: Stream::trailers() and Writer::set_trailers() joined the vtables.
-#define CSGI_APP_ABI_VERSION 2
+// 3: Headers holds a sealed HeaderBlock (its layout and inline readers changed).
+#define CSGI_APP_ABI_VERSION 3
 
 namespace csgi {
 

@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <system_error>
 #include <utility>
 
 namespace csgi {
 
 void Headers::set(std::string_view name, std::string value) {
+  own();
   bool done = false;
   for (auto it = list_.begin(); it != list_.end();) {
     if (iequals(it->name, name)) {
@@ -29,13 +31,59 @@ void Headers::set(std::string_view name, std::string value) {
   if (!done) list_.push_back({std::string(name), std::move(value)});
 }
 
+void Headers::unseal() {
+  list_ = block_->fields;
+  block_.reset();
+}
+
+namespace {
+/// Fills `b`'s wire form and what an adapter needs to know of its fields.
+void prepare_block(HeaderBlock& b) {
+  std::size_t n = 0;
+  for (const Header& h : b.fields) n += h.name.size() + h.value.size() + 4;
+  b.wire.reserve(n);
+  int lengths = 0;
+  bool ok = true;
+  for (const Header& h : b.fields) {
+    if (!is_token(h.name) || has_ctl(h.value, true) || iequals(h.name, "transfer-encoding") ||
+        iequals(h.name, "connection") || iequals(h.name, "keep-alive"))
+      ok = false;
+    if (iequals(h.name, "date")) b.has_date = true;
+    if (iequals(h.name, "content-length")) {
+      std::uint64_t v = 0;
+      const char* end = h.value.data() + h.value.size();
+      auto r = std::from_chars(h.value.data(), end, v);
+      if (++lengths > 1 || h.value.empty() || r.ec != std::errc() || r.ptr != end) ok = false;
+      else b.content_length = v;
+    }
+    b.wire.append(h.name).append(": ").append(h.value).append("\r\n");
+  }
+  b.wire_ok = ok;
+  if (!ok) {
+    b.wire.clear();
+    b.content_length.reset();
+  }
+}
+}  // namespace
+
+void Headers::seal() {
+  if (block_) return;
+  auto b = std::make_shared<HeaderBlock>();
+  b->fields = std::move(list_);
+  list_.clear();
+  prepare_block(*b);
+  block_ = std::move(b);
+}
+
 std::optional<std::string_view> Headers::get(std::string_view name) const noexcept {
-  for (const Header& h : list_)
+  for (const Header& h : fields())
     if (iequals(h.name, name)) return std::string_view(h.value);
   return std::nullopt;
 }
 
 std::size_t Headers::remove(std::string_view name) {
+  if (block_ && !has(name)) return 0;  // a sealed list stays sealed when nothing goes
+  own();
   auto before = list_.size();
   std::erase_if(list_, [&](const Header& h) { return iequals(h.name, name); });
   return before - list_.size();
@@ -43,7 +91,7 @@ std::size_t Headers::remove(std::string_view name) {
 
 std::vector<std::string_view> Headers::get_all(std::string_view name) const {
   std::vector<std::string_view> out;
-  for (const Header& h : list_)
+  for (const Header& h : fields())
     if (iequals(h.name, name)) out.push_back(h.value);
   return out;
 }

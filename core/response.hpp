@@ -25,13 +25,29 @@ struct Header {
   bool operator==(const Header&) const = default;
 };
 
+/// A header list sealed by Headers::seal(): immutable, shared by every copy, with its HTTP/1 form
+/// ("Name: value\r\n" per field) written and checked once, so that an adapter sending many responses
+/// with the same fields (a static file's) copies one block instead of checking and writing each field.
+struct HeaderBlock {
+  std::vector<Header> fields;
+  std::string wire;      // the fields as HTTP/1 field lines, in order (only when wire_ok)
+  bool wire_ok = false;  // every name a token, no control character but tab in a value, no field the
+                         // adapter frames itself (Transfer-Encoding, Connection, Keep-Alive), at most one
+                         // Content-Length, made of digits
+  bool has_date = false;                        // a Date field is among them
+  std::optional<std::uint64_t> content_length;  // the (one) Content-Length field's value
+};
+
 /// An ordered list of header fields; names compare case-insensitively; repeats are kept (RES-3).
+/// seal() makes a list immutable and shared (copies cost one reference count); changing a copy of a sealed
+/// list, or taking a mutable iterator, turns that copy back into an ordinary list first. Readers see the
+/// same fields either way.
 class Headers {
 public:
   Headers() = default;
   Headers(std::initializer_list<Header> h) : list_(h) {}
 
-  void add(std::string name, std::string value) { list_.push_back({std::move(name), std::move(value)}); }
+  void add(std::string name, std::string value) { own().push_back({std::move(name), std::move(value)}); }
   /// Replaces every field named `name` with one field (added at the end when absent).
   void set(std::string_view name, std::string value);
   /// The first value of `name`.
@@ -42,18 +58,33 @@ public:
   /// Every value of `name`, in order.
   std::vector<std::string_view> get_all(std::string_view name) const;
 
-  auto begin() const noexcept { return list_.begin(); }
-  auto end() const noexcept { return list_.end(); }
-  auto begin() noexcept { return list_.begin(); }
-  auto end() noexcept { return list_.end(); }
-  std::size_t size() const noexcept { return list_.size(); }
-  bool empty() const noexcept { return list_.empty(); }
-  void reserve(std::size_t n) { list_.reserve(n); }
-  const Header& operator[](std::size_t i) const { return list_[i]; }
-  bool operator==(const Headers&) const = default;
+  auto begin() const noexcept { return fields().begin(); }
+  auto end() const noexcept { return fields().end(); }
+  auto begin() { return own().begin(); }
+  auto end() { return own().end(); }
+  std::size_t size() const noexcept { return fields().size(); }
+  bool empty() const noexcept { return fields().empty(); }
+  void reserve(std::size_t n) { own().reserve(n); }
+  const Header& operator[](std::size_t i) const { return fields()[i]; }
+  bool operator==(const Headers& o) const { return fields() == o.fields(); }
+
+  /// Makes the list immutable and shared, with its HTTP/1 form prepared (HeaderBlock). Call it on a list
+  /// that many responses copy unchanged.
+  void seal();
+  /// The sealed block, or null for an ordinary list.
+  const HeaderBlock* sealed() const noexcept { return block_.get(); }
 
 private:
-  std::vector<Header> list_;
+  const std::vector<Header>& fields() const noexcept { return block_ ? block_->fields : list_; }
+  /// The list, made an ordinary (unshared) one first when sealed.
+  std::vector<Header>& own() {
+    if (block_) unseal();
+    return list_;
+  }
+  void unseal();
+
+  std::vector<Header> list_;                  // empty while sealed
+  std::shared_ptr<const HeaderBlock> block_;  // set while sealed
 };
 
 using SharedBytes = std::shared_ptr<const std::string>;

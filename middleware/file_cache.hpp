@@ -53,7 +53,7 @@ public:
     std::string etag;
     std::string last_modified;
     std::string content_type;  // set by the Prepare hook (Static: the media type with its charset)
-    Headers head;              // set by the Prepare hook (Static: the headers of a 200 for the whole file)
+    Headers head;              // set by the Prepare hook (Static: the headers of a 200 for the whole file, sealed)
   };
   /// Called once for each regular file opened (outside the cache's lock, before the entry is shared),
   /// with the entry's etag and last_modified already set: derives the rest of what a response needs.

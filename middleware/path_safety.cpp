@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -67,8 +68,33 @@ long sys_openat2(int dirfd, const char* path, std::uint64_t resolve) {
 
 }  // namespace
 
+namespace {
+/// A byte that needs no check beyond one comparison: printable ASCII but '\\' and '%'.
+constexpr std::array<bool, 256> plain_table = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7f; ++c) t[static_cast<std::size_t>(c)] = c != '\\' && c != '%';
+  return t;
+}();
+
+/// The common path in one pass: "/" then plain bytes, no empty segment and none starting with '.'
+/// (no "//", no "/."). Then it is already its own relative path, less the slashes at both ends.
+bool sanitize_simple(std::string_view path, SafePath& out) {
+  if (path.empty() || path.size() > max_path || path.front() != '/') return false;
+  char prev = '/';
+  for (std::size_t i = 1; i < path.size(); ++i) {
+    char c = path[i];
+    if (!plain_table[static_cast<unsigned char>(c)] || (prev == '/' && (c == '/' || c == '.'))) return false;
+    prev = c;
+  }
+  out.trailing_slash = prev == '/';
+  out.relative.assign(path.substr(1, path.size() - 1 - (out.trailing_slash && path.size() > 1 ? 1 : 0)));
+  return true;
+}
+}  // namespace
+
 SafePath sanitize_path(std::string_view path, bool allow_dotfiles) {
   SafePath out;
+  if (sanitize_simple(path, out)) return out;
   auto refuse = [&](int status, const char* why) {
     out.status = status;
     out.reason = why;

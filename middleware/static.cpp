@@ -76,8 +76,8 @@ Response directory_redirect(const Env& env, std::string_view relative) {
 }
 
 /// What a response for the whole file needs, derived once per opened file: the media type (with the
-/// charset for text/*) and the headers of a 200. Content-Length comes first: adapters look it up in
-/// every complete response.
+/// charset for text/*) and the headers of a 200, sealed (Headers::seal). Content-Length comes first:
+/// adapters look it up in every complete response.
 void prepare_entry(const StaticOptions& o, const MimeTypes& mime, FileCache::Entry& e, std::string_view relative) {
   e.content_type = mime.lookup(relative, o.default_type);
   if (!o.charset.empty() && e.content_type.starts_with("text/")) e.content_type.append("; charset=").append(o.charset);
@@ -90,6 +90,7 @@ void prepare_entry(const StaticOptions& o, const MimeTypes& mime, FileCache::Ent
   if (o.etag) h.add("ETag", e.etag);
   if (!o.cache_control.empty()) h.add("Cache-Control", o.cache_control);
   if (o.precompressed && is_compressible_type(e.content_type)) h.add("Vary", "Accept-Encoding");
+  h.seal();  // every 200 for this version shares it: no copy, and its HTTP/1 form is written once
 }
 
 }  // namespace

@@ -18,7 +18,8 @@
 /// `/dir/` → its first index file, else `on_directory` (the Directory app's listing), else 403.
 /// With `cache` (the default) files are looked up through a FileCache (file_cache.hpp): kept open, a
 /// small one in memory and sent as shared bytes, each change seen by the next request (inotify); the media
-/// type and the head of a 200 for the whole file are prepared once per file version and copied per request.
+/// type and the head of a 200 for the whole file are prepared once per file version, the head sealed
+/// (Headers::seal): every 200 shares it, and the standalone server sends it as one prepared block.
 ///
 /// Reads:  REQUEST_METHOD, PATH_INFO, SCRIPT_NAME, QUERY_STRING, HTTP_RANGE, HTTP_IF_RANGE,
 ///         HTTP_IF_NONE_MATCH, HTTP_IF_MODIFIED_SINCE, HTTP_ACCEPT_ENCODING

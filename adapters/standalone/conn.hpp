@@ -86,6 +86,7 @@ void append_last_chunk(std::string& out, const Headers& trailers);
 
 /// The Content-Length the app declared, when it is one well-formed number.
 inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  if (const HeaderBlock* b = headers.sealed(); b && b->wire_ok) return b->content_length;
   auto cl = headers.get("content-length");
   if (!cl) return std::nullopt;
   std::uint64_t v = 0;
@@ -250,7 +251,7 @@ private:
   void request_ready();
   void set_connection_env(Env& env);
   Response call_app(Env& env, int& failed);
-  void after_app(Response res, int failed);
+  void after_app(Response&& res, int failed);
   void reject(int status, std::string_view why);
   // The body the app left unread (ADP-9).
   bool body_unread() const noexcept;
@@ -293,8 +294,9 @@ private:
   void end_writer(const WriterTurn& turn);
 
   // Responding.
-  void handle(Response res);
+  void handle(Response&& res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
+  void write_fields(const Headers& headers, bool upgrade, bool& has_date);
   void start_body(Response& res);
   void send_text(std::string& s, int status, const Headers& headers);
   void send_bytes(const SharedBytes& b, int status, const Headers& headers);
@@ -404,6 +406,7 @@ private:
     bool continue_pending = false;  // Expect: 100-continue, not yet answered
     std::uint64_t content_length = 0;
     std::size_t scanned = 0;      // head_complete() scanned up to here (relative to in_.begin)
+    bool folded = false;          // head_complete() saw a field line starting with SP or HTAB (obs-fold)
     std::string_view expect;      // copied from the parser (the parser goes before the response may end)
     std::uint64_t discarded = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
     int status = 0;               // the response's, once its head is written

@@ -220,7 +220,7 @@ Conn::Step Conn::read_head() {
     Step step = start_request();
     if (step != Step::next) return step;
   }
-  if (!head_complete(in_.unparsed(), req_.scanned)) return head_incomplete();
+  if (!head_complete(in_.unparsed(), req_.scanned, req_.folded)) return head_incomplete();
   return parse_head();
 }
 
@@ -272,7 +272,7 @@ Conn::Step Conn::parse_head() {
     reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
     return Step::stop;
   }
-  if (has_obs_fold({in_.at(in_.begin), used})) {
+  if (req_.folded) {  // found by head_complete in the lines Beast just parsed
     reject(400, "obs-fold in header");
     return Step::stop;
   }
@@ -362,31 +362,35 @@ void Conn::request_ready() {
   }
   phase_ = Phase::app;
   int failed = 0;
-  Response res;
-  {
+  Response res = [&] {
     AppScope scope(t_.fault_slot, this);
-    res = call_app(env, failed);
-  }
+    return call_app(env, failed);
+  }();
   if (phase_ == Phase::closed) return;
   after_app(std::move(res), failed);
 }
 
+namespace {
+/// Sets `key`, a constant of keys.hpp: its bytes are static, so the env keeps the view without copying it.
+inline void put_key(Env& env, std::string_view key, Value v) { *env.emplace(key, v, false).first = v; }
+}  // namespace
+
 void Conn::set_connection_env(Env& env) {
-  env.set_object<Input>(keys::input, static_cast<Input*>(this));
-  env.set_object<ErrorStream>(keys::errors, &sh_.errors);
-  env.set_bool(keys::multithread, sh_.multithread);
-  env.set_bool(keys::multiprocess, sh_.multiprocess);
-  env.set_bool(keys::run_once, false);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
-  if (!tls_) env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(this));  // no raw socket under TLS
+  put_key(env, keys::input, Value::of_object(static_cast<Input*>(this)));
+  put_key(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh_.errors)));
+  put_key(env, keys::multithread, Value::of_bool(sh_.multithread));
+  put_key(env, keys::multiprocess, Value::of_bool(sh_.multiprocess));
+  put_key(env, keys::run_once, Value::of_bool(false));
+  put_key(env, keys::nonblocking, Value::of_bool(false));
+  put_key(env, keys::streaming, Value::of_bool(true));
+  if (!tls_) put_key(env, keys::x::io, Value::of_object(static_cast<Hijack*>(this)));  // no raw socket under TLS
   else if (tls_info_) tls_info_->set_env(env);
-  env.set_bool(keys::x::cleanup, true);
-  env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &cleanup_);
-  env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(this));
-  env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(this));
-  env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh_.opt.max_body_bytes));
-  env.set_object<ServerStats>(keys::x::server_stats, sh_.stats);
+  put_key(env, keys::x::cleanup, Value::of_bool(true));
+  put_key(env, keys::x::cleanup_handlers, Value::of_object(&cleanup_));
+  put_key(env, keys::x::informational, Value::of_object(static_cast<Informational*>(this)));
+  put_key(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(this)));
+  put_key(env, keys::x::request_body_limit, Value::of_int(static_cast<std::int64_t>(sh_.opt.max_body_bytes)));
+  put_key(env, keys::x::server_stats, Value::of_object(sh_.stats));
   if (peer_.https) env.set_view(keys::HTTPS, "on");
 }
 
@@ -411,7 +415,7 @@ Response Conn::call_app(Env& env, int& failed) {
 }
 
 // Back on the io thread with the app's response.
-void Conn::after_app(Response res, int failed) {
+void Conn::after_app(Response&& res, int failed) {
   if (failed == 408 || failed == 413 || failed == 400) req_.keep_alive = false;
   phase_ = Phase::reading;
   if (link_.hijacked) {

@@ -118,7 +118,7 @@ bool has_obs_fold(std::string_view head) noexcept {
   return false;
 }
 
-bool head_complete(std::string_view bytes, std::size_t& scanned) noexcept {
+bool head_complete(std::string_view bytes, std::size_t& scanned, bool& folded) noexcept {
   const char* b = bytes.data();
   std::size_t n = bytes.size();
   std::size_t i = scanned;
@@ -131,10 +131,16 @@ bool head_complete(std::string_view bytes, std::size_t& scanned) noexcept {
       return false;
     }
     if (b[k + 1] == '\n' || (b[k + 1] == '\r' && b[k + 2] == '\n')) return true;
+    if (b[k + 1] == ' ' || b[k + 1] == '\t') folded = true;
     i = k + 1;
   }
   scanned = n;
   return false;
+}
+
+bool head_complete(std::string_view bytes, std::size_t& scanned) noexcept {
+  bool folded = false;
+  return head_complete(bytes, scanned, folded);
 }
 
 }  // namespace csgi::standalone::detail

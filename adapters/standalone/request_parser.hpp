@@ -74,5 +74,8 @@ bool has_obs_fold(std::string_view head) noexcept;
 /// True when `bytes` holds a complete request head (an empty line ends it). `scanned` is where the last
 /// call stopped (relative to bytes.data()); only new bytes are scanned.
 bool head_complete(std::string_view bytes, std::size_t& scanned) noexcept;
+/// The same, also setting `folded` when a field line of the head scanned so far starts with SP or HTAB
+/// (what has_obs_fold finds in the head, found in the same pass).
+bool head_complete(std::string_view bytes, std::size_t& scanned, bool& folded) noexcept;
 
 }  // namespace csgi::standalone::detail

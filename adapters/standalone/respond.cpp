@@ -5,7 +5,7 @@
 namespace csgi::standalone::detail {
 
 // Turns the app's response into bytes (or starts its body), in the order of requests.
-void Conn::handle(Response res) {
+void Conn::handle(Response&& res) {
   if (link_.hijacked || phase_ == Phase::closed) return;
   if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   if (auto* d = std::get_if<Delayed>(&res.body)) {
@@ -47,11 +47,9 @@ FramingField framing_field(std::string_view name) noexcept {
 
 }  // namespace
 
-void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
-  req_.status = status;
-  out_.append(sh_.status_line(status));
-  bool has_date = false;
-  bool upgrade = status == 101;
+// The response's fields as HTTP/1 field lines, less those the server writes itself (ADP-1) and any with
+// a bad name or control characters (logged); `has_date` says whether a Date field went out.
+void Conn::write_fields(const Headers& headers, bool upgrade, bool& has_date) {
   for (const Header& h : headers) {
     FramingField f = framing_field(h.name);
     if (!upgrade && f == FramingField::framing) continue;
@@ -64,6 +62,22 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
     out_.append(": ");
     out_.append(h.value);
     out_.append("\r\n");
+  }
+}
+
+void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
+  req_.status = status;
+  out_.append(sh_.status_line(status));
+  bool has_date = false;
+  bool upgrade = status == 101;
+  const HeaderBlock* b = headers.sealed();
+  if (b && b->wire_ok && !upgrade && (!b->content_length || b->content_length == length)) {
+    // A list checked when it was sealed: its field lines at once; its Content-Length is the body's.
+    out_.append(b->wire);
+    has_date = b->has_date;
+    if (b->content_length) length.reset(), chunked = false;
+  } else {
+    write_fields(headers, upgrade, has_date);
   }
   if (!has_date) {
     out_.append("Date: ");

@@ -115,7 +115,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (int request = 0; request < 8 && !in.empty(); ++request) {
     while (!in.empty() && (in.front() == '\r' || in.front() == '\n')) in.remove_prefix(1);
     std::size_t scanned = 0;
-    if (in.empty() || !standalone::detail::head_complete(in, scanned)) return 0;
+    bool folded = false;
+    if (in.empty() || !standalone::detail::head_complete(in, scanned, folded)) return 0;
     env.clear();
     standalone::detail::RequestParser parser(env, opt, conn);
     boost::system::error_code ec;
@@ -128,7 +129,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     check(parser.is_header_done(), "head parsed");
     check(used <= in.size(), "head within input");
-    if (standalone::detail::has_obs_fold(in.substr(0, used)) || parser.reject_status) return 0;
+    check(folded == standalone::detail::has_obs_fold(in.substr(0, used)), "obs-fold found in the head scan");
+    if (folded || parser.reject_status) return 0;
     in.remove_prefix(used);
 
     std::string_view script = env.get(keys::SCRIPT_NAME), path = env.get(keys::PATH_INFO);

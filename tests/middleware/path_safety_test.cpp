@@ -161,6 +161,31 @@ TEST_CASE("sanitize_path refuses traversal and malformed paths", "[path_safety]"
   CHECK(sanitize_path("/caf\xc3\xa9.txt").status == 0);
 }
 
+TEST_CASE("sanitize_path: plain paths (one pass) and the rest (segment by segment) agree", "[path_safety]") {
+  auto rel = [](std::string_view p) {
+    SafePath sp = sanitize_path(p);
+    return std::to_string(sp.status) + ":" + sp.relative + (sp.trailing_slash ? "/" : "");
+  };
+  CHECK(rel("/x") == "0:x");
+  CHECK(rel("/x/") == "0:x/");
+  CHECK(rel("/a.b/c./d-e_f~g h/") == "0:a.b/c./d-e_f~g h/");
+  CHECK(rel("/a//b") == "0:a/b");
+  CHECK(rel("/a/./b") == "0:a/b");
+  CHECK(rel("/a/b/.") == "0:a/b");
+  CHECK(rel("//") == "0:/");
+  CHECK(rel("/a/.b") == "404:");
+  CHECK(rel("/a/..") == "403:");
+  CHECK(rel("/a/%41") == "400:");
+  CHECK(rel("/a%zz") == "0:a%zz");
+  CHECK(rel("/a\x7f") == "400:");
+  CHECK(rel("/a\x01b") == "400:");
+  CHECK(rel("/a\\b") == "400:");
+  CHECK(rel("/caf\xc3\xa9/") == "0:caf\xc3\xa9/");
+  CHECK(rel("/\xc3") == "400:");
+  CHECK(rel("/" + std::string(4095, 'a')) == "0:" + std::string(4095, 'a'));
+  CHECK(rel("/" + std::string(4096, 'a')) == "400:");
+}
+
 TEST_CASE("valid_utf8 rejects overlong forms, surrogates and truncation", "[path_safety]") {
   CHECK(valid_utf8("plain"));
   CHECK(valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
