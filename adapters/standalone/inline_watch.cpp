@@ -1,6 +1,7 @@
 #include "csgi/adapters/standalone/inline_watch.hpp"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <string>
 
@@ -9,13 +10,15 @@
 namespace csgi::standalone::detail {
 
 namespace {
-/// The calling thread's voluntary context switches and CPU time (µs); false where RUSAGE_THREAD fails.
+/// The calling thread's voluntary context switches (getrusage) and CPU time in µs (its CPU-time clock:
+/// getrusage's times of a running thread are only brought up to date at a scheduler tick); false where
+/// either fails.
 bool thread_usage(long& switches, std::int64_t& cpu_us) noexcept {
   struct rusage u {};
-  if (::getrusage(RUSAGE_THREAD, &u) != 0) return false;
+  timespec ts{};
+  if (::getrusage(RUSAGE_THREAD, &u) != 0 || ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return false;
   switches = u.ru_nvcsw;
-  cpu_us = (static_cast<std::int64_t>(u.ru_utime.tv_sec) + u.ru_stime.tv_sec) * 1000000 + u.ru_utime.tv_usec +
-           u.ru_stime.tv_usec;
+  cpu_us = static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
   return true;
 }
 }  // namespace

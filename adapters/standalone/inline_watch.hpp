@@ -3,8 +3,9 @@
 // with --app-threads 0, until one call holds that thread too long; from then on on the app pool, for good.
 //
 // Each inline call is timed (the monotonic clock: a few ns). Once a call has taken over the limit
-// (2 ms), each later call also reads the thread's usage (getrusage(RUSAGE_THREAD): its voluntary
-// context switches and CPU time, under a microsecond); a call over the limit during which the thread
+// (2 ms), each later call also reads the thread's usage (its voluntary context switches from
+// getrusage(RUSAGE_THREAD), its CPU time from its CPU-time clock: two system calls, under a microsecond
+// together); a call over the limit during which the thread
 // waited (a voluntary context switch: the app blocked) or computed for over the limit moves the app. A
 // thread that the kernel preempted (a loaded machine) or a first call's set-up does not move it.
 #include <atomic>
