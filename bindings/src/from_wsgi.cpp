@@ -361,7 +361,14 @@ private:
   PyObject* environ_template();
   /// Puts an env entry with the key of `s` into environ `d`: nothing when the template holds its value;
   /// a value seen again joins the template, a changed one leaves it.
-  void put(PyObject* d, KeyTable::Slot& s, const Value& v);
+  void put(PyObject* d, KeyTable::Slot& s, const Value& v) {
+    if (s.seen == request_) return;  // an env has each key once
+    s.seen = request_;
+    if (s.in_template && s.in_template != s.fallback) ++matched_;
+    if (s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // the copy has it
+    put_changed(d, s, v);
+  }
+  void put_changed(PyObject* d, KeyTable::Slot& s, const Value& v);
   /// Entries of the template that this request's env lacks: removed from `d` and the template (or put
   /// back to their fallback).
   void drop_missing(PyObject* d);
@@ -450,11 +457,7 @@ PyObject* PyApp::environ_template() {
   return template_;
 }
 
-void PyApp::put(PyObject* d, KeyTable::Slot& s, const Value& v) {
-  if (s.seen == request_) return;  // an env has each key once
-  s.seen = request_;
-  if (s.in_template && s.in_template != s.fallback) ++matched_;
-  if (s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // the copy has it
+void PyApp::put_changed(PyObject* d, KeyTable::Slot& s, const Value& v) {
   bool reused = false;
   PyObject* obj = KeyTable::value(s, v, reused);
   if (!obj) throw_python_error();
