@@ -72,10 +72,9 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
     throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
   cl.app_args = parsed.values("app-arg");
   cl.options = std::move(parsed.options);
-  // A WSGI app blocks on I/O as a rule: it runs on a pool unless --app-threads says (docs/standalone.md).
+  // A WSGI app may block on I/O: it moves to a pool once it does, unless --app-threads says (docs/standalone.md).
   for (const auto& c : cl.modes)
-    if (std::string_view(c.mode->option) == "wsgi" && !parsed.has("app-threads"))
-      cl.options.server.app_threads = runner::wsgi_app_threads;
+    if (std::string_view(c.mode->option) == "wsgi" && !parsed.has("app-threads")) runner::use_wsgi_app_threads(cl.options);
   cl.warnings = std::move(parsed.warnings);
   return cl;
 }

@@ -112,8 +112,9 @@ std::vector<OptionSpec> make_table() {
    [](Options& o, const std::string& v) { o.server.workers = static_cast<unsigned>(whole(v, 0, 1024)); }},
   {"app-threads", 0, "N", H, false,
    "0: the app runs on the io thread that owns the connection (the fast path for apps that never block; "
-   "the default, but 8 for csgi serve --wsgi); N: on a pool of N threads with one shared queue, the io "
-   "threads keep serving while the app blocks. Under FastCGI the app runs on its --threads",
+   "the default); N: on a pool of N threads with one shared queue, the io threads keep serving while the "
+   "app blocks. Not given with --wsgi: on the io thread until a call blocks or computes past 2 ms, then on "
+   "a pool of 8 for good. Under FastCGI the app runs on its --threads",
    [](const Options& d) { return show(d.server.app_threads); },
    [](Options& o, const std::string& v) { o.server.app_threads = static_cast<unsigned>(whole(v, 0, 4096)); }},
   {"reload", 0, nullptr, H, false,

@@ -127,4 +127,11 @@ Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& e
 /// Checks the values across options (limits, ranges, at most one --listen for FastCGI); throws UsageError.
 void validate(Options& options);
 
+/// Where a WSGI app runs when --app-threads is not given: on the io thread, the fast path for a quick app,
+/// until a call blocks or computes past 2 ms; then on a pool of wsgi_app_threads, for good.
+inline void use_wsgi_app_threads(Options& o) noexcept {
+  o.server.app_threads = wsgi_app_threads;
+  o.server.app_inline_first = true;
+}
+
 }  // namespace csgi::runner

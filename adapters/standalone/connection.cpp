@@ -356,7 +356,7 @@ void Conn::request_ready() {
     handle(Response::error(404));
     return;
   }
-  if (sh_.pool) {
+  if (sh_.app_on_pool()) {
     run_in_pool();
     return;
   }
@@ -399,6 +399,8 @@ void Conn::set_connection_env(Env& env) {
 // HttpError thrown (0 for none).
 Response Conn::call_app(Env& env, int& failed) {
   try {
+    // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
+    InlineWatch::Call watch(sh_.inline_watch && sh_.inline_watch->inline_now() ? sh_.inline_watch : nullptr);
     return sh_.app(env);
   } catch (const HttpError& e) {
     failed = e.status();

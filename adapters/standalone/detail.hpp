@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/intrusive/list.hpp>
 
+#include "csgi/adapters/standalone/inline_watch.hpp"
 #include "csgi/adapters/standalone/listen.hpp"
 #include "csgi/adapters/standalone/proxy_protocol.hpp"
 #include "csgi/adapters/standalone/server.hpp"
@@ -97,6 +98,9 @@ struct Shared {
   bool multiprocess = false;
   std::vector<class IoThread*> threads;  // every io thread of this process (for accept balancing)
   class AppPool* pool = nullptr;         // --app-threads > 0: where the app runs
+  class InlineWatch* inline_watch = nullptr;  // app_inline_first: the app runs inline while it says so
+  /// True when the app is called on the pool rather than on the io thread.
+  bool app_on_pool() const noexcept { return pool && (!inline_watch || !inline_watch->inline_now()); }
   WorkerBoard::Slot* slot = nullptr;     // this process's gauges on the server's WorkerBoard
   class Recycler* recycler = nullptr;    // a prefork worker with --max-requests/--max-worker-memory
   std::unique_ptr<class TlsContext> tls;  // certificates given: the TLS listeners' (tls.hpp)

@@ -488,7 +488,7 @@ void H2Conn::on_request(std::shared_ptr<H2Request> req) {
     return;
   }
   ++in_app_;
-  if (c_.sh_.pool) run_pooled(req);
+  if (c_.sh_.app_on_pool()) run_pooled(req);
   else run_inline(req);
 }
 

@@ -769,6 +769,11 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     pool.emplace(opt.app_threads, sh.slot, std::move(on_start));
     sh.pool = &*pool;
   }
+  std::optional<InlineWatch> inline_watch;
+  if (sh.pool && opt.app_inline_first) {
+    inline_watch.emplace(sh.errors, opt.app_threads);
+    sh.inline_watch = &*inline_watch;
+  }
   std::optional<Recycler> recycler;
   if (in_worker && (opt.max_requests > 0 || opt.max_worker_rss > 0)) {
     recycler.emplace(opt, [this, &sh](WorkerBoard::Cause cause, const std::string& why) { retire(sh, cause, why); });
@@ -867,6 +872,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
     threads.clear();
   }
   sh.pool = nullptr;
+  sh.inline_watch = nullptr;
   sh.recycler = nullptr;
   return 0;
 }

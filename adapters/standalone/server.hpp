@@ -60,6 +60,7 @@ struct ServerOptions {
   unsigned threads = 1;           // io threads per process
   unsigned workers = 0;           // 0: serve in this process; N: prefork N workers under a master
   unsigned app_threads = 0;       // 0: the app runs on the io thread (inline); N: on a pool of N threads per process
+  bool app_inline_first = false;  // with app_threads N: inline until a call blocks or computes past 2 ms, then on the pool
   bool reuseport = false;         // one SO_REUSEPORT socket per thread instead of one shared socket
   std::string script_name;        // mount prefix ("" or "/prefix"); other paths answer 404
   std::string access_log;         // file for one combined-format line per request ("" = none, "-" = stdout)

@@ -67,8 +67,8 @@ Command parse_command(std::vector<std::string>& words) {
   c.spec = c.parsed.values(c.asgi ? "asgi" : "wsgi").front();
   if (c.spec.empty()) throw UsageError(std::string(c.asgi ? "--asgi" : "--wsgi") + " needs a value");
   runner::Options& o = c.parsed.options;
-  // As csgi serve: a WSGI app blocks on I/O as a rule, so it runs on a pool unless --app-threads says.
-  if (!c.asgi && !c.parsed.has("app-threads")) o.server.app_threads = runner::wsgi_app_threads;
+  // As csgi serve: a WSGI app may block on I/O, so it moves to a pool once it does unless --app-threads says.
+  if (!c.asgi && !c.parsed.has("app-threads")) runner::use_wsgi_app_threads(o);
   if (o.reload && o.adapter != runner::Adapter::http) throw UsageError("--reload applies to HTTP only");
   return c;
 }

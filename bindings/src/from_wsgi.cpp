@@ -12,10 +12,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 #include "common.hpp"
 #include "csgi/core/http_error.hpp"
@@ -38,8 +41,16 @@ struct CallState {
 class StartResponse {
 public:
   explicit StartResponse(std::shared_ptr<CallState> st) : st_(std::move(st)) {}
+  ~StartResponse() { Py_XDECREF(write_); }
+  StartResponse(const StartResponse&) = delete;
+  StartResponse& operator=(const StartResponse&) = delete;
   /// Serves another request (an object no one else holds, reused).
   void attach(std::shared_ptr<CallState> st) noexcept { st_ = std::move(st); }
+  /// The write callable call() returns: a bound method of this object, made once and kept while the
+  /// object serves requests (a reference cycle that PyApp breaks, with set_write(nullptr), when a
+  /// request ends and the object is not kept for the next one). Steals `w`.
+  void set_write(PyObject* w) noexcept { Py_XSETREF(write_, w); }
+  PyObject* write_obj() const noexcept { return write_; }
 
   py::object call(py::handle self, py::handle status, py::handle headers, py::handle exc_info) {
     CallState& st = *st_;
@@ -83,6 +94,7 @@ public:
     st.status = code;
     st.headers = std::move(out);
     st.started = true;
+    if (write_) return py::reinterpret_borrow<py::object>(write_);
     return self.attr("write");
   }
 
@@ -96,6 +108,20 @@ public:
 
 private:
   std::shared_ptr<CallState> st_;
+  PyObject* write_ = nullptr;  // owned
+};
+
+/// The start_response of one request: unless PyApp::recycle() keeps it, the end of the request breaks
+/// the cycle between it and its write callable.
+struct StartResponseRef {
+  py::object obj;
+  StartResponse* ptr = nullptr;
+  StartResponseRef() = default;
+  StartResponseRef(const StartResponseRef&) = delete;
+  StartResponseRef& operator=(const StartResponseRef&) = delete;
+  ~StartResponseRef() {
+    if (ptr) ptr->set_write(nullptr);
+  }
 };
 
 /// wsgi.input and wsgi.errors of one request, with their C++ objects (for detach() without a cast).
@@ -138,15 +164,24 @@ private:
 /// The str objects of environ keys and of their recent values, made once and shared by requests (a str is
 /// immutable, so an app cannot tell). Open addressing over the whole key; bounded, so that header names a
 /// client makes up cannot grow it without end (past the bound such a key is a fresh str per request).
-/// Used under the GIL only.
+/// Each slot also says what the environ template (PyApp::template_) holds for its key. Used under the GIL
+/// only.
 class KeyTable {
 public:
   struct Slot {
     std::uint64_t hash = 0;
     std::string key;
     PyObject* str = nullptr;    // interned; owned
-    std::string last;           // the bytes of `value`
+    // The value of the last request that had this key: its type, bytes (text) or number, and object.
+    Value::Type type = Value::Type::object;
+    std::int64_t num = 0;
+    std::string last;
     PyObject* value = nullptr;  // owned
+    PyObject* in_template = nullptr;  // what the environ template holds for the key (borrowed), or null
+    PyObject* fallback = nullptr;     // the template's entry when a request lacks the key (owned), or null
+    std::uint64_t seen = 0;           // the last request (PyApp's count) whose env had the key
+    Slot* mirror = nullptr;           // csgi.url_scheme and the like: the wsgi.* key that mirrors it
+    bool mirror_known = false;
   };
 
   KeyTable() = default;
@@ -158,11 +193,13 @@ public:
     for (Slot& s : slots_) {
       Py_CLEAR(s.str);
       Py_CLEAR(s.value);
+      Py_CLEAR(s.fallback);
+      s.in_template = nullptr;
     }
   }
   /// Forgets the str objects without releasing them (the interpreter is gone).
   void abandon() noexcept {
-    for (Slot& s : slots_) s.str = s.value = nullptr;
+    for (Slot& s : slots_) s.str = s.value = s.fallback = s.in_template = nullptr;
   }
 
   /// The slot of key `k` (its interned str in slot->str), or null when the table is full and `k` new.
@@ -170,7 +207,7 @@ public:
   /// hashing (the bytes are still compared: an address may hold another key by the next request).
   Slot* find(std::string_view k) {
     Front& f = front_[(reinterpret_cast<std::uintptr_t>(k.data()) >> 3 ^ k.size()) % front_.size()];
-    if (f.data == k.data() && f.slot && f.slot->key == k) return f.slot;
+    if (f.data == k.data() && f.slot && same_bytes(f.slot->key, k)) return f.slot;
     Slot* s = find_hashed(k);
     if (s) f = {k.data(), s};
     return s;
@@ -191,7 +228,7 @@ public:
         ++used_;
         return &s;
       }
-      if (s.hash == h && s.key == k) return &s;
+      if (s.hash == h && same_bytes(s.key, k)) return &s;
     }
   }
 
@@ -202,22 +239,69 @@ public:
     return s->str;
   }
 
-  /// A new reference to a str of `v` for the key of `slot`: the previous request's when the bytes are equal.
-  static PyObject* value(Slot& slot, std::string_view v) {
-    if (slot.value && slot.last.size() == v.size() && std::memcmp(slot.last.data(), v.data(), v.size()) == 0) {
-      Py_INCREF(slot.value);
-      return slot.value;
+  /// A new reference to an object of `v` for the key of `slot`: the previous request's when equal
+  /// (`reused` says so). Null with a Python error set.
+  static PyObject* value(Slot& slot, const Value& v, bool& reused) {
+    reused = same_value(slot, v);
+    if (reused) return Py_NewRef(slot.value);
+    PyObject* obj = fresh(v);
+    if (obj && (v.type() != Value::Type::text || v.text().size() <= kMaxValue)) {
+      Py_XSETREF(slot.value, Py_NewRef(obj));
+      slot.type = v.type();
+      if (v.type() == Value::Type::text) slot.last.assign(v.text());
+      else slot.num = v.type() == Value::Type::boolean ? static_cast<std::int64_t>(v.truthy()) : v.integer();
     }
-    PyObject* str = latin1_str(v);
-    if (str && v.size() <= kMaxValue) {
-      Py_XSETREF(slot.value, Py_NewRef(str));
-      slot.last.assign(v);
+    return obj;
+  }
+
+  /// True when slot.value is an object of `v`.
+  static bool same_value(const Slot& slot, const Value& v) noexcept {
+    if (!slot.value || slot.type != v.type()) return false;
+    switch (v.type()) {
+      case Value::Type::text: return same_bytes(slot.last, v.text());
+      case Value::Type::boolean: return slot.num == static_cast<std::int64_t>(v.truthy());
+      case Value::Type::integer: return slot.num == v.integer();
+      case Value::Type::object: break;
     }
-    return str;
+    return false;
+  }
+
+  /// A new object of `v` (text as a latin-1 str); null with a Python error set.
+  static PyObject* fresh(const Value& v) {
+    switch (v.type()) {
+      case Value::Type::text: return latin1_str(v.text());
+      case Value::Type::boolean: return PyBool_FromLong(v.truthy());
+      case Value::Type::integer: return PyLong_FromLongLong(v.integer());
+      case Value::Type::object: break;
+    }
+    return Py_NewRef(Py_None);
+  }
+
+  /// The N bytes at p as a number.
+  template <std::size_t N>
+  static std::conditional_t<N == 8, std::uint64_t, std::uint32_t> word(const char* p) noexcept {
+    std::conditional_t<N == 8, std::uint64_t, std::uint32_t> w;
+    std::memcpy(&w, p, N);
+    return w;
+  }
+  /// a == b, inline for the short strings of an environ (a library memcmp costs more than the compare).
+  static bool same_bytes(std::string_view a, std::string_view b) noexcept {
+    std::size_t n = a.size();
+    if (n != b.size()) return false;
+    const char *p = a.data(), *q = b.data();
+    if (n >= 8) {  // whole words, the last one overlapping the one before
+      for (std::size_t i = 0; i + 8 < n; i += 8)
+        if (word<8>(p + i) != word<8>(q + i)) return false;
+      return word<8>(p + n - 8) == word<8>(q + n - 8);
+    }
+    if (n >= 4) return word<4>(p) == word<4>(q) && word<4>(p + n - 4) == word<4>(q + n - 4);
+    for (; n > 0; ++p, ++q, --n)
+      if (*p != *q) return false;
+    return true;
   }
 
 private:
-  static constexpr std::size_t kSlots = 512, kMaxUsed = 384, kMaxValue = 64;
+  static constexpr std::size_t kSlots = 512, kMaxUsed = 384, kMaxValue = 256;
   static std::uint64_t hash_of(std::string_view k) noexcept {
     std::uint64_t h = 0x9E3779B97F4A7C15u ^ k.size();
     const char* p = k.data();
@@ -244,6 +328,7 @@ private:
 
 class PyApp : public std::enable_shared_from_this<PyApp> {
 public:
+  static constexpr Py_ssize_t kTemplateRoom = 48;
   PyApp(py::object app) : app_(app.release().ptr()), interp_(PyThreadState_Get()->interp) {}
   ~PyApp() {
     AcquireGil gil(interp_);
@@ -254,11 +339,12 @@ public:
       spare_start_response_.obj.release();
       return;
     }
+    if (spare_start_response_.obj) spare_start_response_.ptr->set_write(nullptr);
     spare_input_.obj = py::object();
     spare_errors_.obj = py::object();
     spare_start_response_.obj = py::object();
     Py_CLEAR(app_);
-    Py_CLEAR(constants_);
+    Py_CLEAR(template_);
     Py_CLEAR(file_wrapper_);
     keys_.clear();
   }
@@ -269,9 +355,25 @@ public:
 
 private:
   PyObject* build_environ(Env& env, Streams& io);
-  /// The environ entries every request starts with (wsgi.version, wsgi.url_scheme, …), made on first use
-  /// with room for a usual request's keys, so that its copy takes them without growing.
-  PyObject* constants();
+  /// The environ template every request's environ is copied from (PyDict_Copy of a dict without deleted
+  /// entries is a copy of its table): the wsgi.* constants, and each env entry whose value was the same
+  /// in the last two requests that had its key. Made on first use with room for a usual request's keys.
+  PyObject* environ_template();
+  /// Puts an env entry with the key of `s` into environ `d`: nothing when the template holds its value;
+  /// a value seen again joins the template, a changed one leaves it.
+  void put(PyObject* d, KeyTable::Slot& s, const Value& v) {
+    if (s.seen == request_) return;  // an env has each key once
+    s.seen = request_;
+    if (s.in_template && s.in_template != s.fallback) ++matched_;
+    if (s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // the copy has it
+    put_changed(d, s, v);
+  }
+  void put_changed(PyObject* d, KeyTable::Slot& s, const Value& v);
+  /// Entries of the template that this request's env lacks: removed from `d` and the template (or put
+  /// back to their fallback).
+  void drop_missing(PyObject* d);
+  /// The template again, without the room its deleted entries took.
+  void compact_template();
   Response finish(Env& env, CallState& st, PyObject* result, Streams& io);
   /// The Python objects of a request (wsgi.input, wsgi.errors, start_response) are reused by the next one
   /// when, at the end of a request, nothing but this holds them (their refcount is 1): making a bound
@@ -287,8 +389,8 @@ private:
       }
     }
   };
-  py::object start_response(std::shared_ptr<CallState> st, StartResponse*& ptr);
-  void recycle(Streams& io, py::object& sr, StartResponse* sr_ptr);
+  void start_response(std::shared_ptr<CallState> st, StartResponseRef& sr);
+  void recycle(Streams& io, StartResponseRef& sr);
   /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
   template <class T>
   py::object wrap(T* obj, const py::detail::type_info*& type) {
@@ -303,7 +405,13 @@ private:
 
   PyObject* app_;
   PyInterpreterState* interp_;
-  PyObject* constants_ = nullptr;
+  PyObject* template_ = nullptr;
+  std::vector<KeyTable::Slot*> in_template_;  // the slots whose in_template is set (and stale ones)
+  std::size_t template_count_ = 0;          // slots whose in_template is set and not their fallback
+  std::size_t matched_ = 0;                 // of those, the ones the current request's env has
+  std::uint64_t request_ = 0;               // requests begun (Slot::seen)
+  bool template_holes_ = false;             // the template had entries deleted
+  std::array<KeyTable::Slot*, 64> order_{};  // the slots of the last request's env keys, in its order
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   KeyTable keys_;
   const py::detail::type_info* input_type_ = nullptr;
@@ -323,56 +431,135 @@ void set_item(PyObject* d, PyObject* k, PyObject* v) {
   if (rc < 0) throw_python_error();
 }
 
-PyObject* PyApp::constants() {
-  if (constants_) return constants_;
+PyObject* PyApp::environ_template() {
+  if (template_) return template_;
   if (!file_wrapper_) file_wrapper_ = py::object(py::module_::import("csgi._csgi").attr("FileWrapper")).release().ptr();
-  PyObject* d = _PyDict_NewPresized(40);
+  PyObject* d = _PyDict_NewPresized(kTemplateRoom);
   if (!d) throw_python_error();
   py::object guard = py::reinterpret_steal<py::object>(d);
   set_item(d, keys_.key("wsgi.version"), Py_BuildValue("(ii)", 1, 0));
-  set_item(d, keys_.key("wsgi.url_scheme"), latin1_str("http"));
-  for (const char* b : {"wsgi.multithread", "wsgi.multiprocess", "wsgi.run_once"})
-    set_item(d, keys_.key(b), PyBool_FromLong(0));
   set_item(d, keys_.key("wsgi.input_terminated"), PyBool_FromLong(1));
   set_item(d, keys_.key("wsgi.file_wrapper"), Py_NewRef(file_wrapper_));
-  constants_ = guard.release().ptr();
-  return constants_;
+  // The csgi.* keys the wsgi.* ones mirror: their defaults until a request's env says otherwise.
+  auto fallback = [&](const char* key, const Value& v) {
+    KeyTable::Slot& s = *keys_.find(key);
+    bool reused = false;
+    PyObject* obj = KeyTable::value(s, v, reused);
+    if (!obj) throw_python_error();
+    s.in_template = obj;
+    s.fallback = Py_NewRef(obj);
+    in_template_.push_back(&s);
+    set_item(d, s.str, obj);
+  };
+  fallback("wsgi.url_scheme", Value::of_text("http"));
+  for (const char* b : {"wsgi.multithread", "wsgi.multiprocess", "wsgi.run_once"}) fallback(b, Value::of_bool(false));
+  template_ = guard.release().ptr();
+  return template_;
+}
+
+void PyApp::put_changed(PyObject* d, KeyTable::Slot& s, const Value& v) {
+  bool reused = false;
+  PyObject* obj = KeyTable::value(s, v, reused);
+  if (!obj) throw_python_error();
+  py::object ref = py::reinterpret_steal<py::object>(obj);
+  if (obj == s.in_template) return;  // the copy has it
+  if (PyDict_SetItem(d, s.str, obj) < 0) throw_python_error();
+  if (reused) {
+    // The same value twice in a row: from now on it comes with the template.
+    if (PyDict_SetItem(template_, s.str, obj) < 0) throw_python_error();
+    if (!s.in_template) in_template_.push_back(&s);
+    if (!s.in_template || s.in_template == s.fallback) ++template_count_;
+    s.in_template = obj;
+  } else if (s.in_template && s.in_template != s.fallback) {
+    // A value that changes: set per request.
+    --template_count_;
+    if (s.fallback) {
+      if (PyDict_SetItem(template_, s.str, s.fallback) < 0) throw_python_error();
+      s.in_template = s.fallback;
+    } else {
+      if (PyDict_DelItem(template_, s.str) < 0) throw_python_error();
+      s.in_template = nullptr;
+      template_holes_ = true;
+    }
+  }
+}
+
+void PyApp::drop_missing(PyObject* d) {
+  for (KeyTable::Slot* s : in_template_) {
+    if (!s->in_template || s->in_template == s->fallback || s->seen == request_) continue;
+    --template_count_;
+    if (s->fallback) {
+      if (PyDict_SetItem(d, s->str, s->fallback) < 0 || PyDict_SetItem(template_, s->str, s->fallback) < 0)
+        throw_python_error();
+      s->in_template = s->fallback;
+    } else {
+      if (PyDict_DelItem(d, s->str) < 0 || PyDict_DelItem(template_, s->str) < 0) throw_python_error();
+      s->in_template = nullptr;
+      template_holes_ = true;
+    }
+  }
+}
+
+void PyApp::compact_template() {
+  template_holes_ = false;
+  std::erase_if(in_template_, [](KeyTable::Slot* s) { return !s->in_template; });
+  PyObject* t = _PyDict_NewPresized(std::max<Py_ssize_t>(kTemplateRoom, PyDict_GET_SIZE(template_) + 16));
+  if (!t) throw_python_error();
+  if (PyDict_Update(t, template_) < 0) {
+    Py_DECREF(t);
+    throw_python_error();
+  }
+  Py_SETREF(template_, t);
+}
+
+/// The wsgi.* key that mirrors csgi key `k`, or null.
+const char* mirror_of(std::string_view k) noexcept {
+  if (!k.starts_with("csgi.")) return nullptr;
+  std::string_view c = k.substr(5);
+  return c == "url_scheme"     ? "wsgi.url_scheme"
+         : c == "multithread"  ? "wsgi.multithread"
+         : c == "multiprocess" ? "wsgi.multiprocess"
+         : c == "run_once"     ? "wsgi.run_once"
+                               : nullptr;
 }
 
 PyObject* PyApp::build_environ(Env& env, Streams& io) {
-  PyObject* d = PyDict_Copy(constants());
+  PyObject* d = PyDict_Copy(environ_template());
   if (!d) throw_python_error();
   py::object guard = py::reinterpret_steal<py::object>(d);
+  ++request_;
+  matched_ = 0;
+  std::size_t expected = template_count_;
+  std::size_t at = 0;
   for (const Env::Entry& e : env) {
+    if (e.value.type() == Value::Type::object) continue;  // csgi.input, csgi.errors: C++ objects
     std::string_view k = e.key;
-    if (k.starts_with("csgi.")) {
-      std::string_view c = k.substr(5);
-      const char* wsgi = c == "url_scheme"     ? "wsgi.url_scheme"
-                         : c == "multithread"  ? "wsgi.multithread"
-                         : c == "multiprocess" ? "wsgi.multiprocess"
-                         : c == "run_once"     ? "wsgi.run_once"
-                                               : nullptr;
-      if (wsgi) {
-        KeyTable::Slot& s = *keys_.find(wsgi);
-        PyObject* v = e.value.is_text() ? KeyTable::value(s, e.value.text()) : PyBool_FromLong(e.value.truthy());
-        set_item(d, s.str, v);
-      }
-      if (c == "input" || c == "errors") continue;
+    // An adapter puts the keys in the same order request after request: the slot of the key at this
+    // place last time is the first guess.
+    KeyTable::Slot* s = at < order_.size() ? order_[at] : nullptr;
+    if (!s || !KeyTable::same_bytes(s->key, k)) {
+      s = keys_.find(k);
+      if (at < order_.size()) order_[at] = s;
     }
-    if (e.value.type() == Value::Type::object) continue;  // C++ objects have no Python face
-    KeyTable::Slot* s = keys_.find(k);
-    PyObject* key = s ? Py_NewRef(s->str) : latin1_str(k);
+    ++at;
+    if (s) {
+      if (!s->mirror_known) {
+        s->mirror_known = true;
+        if (const char* m = mirror_of(k)) s->mirror = keys_.find(m);
+      }
+      if (s->mirror) put(d, *s->mirror, e.value);
+      put(d, *s, e.value);
+      continue;
+    }
+    if (const char* m = mirror_of(k)) put(d, *keys_.find(m), e.value);
+    PyObject* key = latin1_str(k);
     if (!key) throw_python_error();
     py::object key_ref = py::reinterpret_steal<py::object>(key);
-    switch (e.value.type()) {
-      case Value::Type::text:
-        set_item(d, key, s ? KeyTable::value(*s, e.value.text()) : latin1_str(e.value.text()));
-        break;
-      case Value::Type::boolean: set_item(d, key, PyBool_FromLong(e.value.truthy())); break;
-      case Value::Type::integer: set_item(d, key, PyLong_FromLongLong(e.value.integer())); break;
-      case Value::Type::object: break;
-    }
+    set_item(d, key, KeyTable::fresh(e.value));
   }
+  // Entries of the template the env did not have (a header of the previous requests, say).
+  if (matched_ != expected) drop_missing(d);
+  if (template_holes_) compact_template();
   if (spare_input_.obj) {
     io.input = std::move(spare_input_.obj);
     io.in = spare_input_.ptr;
@@ -423,21 +610,32 @@ std::optional<std::uint64_t> content_length(const Headers& h) {
   return n;
 }
 
-py::object PyApp::start_response(std::shared_ptr<CallState> st, StartResponse*& ptr) {
+void PyApp::start_response(std::shared_ptr<CallState> st, StartResponseRef& sr) {
   if (spare_start_response_.obj) {
-    ptr = spare_start_response_.ptr;
-    ptr->attach(std::move(st));
-    return std::move(spare_start_response_.obj);
+    sr.ptr = spare_start_response_.ptr;
+    sr.ptr->attach(std::move(st));
+    sr.obj = std::move(spare_start_response_.obj);
+    return;
   }
-  ptr = new StartResponse(std::move(st));
-  return wrap(ptr, start_response_type_);
+  auto* ptr = new StartResponse(std::move(st));
+  sr.obj = wrap(ptr, start_response_type_);
+  sr.ptr = ptr;
+  PyObject* w = PyObject_GetAttrString(sr.obj.ptr(), "write");
+  if (!w) throw_python_error();
+  ptr->set_write(w);
 }
 
-void PyApp::recycle(Streams& io, py::object& sr, StartResponse* sr_ptr) {
+void PyApp::recycle(Streams& io, StartResponseRef& sr) {
   spare_input_.keep(io.input, io.in);
   spare_errors_.keep(io.errors, io.err);
-  if (sr && Py_REFCNT(sr.ptr()) == 1) sr_ptr->attach(nullptr);  // the request's state is not kept alive
-  spare_start_response_.keep(sr, sr_ptr);
+  // Kept when no one else holds it or its write callable (which holds it too).
+  PyObject* w = sr.ptr->write_obj();
+  if (!spare_start_response_.obj && w && Py_REFCNT(w) == 1 && Py_REFCNT(sr.obj.ptr()) == 2) {
+    sr.ptr->attach(nullptr);  // the request's state is not kept alive
+    spare_start_response_.obj = std::move(sr.obj);
+    spare_start_response_.ptr = sr.ptr;
+    sr.ptr = nullptr;
+  }
 }
 
 Response PyApp::call(Env& env) {
@@ -446,19 +644,18 @@ Response PyApp::call(Env& env) {
   auto st = std::make_shared<CallState>();
   Streams io;
   PyObject* result = nullptr;
+  StartResponseRef sr;
   try {
-    py::object sr;
-    StartResponse* sr_ptr = nullptr;
     Response r;
     {
       py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
-      sr = start_response(st, sr_ptr);
-      PyObject* args[] = {environ.ptr(), sr.ptr()};
+      start_response(st, sr);
+      PyObject* args[] = {environ.ptr(), sr.obj.ptr()};
       result = PyObject_Vectorcall(app_, args, 2, nullptr);
       if (!result) throw_python_error();
       r = finish(env, *st, result, io);
     }
-    recycle(io, sr, sr_ptr);
+    recycle(io, sr);
     return r;
   } catch (PythonErrorSet&) {
     return python_failure(env, result, io);

@@ -57,6 +57,53 @@ def test_environ_is_a_fresh_dict_per_request_with_each_requests_values():
     assert seen == [(q, "http", q or None, False) for q in ["a=1", "a=1", "b=" + "x" * 200, "b=" + "x" * 200, "", "a=1"]]
 
 
+def test_environ_entries_that_repeat_then_change_or_go_are_the_requests_own():
+    # An entry whose value repeats comes with the dict every environ is copied from; a value that changes
+    # afterwards, and a key that a later request lacks, must still be the request's own.
+    seen = []
+
+    def app(environ, start_response):
+        seen.append((environ.get("HTTP_X_A"), environ.get("HTTP_X_B"), environ["QUERY_STRING"],
+                     environ["wsgi.url_scheme"], environ["wsgi.multithread"]))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    a = csgi.App(app)
+    steps = [([("X-A", "1"), ("X-B", "b")], "q=1")] * 3 + [
+        ([("X-A", "2"), ("X-B", "b")], "q=1"), ([("X-B", "b")], "q=1"), ([("X-B", "b")], "q=2"),
+        ([], "q=2"), ([], "q=2"), ([("X-A", "1")], ""), ([("X-A", "1"), ("X-B", "c")], ""),
+        ([("X-A", "1"), ("X-B", "c")], "q=1")]
+    for headers, q in steps:
+        assert call(a, "GET /?" + q, headers).status == 200
+    want = [(dict(h).get("X-A"), dict(h).get("X-B"), q) for h, q in steps]
+    assert [s[:3] for s in seen] == want
+    assert all(s[3] == "http" and s[4] is seen[0][4] for s in seen)
+
+
+def test_write_callable_kept_by_the_app_does_not_keep_start_response_alive():
+    # start_response returns the same write callable while it is reused; one the app keeps stays usable
+    # for its request and is freed with start_response once the app drops it.
+    import weakref
+
+    kept = []
+    refs = []
+
+    def app(environ, start_response):
+        write = start_response("200 OK", [("Content-Type", "text/plain")])
+        write(b"w")
+        if environ["PATH_INFO"] == "/keep":
+            kept.append(write)
+            refs.append(weakref.ref(start_response))
+        return [b"!"]
+
+    a = csgi.App(app)
+    for path in ["/a", "/keep", "/b", "/c"]:
+        assert call(a, "GET " + path).body == b"w!"
+    assert refs[0]() is not None
+    kept.clear()
+    assert refs[0]() is None
+
+
 def test_many_distinct_header_names_all_reach_the_environ():
     # More distinct header names than the key table keeps: the later ones are still in the environ.
     def app(environ, start_response):

@@ -148,34 +148,46 @@ def test_workers_are_processes(server_factory, csgi_bin, tmp_path):
 
 
 SLEEPY_APP = '''
-import time
+import threading, time
 def application(environ, start_response):
     if environ["PATH_INFO"] == "/slow":
-        time.sleep(1.5)
+        time.sleep(0.5)
     start_response("200 OK", [("Content-Type", "text/plain")])
-    return [repr(environ["wsgi.multithread"]).encode()]
+    return [("%r %d" % (environ["wsgi.multithread"], threading.get_ident())).encode()]
 '''
 
 
-@pytest.mark.parametrize("extra,fast_waits", [([], False), (["--app-threads", "0"], True)])
-def test_wsgi_apps_run_on_a_pool_by_default(server_factory, csgi_bin, tmp_path, extra, fast_waits):
-    # One io thread: with --wsgi's default pool, /fast is answered while /slow sleeps in the app; with
-    # the app inline, /fast waits for /slow.
+@pytest.mark.parametrize("extra,moves", [([], True), (["--app-threads", "0"], False)])
+def test_wsgi_apps_run_inline_until_a_call_blocks_then_on_a_pool(server_factory, csgi_bin, tmp_path, extra, moves):
+    # One io thread. A quick app runs on it: every request on one thread. By default a call that blocks
+    # past 2 ms (after a first slow call, which may be a set-up) moves the app to a pool of 8 for good:
+    # /fast is then answered while /slow sleeps. With --app-threads 0 it stays inline: /fast waits.
+    from concurrent.futures import ThreadPoolExecutor
     (tmp_path / "sleepy.py").write_text(SLEEPY_APP)
     port = free_port()
     server = server_factory([csgi_bin, "serve", "--wsgi", "sleepy", "--listen", "127.0.0.1:%d" % port,
                              "--threads", "1"] + extra, port, cwd=tmp_path)
     assert server.request("GET", "/fast")[0] == 200, server.output()
-    from concurrent.futures import ThreadPoolExecutor
+
+    def quick(_):
+        return [server.request("GET", "/fast")[2] for _ in range(10)]
+
+    with ThreadPoolExecutor(4) as pool:
+        bodies = [b for got in pool.map(quick, range(4)) for b in got]
+    assert len({b.split()[1] for b in bodies}) == 1, bodies
+    assert {b.split()[0] for b in bodies} == {b"True" if moves else b"False"}
+    for _ in range(2):
+        assert server.request("GET", "/slow")[0] == 200
     with ThreadPoolExecutor(1) as pool:
         slow = pool.submit(server.request, "GET", "/slow")
-        time.sleep(0.3)
+        time.sleep(0.2)
         started = time.monotonic()
         status, _, body = server.request("GET", "/fast")
         waited = time.monotonic() - started
         assert slow.result()[0] == 200
-    assert status == 200 and body == (b"False" if fast_waits else b"True")
-    assert (waited > 0.8) == fast_waits, waited
+    assert status == 200
+    assert (waited > 0.2) != moves, waited
+    assert ("the app runs on the pool of 8 app threads from now on" in server.output()) == moves
     server.stop()
     assert server.proc.returncode == 0
 

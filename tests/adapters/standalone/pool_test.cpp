@@ -2,6 +2,7 @@
 // while the app blocks, and everything the app does with the connection (csgi.input, interim responses,
 // streamed responses) still works from the pool thread.
 #include <poll.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -82,6 +85,106 @@ TEST_CASE("pool: an app that blocks holds no io thread; inline it holds its own"
   CHECK(fast_answered_while_slow_blocks(4));
   // Inline, the one io thread is inside /slow's app: /fast waits until that gives up.
   CHECK_FALSE(fast_answered_while_slow_blocks(csgi::standalone_test::app_inline));
+}
+
+namespace {
+
+// The app of the app_inline_first tests: /fast answers at once, /slow sleeps 300 ms (it blocks), /spin
+// computes for 20 ms of its thread's CPU time; each records the thread it ran on. `entered` counts the
+// /slow and /spin calls begun, `slow_done` the /slow calls ended.
+struct InlineFirstApp {
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::atomic<int> entered{0};
+  std::atomic<int> slow_done{0};
+
+  static double thread_cpu_seconds() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  }
+
+  Response operator()(Env& env) {
+    {
+      std::lock_guard lock(mu);
+      threads.insert(std::this_thread::get_id());
+    }
+    std::string_view path = env.get(csgi::keys::PATH_INFO);
+    if (path == "/slow") {
+      ++entered;
+      std::this_thread::sleep_for(300ms);
+      ++slow_done;
+    } else if (path == "/spin") {
+      ++entered;
+      double until = thread_cpu_seconds() + 0.02;
+      volatile std::uint64_t x = 0;
+      while (thread_cpu_seconds() < until) x = x + 1;
+    }
+    return Response::text(200, std::string(path.substr(1)));
+  }
+  std::size_t thread_count() {
+    std::lock_guard lock(mu);
+    return threads.size();
+  }
+};
+
+csgi::standalone::ServerOptions inline_first() {
+  auto opt = one_io_thread(4);
+  opt.app_inline_first = true;
+  return opt;
+}
+
+// Whether /fast, on a connection of its own, is answered while a /slow call is in the app.
+bool fast_answered_during_slow(int port, InlineFirstApp& app) {
+  int before = app.entered.load();
+  int slow = connect_tcp(port);
+  send_all(slow, "GET /slow HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  for (int i = 0; i < 5000 && app.entered.load() == before; ++i) std::this_thread::sleep_for(1ms);
+  int done = app.slow_done.load();
+  bool fast = get(port, "/fast", 2000ms).find("\r\n\r\nfast") != std::string::npos;
+  bool during = app.slow_done.load() == done;
+  CHECK(recv_until(slow, "\r\n\r\nslow").find("\r\n\r\nslow") != std::string::npos);
+  ::close(slow);
+  return fast && during;
+}
+
+}  // namespace
+
+TEST_CASE("pool: app_inline_first runs a quick app on the io thread, a blocking one on the pool once it blocked") {
+  InlineFirstApp app;
+  Running run([&](Env& env) { return app(env); }, inline_first());
+  // Quick calls, from several connections at once: all on the one io thread.
+  std::vector<std::thread> clients;
+  std::atomic<int> answered{0};
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 10; ++i)
+        if (get(run.port, "/fast").find("\r\n\r\nfast") != std::string::npos) ++answered;
+    });
+  for (auto& t : clients) t.join();
+  CHECK(answered == 40);
+  CHECK(app.thread_count() == 1);
+  // A first slow call (a set-up, maybe) leaves it inline; the next call that blocks past the limit moves
+  // it; from then on a blocked call holds no io thread.
+  for (int i = 0; i < 2; ++i) CHECK(get(run.port, "/slow").find("\r\n\r\nslow") != std::string::npos);
+  CHECK(app.thread_count() == 1);
+  CHECK(fast_answered_during_slow(run.port, app));
+  CHECK(fast_answered_during_slow(run.port, app));
+  CHECK(app.thread_count() > 1);
+}
+
+TEST_CASE("pool: app_inline_first moves an app whose call computes past the limit to the pool") {
+  InlineFirstApp app;
+  Running run([&](Env& env) { return app(env); }, inline_first());
+  for (int i = 0; i < 2; ++i) CHECK(get(run.port, "/spin").find("\r\n\r\nspin") != std::string::npos);
+  CHECK(app.thread_count() == 1);
+  CHECK(fast_answered_during_slow(run.port, app));
+}
+
+TEST_CASE("pool: without app_inline_first the pool serves from the first call") {
+  InlineFirstApp app;
+  Running run([&](Env& env) { return app(env); }, one_io_thread(4));
+  CHECK(fast_answered_during_slow(run.port, app));
 }
 
 TEST_CASE("pool: a slow chunked body read by the app does not stall another connection") {
@@ -294,6 +397,7 @@ TEST_CASE("pool: the server's WorkerBoard shows requests waiting for an app thre
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> entered{0};
+  std::atomic<int> slow_done{0};
   Running run(
       [&](Env&) {
         entered.fetch_add(1);
