@@ -431,6 +431,18 @@ struct H2Callbacks {
 
 H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connection& conn)
     : host_(host), limits_(limits), conn_(conn) {
+  // The connection's values, copied once: each request's env points into them and holds them, as it may
+  // outlive the connection (APP-4).
+  std::string_view* parts[] = {&conn_.server_name, &conn_.server_port, &conn_.remote_addr,
+                               &conn_.remote_port, &conn_.url_scheme,  &conn_.script_name};
+  auto text = std::make_shared<std::string>();
+  for (std::string_view* v : parts) *text += *v;
+  std::size_t at = 0;
+  for (std::string_view* v : parts) {
+    *v = std::string_view(*text).substr(at, v->size());
+    at += v->size();
+  }
+  conn_text_ = std::move(text);
   nghttp2_session_callbacks* cb = nullptr;
   if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &H2Callbacks::on_begin_headers);
@@ -543,13 +555,10 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
       s.why = "malformed :authority";
     } else {
       try {
+        // The connection's values stay with the request (conn_text_): the env may outlive the
+        // connection (a delayed response, APP-4).
         populate_env(env, RequestHead{s.method, s.path, "HTTP/2"}, conn_);
-        // The env may outlive the connection (a delayed response, APP-4): what points into it is copied.
-        for (std::string_view key : {keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::SERVER_NAME, keys::SERVER_PORT,
-                                     keys::SCRIPT_NAME, keys::url_scheme}) {
-          std::string_view v = env.get(key);
-          if (!v.empty()) env.set(key, v);
-        }
+        s.req->keep_conn = conn_text_;
         env.set_view(keys::HTTP_HOST, host);
         if (!s.cookie.empty()) env.set_view(keys::HTTP_COOKIE, s.cookie);
         set_server_from_host(env);

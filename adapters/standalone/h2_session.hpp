@@ -44,6 +44,9 @@ public:
 /// csgix.informational (forwarded to `interim`, set by the driver).
 struct H2Request final : Input, Informational {
   std::int32_t id = 0;
+  // What the env's connection values point into (REMOTE_ADDR, SERVER_PORT, …; HTTPS, SSL_* over TLS):
+  // the connection's, shared rather than copied into each env.
+  std::shared_ptr<const void> keep_conn, keep_tls;
   std::unique_ptr<Env> env;
   CleanupHandlers cleanup;
   std::string body;
@@ -156,7 +159,8 @@ private:
 
   H2Host& host_;
   H2Limits limits_;
-  csgi::Connection conn_;
+  csgi::Connection conn_;                    // views into conn_text_
+  std::shared_ptr<const std::string> conn_text_;
   nghttp2_session* ng_ = nullptr;
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
   std::vector<std::int32_t> ready_;  // complete requests, handed to the host after receive()
