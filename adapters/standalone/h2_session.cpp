@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -75,7 +77,7 @@ H2Limits H2Limits::from(const ServerOptions& opt) {
 
 struct H2Session::Stream {
   std::int32_t id = 0;
-  std::shared_ptr<H2Request> req = std::make_shared<H2Request>();
+  std::shared_ptr<H2Request> req;  // set by new_stream()
   // The request head as it comes.
   std::size_t header_bytes = 0, header_count = 0;
   std::string_view method, path, authority, host, cookie;
@@ -126,7 +128,7 @@ struct H2Callbacks {
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     H2Session& h = self(p);
     try {
-      auto s = std::make_unique<H2Session::Stream>();
+      auto s = h.new_stream();
       s->id = f->hd.stream_id;
       s->req->id = s->id;
       s->req->env = h.host_.acquire_env();
@@ -304,7 +306,9 @@ struct H2Callbacks {
       if (s.req->cleanup.size() > 0) s.req->cleanup.run(*s.req->env);
       h.host_.release_env(std::move(s.req->env));
     }
+    std::unique_ptr<H2Session::Stream> done = std::move(it->second);
     h.streams_.erase(it);
+    h.recycle(std::move(done));
     return 0;
   }
 
@@ -429,6 +433,81 @@ struct H2Callbacks {
   }
 };
 
+// nghttp2's memory for one session: blocks of up to 1 KiB the session frees are kept by size class (64,
+// 128, … 1024 bytes; kCacheBytes in all) for its next ones. A busy connection opens and closes streams by
+// the hundred, a few blocks each, more than malloc's per-size caches hold. Under AddressSanitizer the
+// session uses malloc itself.
+struct H2Session::Blocks {
+  static constexpr std::size_t kHeader = 16;  // the block's class and size, before what nghttp2 gets
+  static constexpr std::size_t kClasses = 5, kMin = 64, kCacheBytes = 128 * 1024;
+  std::vector<char*> spare[kClasses];
+  std::size_t cached = 0;
+
+  Blocks() = default;
+  Blocks(const Blocks&) = delete;
+  Blocks& operator=(const Blocks&) = delete;
+  ~Blocks() {
+    for (auto& list : spare)
+      for (char* b : list) std::free(b);
+  }
+  static std::size_t class_of(std::size_t n) noexcept {
+    std::size_t c = 0;
+    while (c < kClasses && n > (kMin << c)) ++c;
+    return c;
+  }
+  void* alloc(std::size_t n) noexcept {
+    std::size_t c = class_of(n);
+    if (c < kClasses && !spare[c].empty()) {
+      char* b = spare[c].back();
+      spare[c].pop_back();
+      cached -= kMin << c;
+      return b + kHeader;
+    }
+    std::size_t size = c < kClasses ? kMin << c : n;
+    if (size > SIZE_MAX - kHeader) return nullptr;
+    auto* b = static_cast<char*>(std::malloc(kHeader + size));
+    if (!b) return nullptr;
+    std::size_t head[2] = {c, size};
+    std::memcpy(b, head, sizeof head);
+    return b + kHeader;
+  }
+  void release(void* p) noexcept {
+    if (!p) return;
+    char* b = static_cast<char*>(p) - kHeader;
+    std::size_t head[2];
+    std::memcpy(head, b, sizeof head);
+    if (head[0] < kClasses && cached + head[1] <= kCacheBytes) {
+      try {
+        spare[head[0]].push_back(b);
+        cached += head[1];
+        return;
+      } catch (...) {
+      }
+    }
+    std::free(b);
+  }
+  void* resize(void* p, std::size_t n) noexcept {
+    if (!p) return alloc(n);
+    std::size_t head[2];
+    std::memcpy(head, static_cast<char*>(p) - kHeader, sizeof head);
+    if (n <= head[1]) return p;
+    void* q = alloc(n);
+    if (!q) return nullptr;
+    std::memcpy(q, p, head[1]);
+    release(p);
+    return q;
+  }
+  static void* on_malloc(std::size_t n, void* self) { return static_cast<Blocks*>(self)->alloc(n); }
+  static void on_free(void* p, void* self) { static_cast<Blocks*>(self)->release(p); }
+  static void* on_calloc(std::size_t k, std::size_t n, void* self) {
+    if (n != 0 && k > SIZE_MAX / n) return nullptr;
+    void* p = static_cast<Blocks*>(self)->alloc(k * n);
+    if (p) std::memset(p, 0, k * n);
+    return p;
+  }
+  static void* on_realloc(void* p, std::size_t n, void* self) { return static_cast<Blocks*>(self)->resize(p, n); }
+};
+
 H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connection& conn)
     : host_(host), limits_(limits), conn_(conn) {
   // The connection's values, copied once: each request's env points into them and holds them, as it may
@@ -463,7 +542,14 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
   nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_no_closed_streams(opt, 1);
-  int rv = nghttp2_session_server_new2(&ng_, cb, this, opt);
+#if defined(__SANITIZE_ADDRESS__)
+  nghttp2_mem* mem = nullptr;
+#else
+  blocks_ = std::make_unique<Blocks>();
+  nghttp2_mem blocks = {blocks_.get(), &Blocks::on_malloc, &Blocks::on_free, &Blocks::on_calloc, &Blocks::on_realloc};
+  nghttp2_mem* mem = &blocks;
+#endif
+  int rv = nghttp2_session_server_new3(&ng_, cb, this, opt, mem);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv != 0) throw std::bad_alloc();
@@ -480,6 +566,32 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
 H2Session::~H2Session() {
   streams_.clear();
   nghttp2_session_del(ng_);
+}
+
+// A stream's object, with a new request: a closed stream's (emptied by recycle()) or a new one. On a busy
+// connection streams come and go by the hundred, more than malloc's per-size caches hold.
+std::unique_ptr<H2Session::Stream> H2Session::new_stream() {
+  std::unique_ptr<Stream> s;
+  if (spare_streams_.empty()) {
+    s = std::make_unique<Stream>();
+  } else {
+    s = std::move(spare_streams_.back());
+    spare_streams_.pop_back();
+  }
+  s->req = std::make_shared<H2Request>();
+  return s;
+}
+
+// A closed stream's object is emptied (its source and writer end as on deletion) and kept for the next
+// stream, up to the streams a connection may have open.
+void H2Session::recycle(std::unique_ptr<Stream> s) noexcept {
+  if (spare_streams_.size() >= limits_.max_streams) return;
+  std::destroy_at(s.get());
+  std::construct_at(s.get());
+  try {
+    spare_streams_.push_back(std::move(s));
+  } catch (...) {
+  }
 }
 
 H2Session::Stream* H2Session::find(std::int32_t id) const {
@@ -856,7 +968,7 @@ void H2Session::fail(std::int32_t id) {
 }
 
 bool H2Session::upgrade(std::string_view settings, std::unique_ptr<Env> env, bool head) {
-  auto s = std::make_unique<Stream>();
+  auto s = new_stream();
   s->id = 1;
   s->req->id = 1;
   s->req->env = std::move(env);

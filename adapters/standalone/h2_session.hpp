@@ -149,6 +149,8 @@ public:
 private:
   friend struct H2Callbacks;
   Stream* find(std::int32_t id) const;
+  std::unique_ptr<Stream> new_stream();
+  void recycle(std::unique_ptr<Stream> s) noexcept;
   void dispatch();
   void submit(Stream& s, int status, const Headers& headers, bool has_body, std::uint64_t* length);
   void refuse(Stream& s, int status, std::string_view why);
@@ -161,9 +163,12 @@ private:
   H2Limits limits_;
   csgi::Connection conn_;                    // views into conn_text_
   std::shared_ptr<const std::string> conn_text_;
+  struct Blocks;
+  std::unique_ptr<Blocks> blocks_;  // nghttp2's memory (freed after the session)
   nghttp2_session* ng_ = nullptr;
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
   std::vector<std::int32_t> ready_;  // complete requests, handed to the host after receive()
+  std::vector<std::unique_ptr<Stream>> spare_streams_;  // closed streams' objects, emptied, for the next ones
   std::vector<nghttp2_nv> nva_;      // a response head being submitted (kept for its capacity)
   std::string names_;                // its lower-cased field names
   std::size_t open_ = 0;
