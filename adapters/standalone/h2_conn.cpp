@@ -573,11 +573,13 @@ void H2Conn::answer(const std::shared_ptr<H2Request>& req, Response res) {
   session_->respond(req->id, std::move(res));
 }
 
+// Inside receive() (an inline app) the responses wait for the pump() that follows it: all those of the
+// requests one read completed go out in one write.
 void H2Conn::on_app_left() {
   if (in_app_ > 0) --in_app_;
   if (!session_) return;
   if (!reading_) wait_read();
-  pump();
+  if (!receiving_) pump();
 }
 
 void H2Conn::on_app_done(std::int32_t id, Response res) {
