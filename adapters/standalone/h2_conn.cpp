@@ -13,6 +13,7 @@ constexpr std::string_view preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::size_t read_size = 16384;
 constexpr std::size_t out_high = 64 * 1024;  // produce and buffer up to this much before writing
 constexpr std::chrono::milliseconds exit_check{100};
+constexpr std::size_t spare_envs_max = 32;  // envs of closed streams a connection keeps for its next ones
 
 // Runs `f` on the io thread behind `mailbox` and waits for its result; false when that thread is gone.
 bool call_on_io(IoThread& t, const std::function<bool()>& f) {
@@ -435,9 +436,9 @@ private:
 };
 }  // namespace
 
-// A stream's env comes from the connection's spares, then the io thread's pool: a connection with many
-// streams in flight reuses as many envs as it had open at once (up to --h2-max-streams of them, freed
-// with the connection) instead of making one for each stream past the pool's.
+// A stream's env comes from the connection's spares, then the io thread's pool: with the pool's, a
+// connection with a hundred streams in flight reuses envs instead of making one for each stream past the
+// pool's. The spares are few (an env holds about 11 KiB) and go with the connection.
 std::unique_ptr<Env> H2Conn::acquire_env() {
   if (spare_envs_.empty()) return c_.t_.acquire_env();
   std::unique_ptr<Env> env = std::move(spare_envs_.back());
@@ -447,7 +448,7 @@ std::unique_ptr<Env> H2Conn::acquire_env() {
 
 void H2Conn::release_env(std::unique_ptr<Env> env) {
   if (!env) return;
-  if (spare_envs_.size() >= c_.sh_.opt.h2_max_streams) return c_.t_.release_env(std::move(env));
+  if (spare_envs_.size() >= spare_envs_max) return c_.t_.release_env(std::move(env));
   env->clear();
   spare_envs_.push_back(std::move(env));
 }
