@@ -133,7 +133,7 @@ struct H2Callbacks {
       s->req->id = s->id;
       s->req->env = h.host_.acquire_env();
       nghttp2_session_set_stream_user_data(ng, s->id, s.get());
-      h.streams_[s->id] = std::move(s);
+      h.insert(std::move(s));
       ++h.open_;
       ++h.awaiting_;
     } catch (...) {
@@ -306,9 +306,7 @@ struct H2Callbacks {
       if (s.req->cleanup.size() > 0) s.req->cleanup.run(*s.req->env);
       h.host_.release_env(std::move(s.req->env));
     }
-    std::unique_ptr<H2Session::Stream> done = std::move(it->second);
-    h.streams_.erase(it);
-    h.recycle(std::move(done));
+    h.recycle(h.streams_.extract(it));
     return 0;
   }
 
@@ -575,23 +573,38 @@ std::unique_ptr<H2Session::Stream> H2Session::new_stream() {
   if (spare_streams_.empty()) {
     s = std::make_unique<Stream>();
   } else {
-    s = std::move(spare_streams_.back());
+    StreamMap::node_type node = std::move(spare_streams_.back());
     spare_streams_.pop_back();
+    s = std::move(node.mapped());
+    spare_nodes_.push_back(std::move(node));  // for insert()
   }
   s->req = std::make_shared<H2Request>();
   return s;
 }
 
 // A closed stream's object is emptied (its source and writer end as on deletion) and kept for the next
-// stream, up to the streams a connection may have open.
-void H2Session::recycle(std::unique_ptr<Stream> s) noexcept {
+// stream with its node of streams_, up to the streams a connection may have open.
+void H2Session::recycle(StreamMap::node_type node) noexcept {
   if (spare_streams_.size() >= limits_.max_streams) return;
-  std::destroy_at(s.get());
-  std::construct_at(s.get());
+  Stream* s = node.mapped().get();
+  std::destroy_at(s);
+  std::construct_at(s);
   try {
-    spare_streams_.push_back(std::move(s));
+    spare_streams_.push_back(std::move(node));
   } catch (...) {
   }
+}
+
+void H2Session::insert(std::unique_ptr<Stream> s) {
+  if (spare_nodes_.empty()) {
+    streams_[s->id] = std::move(s);
+    return;
+  }
+  StreamMap::node_type node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = s->id;
+  node.mapped() = std::move(s);
+  streams_.insert(std::move(node));
 }
 
 H2Session::Stream* H2Session::find(std::int32_t id) const {
@@ -978,7 +991,7 @@ bool H2Session::upgrade(std::string_view settings, std::unique_ptr<Env> env, boo
                                s.get()) != 0)
     return false;
   ++open_;
-  streams_[1] = std::move(s);
+  insert(std::move(s));
   ready_.push_back(1);
   dispatch();
   return true;

@@ -149,8 +149,10 @@ public:
 private:
   friend struct H2Callbacks;
   Stream* find(std::int32_t id) const;
+  using StreamMap = std::unordered_map<std::int32_t, std::unique_ptr<Stream>>;
   std::unique_ptr<Stream> new_stream();
-  void recycle(std::unique_ptr<Stream> s) noexcept;
+  void insert(std::unique_ptr<Stream> s);
+  void recycle(StreamMap::node_type node) noexcept;
   void dispatch();
   void submit(Stream& s, int status, const Headers& headers, bool has_body, std::uint64_t* length);
   void refuse(Stream& s, int status, std::string_view why);
@@ -166,9 +168,10 @@ private:
   struct Blocks;
   std::unique_ptr<Blocks> blocks_;  // nghttp2's memory (freed after the session)
   nghttp2_session* ng_ = nullptr;
-  std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
+  StreamMap streams_;
   std::vector<std::int32_t> ready_;  // complete requests, handed to the host after receive()
-  std::vector<std::unique_ptr<Stream>> spare_streams_;  // closed streams' objects, emptied, for the next ones
+  std::vector<StreamMap::node_type> spare_streams_;  // closed streams' nodes and objects, emptied, for the next ones
+  std::vector<StreamMap::node_type> spare_nodes_;    // their nodes once new_stream() took the object
   std::vector<nghttp2_nv> nva_;      // a response head being submitted (kept for its capacity)
   std::string names_;                // its lower-cased field names
   std::size_t open_ = 0;
