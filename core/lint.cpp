@@ -556,9 +556,12 @@ void Lint::check_env(const Env& env) {
   if (!proto_ok) fail("ENV-12", str("SERVER_PROTOCOL must be HTTP/<major>[.<minor>], got ", quote(proto)));
   if (proto == "HTTP/2") {
     if (env.get(keys::HTTP_HOST).empty()) fail("ENV-16", "an HTTP/2 request must have HTTP_HOST (from :authority)");
+    // An extended CONNECT for a WebSocket is presented as the HTTP/1.1 handshake, Upgrade and all (EXT-11).
+    bool ws = env.contains(keys::x::websocket);
     for (std::string_view k : {"HTTP_CONNECTION", "HTTP_KEEP_ALIVE", "HTTP_PROXY_CONNECTION", "HTTP_TRANSFER_ENCODING",
                                "HTTP_UPGRADE"})
-      if (env.contains(k)) fail("ENV-16", str(k, " must not exist in an HTTP/2 request (connection-specific)"));
+      if (env.contains(k) && !(ws && (k == "HTTP_CONNECTION" || k == "HTTP_UPGRADE")))
+        fail("ENV-16", str(k, " must not exist in an HTTP/2 request (connection-specific)"));
     if (const Value* v = env.find("HTTP_TE"); v && v->text() != "trailers")
       fail("ENV-16", str("HTTP_TE of an HTTP/2 request can only be \"trailers\", got ", quote(v->text())));
   }

@@ -47,7 +47,9 @@ bool sendable_close_code(int code) noexcept {
 
 std::string handshake_problem(const Env& env) {
   if (env.get(keys::REQUEST_METHOD) != "GET") return "a WebSocket handshake is a GET request";
-  if (env.get(keys::SERVER_PROTOCOL) != "HTTP/1.1") return "a WebSocket handshake needs HTTP/1.1";
+  // HTTP/2: an RFC 8441 extended CONNECT, which the adapter presents as this same handshake (EXT-11).
+  std::string_view protocol = env.get(keys::SERVER_PROTOCOL);
+  if (protocol != "HTTP/1.1" && protocol != "HTTP/2") return "a WebSocket handshake needs HTTP/1.1 (or HTTP/2)";
   if (!has_token(env.get("HTTP_UPGRADE"), "websocket")) return "the request has no \"Upgrade: websocket\"";
   if (!has_token(env.get("HTTP_CONNECTION"), "upgrade")) return "the request has no \"Connection: Upgrade\"";
   if (!valid_key(env.get("HTTP_SEC_WEBSOCKET_KEY")))

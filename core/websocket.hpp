@@ -14,7 +14,8 @@
 ///  - 501 Not Implemented when the adapter offers no WebSocket (`csgix.websocket` absent: FastCGI, CGI,
 ///    a WSGI host);
 ///  - 426 Upgrade Required (with `Upgrade: websocket` and, for a wrong version, `Sec-WebSocket-Version: 13`)
-///    when the request is not a valid opening handshake: GET over HTTP/1.1, `Upgrade: websocket`,
+///    when the request is not a valid opening handshake: GET over HTTP/1.1 (or an HTTP/2 extended CONNECT,
+///    RFC 8441, which the adapter presents as the same GET, EXT-11), `Upgrade: websocket`,
 ///    `Connection: Upgrade`, a `Sec-WebSocket-Key` of 16 base64 bytes, `Sec-WebSocket-Version: 13`;
 ///    400 when it has a body;
 ///  - otherwise 101 with `Upgrade: websocket`: the adapter writes the handshake response (adding

@@ -231,6 +231,10 @@ std::vector<OptionSpec> make_table() {
    "limit is --max-header-bytes",
    [](const Options& d) { return show_bytes(d.server.h2_initial_window); },
    [](Options& o, const std::string& v) { o.server.h2_initial_window = static_cast<std::uint32_t>(whole(v, 1024, (1u << 31) - 1)); }},
+  {"no-h2-websocket", 0, nullptr, H, false,
+   "HTTP/2: no WebSocket over a stream (RFC 8441 extended CONNECT; SETTINGS_ENABLE_CONNECT_PROTOCOL is not "
+   "sent), so that clients open their WebSockets on an HTTP/1.1 connection",
+   off, [](Options& o, const std::string&) { o.server.h2_websocket = false; }},
   {"header-timeout", 0, "SECONDS", H, false, "to receive a request head; then 408",
    [](const Options& d) { return show_seconds(d.server.header_timeout); },
    [](Options& o, const std::string& v) { o.server.header_timeout = seconds(v); }},

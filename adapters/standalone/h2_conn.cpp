@@ -5,6 +5,7 @@
 
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/conn.hpp"
+#include "csgi/adapters/standalone/websocket_session.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -157,6 +158,14 @@ private:
   std::atomic<bool> answered_{false};
 };
 
+// The WebSocket handler the app gave csgix.websocket during its call, when its answer is the 101 (else
+// the handler is dropped and the answer sent as it is).
+std::shared_ptr<websocket::Handler> taken_websocket(H2Request& req, const Response& res) {
+  std::unique_ptr<websocket::Handler> h = std::move(req.ws_handler);
+  if (!h || res.status != 101 || std::holds_alternative<Delayed>(res.body)) return nullptr;
+  return std::shared_ptr<websocket::Handler>(std::move(h));
+}
+
 void call_delayed(Shared& sh, Delayed& fn, std::shared_ptr<ResponderImpl> responder) {
   try {
     fn(Responder(std::move(responder)));
@@ -201,8 +210,12 @@ void pull_through_writer(Shared& sh, StreamPtr stream, int status, Headers heade
     return;
   }
   if (!more) {
+    Headers trailers = pool_trailers(sh, *stream);
     close_stream();
-    responder->respond(Response{status, std::move(headers), std::string()});
+    if (trailers.empty()) return responder->respond(Response{status, std::move(headers), std::string()});
+    WriterPtr w = responder->start(status, std::move(headers));  // trailers-only: no DATA, then the trailers
+    w->set_trailers(std::move(trailers));
+    w->close();
     return;
   }
   WriterPtr w = responder->start(status, std::move(headers));
@@ -393,6 +406,7 @@ void H2Conn::on_shutdown(bool hurry) {
   if (!stopping_) {
     stopping_ = true;
     session_->shutdown();
+    for (auto& [id, ws] : ws_) ws->going_away();
     pump();
   }
   if (hurry && session_ && session_->open_streams() == 0 && in_app_ == 0) finish();
@@ -482,6 +496,7 @@ void H2Conn::set_env(H2Request& req) {
     tls_info_->set_env(env);
     req.keep_tls = tls_info_;
   }
+  if (req.websocket) put_fixed(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(&req)));
   if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
   req.interim = interim_;
 }
@@ -508,8 +523,11 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   Response res;
   {
     AppScope scope(c_.t_.fault_slot, &c_);
+    req->in_app = true;
     res = c_.call_app(*req->env, failed);
+    req->in_app = false;
   }
+  auto ws = taken_websocket(*req, res);
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     Delayed fn = std::move(*d);
     req->escaped = true;
@@ -520,7 +538,7 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
     return;
   }
   on_app_left();
-  answer(req, std::move(res));
+  answer(req, std::move(res), std::move(ws));
 }
 
 // On the pool: the app, then its response goes to the io thread (a pull stream and a delayed response's
@@ -531,7 +549,10 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
     Conn* c = self.get();
     Shared& sh = c->sh_;
     int failed = 0;
+    req->in_app = true;
     Response res = c->call_app(*req->env, failed);
+    req->in_app = false;
+    auto ws = taken_websocket(*req, res);
     std::weak_ptr<Conn> wc = self;
     std::shared_ptr<Mailbox> mailbox = c->t_.mailbox;
     auto left = [wc] {
@@ -547,10 +568,10 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
                           std::move(res.headers), responder);
     } else {
       std::int32_t id = req->id;
-      auto call = [wc, id, r = std::make_shared<Response>(std::move(res))] {
+      auto call = [wc, id, r = std::make_shared<Response>(std::move(res)), ws = std::move(ws)] {
         if (auto conn = wc.lock(); conn && conn->h2()) {
           conn->h2()->on_app_left();
-          conn->h2()->on_app_done(id, std::move(*r));
+          conn->h2()->on_app_done(id, std::move(*r), ws);
         }
       };
       req.reset();
@@ -569,8 +590,9 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
   }
 }
 
-void H2Conn::answer(const std::shared_ptr<H2Request>& req, Response res) {
+void H2Conn::answer(const std::shared_ptr<H2Request>& req, Response res, std::shared_ptr<websocket::Handler> ws) {
   if (!session_) return;
+  if (ws) return begin_websocket(req->id, res, std::move(*ws));
   session_->respond(req->id, std::move(res));
 }
 
@@ -583,8 +605,9 @@ void H2Conn::on_app_left() {
   if (!receiving_) pump();
 }
 
-void H2Conn::on_app_done(std::int32_t id, Response res) {
+void H2Conn::on_app_done(std::int32_t id, Response res, std::shared_ptr<websocket::Handler> ws) {
   if (!session_) return;
+  if (ws) return begin_websocket(id, res, std::move(*ws));
   session_->respond(id, std::move(res));
   pump();
 }

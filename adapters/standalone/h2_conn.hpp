@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <unordered_map>
 
 #include <boost/system/error_code.hpp>
 
@@ -18,6 +19,7 @@ namespace csgi::standalone::detail {
 
 using boost::system::error_code;
 class Conn;
+class WsSession;
 
 /// The byte stream under a session: the plain socket (h2_conn.cpp), or a TLS stream whose ALPN chose
 /// "h2". Each call starts one operation and returns; its completion comes back on the io thread as
@@ -66,7 +68,8 @@ public:
   void release_env(std::unique_ptr<Env> env) override;
 
   // Posted to the io thread by the app's threads.
-  void on_app_done(std::int32_t id, Response res);
+  /// `ws`: the WebSocket handler the app took (csgix.websocket), run when `res` is its 101.
+  void on_app_done(std::int32_t id, Response res, std::shared_ptr<websocket::Handler> ws = nullptr);
   void on_app_left();
   void on_writer_start(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w);
   void on_writer_flush(std::int32_t id, const std::shared_ptr<H2WriterState>& w);
@@ -74,11 +77,18 @@ public:
   bool interim_here(std::int32_t id, int status, const Headers& headers);
   void pump();
 
+  // WebSocket over a stream (RFC 8441; h2_websocket.cpp), for its pipe.
+  void ws_consume(std::int32_t id, std::size_t n);
+  void ws_more(std::int32_t id);
+  void ws_reset(std::int32_t id);
+  void ws_ended(std::int32_t id);
+
 private:
+  void begin_websocket(std::int32_t id, Response& res, websocket::Handler handler);
   void set_env(H2Request& req);
   void run_inline(const std::shared_ptr<H2Request>& req);
   void run_pooled(const std::shared_ptr<H2Request>& req);
-  void answer(const std::shared_ptr<H2Request>& req, Response res);
+  void answer(const std::shared_ptr<H2Request>& req, Response res, std::shared_ptr<websocket::Handler> ws = nullptr);
   void open(std::unique_ptr<H2Transport> transport);
   void receive_first(std::string_view initial);
   bool receive(const char* data, std::size_t n);
@@ -104,6 +114,7 @@ private:
   std::shared_ptr<const TlsInfo> tls_info_;       // the connection's, shared by its requests' envs
   std::vector<std::unique_ptr<Env>> spare_envs_;  // envs of closed streams, for the next ones
   std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned
+  std::unordered_map<std::int32_t, std::shared_ptr<WsSession>> ws_;  // the WebSocket sessions of streams
 };
 
 }  // namespace csgi::standalone::detail

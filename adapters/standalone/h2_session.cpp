@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 
+#include "csgi/adapters/standalone/h2_websocket.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
@@ -57,6 +58,12 @@ H2Request::~H2Request() {
   if (env && cleanup.size() > 0) cleanup.run(*env);
 }
 
+bool H2Request::upgrade(websocket::Handler handler) {
+  if (!websocket || !in_app.load() || ws_handler) return false;
+  ws_handler = std::make_unique<websocket::Handler>(std::move(handler));
+  return true;
+}
+
 std::size_t H2Request::read(char* buf, std::size_t n) {
   std::size_t k = std::min(n, body.size() - body_pos);
   if (k) std::memcpy(buf, body.data() + body_pos, k);
@@ -72,6 +79,7 @@ H2Limits H2Limits::from(const ServerOptions& opt) {
   l.max_header_count = opt.max_header_count;
   l.max_request_line = opt.max_request_line;
   l.max_body_bytes = opt.max_body_bytes;
+  l.websocket = opt.h2_websocket;
   return l;
 }
 
@@ -80,7 +88,7 @@ struct H2Session::Stream {
   std::shared_ptr<H2Request> req;  // set by new_stream()
   // The request head as it comes.
   std::size_t header_bytes = 0, header_count = 0;
-  std::string_view method, path, authority, host, cookie;
+  std::string_view method, path, authority, host, cookie, protocol;
   int bad_status = 0;
   std::string why;
   std::optional<std::uint64_t> content_length;
@@ -91,7 +99,7 @@ struct H2Session::Stream {
   // The response.
   int status = 0;
   std::uint64_t sent = 0;
-  enum class Src { none, view, file, pull, writer } src = Src::none;
+  enum class Src { none, view, file, pull, writer, ws } src = Src::none;
   std::shared_ptr<const void> keep;
   std::string_view view;
   std::size_t pos = 0;
@@ -104,8 +112,14 @@ struct H2Session::Stream {
   std::optional<std::uint64_t> declared;  // a pull stream's or writer's Content-Length (ADP-13)
   std::shared_ptr<H2WriterState> writer;
   Headers trailers;  // a pull stream's or writer's, taken at the end of its body (ADP-17)
+  // WebSocket (RFC 8441): an extended CONNECT with `:protocol websocket`; its DATA before the app's
+  // answer (window held), then the pipe to the WebSocket session.
+  bool ws = false, ws_early_end = false;
+  std::string ws_early;
+  std::shared_ptr<H2WsPipe> pipe;
 
   ~Stream() {
+    if (pipe) pipe->closed();
     if (pull) {
       try {
         pull->close();
@@ -178,6 +192,7 @@ struct H2Callbacks {
         if (name == ":method") s->method = value;
         else if (name == ":path") s->path = value;
         else if (name == ":authority") s->authority = value;
+        else if (name == ":protocol") s->protocol = value;
         return 0;
       }
       std::string_view value = copy(v, vlen);
@@ -231,7 +246,10 @@ struct H2Callbacks {
       }
       if (!s) return 0;
       if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) h.finish_head(*s, end);
-      if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && end) h.request_complete(*s);
+      if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && end) {
+        if (s->ws) ws_end(*s);
+        else h.request_complete(*s);
+      }
     } catch (...) {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
@@ -242,6 +260,9 @@ struct H2Callbacks {
                            std::size_t len, void* p) {
     H2Session& h = self(p);
     auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, id));
+    if (s && s->ws) return ws_data(h, *s, data, len);
+    // A request body is buffered whole (within the limits): its window goes back as it comes.
+    nghttp2_session_consume(ng, id, len);
     if (!s || s->body_over || s->bad_status || s->responded || s->refused) return 0;
     try {
       std::string& body = s->req->body;
@@ -274,6 +295,35 @@ struct H2Callbacks {
     return 0;
   }
 
+  // DATA of a WebSocket stream: for its session, whose reads give the window back; before the app's
+  // answer, kept; after an answer without WebSocket, dropped.
+  static int ws_data(H2Session& h, H2Session::Stream& s, const std::uint8_t* data, std::size_t len) {
+    try {
+      if (s.pipe) {
+        s.pipe->in.append(reinterpret_cast<const char*>(data), len);
+        s.pipe->wake_reader();
+      } else if (!s.responded) {
+        s.ws_early.append(reinterpret_cast<const char*>(data), len);
+      } else {
+        nghttp2_session_consume(h.ng_, s.id, len);
+      }
+    } catch (...) {
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return 0;
+  }
+
+  // The peer ended its side of a WebSocket stream (END_STREAM: its TCP FIN).
+  static void ws_end(H2Session::Stream& s) {
+    s.request_done = true;
+    if (s.pipe) {
+      s.pipe->in_end = true;
+      s.pipe->wake_reader();
+    } else {
+      s.ws_early_end = true;
+    }
+  }
+
   static int on_frame_send(nghttp2_session* ng, const nghttp2_frame* f, void* p) {
     H2Session& h = self(p);
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
@@ -298,8 +348,13 @@ struct H2Callbacks {
       s.reported = true;
       h.host_.on_response_done(*s.req, s.status, s.sent, false);
     }
-    if (!s.request_done && h.awaiting_ > 0) --h.awaiting_;
+    if (!s.request_done && !s.ws && h.awaiting_ > 0) --h.awaiting_;
     --h.open_;
+    // What the peer sent on a WebSocket stream and nobody will read: its connection window goes back.
+    std::size_t unread = s.ws_early.size();
+    if (s.pipe && !s.pipe->released) unread += s.pipe->in.size() - s.pipe->in_pos;
+    if (s.pipe) s.pipe->released = true;
+    if (unread) nghttp2_session_consume(h.ng_, id, unread);
     h.buffered_ -= s.buffered;
     // The stream holds its request alone (no app, Responder or Writer does): its env is recycled here.
     if (!s.req->escaped && s.req.use_count() == 1 && s.req->env) {
@@ -403,6 +458,22 @@ struct H2Callbacks {
         s.writer->unsent = s.out.size() - s.out_pos;
         s.writer->cv.notify_all();
         if (n == 0 && !s.eof) {
+          s.deferred = true;
+          return static_cast<std::size_t>(-1);
+        }
+        return n;
+      }
+      case Src::ws: {
+        H2WsPipe& p = *s.pipe;
+        std::size_t n = std::min(length, p.unsent());
+        if (n) std::memcpy(buf, p.out.data() + p.out_pos, n);
+        p.out_pos += n;
+        if (n) p.wake_writer();
+        if (p.unsent() == 0 && p.out_end) {
+          s.eof = true;
+          return n;
+        }
+        if (n == 0) {
           s.deferred = true;
           return static_cast<std::size_t>(-1);
         }
@@ -540,6 +611,9 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
   nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_no_closed_streams(opt, 1);
+  // The window is given back by hand (nghttp2_session_consume): a request body's at once, a WebSocket
+  // stream's as its session reads.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
 #if defined(__SANITIZE_ADDRESS__)
   nghttp2_mem* mem = nullptr;
 #else
@@ -556,7 +630,10 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.initial_window},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(std::min<std::size_t>(limits_.max_header_bytes, INT32_MAX))},
   };
-  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_settings_entry connect_protocol{NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1};
+  std::vector<nghttp2_settings_entry> entries(std::begin(settings), std::end(settings));
+  if (limits_.websocket) entries.push_back(connect_protocol);
+  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
   std::int32_t conn_window = static_cast<std::int32_t>(std::max<std::uint32_t>(limits_.initial_window, 1u << 20));
   nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, conn_window);
 }
@@ -667,6 +744,16 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
       s.why = "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes";
     }
   }
+  // RFC 8441: an extended CONNECT for a WebSocket is presented as the HTTP/1.1 GET handshake (EXT-11).
+  bool ws = !s.bad_status && s.method == "CONNECT" && !s.protocol.empty();
+  if (ws && !iequals(s.protocol, "websocket")) {
+    s.bad_status = 501;
+    s.why = "unsupported :protocol";
+  } else if (ws && end_stream) {
+    s.bad_status = 400;
+    s.why = "a WebSocket CONNECT ended its stream";
+  }
+  ws = ws && !s.bad_status;
   if (!s.bad_status) {
     std::string_view host = s.authority.empty() ? s.host : s.authority;
     if (!s.authority.empty() && !s.host.empty() && s.host != s.authority) {
@@ -682,11 +769,17 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
       try {
         // The connection's values stay with the request (conn_text_): the env may outlive the
         // connection (a delayed response, APP-4).
-        populate_env(env, RequestHead{s.method, s.path, "HTTP/2"}, conn_);
+        populate_env(env, RequestHead{ws ? std::string_view("GET") : s.method, s.path, "HTTP/2"}, conn_);
         s.req->keep_conn = conn_text_;
         env.set_view(keys::HTTP_HOST, host);
         if (!s.cookie.empty()) env.set_view(keys::HTTP_COOKIE, s.cookie);
         set_server_from_host(env);
+        if (ws) {
+          // No key travels over HTTP/2: this one is the adapter's, for the handshake's form only.
+          env.set("HTTP_UPGRADE", "websocket");
+          env.set("HTTP_CONNECTION", "Upgrade");
+          env.set("HTTP_SEC_WEBSOCKET_KEY", "dGhlIHNhbXBsZSBub25jZQ==");
+        }
       } catch (const HttpError& e) {
         s.bad_status = e.status();
         s.why = "bad request target";
@@ -695,6 +788,13 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
   }
   s.req->head = s.method == "HEAD";
   if (s.bad_status) {
+    ready_.push_back(s.id);
+    return;
+  }
+  if (ws && !s.bad_status) {
+    // The app runs now: the stream's DATA is the WebSocket's, not a body to wait for.
+    s.ws = s.req->websocket = true;
+    if (awaiting_ > 0) --awaiting_;
     ready_.push_back(s.id);
     return;
   }
@@ -889,11 +989,19 @@ void H2Session::respond(std::int32_t id, Response res) {
       return respond(id, Response::error(500));
     }
     if (!more) {
+      std::string error;
+      Headers trailers = ended_stream_trailers(*stream, error);
+      if (!error.empty()) host_.log_error(error);
       try {
         stream->close();
       } catch (...) {
       }
-      return respond(id, Response{status, std::move(res.headers), std::string()});
+      if (trailers.empty()) return respond(id, Response{status, std::move(res.headers), std::string()});
+      // Trailers-only: an empty data source, whose end submits the trailing HEADERS that ends the stream.
+      s.trailers = std::move(trailers);
+      s.src = Stream::Src::view;
+      std::uint64_t zero = 0;
+      return submit(s, status, res.headers, true, &zero);
     }
     s.pull = std::move(stream);
     s.out = std::move(first);
@@ -978,6 +1086,35 @@ void H2Session::fail(std::int32_t id) {
   if (!s) return;
   if (!s->responded) return respond(id, Response::error(500));
   nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
+}
+
+bool H2Session::start_websocket(std::int32_t id, const Headers& headers, const std::shared_ptr<H2WsPipe>& pipe) {
+  Stream* s = find(id);
+  if (!s || s->responded || !s->ws) return false;
+  s->pipe = pipe;
+  pipe->in = std::move(s->ws_early);
+  pipe->in_end = s->ws_early_end;
+  s->src = Stream::Src::ws;
+  submit(*s, 200, headers, true, nullptr);
+  return true;
+}
+
+void H2Session::ws_consume(std::int32_t id, std::size_t n) { nghttp2_session_consume(ng_, id, n); }
+
+void H2Session::ws_more(std::int32_t id) {
+  Stream* s = find(id);
+  if (!s || s->src != Stream::Src::ws || !s->deferred) return;
+  s->deferred = false;
+  nghttp2_session_resume_data(ng_, id);
+}
+
+void H2Session::reset(std::int32_t id) {
+  if (find(id)) nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+}
+
+H2Request* H2Session::request(std::int32_t id) const {
+  Stream* s = find(id);
+  return s ? s->req.get() : nullptr;
 }
 
 bool H2Session::upgrade(std::string_view settings, std::unique_ptr<Env> env, bool head) {

@@ -6,6 +6,7 @@
 // runs on the connection's io thread; the app's threads reach a stream only through the driver.
 #include <nghttp2/nghttp2.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -23,6 +24,7 @@
 #include "csgi/core/io.hpp"
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/core/websocket.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -41,8 +43,10 @@ public:
 /// delayed response's Responder and Writer, so that the env lives until the last of them is done (APP-4);
 /// its cleanup handlers run then (or, when the stream is its last holder, the session recycles the env
 /// through its host). It is the env's csgi.input (the whole body, read before the app runs) and
-/// csgix.informational (forwarded to `interim`, set by the driver).
-struct H2Request final : Input, Informational {
+/// csgix.informational (forwarded to `interim`, set by the driver). On an RFC 8441 extended CONNECT
+/// (`websocket`) it is also csgix.websocket: the handler the app gives during its call (`in_app`) is
+/// kept for the driver, which runs it once the app answered 101.
+struct H2Request final : Input, Informational, websocket::Upgrade {
   std::int32_t id = 0;
   // What the env's connection values point into (REMOTE_ADDR, SERVER_PORT, …; HTTPS, SSL_* over TLS):
   // the connection's, shared rather than copied into each env.
@@ -56,12 +60,18 @@ struct H2Request final : Input, Informational {
   // the last holder may be on that thread.
   bool escaped = false;
   std::shared_ptr<H2Interim> interim;
+  bool websocket = false;
+  std::atomic<bool> in_app{false};
+  std::unique_ptr<websocket::Handler> ws_handler;
   ~H2Request() override;
   std::size_t read(char* buf, std::size_t n) override;
   bool seekable() const override { return true; }
   void rewind() override { body_pos = 0; }
   bool send(int status, const Headers& headers) override { return interim && interim->send(id, status, headers); }
+  bool upgrade(websocket::Handler handler) override;
 };
+
+struct H2WsPipe;
 
 /// A streaming Writer's bytes on their way from the app's thread to the stream (h2_conn.cpp writes into
 /// it; H2Session::pull_writer() takes from it on the io thread).
@@ -86,6 +96,7 @@ struct H2Limits {
   std::size_t max_header_count = 100;
   std::size_t max_request_line = 8192;
   std::uint64_t max_body_bytes = 64ull << 20;
+  bool websocket = true;  // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over a stream (RFC 8441)
   static H2Limits from(const ServerOptions& opt);
 };
 
@@ -129,6 +140,17 @@ public:
   bool interim(std::int32_t id, int status, const Headers& headers);
   /// The app failed to answer: 500 when the head is not out yet, else the stream is reset.
   void fail(std::int32_t id);
+  /// WebSocket over the stream (RFC 8441): its 200 with `headers`, then DATA from and to `pipe`. False
+  /// when the stream is gone or answered.
+  bool start_websocket(std::int32_t id, const Headers& headers, const std::shared_ptr<H2WsPipe>& pipe);
+  /// The WebSocket session read `n` bytes: the peer may send as many more.
+  void ws_consume(std::int32_t id, std::size_t n);
+  /// The WebSocket session wrote (or ended its side): DATA to send.
+  void ws_more(std::int32_t id);
+  /// Resets the stream (CANCEL).
+  void reset(std::int32_t id);
+  /// The request of an open stream (nullptr when it is gone).
+  H2Request* request(std::int32_t id) const;
 
   /// HTTP/1.1 `Upgrade: h2c` (RFC 7540 §3.2): the upgraded request, complete, becomes stream 1 with
   /// `env`; `settings` is its decoded HTTP2-Settings. False when nghttp2 refuses them.

@@ -142,6 +142,19 @@ void Conn::pool_stream(std::shared_ptr<Conn> self, Response res, const std::stri
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
   std::string chunk;
   int first = stream && !req_.head && !status_has_no_body(status) ? pool_first_chunk(*stream, chunk, what) : 0;
+  bool pulled = stream && !req_.head && !status_has_no_body(status);
+  if (pulled && first == 0 && !req_.http10 && !res.headers.has("content-length")) {
+    // Trailers-only: an empty body through a Writer, which sends them after it (ADP-17).
+    Headers trailers = pool_trailers(sh_, *stream, what);
+    if (!trailers.empty()) {
+      close_pool_stream(stream);
+      WriterPtr w = Responder(pool_responder(self)).start(status, std::move(res.headers));
+      w->set_trailers(std::move(trailers));
+      w->close();
+      w.reset();
+      return release_on_io(std::move(self));
+    }
+  }
   if (first <= 0) {
     close_pool_stream(stream);
     post_done(std::move(self),

@@ -154,8 +154,17 @@ void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
   bool threw = false;
   bool more = first_chunk(first, threw);
   if (!more || threw) {
-    // Ended (or failed) before any byte: close it, then answer as a complete response.
+    // Ended (or failed) before any byte: close it, then answer as a complete response; with trailers
+    // (trailers-only) on HTTP/1.1 and no Content-Length, as an empty chunked body that carries them.
+    Headers trailers;
+    if (!threw && !declared && !req_.http10) trailers = stream_trailers();
     close_stream();
+    if (!trailers.empty()) {
+      write_head(status, headers, std::nullopt, true);
+      append_last_chunk(out_.buf, trailers);
+      finish_response();
+      return;
+    }
     Response done = threw ? Response::error(500) : Response{status, std::move(headers), std::string()};
     start_body(done);
     return;

@@ -89,6 +89,9 @@ struct ServerOptions {
   // request bodies are read whole (up to max_body_bytes) before the app runs.
   std::uint32_t h2_max_streams = 100;
   std::uint32_t h2_initial_window = 65535;
+  // WebSocket over an HTTP/2 stream (RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL, an extended CONNECT);
+  // off: HTTP/2 clients open their WebSockets on an HTTP/1.1 connection.
+  bool h2_websocket = true;
 
   // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
   // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start

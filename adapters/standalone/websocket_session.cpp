@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "csgi/adapters/standalone/app_pool.hpp"
+#include "csgi/adapters/standalone/h2_websocket.hpp"
 #include "csgi/adapters/standalone/tls_stream.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/text.hpp"
@@ -322,6 +323,12 @@ std::shared_ptr<WsSession> start_ws_session(IoThread& t, Socket socket, WsStart 
 
 std::shared_ptr<WsSession> start_ws_session(IoThread& t, Socket socket, std::unique_ptr<TlsSession> tls, WsStart start) {
   auto s = std::make_shared<Session<TlsStream>>(t, TlsStream(std::move(socket), std::move(tls)), std::move(start));
+  s->start();
+  return s;
+}
+
+std::shared_ptr<WsSession> start_ws_session(IoThread& t, H2WsStream stream, WsStart start) {
+  auto s = std::make_shared<Session<H2WsStream>>(t, std::move(stream), std::move(start));
   s->start();
   return s;
 }

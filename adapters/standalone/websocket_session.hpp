@@ -8,7 +8,8 @@
 // anchor (graceful stop, counters) until the session ends.
 //
 // The stream type is the session's template parameter (websocket_session.cpp): the plain socket, or, on a
-// TLS connection, the socket and its TlsSession as one stream (TlsStream, tls_stream.hpp).
+// TLS connection, the socket and its TlsSession as one stream (TlsStream, tls_stream.hpp), or an HTTP/2
+// stream's DATA frames (H2WsStream, h2_websocket.hpp).
 #include <functional>
 #include <memory>
 #include <string>

@@ -110,12 +110,12 @@ measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps
   local runs=() r l all="" t0 t1 spid
   spid=$(pgrep -P "$pid" -n 2>/dev/null || echo "$pid")  # setsid's child when setsid forked
   [ -r "/proc/$spid/stat" ] || spid=$pid
-  t0=$(cpu_ticks "$spid")
+  t0=$(tree_cpu_ticks "$spid")
   for _ in $(seq "$reps"); do
     read -r r l <<<"$(run_wrk "$conns" "http://127.0.0.1:$port$path")"
     runs+=("$r $l"); all="$all $r"
   done
-  t1=$(cpu_ticks "$spid")
+  t1=$(tree_cpu_ticks "$spid")
   CPU[$key]=$($PY -c "import os, sys
 ticks, dur, rps = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
 n = sum(float(x) for x in rps) * dur  # requests served over the runs
@@ -271,7 +271,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "| C++ 10 ms sleep, 1 thread | gunicorn gthread | ${RPS[gil_1]} | ${LAT[gil_1]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 4 threads | gunicorn gthread | ${RPS[gil_4]} | ${LAT[gil_4]} | $(ratio gil_4 gil_1) vs 1 thread | ~4 |"
   echo
-  echo "Server CPU time per request (utime+stime of the server process, all threads, over its wrk runs), µs:"
+  echo "Server CPU time per request (utime+stime of the server process and its child processes (a master and its worker), all threads, over its wrk runs), µs:"
   echo
   echo "| case | µs CPU/request |"
   echo "|---|---|"

@@ -14,7 +14,6 @@
 #include <unordered_set>
 
 #include "csgi/core/keys.hpp"
-#include "csgi/core/percent.hpp"
 #include "csgi/middleware/bundler/compress.hpp"
 #include "csgi/middleware/bundler/live_reload.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
@@ -208,6 +207,37 @@ void append_module(std::string& out, std::string_view src, const std::vector<bun
   out.append(src.substr(at));
 }
 
+bool exports_by_name(const bundler::EsmModule& esm, const std::string& name) {
+  return std::find(esm.local_names.begin(), esm.local_names.end(), name) != esm.local_names.end() ||
+         std::any_of(esm.reexports.begin(), esm.reexports.end(), [&](const auto& r) { return r[0] == name; });
+}
+
+/// Appends an ES module's table for the loader: the transform's, plus the link checks ("i": [request
+/// index, name]) the loader has to make. Left out are those that cannot fail: a name the imported ES
+/// module exports by name (its own or passed on), a name taken from a barrel view (it holds just the
+/// names imported) and a name from a module that is not an ES module (the loader checks none there).
+void append_esm_table(std::string& body, Graph& graph, const Module& m, const Closure& c) {
+  const bundler::EsmModule& esm = *m.esm;
+  body.append(esm.meta, 0, esm.meta.size() - 1);  // without its closing brace
+  body += ",\"i\":[";
+  bool first = true;
+  for (const auto& [spec, name] : esm.imported) {
+    std::size_t k = 0;
+    while (k < m.edges.size() && m.edges[k].spec != spec) ++k;
+    if (k == m.edges.size() || c.views.count({m.id, k})) continue;
+    if (m.edges[k].status == Resolved::ok) {
+      const Module& d = graph.at(m.edges[k].target);
+      if (!d.esm || exports_by_name(*d.esm, name)) continue;
+    }
+    body += first ? "[" : ",[";
+    first = false;
+    body += std::to_string(k) + ',';
+    append_js_string(body, name);
+    body += ']';
+  }
+  body += "]}";
+}
+
 Response js_response(int status, std::string body) {
   Response r;
   r.status = status;
@@ -380,7 +410,7 @@ public:
       hit = lookup(key);
       if (!hit) {
         std::string spec = sub.starts_with("/~/") ? std::string(sub.substr(3)) : std::string(sub);
-        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have, base);
+        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have);
         if (auto* r = std::get_if<Response>(&built)) return std::move(*r);
         hit = std::get<std::shared_ptr<Entry>>(built);
         store(key, hit);
@@ -540,8 +570,7 @@ public:
     return js_response(status, std::move(body));
   }
 
-  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have,
-                                                       std::string_view base) {
+  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have) {
     std::string shown = spec.starts_with('/') ? spec.substr(1) : spec;
     const std::uint64_t gen0 = graph.generation();  // a change during the build makes the result stale
     const std::int64_t started_at = bundler::coarse_now_ns();  // directory listings are as of then
@@ -582,14 +611,14 @@ public:
       if (i) body += ",\n";
       body += '[' + std::to_string(m.id) + ',';
       append_js_string(body, m.path);
-      body += ",{";
+      body += ",[";
       for (std::size_t k = 0; k < m.edges.size(); ++k) {
-        if (k) body += ',';
+        body += k ? ",[" : "[";
         append_js_string(body, m.edges[k].spec);
-        body += ':';
+        body += ',';
         auto view = c.views.find({m.id, k});
         if (view == c.views.end()) {
-          body += std::to_string(m.edges[k].target);
+          body += std::to_string(m.edges[k].target) + ']';
           continue;
         }
         body += '[';  // a barrel left out: [name, defining module, its name there] for each name imported
@@ -602,20 +631,21 @@ public:
           append_js_string(body, t.imported);
           body += ']';
         }
-        body += ']';
+        body += "]]";
       }
-      body += "},";
+      body += "],";
       if (m.json || m.empty) {
         append_js_string(body, *src);
       } else {
         std::string text;
-        text.reserve(src->size() + base.size() + m.path.size() + 20);
+        text.reserve(src->size() + 64);
         append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr,
                       opt.mode == BundlerOptions::Mode::production ? &m.comments : nullptr);
-        text.append("\n//# sourceURL=").append(base).push_back('/');
-        text.append(percent_encode(m.path, true));
         append_js_string(body, text);
-        if (m.esm) body += ',' + m.esm->meta;
+        if (m.esm) {
+          body += ',';
+          append_esm_table(body, graph, m, c);
+        }
       }
       body += ']';
       for (auto& u : m.unbundled) {

@@ -5,7 +5,7 @@
 /// for `<mount>/<path>?e=<epoch>&have=<set>` and receives, as one JavaScript response, every module in the
 /// transitive closure of `path`'s `require('literal')` calls and static imports that is not in the page's
 /// loaded set. Each
-/// module is a string evaluated on its first require with its own `//# sourceURL=`.
+/// module is a string the loader evaluates on its first require, naming it by its URL (`//# sourceURL=`).
 ///
 /// URL forms under the mount (PATH_INFO relative to the mount):
 ///   /require.js            the loader (`?v=<hash>` form: cached immutably)

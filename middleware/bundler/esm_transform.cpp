@@ -849,26 +849,16 @@ private:
       std::string expr = b != bindings_.end() ? b->second.expr : local;
       auto n = namespaces_.find(local);
       if (n != namespaces_.end()) expr = ns_var(n->second);
-      pre += nlohmann::json(name).dump() + ":function(){return " + expr + "}";
+      pre += nlohmann::json(name).dump() + ":()=>" + expr;
     }
     pre += "});";
     if (default_function_) pre += "Object.defineProperty(__csgi_default,'name',{value:'default'});";
     for (std::size_t r = 0; r < out_.requests.size(); ++r)
-      pre += (r ? "," : "const ") + ns_var(r) + "=__csgi.ns(" + nlohmann::json(out_.requests[r].spec).dump() + ")";
+      pre += (r ? "," : "const ") + ns_var(r) + "=__csgi.ns(" + std::to_string(r) + ")";
     if (!out_.requests.empty()) pre += ';';
     for (auto& [name, req] : namespaces_) pre += "const " + name + "=" + ns_var(req) + ";";
     pre += "yield;";
-    nlohmann::ordered_json meta;
-    auto& d = meta["d"] = nlohmann::json::array();
-    for (auto& r : out_.requests) d.push_back(r.spec);
-    auto& x = meta["x"] = nlohmann::json::array();
-    for (auto& l : locals_) x.push_back(l.first);
-    auto& re = meta["r"] = nlohmann::json::array();
-    for (auto& r : reexports_) re.push_back({r.name, r.spec, r.imported});
-    meta["s"] = stars_;
-    auto& w = meta["i"] = nlohmann::json::array();
-    for (auto& [spec, name] : wanted_) w.push_back({spec, name});
-    out_.meta = meta.dump();
+    out_.meta = meta_json();
     for (auto& [name, local] : locals_) {  // an export of an imported binding passes that binding on
       auto b = bindings_.find(local);
       auto n = namespaces_.find(local);
@@ -884,6 +874,23 @@ private:
     out_.whole.insert(out_.whole.end(), stars_.begin(), stars_.end());
     for (auto& [name, req] : namespaces_) out_.whole.push_back(out_.requests[req].spec);
     out_.imported = wanted_;
+  }
+
+  // The loader's table but its link checks (the bundler adds those: Bundler builds); a module it
+  // imports is named by its index in `requests` (its `__csgi.ns(k)`).
+  std::string meta_json() const {
+    auto index = [&](const std::string& spec) {
+      auto it = std::find_if(out_.requests.begin(), out_.requests.end(), [&](const Dependency& d) { return d.spec == spec; });
+      return std::size_t(it - out_.requests.begin());
+    };
+    nlohmann::ordered_json meta;
+    auto& x = meta["x"] = nlohmann::json::array();
+    for (auto& l : locals_) x.push_back(l.first);
+    auto& re = meta["r"] = nlohmann::json::array();
+    for (auto& r : reexports_) re.push_back({r.name, index(r.spec), r.imported});
+    auto& s = meta["s"] = nlohmann::json::array();
+    for (auto& spec : stars_) s.push_back(index(spec));
+    return meta.dump();
   }
 
   std::string_view s_;

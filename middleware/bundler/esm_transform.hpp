@@ -4,8 +4,8 @@
 ///
 /// The result is the module's body for a generator function `function* (__csgi)`: `prefix` goes in
 /// front of the first line; it hands the loader getters for the local exports, binds each imported
-/// module's namespace object (`__csgi.ns(spec)`) and yields. The loader resumes the generator to run the
-/// body once the imports have been evaluated. Import statements become blank (their line breaks kept);
+/// module's namespace object (`__csgi.ns(k)`, k its index in `requests`) and yields. The loader
+/// resumes the generator to run the body once the imports have been evaluated. Import statements become blank (their line breaks kept);
 /// a reference to an imported binding `x` becomes `__csgi_iN.x` (a read through the namespace: live);
 /// `import(…)` becomes `__csgi.import(…)`, `import.meta` becomes `__csgi.meta`.
 ///
@@ -34,7 +34,8 @@ struct EsmModule {
   std::string prefix;                 // put before the first line (no line break)
   std::vector<EsmEdit> edits;         // in source order, not overlapping
   std::vector<Dependency> requests;   // the modules it imports or re-exports from, source order, unique
-  std::string meta;                   // JSON for the loader: {"d":[…],"x":[…],"r":[[…]],"s":[…],"i":[[…]]}
+  std::string meta;                   // JSON for the loader: {"x":[…],"r":[[…]],"s":[…]}, each imported
+                                      // module named by its index in `requests` (the bundler adds "i")
   // The same tables for the bundler: local export names ("x"), re-exports (name, specifier, imported
   // name or "*": "r"), `export *` specifiers ("s"), each (specifier, name) imported or re-exported
   // ("i"), and the specifiers whose whole namespace is used (`import * as`, `export *`, `export * as`).

@@ -6,8 +6,10 @@ close with a code and reason, extra handshake headers, and the client's close co
 import asyncio
 import http.client
 import json
+import os
 import ssl
 import subprocess
+import sys
 import time
 
 import pytest
@@ -179,3 +181,28 @@ def test_websocket_scope_over_tls(server_factory, csgi_bin, tmp_path):
         return echo, scheme
 
     assert asyncio.run(asyncio.wait_for(client(), 60)) == (("echo:over tls", "chat"), "wss")
+
+
+def test_websocket_over_http2_is_the_same_scope(server_factory, csgi_bin):
+    """RFC 8441 (spec EXT-11): an extended CONNECT on an h2c stream reaches the app as the websocket scope
+    the HTTP/1.1 handshake gives (subprotocol, echo, scope keys); the stream is answered 200."""
+    pytest.importorskip("h2")
+    sys.path.insert(0, os.path.join(HERE, "..", "adapters", "standalone"))
+    from h2_ws_client import TEXT, Conn, frame
+    port = free_port()
+    server_factory([csgi_bin, "serve", "--asgi", "ws_site:app", "--listen", "127.0.0.1:%d" % port], port, cwd=HERE)
+    c = Conn(port)
+    try:
+        sid = c.open("/echo", extra=[("sec-websocket-protocol", "chat")])
+        assert c.streams[sid]["status"] == 200
+        assert c.streams[sid]["headers"].get(b"sec-websocket-protocol") == b"chat"
+        c.send(sid, frame(TEXT, b"hi"))
+        assert c.message(sid) == (True, TEXT, b"echo:hi")
+        sid = c.open("/scope?q=1", extra=[("x-custom", "v")])
+        m = c.message(sid)
+        assert m and m[1] == TEXT
+        scope = json.loads(m[2])
+        assert scope == {"path": "/scope", "query_string": "q=1", "raw_path": "/scope", "root_path": "",
+                         "scheme": "ws", "subprotocols": [], "type": "websocket", "x-custom": ["v"]}
+    finally:
+        c.close()

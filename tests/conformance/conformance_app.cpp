@@ -273,6 +273,21 @@ Response dispatch(const Files& files, Env& env) {
     }, {}, [] { return Headers{{"grpc-status", "0"}, {"Server-Timing", "app;dur=1"}}; });
     return r;
   }
+  // Trailers-only (gRPC's form of an error): an empty stream or writer body that ends with trailers.
+  if (test == "trailers_only") {
+    Response r = text("");
+    r.headers.add("Trailer", "grpc-status");
+    r.body = make_stream([]() -> std::optional<std::string> { return std::nullopt; }, {},
+                         [] { return Headers{{"grpc-status", "5"}}; });
+    return r;
+  }
+  if (test == "trailers_only_writer") {
+    return Response::delayed([](Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}, {"Trailer", "grpc-status"}});
+      w->set_trailers({{"grpc-status", "5"}});
+      w->close();
+    });
+  }
   if (test == "trailers_writer") {
     return Response::delayed([](Responder r) {
       auto w = r.start(200, {{"Content-Type", "text/plain"}, {"Trailer", "grpc-status, Server-Timing"}});

@@ -119,6 +119,15 @@ TEST_CASE("websocket::accept: 426 with Upgrade for a request that is not a valid
   CHECK(up.taken == 0);
 }
 
+TEST_CASE("websocket::accept: an HTTP/2 stream presented as the GET handshake is upgraded", "[websocket][EXT-11]") {
+  FakeUpgrade up;
+  CHECK(call_accept(&up, with(handshake(), "Host", "example.org"), "GET /ws HTTP/2").status == 101);
+  CHECK(up.taken == 1);
+  FakeUpgrade up2;
+  CHECK(call_accept(&up2, with(handshake(), "Host", "example.org"), "CONNECT /ws HTTP/2").status == 426);
+  CHECK(up2.taken == 0);
+}
+
 TEST_CASE("websocket::accept: a handshake with a body is a 400", "[websocket][EXT-9]") {
   FakeUpgrade up;
   auto r = call_accept(&up, with(handshake(), "Content-Length", "3"), "GET /ws HTTP/1.1", "abc");

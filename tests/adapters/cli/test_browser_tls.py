@@ -2,14 +2,16 @@
 """Headless Chromium loads `csgi serve --demo` over https://, trusting the test CA (an NSS database in a
 temporary HOME, made with certutil from libnss3-tools): the demo page, a page that reports the
 navigation's protocol (h2: the browser and the server chose HTTP/2 by ALPN) and secure context, a page
-whose WebSocket echo round-trips over wss://, and /env with the TLS keys (SERVER_PROTOCOL HTTP/2). Without the CA the page does not
-load (the control). Exit 77 (skipped) without chromium or certutil.
+whose WebSocket echo round-trips over wss:// (on the page's HTTP/2 connection: an RFC 8441 extended CONNECT,
+which the access log has as "GET /websocket/echo HTTP/2" 200), and /env with the TLS keys (SERVER_PROTOCOL
+HTTP/2). Without the CA the page does not load (the control). Exit 77 (skipped) without chromium or certutil.
 Usage: test_browser_tls.py CSGI_EXE"""
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -59,7 +61,8 @@ tls = ["--tls-cert", certs.server[0], "--tls-key", certs.server[1]]
 p, port = start(CSGI, ["--demo"] + tls, listen="https://127.0.0.1:0")
 q = None
 try:
-    q, probe_port = start(CSGI, ["--demo", "--static", site] + tls, listen="https://127.0.0.1:0")
+    log = os.path.join(work, "access.log")
+    q, probe_port = start(CSGI, ["--demo", "--static", site, "--access-log", log] + tls, listen="https://127.0.0.1:0")
     base = "https://localhost:%d" % port
     check("Hello from" not in dump(base + "/", untrusting), "without the test CA the page does not load")
     check("Hello from csgi!" in dump(base + "/", trusting), "the demo page loads over https")
@@ -75,6 +78,15 @@ try:
             break
     check("echo=round trip over wss" in ws,
           "a WebSocket echo round-trips over wss:// in the browser: %r" % ws[ws.find("id=\"ws\""):][:60])
+    lines = []
+    for _ in range(20):  # the line is written when the stream ends (bounded wait)
+        with open(log) as f:
+            lines = [line for line in f if "/websocket/echo" in line]
+        if lines:
+            break
+        time.sleep(0.1)
+    check(any('"GET /websocket/echo HTTP/2" 200 ' in line for line in lines),
+          "the browser opened its WebSocket on the HTTP/2 connection (RFC 8441 extended CONNECT): %r" % lines[-1:])
     env = dump(base + "/env", trusting)
     check("<td>SSL_PROTOCOL</td><td>TLSv1.3</td>" in env, "the browser's request: SSL_PROTOCOL TLSv1.3")
     check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's request: SSL_TLS_SNI localhost")

@@ -10,7 +10,8 @@
     CPU time and RSS stayed bounded: rapid reset, CONTINUATION flood, HPACK bomb, SETTINGS, PING and empty
     DATA floods, a zero window held forever (closed by --send-timeout), stream-id exhaustion;
   * trailer fields of a stream and a writer body in a trailing HEADERS frame (python3-h2, nghttp -v), none
-    on HEAD, and after a body held back by flow control; over TLS too;
+    on HEAD, and after a body held back by flow control; over TLS too; an empty body with trailers
+    (trailers-only) as HEADERS, then the trailing HEADERS frame that ends the stream, inline and on the pool;
   * a graceful stop sends GOAWAY and finishes the stream in flight;
   * over TLS (certificates made now, tls_certs.py): ALPN chooses h2 (curl --http2 and nghttp over
     https, the env of a TLS stream), http/1.1 for a client that asks for it, h2c refused (RFC 9113 §3.3:
@@ -478,6 +479,7 @@ def trailer_checks(port, label=""):
     check(st["ended"] and st["body"] == b"x" * 262144 and st.get("trailers") == want,
           label + "256 kB through a 4 KiB window, then its trailers (%d bytes, %r)" % (len(st["body"]), st.get("trailers")))
     c.close()
+    trailers_only_checks(port, label)
     if not TLS and shutil.which("nghttp"):
         for test in ("trailers_stream", "trailers_writer"):
             r = subprocess.run(["nghttp", "-v", "-H", "x-csgi-test: " + test, "http://127.0.0.1:%d/" % port],
@@ -490,6 +492,30 @@ def trailer_checks(port, label=""):
                   "server-timing: app;dur=1" in tail and "recv HEADERS frame" in tail and
                   "END_STREAM" in tail[tail.find("recv HEADERS frame"):],
                   "nghttp -v: %s ends with a trailing HEADERS frame (ADP-17)" % test)
+
+
+def trailers_only_checks(port, label=""):
+    """An empty stream or writer body with trailers (gRPC's trailers-only answer): the response HEADERS
+    without END_STREAM, then the trailers in the HEADERS frame that ends the stream (ADP-17), no DATA."""
+    c = Client(port)
+    for test in ("trailers_only", "trailers_only_writer"):
+        sid = c.request("/", headers=[("x-csgi-test", test)])
+        ok = c.wait([sid])
+        st = c.streams[sid]
+        kinds = [type(e).__name__ for e in c.events if getattr(e, "stream_id", None) == sid and
+                 not isinstance(e, h2.events.StreamEnded)]
+        head_ended = any(isinstance(e, h2.events.ResponseReceived) and e.stream_ended is not None
+                         for e in c.events if getattr(e, "stream_id", None) == sid)
+        trailer_ended = any(isinstance(e, h2.events.TrailersReceived) and e.stream_ended is not None
+                            for e in c.events if getattr(e, "stream_id", None) == sid)
+        check(ok and st["status"] == 200 and st["body"] == b"" and st.get("trailers") == {b"grpc-status": b"5"} and
+              not head_ended and trailer_ended and "DataReceived" not in kinds,
+              label + "%s: HEADERS, then the trailers end the stream (ADP-17): %r %r" % (test, kinds, st.get("trailers")))
+        sid = c.request("/", method="HEAD", headers=[("x-csgi-test", test)])
+        ok = c.wait([sid])
+        st = c.streams[sid]
+        check(ok and st["status"] == 200 and "trailers" not in st, label + "%s: HEAD gets no trailers" % test)
+    c.close()
 
 
 def graceful_stop(srv, label):
@@ -657,6 +683,7 @@ def main():
 
     # An idle connection is closed at --idle-timeout with GOAWAY(NO_ERROR); a request's 100-continue.
     srv = Server(["--app", APP, "--idle-timeout", "1"])
+    trailers_only_checks(srv.port, "inline: ")
     c = Client(srv.port)
     sid = c.request("/", method="POST", headers=[("x-csgi-test", "echo"), ("expect", "100-continue"),
                                                  ("content-length", "5")], body=b"hello")

@@ -168,6 +168,33 @@ TEST_CASE("standalone: no trailers on HTTP/1.0, HEAD or a Content-Length body (A
   }
 }
 
+TEST_CASE("standalone: an empty stream with trailers is an empty chunked body with them on HTTP/1.1 (ADP-17)",
+          "[ADP-17][RES-15]") {
+  auto app = [](Env&) {
+    Response r{200, {{"Content-Type", "text/plain"}, {"Trailer", "grpc-status, Server-Timing"}}, std::string()};
+    r.body = csgi::make_stream([]() -> std::optional<std::string> { return std::nullopt; }, {}, [] { return kTrailers; });
+    return r;
+  };
+  for (unsigned threads : {csgi::standalone_test::app_inline, 2u}) {
+    INFO(threads);
+    csgi::standalone::ServerOptions opt;
+    opt.app_threads = threads;
+    csgi::standalone_test::Running run(app, opt);
+    std::string got = talk(run.port, get("/") + "GET / HTTP/1.0\r\nHost: t\r\n\r\n");
+    auto second = got.find("HTTP/1.1 200 OK", 1);
+    REQUIRE(second != std::string::npos);
+    std::string first = got.substr(0, second);
+    CHECK(first.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+    Chunked c = dechunk(first);
+    CHECK(c.body.empty());
+    CHECK(c.trailers == kSection);
+    CHECK(c.exact);
+    std::string old = got.substr(second);
+    CHECK(old.find("Content-Length: 0\r\n") != std::string::npos);
+    CHECK(old.find("grpc-status: 0") == std::string::npos);
+  }
+}
+
 TEST_CASE("standalone: a stream whose trailers() throws ends its body without them (ADP-17)", "[ADP-17]") {
   Running run([](Env&) {
     Response r = Response::text(200, "");

@@ -7,6 +7,7 @@
 //   /thread    on_open starts a thread that sends "from a thread" after 50 ms (send from any thread)
 //   /flood     a message "N" makes on_message send N binary messages of 64 KiB at once; it records how many
 //              send() refused ("flood refused K") with the bytes it had queued then
+//   /slow      echoes, each message after 200 ms (a slow handler: its client is held back)
 //   /taken-then-delayed  hands csgix.websocket a handler, then answers with a delayed 200 instead of the 101
 //   /events    every on_open/on_close so far, one line each ("close CODE REASON"); plain HTTP
 //   /hello     plain HTTP
@@ -72,6 +73,11 @@ csgi::Response app(csgi::Env& env) {
         most = std::max(most, c.buffered_amount());
       }
       record("flood refused " + std::to_string(refused) + " queued " + std::to_string(most));
+    };
+  if (path == "/slow")
+    h.on_message = [](ws::Connection& c, std::string_view data, bool binary) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      binary ? c.send_binary(data) : c.send_text(data);
     };
   if (path == "/thread")
     h.on_open = [](ws::Connection& c) {

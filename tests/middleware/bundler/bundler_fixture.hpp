@@ -47,7 +47,7 @@ struct Bundle {
   std::vector<std::string> paths;   // in order
 };
 
-/// Reads a bundle response: one module per line, each line "[id,"path",{deps},"source"]".
+/// Reads a bundle response: one module per line, each line "[id,"path",[[spec,id],…],"source"(,table)]".
 inline Bundle parse(const std::string& body) {
   Bundle b;
   std::smatch m;
@@ -71,6 +71,13 @@ inline Bundle parse(const std::string& body) {
 }
 
 inline std::set<std::string> set_of(const Bundle& b) { return {b.paths.begin(), b.paths.end()}; }
+
+/// How many times `needle` occurs in `s` (not overlapping).
+inline std::size_t count_of(const std::string& s, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = s.find(needle); at != std::string::npos; at = s.find(needle, at + needle.size())) ++n;
+  return n;
+}
 
 /// The have= bitset for a set of ids.
 inline std::string have(const std::vector<long>& ids) {

@@ -87,8 +87,8 @@ TEST_CASE("bundler: production bundles leave comments and indentation out, keepi
           "/*! legal */\n/* @license MIT */\nif (b) {\n    b = `x\n    y`;\n  }\nmodule.exports = b; /* two\n lines */ "
           "// end");
   auto source_of = [](const std::string& body) {
-    auto b = body.find(",{},\"") + 5;
-    auto e = body.find("\\n//# sourceURL=");
+    auto b = body.find(",[],\"") + 5;
+    auto e = body.find("\"]\n]");
     return body.substr(b, e - b);
   };
   BundlerOptions o;

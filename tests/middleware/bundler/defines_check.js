@@ -3,7 +3,8 @@
 //   node defines_check.js <csgi-bundle> <require.js>
 // Each bundle is built by the real middleware (csgi-bundle ROOT TARGET) and evaluated with the loader in
 // a fresh vm context (no `process`, no `global`, as a page): process.env.NODE_ENV per mode and --define,
-// line numbers kept in stack traces, the shim on (a module's own `let process` still allowed) and off.
+// line numbers kept in stack traces under the URL the loader names each module by (its base + path), the
+// shim on (a module's own `let process` still allowed) and off.
 const assert = require('assert');
 const fs = require('fs');
 const os = require('os');
@@ -29,10 +30,11 @@ const files = {
 };
 for (const [f, text] of Object.entries(files)) fs.writeFileSync(path.join(root, f), text);
 
-function run(args) {
+function run(args, base) {
   const body = execFileSync(tool, [...args, root, '/main.js'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
   const ctx = vm.createContext({});
   vm.runInContext(loader, ctx, { filename: 'require.js' });
+  if (base) vm.runInContext(`csgiRequire.base(${JSON.stringify(base)})`, ctx);
   vm.runInContext(body, ctx, { filename: 'bundle.js' });
   return vm.runInContext("require('/main.js')", ctx);
 }
@@ -54,8 +56,9 @@ try {
   assert.strictEqual(prod.api, 'https://api');
   assert.match(prod.line, /\/main\.js:8:/);
 
-  const off = run(['--no-process-shim']);
+  const off = run(['--no-process-shim'], 'https://example.test/site/bundle/');
   assert.strictEqual(off.env, 'development', 'the define still applies');
+  assert.match(off.line, /^\s+at .*https:\/\/example\.test\/site\/bundle\/main\.js:8:/m, off.line);
   assert.strictEqual(off.proc, 'undefined');
   assert.strictEqual(off.global, null);
   console.log('bundler_defines: all checks passed');
