@@ -139,15 +139,18 @@ struct H2Callbacks {
   static H2Session& self(void* p) { return *static_cast<H2Session*>(p); }
 
   static int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* f, void* p) {
-    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     H2Session& h = self(p);
+    h.heading_ = nullptr;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     try {
       auto s = h.new_stream();
       s->id = f->hd.stream_id;
       s->req->id = s->id;
       s->req->env = h.host_.acquire_env();
       nghttp2_session_set_stream_user_data(ng, s->id, s.get());
+      H2Session::Stream* at = s.get();
       h.insert(std::move(s));
+      h.heading_ = at;
       ++h.open_;
       ++h.awaiting_;
     } catch (...) {
@@ -159,7 +162,7 @@ struct H2Callbacks {
   static int on_header(nghttp2_session* ng, const nghttp2_frame* f, const std::uint8_t* n, std::size_t nlen,
                        const std::uint8_t* v, std::size_t vlen, std::uint8_t, void* p) {
     H2Session& h = self(p);
-    auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, f->hd.stream_id));
+    auto* s = h.heading(ng, f->hd.stream_id);
     if (!s) return 0;
     // RFC 9113 §6.5.2: each field counts its name, value and 32 bytes. Far past the limit (an HPACK
     // bomb: small frames that decode to huge lists) the connection ends.
@@ -235,7 +238,8 @@ struct H2Callbacks {
 
   static int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* f, void* p) {
     H2Session& h = self(p);
-    auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, f->hd.stream_id));
+    auto* s = h.heading(ng, f->hd.stream_id);
+    if (f->hd.type == NGHTTP2_HEADERS) h.heading_ = nullptr;  // its header block is over
     bool end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     try {
       if (f->hd.type == NGHTTP2_DATA && f->hd.length == 0 && !end) {
@@ -344,6 +348,7 @@ struct H2Callbacks {
     auto it = h.streams_.find(id);
     if (it == h.streams_.end()) return 0;
     H2Session::Stream& s = *it->second;
+    if (h.heading_ == &s) h.heading_ = nullptr;
     if (s.responded && !s.reported) {
       s.reported = true;
       h.host_.on_response_done(*s.req, s.status, s.sent, false);
@@ -682,6 +687,13 @@ void H2Session::insert(std::unique_ptr<Stream> s) {
   node.key() = s->id;
   node.mapped() = std::move(s);
   streams_.insert(std::move(node));
+}
+
+// The stream `id`: the one whose request header block is being received (no lookup for each of its
+// fields), else nghttp2's.
+H2Session::Stream* H2Session::heading(nghttp2_session* ng, std::int32_t id) const {
+  if (heading_ && heading_->id == id) return heading_;
+  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(ng, id));
 }
 
 H2Session::Stream* H2Session::find(std::int32_t id) const {

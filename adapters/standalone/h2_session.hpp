@@ -172,6 +172,7 @@ private:
   friend struct H2Callbacks;
   Stream* find(std::int32_t id) const;
   using StreamMap = std::unordered_map<std::int32_t, std::unique_ptr<Stream>>;
+  Stream* heading(nghttp2_session* ng, std::int32_t id) const;
   std::unique_ptr<Stream> new_stream();
   void insert(std::unique_ptr<Stream> s);
   void recycle(StreamMap::node_type node) noexcept;
@@ -194,6 +195,7 @@ private:
   std::vector<std::int32_t> ready_;  // complete requests, handed to the host after receive()
   std::vector<StreamMap::node_type> spare_streams_;  // closed streams' nodes and objects, emptied, for the next ones
   std::vector<StreamMap::node_type> spare_nodes_;    // their nodes once new_stream() took the object
+  Stream* heading_ = nullptr;  // the stream whose request header block is being received (open)
   std::vector<nghttp2_nv> nva_;      // a response head being submitted (kept for its capacity)
   std::string names_;                // its lower-cased field names
   std::size_t open_ = 0;
