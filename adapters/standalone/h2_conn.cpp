@@ -14,6 +14,7 @@ constexpr std::string_view preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::size_t read_size = 16384;
 constexpr std::size_t out_high = 64 * 1024;  // produce and buffer up to this much before writing
 constexpr std::chrono::milliseconds exit_check{100};
+constexpr std::size_t spare_envs_max = 32;  // envs of closed streams a connection keeps for its next ones
 
 // Runs `f` on the io thread behind `mailbox` and waits for its result; false when that thread is gone.
 bool call_on_io(IoThread& t, const std::function<bool()>& f) {
@@ -449,28 +450,53 @@ private:
 };
 }  // namespace
 
-std::unique_ptr<Env> H2Conn::acquire_env() { return c_.t_.acquire_env(); }
+// A stream's env comes from the connection's spares, then the io thread's pool: with the pool's, a
+// connection with a hundred streams in flight reuses envs instead of making one for each stream past the
+// pool's. The spares are few (an env holds about 11 KiB) and go with the connection.
+std::unique_ptr<Env> H2Conn::acquire_env() {
+  if (spare_envs_.empty()) return c_.t_.acquire_env();
+  std::unique_ptr<Env> env = std::move(spare_envs_.back());
+  spare_envs_.pop_back();
+  return env;
+}
 
-void H2Conn::release_env(std::unique_ptr<Env> env) { c_.t_.release_env(std::move(env)); }
+void H2Conn::release_env(std::unique_ptr<Env> env) {
+  if (!env) return;
+  if (spare_envs_.size() >= spare_envs_max) return c_.t_.release_env(std::move(env));
+  env->clear();
+  spare_envs_.push_back(std::move(env));
+}
+
+namespace {
+// A value under a key of keys.hpp (static storage: the key is not copied into the env).
+[[gnu::always_inline]] inline void put_fixed(Env& env, std::string_view key, Value v) {
+  *env.emplace(key, v, false).first = v;
+}
+}  // namespace
 
 void H2Conn::set_env(H2Request& req) {
   Env& env = *req.env;
   Shared& sh = c_.sh_;
-  env.set_object<Input>(keys::input, static_cast<Input*>(&req));
-  env.set_bool(keys::x::input_buffered, true);
-  env.set_object<ErrorStream>(keys::errors, &sh.errors);
-  env.set_bool(keys::multithread, sh.multithread);
-  env.set_bool(keys::multiprocess, sh.multiprocess);
-  env.set_bool(keys::run_once, false);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
-  env.set_bool(keys::x::cleanup, true);
-  env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &req.cleanup);
-  env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(&req));
-  env.set_int(keys::x::request_body_limit, static_cast<std::int64_t>(sh.opt.max_body_bytes));
-  env.set_object<ServerStats>(keys::x::server_stats, sh.stats);
-  if (c_.tls_info_) c_.tls_info_->copy_to_env(env);  // copied: the env may outlive the connection (APP-4)
-  if (req.websocket) env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(&req));
+  put_fixed(env, keys::input, Value::of_object(static_cast<Input*>(&req)));
+  put_fixed(env, keys::x::input_buffered, Value::of_bool(true));
+  put_fixed(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh.errors)));
+  put_fixed(env, keys::multithread, Value::of_bool(sh.multithread));
+  put_fixed(env, keys::multiprocess, Value::of_bool(sh.multiprocess));
+  put_fixed(env, keys::run_once, Value::of_bool(false));
+  put_fixed(env, keys::nonblocking, Value::of_bool(false));
+  put_fixed(env, keys::streaming, Value::of_bool(true));
+  put_fixed(env, keys::x::cleanup, Value::of_bool(true));
+  put_fixed(env, keys::x::cleanup_handlers, Value::of_object(&req.cleanup));
+  put_fixed(env, keys::x::informational, Value::of_object(static_cast<Informational*>(&req)));
+  put_fixed(env, keys::x::request_body_limit, Value::of_int(static_cast<std::int64_t>(sh.opt.max_body_bytes)));
+  put_fixed(env, keys::x::server_stats, Value::of_object(static_cast<ServerStats*>(sh.stats)));
+  if (c_.tls_info_) {
+    // A copy the request shares: the env may outlive the connection (APP-4).
+    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info_);
+    tls_info_->set_env(env);
+    req.keep_tls = tls_info_;
+  }
+  if (req.websocket) put_fixed(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(&req)));
   if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
   req.interim = interim_;
 }
@@ -570,11 +596,13 @@ void H2Conn::answer(const std::shared_ptr<H2Request>& req, Response res, std::sh
   session_->respond(req->id, std::move(res));
 }
 
+// Inside receive() (an inline app) the responses wait for the pump() that follows it: all those of the
+// requests one read completed go out in one write.
 void H2Conn::on_app_left() {
   if (in_app_ > 0) --in_app_;
   if (!session_) return;
   if (!reading_) wait_read();
-  pump();
+  if (!receiving_) pump();
 }
 
 void H2Conn::on_app_done(std::int32_t id, Response res, std::shared_ptr<websocket::Handler> ws) {

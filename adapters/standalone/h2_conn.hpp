@@ -7,11 +7,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <unordered_map>
 
 #include <boost/system/error_code.hpp>
 
 #include "csgi/adapters/standalone/h2_session.hpp"
+#include "csgi/adapters/standalone/tls.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -109,6 +111,8 @@ private:
   std::uint64_t data_sent_ = 0;  // the session's data_sent() at the last update_deadline()
   bool stopping_ = false;
   std::shared_ptr<H2Interim> interim_;
+  std::shared_ptr<const TlsInfo> tls_info_;       // the connection's, shared by its requests' envs
+  std::vector<std::unique_ptr<Env>> spare_envs_;  // envs of closed streams, for the next ones
   std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned
   std::unordered_map<std::int32_t, std::shared_ptr<WsSession>> ws_;  // the WebSocket sessions of streams
 };

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -83,7 +85,7 @@ H2Limits H2Limits::from(const ServerOptions& opt) {
 
 struct H2Session::Stream {
   std::int32_t id = 0;
-  std::shared_ptr<H2Request> req = std::make_shared<H2Request>();
+  std::shared_ptr<H2Request> req;  // set by new_stream()
   // The request head as it comes.
   std::size_t header_bytes = 0, header_count = 0;
   std::string_view method, path, authority, host, cookie, protocol;
@@ -137,15 +139,18 @@ struct H2Callbacks {
   static H2Session& self(void* p) { return *static_cast<H2Session*>(p); }
 
   static int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* f, void* p) {
-    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     H2Session& h = self(p);
+    h.heading_ = nullptr;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     try {
-      auto s = std::make_unique<H2Session::Stream>();
+      auto s = h.new_stream();
       s->id = f->hd.stream_id;
       s->req->id = s->id;
       s->req->env = h.host_.acquire_env();
       nghttp2_session_set_stream_user_data(ng, s->id, s.get());
-      h.streams_[s->id] = std::move(s);
+      H2Session::Stream* at = s.get();
+      h.insert(std::move(s));
+      h.heading_ = at;
       ++h.open_;
       ++h.awaiting_;
     } catch (...) {
@@ -157,7 +162,7 @@ struct H2Callbacks {
   static int on_header(nghttp2_session* ng, const nghttp2_frame* f, const std::uint8_t* n, std::size_t nlen,
                        const std::uint8_t* v, std::size_t vlen, std::uint8_t, void* p) {
     H2Session& h = self(p);
-    auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, f->hd.stream_id));
+    auto* s = h.heading(ng, f->hd.stream_id);
     if (!s) return 0;
     // RFC 9113 §6.5.2: each field counts its name, value and 32 bytes. Far past the limit (an HPACK
     // bomb: small frames that decode to huge lists) the connection ends.
@@ -233,7 +238,8 @@ struct H2Callbacks {
 
   static int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* f, void* p) {
     H2Session& h = self(p);
-    auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, f->hd.stream_id));
+    auto* s = h.heading(ng, f->hd.stream_id);
+    if (f->hd.type == NGHTTP2_HEADERS) h.heading_ = nullptr;  // its header block is over
     bool end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     try {
       if (f->hd.type == NGHTTP2_DATA && f->hd.length == 0 && !end) {
@@ -342,6 +348,7 @@ struct H2Callbacks {
     auto it = h.streams_.find(id);
     if (it == h.streams_.end()) return 0;
     H2Session::Stream& s = *it->second;
+    if (h.heading_ == &s) h.heading_ = nullptr;
     if (s.responded && !s.reported) {
       s.reported = true;
       h.host_.on_response_done(*s.req, s.status, s.sent, false);
@@ -359,7 +366,7 @@ struct H2Callbacks {
       if (s.req->cleanup.size() > 0) s.req->cleanup.run(*s.req->env);
       h.host_.release_env(std::move(s.req->env));
     }
-    h.streams_.erase(it);
+    h.recycle(h.streams_.extract(it));
     return 0;
   }
 
@@ -500,8 +507,95 @@ struct H2Callbacks {
   }
 };
 
+// nghttp2's memory for one session: blocks of up to 1 KiB the session frees are kept by size class (64,
+// 128, … 1024 bytes; kCacheBytes in all) for its next ones. A busy connection opens and closes streams by
+// the hundred, a few blocks each, more than malloc's per-size caches hold. Under AddressSanitizer the
+// session uses malloc itself.
+struct H2Session::Blocks {
+  static constexpr std::size_t kHeader = 16;  // the block's class and size, before what nghttp2 gets
+  static constexpr std::size_t kClasses = 5, kMin = 64, kCacheBytes = 128 * 1024;
+  std::vector<char*> spare[kClasses];
+  std::size_t cached = 0;
+
+  Blocks() = default;
+  Blocks(const Blocks&) = delete;
+  Blocks& operator=(const Blocks&) = delete;
+  ~Blocks() {
+    for (auto& list : spare)
+      for (char* b : list) std::free(b);
+  }
+  static std::size_t class_of(std::size_t n) noexcept {
+    std::size_t c = 0;
+    while (c < kClasses && n > (kMin << c)) ++c;
+    return c;
+  }
+  void* alloc(std::size_t n) noexcept {
+    std::size_t c = class_of(n);
+    if (c < kClasses && !spare[c].empty()) {
+      char* b = spare[c].back();
+      spare[c].pop_back();
+      cached -= kMin << c;
+      return b + kHeader;
+    }
+    std::size_t size = c < kClasses ? kMin << c : n;
+    if (size > SIZE_MAX - kHeader) return nullptr;
+    auto* b = static_cast<char*>(std::malloc(kHeader + size));
+    if (!b) return nullptr;
+    std::size_t head[2] = {c, size};
+    std::memcpy(b, head, sizeof head);
+    return b + kHeader;
+  }
+  void release(void* p) noexcept {
+    if (!p) return;
+    char* b = static_cast<char*>(p) - kHeader;
+    std::size_t head[2];
+    std::memcpy(head, b, sizeof head);
+    if (head[0] < kClasses && cached + head[1] <= kCacheBytes) {
+      try {
+        spare[head[0]].push_back(b);
+        cached += head[1];
+        return;
+      } catch (...) {
+      }
+    }
+    std::free(b);
+  }
+  void* resize(void* p, std::size_t n) noexcept {
+    if (!p) return alloc(n);
+    std::size_t head[2];
+    std::memcpy(head, static_cast<char*>(p) - kHeader, sizeof head);
+    if (n <= head[1]) return p;
+    void* q = alloc(n);
+    if (!q) return nullptr;
+    std::memcpy(q, p, head[1]);
+    release(p);
+    return q;
+  }
+  static void* on_malloc(std::size_t n, void* self) { return static_cast<Blocks*>(self)->alloc(n); }
+  static void on_free(void* p, void* self) { static_cast<Blocks*>(self)->release(p); }
+  static void* on_calloc(std::size_t k, std::size_t n, void* self) {
+    if (n != 0 && k > SIZE_MAX / n) return nullptr;
+    void* p = static_cast<Blocks*>(self)->alloc(k * n);
+    if (p) std::memset(p, 0, k * n);
+    return p;
+  }
+  static void* on_realloc(void* p, std::size_t n, void* self) { return static_cast<Blocks*>(self)->resize(p, n); }
+};
+
 H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connection& conn)
     : host_(host), limits_(limits), conn_(conn) {
+  // The connection's values, copied once: each request's env points into them and holds them, as it may
+  // outlive the connection (APP-4).
+  std::string_view* parts[] = {&conn_.server_name, &conn_.server_port, &conn_.remote_addr,
+                               &conn_.remote_port, &conn_.url_scheme,  &conn_.script_name};
+  auto text = std::make_shared<std::string>();
+  for (std::string_view* v : parts) *text += *v;
+  std::size_t at = 0;
+  for (std::string_view* v : parts) {
+    *v = std::string_view(*text).substr(at, v->size());
+    at += v->size();
+  }
+  conn_text_ = std::move(text);
   nghttp2_session_callbacks* cb = nullptr;
   if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &H2Callbacks::on_begin_headers);
@@ -525,7 +619,14 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
   // The window is given back by hand (nghttp2_session_consume): a request body's at once, a WebSocket
   // stream's as its session reads.
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  int rv = nghttp2_session_server_new2(&ng_, cb, this, opt);
+#if defined(__SANITIZE_ADDRESS__)
+  nghttp2_mem* mem = nullptr;
+#else
+  blocks_ = std::make_unique<Blocks>();
+  nghttp2_mem blocks = {blocks_.get(), &Blocks::on_malloc, &Blocks::on_free, &Blocks::on_calloc, &Blocks::on_realloc};
+  nghttp2_mem* mem = &blocks;
+#endif
+  int rv = nghttp2_session_server_new3(&ng_, cb, this, opt, mem);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv != 0) throw std::bad_alloc();
@@ -545,6 +646,54 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
 H2Session::~H2Session() {
   streams_.clear();
   nghttp2_session_del(ng_);
+}
+
+// A stream's object, with a new request: a closed stream's (emptied by recycle()) or a new one. On a busy
+// connection streams come and go by the hundred, more than malloc's per-size caches hold.
+std::unique_ptr<H2Session::Stream> H2Session::new_stream() {
+  std::unique_ptr<Stream> s;
+  if (spare_streams_.empty()) {
+    s = std::make_unique<Stream>();
+  } else {
+    StreamMap::node_type node = std::move(spare_streams_.back());
+    spare_streams_.pop_back();
+    s = std::move(node.mapped());
+    spare_nodes_.push_back(std::move(node));  // for insert()
+  }
+  s->req = std::make_shared<H2Request>();
+  return s;
+}
+
+// A closed stream's object is emptied (its source and writer end as on deletion) and kept for the next
+// stream with its node of streams_, up to the streams a connection may have open.
+void H2Session::recycle(StreamMap::node_type node) noexcept {
+  if (spare_streams_.size() >= limits_.max_streams) return;
+  Stream* s = node.mapped().get();
+  std::destroy_at(s);
+  std::construct_at(s);
+  try {
+    spare_streams_.push_back(std::move(node));
+  } catch (...) {
+  }
+}
+
+void H2Session::insert(std::unique_ptr<Stream> s) {
+  if (spare_nodes_.empty()) {
+    streams_[s->id] = std::move(s);
+    return;
+  }
+  StreamMap::node_type node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = s->id;
+  node.mapped() = std::move(s);
+  streams_.insert(std::move(node));
+}
+
+// The stream `id`: the one whose request header block is being received (no lookup for each of its
+// fields), else nghttp2's.
+H2Session::Stream* H2Session::heading(nghttp2_session* ng, std::int32_t id) const {
+  if (heading_ && heading_->id == id) return heading_;
+  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(ng, id));
 }
 
 H2Session::Stream* H2Session::find(std::int32_t id) const {
@@ -630,13 +779,10 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
       s.why = "malformed :authority";
     } else {
       try {
+        // The connection's values stay with the request (conn_text_): the env may outlive the
+        // connection (a delayed response, APP-4).
         populate_env(env, RequestHead{ws ? std::string_view("GET") : s.method, s.path, "HTTP/2"}, conn_);
-        // The env may outlive the connection (a delayed response, APP-4): what points into it is copied.
-        for (std::string_view key : {keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::SERVER_NAME, keys::SERVER_PORT,
-                                     keys::SCRIPT_NAME, keys::url_scheme}) {
-          std::string_view v = env.get(key);
-          if (!v.empty()) env.set(key, v);
-        }
+        s.req->keep_conn = conn_text_;
         env.set_view(keys::HTTP_HOST, host);
         if (!s.cookie.empty()) env.set_view(keys::HTTP_COOKIE, s.cookie);
         set_server_from_host(env);
@@ -984,7 +1130,7 @@ H2Request* H2Session::request(std::int32_t id) const {
 }
 
 bool H2Session::upgrade(std::string_view settings, std::unique_ptr<Env> env, bool head) {
-  auto s = std::make_unique<Stream>();
+  auto s = new_stream();
   s->id = 1;
   s->req->id = 1;
   s->req->env = std::move(env);
@@ -994,7 +1140,7 @@ bool H2Session::upgrade(std::string_view settings, std::unique_ptr<Env> env, boo
                                s.get()) != 0)
     return false;
   ++open_;
-  streams_[1] = std::move(s);
+  insert(std::move(s));
   ready_.push_back(1);
   dispatch();
   return true;

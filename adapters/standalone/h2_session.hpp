@@ -48,6 +48,9 @@ public:
 /// kept for the driver, which runs it once the app answered 101.
 struct H2Request final : Input, Informational, websocket::Upgrade {
   std::int32_t id = 0;
+  // What the env's connection values point into (REMOTE_ADDR, SERVER_PORT, …; HTTPS, SSL_* over TLS):
+  // the connection's, shared rather than copied into each env.
+  std::shared_ptr<const void> keep_conn, keep_tls;
   std::unique_ptr<Env> env;
   CleanupHandlers cleanup;
   std::string body;
@@ -168,6 +171,11 @@ public:
 private:
   friend struct H2Callbacks;
   Stream* find(std::int32_t id) const;
+  using StreamMap = std::unordered_map<std::int32_t, std::unique_ptr<Stream>>;
+  Stream* heading(nghttp2_session* ng, std::int32_t id) const;
+  std::unique_ptr<Stream> new_stream();
+  void insert(std::unique_ptr<Stream> s);
+  void recycle(StreamMap::node_type node) noexcept;
   void dispatch();
   void submit(Stream& s, int status, const Headers& headers, bool has_body, std::uint64_t* length);
   void refuse(Stream& s, int status, std::string_view why);
@@ -178,10 +186,16 @@ private:
 
   H2Host& host_;
   H2Limits limits_;
-  csgi::Connection conn_;
+  csgi::Connection conn_;                    // views into conn_text_
+  std::shared_ptr<const std::string> conn_text_;
+  struct Blocks;
+  std::unique_ptr<Blocks> blocks_;  // nghttp2's memory (freed after the session)
   nghttp2_session* ng_ = nullptr;
-  std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
+  StreamMap streams_;
   std::vector<std::int32_t> ready_;  // complete requests, handed to the host after receive()
+  std::vector<StreamMap::node_type> spare_streams_;  // closed streams' nodes and objects, emptied, for the next ones
+  std::vector<StreamMap::node_type> spare_nodes_;    // their nodes once new_stream() took the object
+  Stream* heading_ = nullptr;  // the stream whose request header block is being received (open)
   std::vector<nghttp2_nv> nva_;      // a response head being submitted (kept for its capacity)
   std::string names_;                // its lower-cased field names
   std::size_t open_ = 0;
