@@ -41,9 +41,10 @@ from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFr
 
 CSGI, APP = sys.argv[1], sys.argv[2]
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-failures = []
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 from tls_certs import Certs  # noqa: E402
+import served  # noqa: E402
+from served import check, failures  # noqa: E402
 
 # While set (the TLS part of main()), every client socket is wrapped in TLS with this context, which
 # offers h2 alone by ALPN.
@@ -62,42 +63,9 @@ def connect(port, timeout=5):
     return TLS.wrap_socket(s, server_hostname="localhost") if TLS else s
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-class Server:
+class Server(served.Server):
     def __init__(self, args, listen="127.0.0.1:0"):
-        self.p = subprocess.Popen([CSGI, "serve"] + args + ["--listen", listen], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
-            if m:
-                self.port = int(m.group(1))
-                return
-        self.p.kill()
-        raise RuntimeError("csgi did not start")
-
-    def cpu(self):
-        """utime + stime of the server, in seconds."""
-        with open("/proc/%d/stat" % self.p.pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def rss_mb(self):
-        with open("/proc/%d/status" % self.p.pid) as f:
-            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
-
-    def stop(self, timeout=15):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            return None
+        super().__init__([CSGI, "serve"] + args, listen)
 
 
 class Client:

@@ -34,42 +34,16 @@ import h2.settings
 from hyperframe.frame import DataFrame
 
 CSGI, APP = sys.argv[1], sys.argv[2]
-failures = []
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tls_certs import Certs  # noqa: E402
+import served  # noqa: E402
+from served import check, failures  # noqa: E402
 from h2_ws_client import BINARY, CLOSE, CONT, PING, PONG, TEXT, Conn, close_payload, frame  # noqa: E402
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-class Server:
+class Server(served.Server):
     def __init__(self, args, listen="127.0.0.1:0"):
-        self.p = subprocess.Popen([CSGI, "serve", "--app", APP] + args + ["--listen", listen], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
-            if m:
-                self.port = int(m.group(1))
-                return
-        self.p.kill()
-        raise RuntimeError("csgi did not start")
-
-    def rss_mb(self):
-        with open("/proc/%d/status" % self.p.pid) as f:
-            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
-
-    def stop(self, timeout=15):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            return None
+        super().__init__([CSGI, "serve", "--app", APP] + args, listen)
 
 
 def ws_checks(srv, tls=None, label=""):

@@ -1,0 +1,50 @@
+"""What the HTTP/2 socket tests share: a `csgi serve` process on a port it picks itself, and the
+ok/FAIL check lines with the list of failures the test's exit status comes from."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+class Server:
+    """`argv` (the csgi program and its arguments) run with `--listen LISTEN`; the port is read from the
+    program's "listening on" line."""
+
+    def __init__(self, argv, listen="127.0.0.1:0"):
+        self.p = subprocess.Popen(argv + ["--listen", listen], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
+            if m:
+                self.port = int(m.group(1))
+                return
+        self.p.kill()
+        raise RuntimeError("csgi did not start")
+
+    def cpu(self):
+        """utime + stime of the server, in seconds."""
+        with open("/proc/%d/stat" % self.p.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mb(self):
+        with open("/proc/%d/status" % self.p.pid) as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+    def stop(self, timeout=15):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return None
