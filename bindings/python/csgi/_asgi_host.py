@@ -32,6 +32,9 @@ class LifespanFailed(RuntimeError):
     """The app's lifespan startup failed (``lifespan.startup.failed`` or an exception)."""
 
 
+_TASK_NAME = "csgi-asgi-http"
+
+
 def is_asgi_app(obj):
     """True for an ASGI 3 callable: an ``async def`` function or an object with an ``async def __call__``
     (Starlette, FastAPI, Quart, Django's ASGIHandler...). WSGI callables and csgi.App are not."""
@@ -245,9 +248,17 @@ class AsgiHost:
         self.loop.run_forever()
 
     def _drain(self):
-        create_task = self.loop.create_task
-        for call in self.queue.take(self._call, self, self.state):
-            create_task(call.run())
+        loop = self.loop
+        calls = self.queue.take(self._call, self, self.state)
+        if loop.get_task_factory() is not None:
+            for call in calls:
+                loop.create_task(call.run())
+            return
+        # What create_task() does without a task factory, but named: a Task without a name formats
+        # "Task-N" for each request.
+        task = asyncio.Task
+        for call in calls:
+            task(call.run(), loop=loop, name=_TASK_NAME)
 
     def _drain_sockets(self):
         from ._asgi_ws import WebSocketCall
