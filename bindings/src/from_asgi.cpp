@@ -58,6 +58,8 @@ struct Outbox {
   std::vector<std::pair<Responder, Response>> items;
 };
 thread_local Outbox t_outbox;
+/// Responses held at most: a pass of slow requests answers the first ones before it ends.
+constexpr std::size_t outbox_limit = 16;
 PyObject* g_flush = nullptr;  // _flush_responses: answers this thread's outbox
 
 void flush_outbox() {
@@ -78,6 +80,10 @@ void outbox_push(Responder res, Response r, PyObject* loop) {
     return;
   }
   t_outbox.items.emplace_back(std::move(res), std::move(r));
+  if (t_outbox.items.size() >= outbox_limit) {
+    flush_outbox();  // a long pass: the first of them waited long enough (the callback finds none left)
+    return;
+  }
   if (t_outbox.items.size() > 1) return;
   static PyObject* call_soon = PyUnicode_InternFromString("call_soon");
   PyObject* h = call_soon ? PyObject_CallMethodOneArg(loop, call_soon, g_flush) : nullptr;
