@@ -5,7 +5,8 @@ threads never take the GIL for a request: the csgi.App (bindings/src/from_asgi.c
 delayed response and queues its Responder with the env; the queue wakes the loop through an eventfd,
 and the loop takes the waiting requests in batches, builds each ``http`` scope from the env and runs the
 app; WebSocket handshakes come through a second queue and run as ``websocket`` scopes (_asgi_ws.py).
-``send()`` answers from the loop: a complete body at once, a streamed one through the response's
+``send()`` answers from the loop: a complete body when the loop's pass ends, with the others completed
+in that pass (at most 16 held; one wake-up of the io thread for the lot), a streamed one through the response's
 Writer, each write on a pool thread and awaited (the server's back-pressure reaches the app, and a
 write that fails because the client left raises ``ClientDisconnected`` from ``send()``). The request
 body is read by the csgi.App before it queues the request (on the server's app thread, within its body
@@ -243,9 +244,13 @@ class AsgiHost:
             self.loop.call_soon_threadsafe(self.loop.add_reader, self.sockets.fileno(), self._drain_sockets)
 
     def _run(self, started):
+        from ._csgi import _flush_responses
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(started.set)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:
+            _flush_responses()  # responses of the last pass, whose callback the stopped loop left
 
     def _drain(self):
         loop = self.loop
