@@ -86,7 +86,8 @@ def _call_type():
                 self._fail("csgi: the ASGI app returned " +
                            ("before its trailers ended" if self.body_ended else
                             "before its response body ended" if self.started else "without sending a response"))
-            self.end()
+            if self.ended is not None:
+                self.end()
 
         def end(self):
             if self.ended is not None and not self.ended.done():
