@@ -8,7 +8,8 @@
 // receive() and send() are C: the request body message, http.response.start and a complete
 // http.response.body are answered at once with a ready awaitable (no coroutine, no future); what has to
 // wait (a second receive(), a streamed body, errors) goes to the Python subclass's _receive_slow() and
-// _send_slow(). A complete response goes through the Responder from the loop thread; a streamed one
+// _send_slow(). A complete response goes through the Responder from the loop thread, at the end of the
+// loop's pass with the others of that pass (one wake-up of the io thread for the lot); a streamed one
 // through a Writer whose writes run on a pool thread, since write() waits under back-pressure; so does one
 // whose http.response.start announced trailers, which end it through Writer::set_trailers() (the scope
 // offers the http.response.trailers extension).
@@ -38,6 +39,62 @@
 namespace csgi::python {
 namespace {
 
+/// Runs f(); None, or the C++ exception as the Python error.
+template <class F>
+PyObject* guarded_none(F&& f) noexcept {
+  try {
+    f();
+    Py_RETURN_NONE;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+/// Complete responses of the loop's current pass, answered together by one callback that the loop runs
+/// next (call_soon): their posts to the io thread come in one burst, which it mostly takes in one wake-up
+/// rather than one per response. One per loop thread (each loop runs on its own), used with the GIL held.
+struct Outbox {
+  std::vector<std::pair<Responder, Response>> items;
+};
+thread_local Outbox t_outbox;
+/// Responses held at most: a pass of slow requests answers the first ones before it ends.
+constexpr std::size_t outbox_limit = 16;
+PyObject* g_flush = nullptr;  // _flush_responses: answers this thread's outbox
+
+void flush_outbox() {
+  std::vector<std::pair<Responder, Response>> items;
+  items.swap(t_outbox.items);
+  for (auto& [res, r] : items) res.respond(std::move(r));
+}
+
+PyObject* flush_responses(PyObject*, PyObject*) {
+  return guarded_none(flush_outbox);
+}
+
+/// Answers `r` through `res` at the end of the loop's pass (at once without a loop, or when the loop
+/// cannot take the callback).
+void outbox_push(Responder res, Response r, PyObject* loop) {
+  if (!loop || !g_flush) {
+    res.respond(std::move(r));
+    return;
+  }
+  t_outbox.items.emplace_back(std::move(res), std::move(r));
+  if (t_outbox.items.size() >= outbox_limit) {
+    flush_outbox();  // a long pass: the first of them waited long enough (the callback finds none left)
+    return;
+  }
+  if (t_outbox.items.size() > 1) return;
+  static PyObject* call_soon = PyUnicode_InternFromString("call_soon");
+  PyObject* h = call_soon ? PyObject_CallMethodOneArg(loop, call_soon, g_flush) : nullptr;
+  if (h) {
+    Py_DECREF(h);
+    return;
+  }
+  PyErr_Clear();  // a closed loop: answer now
+  flush_outbox();
+}
+
 /// One request on its way through the ASGI app: used on the loop thread, but for write(), which runs on a
 /// pool thread (the writer is shared under a lock with the loop's close() and fail()).
 class AsgiRequest {
@@ -65,8 +122,9 @@ public:
     Responder res = std::move(responder_);
     if (!res) throw std::logic_error("the response was answered already");
     answered();
-    res.respond(std::move(r));
+    outbox_push(std::move(res), std::move(r), loop_);
   }
+  void set_loop(PyObject* loop) noexcept { loop_ = loop; }
   void start(int status, PyObject* headers) {
     Headers h = to_headers(headers);
     Responder res = std::move(responder_);
@@ -169,6 +227,7 @@ private:
   }
 
   Env* env_;
+  PyObject* loop_ = nullptr;  // borrowed from the host
   std::string body_;
   Responder responder_;
   std::mutex writer_mu_;
@@ -661,7 +720,9 @@ PyObject* take_calls(AsgiQueue& q, PyObject* type, PyObject* host, PyObject* sta
     throw py::type_error("take() needs a subclass of AsgiCall");
   auto* t = reinterpret_cast<PyTypeObject*>(type);
   Ref list(PyList_New(0));
+  Ref loop(PyObject_GetAttrString(host, "loop"));
   for (auto& req : q.take()) {
+    req->set_loop(loop.p == Py_None ? nullptr : loop.p);
     PyObject* scope = nullptr;
     try {
       scope = req->scope(state);
@@ -694,6 +755,9 @@ void bind_from_asgi(py::module_& m) {
     throw_python_error();
   }
   parts();
+  static PyMethodDef flush_def = {"_flush_responses", flush_responses, METH_NOARGS, "Answers the complete responses of the loop's last pass."};
+  g_flush = PyCFunction_New(&flush_def, nullptr);
+  if (!g_flush || PyModule_AddObject(m.ptr(), "_flush_responses", Py_NewRef(g_flush)) < 0) throw_python_error();
   py::class_<AsgiQueue, std::shared_ptr<AsgiQueue>>(m, "AsgiQueue", py::module_local(),
                                                      "Requests for an ASGI app's event loop.")
       .def(py::init<>())

@@ -408,3 +408,44 @@ def test_response_trailers_over_chunked_and_h2(server_factory, csgi_bin, tmp_pat
         got = raw_exchange(port, b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert got.startswith(b"HTTP/1.1 200") and got.partition(b"\r\n\r\n")[2] == b"", got
     assert "Traceback" not in srv.output() and "csgi: the ASGI app" not in srv.output(), srv.output()[-3000:]
+
+
+BARRIER_APP = r'''
+import asyncio, sys
+import csgi
+
+N = int(sys.argv[2])
+arrived = 0
+event = None
+
+
+async def app(scope, receive, send):
+    """Holds every request until N have arrived, so that all N finish in the same pass of the loop."""
+    global arrived, event
+    if scope["type"] != "http":
+        return
+    if event is None:
+        event = asyncio.Event()
+    arrived += 1
+    if arrived == N:
+        event.set()
+    await event.wait()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": scope["path"].encode()})
+
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+'''
+
+
+def test_many_responses_completed_in_one_loop_pass(server_factory, tmp_path):
+    """Complete responses finished together are answered together: each reaches its own client, more of
+    them than the bridge holds back at once."""
+    import concurrent.futures
+    n = 40
+    script = tmp_path / "barrier_app.py"
+    script.write_text(BARRIER_APP)
+    port = free_port()
+    srv = server_factory([PYTHON, str(script), str(port), str(n)], port, cwd=HERE, env={"CSGI_TEST_APPS": ""})
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        got = list(pool.map(lambda i: fetch(port, "GET", "/r%d" % i), range(n)))
+    assert [(status, body) for status, _, body in got] == [(200, b"/r%d" % i) for i in range(n)], srv.output()[-2000:]

@@ -5,7 +5,8 @@ threads never take the GIL for a request: the csgi.App (bindings/src/from_asgi.c
 delayed response and queues its Responder with the env; the queue wakes the loop through an eventfd,
 and the loop takes the waiting requests in batches, builds each ``http`` scope from the env and runs the
 app; WebSocket handshakes come through a second queue and run as ``websocket`` scopes (_asgi_ws.py).
-``send()`` answers from the loop: a complete body at once, a streamed one through the response's
+``send()`` answers from the loop: a complete body when the loop's pass ends, with the others completed
+in that pass (at most 16 held; one wake-up of the io thread for the lot), a streamed one through the response's
 Writer, each write on a pool thread and awaited (the server's back-pressure reaches the app, and a
 write that fails because the client left raises ``ClientDisconnected`` from ``send()``). The request
 body is read by the csgi.App before it queues the request (on the server's app thread, within its body
@@ -30,6 +31,9 @@ class ClientDisconnected(OSError):
 
 class LifespanFailed(RuntimeError):
     """The app's lifespan startup failed (``lifespan.startup.failed`` or an exception)."""
+
+
+_TASK_NAME = "csgi-asgi-http"
 
 
 def is_asgi_app(obj):
@@ -82,7 +86,8 @@ def _call_type():
                 self._fail("csgi: the ASGI app returned " +
                            ("before its trailers ended" if self.body_ended else
                             "before its response body ended" if self.started else "without sending a response"))
-            self.end()
+            if self.ended is not None:
+                self.end()
 
         def end(self):
             if self.ended is not None and not self.ended.done():
@@ -240,14 +245,26 @@ class AsgiHost:
             self.loop.call_soon_threadsafe(self.loop.add_reader, self.sockets.fileno(), self._drain_sockets)
 
     def _run(self, started):
+        from ._csgi import _flush_responses
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(started.set)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:
+            _flush_responses()  # responses of the last pass, whose callback the stopped loop left
 
     def _drain(self):
-        create_task = self.loop.create_task
-        for call in self.queue.take(self._call, self, self.state):
-            create_task(call.run())
+        loop = self.loop
+        calls = self.queue.take(self._call, self, self.state)
+        if loop.get_task_factory() is not None:
+            for call in calls:
+                loop.create_task(call.run())
+            return
+        # What create_task() does without a task factory, but named: a Task without a name formats
+        # "Task-N" for each request.
+        task = asyncio.Task
+        for call in calls:
+            task(call.run(), loop=loop, name=_TASK_NAME)
 
     def _drain_sockets(self):
         from ._asgi_ws import WebSocketCall
