@@ -142,6 +142,8 @@ csgi_help=$([ -x "$csgi_bin" ] && "$csgi_bin" --help 2>&1)  # not piped into gre
 if [[ "$csgi_help" == *--wsgi* ]]; then
   measure csgi_py 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
   measure csgi_flask 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
+  # The C++ hello on the same server: what the Python hello is held against (target ≥ 0.75×).
+  measure csgi_cxx 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --app "$build/bench/peers/libcsgi_bench_hello.so"
   # uWSGI's http-socket answers one request per connection: csgi the same way, for a like-for-like figure.
   wrk_extra=(-H "Connection: close")
   measure csgi_py_close 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
@@ -241,6 +243,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "| Python hello | uWSGI http-socket | ${RPS[uwsgi_py]} | ${LAT[uwsgi_py]} | 1.00 | |"
   if [ -n "${RPS[csgi_py]:-}" ]; then
     echo "| Python hello | csgi serve --wsgi | ${RPS[csgi_py]} | ${LAT[csgi_py]} | $(ratio csgi_py uwsgi_py) vs uWSGI | ≥ 5 |"
+    echo "| C++ hello (app .so) | csgi serve --app | ${RPS[csgi_cxx]} | ${LAT[csgi_cxx]} | Python hello $(ratio csgi_py csgi_cxx) of it | ≥ 0.75 |"
     echo "| Python hello, Connection: close | csgi serve --wsgi | ${RPS[csgi_py_close]} | ${LAT[csgi_py_close]} | $(ratio csgi_py_close uwsgi_py) vs uWSGI | |"
     echo "| Flask app | csgi serve --wsgi | ${RPS[csgi_flask]} | ${LAT[csgi_flask]} | $(ratio csgi_flask uwsgi_flask) vs uWSGI | ≥ 2 |"
   else
@@ -275,7 +278,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo
   echo "| case | µs CPU/request |"
   echo "|---|---|"
-  for k in gun_cxx gun_py csgi_py pym_py pym_py0 csgi_flask pym_flask asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa \
+  for k in gun_cxx gun_py csgi_cxx csgi_py pym_py pym_py0 csgi_flask pym_flask asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa \
            asgi_csgi_st pym_st asgi_uv_st asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} |"
   done
@@ -291,7 +294,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo
   echo "Commands (BUILD: the build directory; PORT chosen free per run; modules written by bench/suites/python.sh):"
   echo
-  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_py csgi_py_close pym_py pym_py0 uwsgi_flask gun_flask csgi_flask \
+  for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_cxx csgi_py csgi_py_close pym_py pym_py0 uwsgi_flask gun_flask csgi_flask \
            pym_flask gil_1 gil_4 asgi_csgi_fa asgi_csgi_st pym_fa pym_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx \
            asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
