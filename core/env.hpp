@@ -230,14 +230,17 @@ private:
   }
   const Value* find_hashed(std::string_view key, std::uint64_t hash) const noexcept;
   // The value under `key` and false, or a new entry's value ("") and true; callers store the value.
-  // Inline for the common case, a new key whose home slot is empty with room in the entries.
+  // Inline for the common case, a new key kept by view (not copied) whose home slot is empty, with room
+  // in the entries: the vector never grows here, so no reallocation code is inlined at each call.
   std::pair<Value*, bool> slot(std::string_view key, std::uint64_t hash, bool copy_key) {
     std::size_t n = entries_.size();
     std::uint32_t& home = index_[hash >> 56];
-    if (live(home) || n >= kMaxIndexed || n == entries_.capacity()) return slot_probed(key, hash, copy_key);
-    entries_.push_back(Entry{copy_key ? arena_.copy(key) : key, Value()});
+    if (copy_key || live(home) || n >= kMaxIndexed || n == entries_.capacity()) return slot_probed(key, hash, copy_key);
+    if (entries_.size() == entries_.capacity()) __builtin_unreachable();
+    Entry& e = entries_.emplace_back();
+    e.key = key;
     home = tag_of(epoch_, hash) | static_cast<std::uint32_t>(n + 1);
-    return {&entries_.back().value, true};
+    return {&e.value, true};
   }
   std::pair<Value*, bool> slot_probed(std::string_view key, std::uint64_t hash, bool copy_key);
   void put(std::string_view key, Value v, bool copy_key) { *slot(key, key_hash(key), copy_key).first = v; }
