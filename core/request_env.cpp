@@ -11,6 +11,17 @@
 namespace csgi {
 
 std::string_view canonical_path(Env& env, std::string_view raw) {
+  // One pass for the common path, with no '%', no NUL and no "/." (so no dot segment): kept as it came.
+  char prev = 0;
+  bool plain = true;
+  for (char c : raw) {
+    if (c == '%' || c == '\0' || (c == '.' && prev == '/')) {
+      plain = false;
+      break;
+    }
+    prev = c;
+  }
+  if (plain) return raw;
   if (raw.find('%') == std::string_view::npos) {
     if (!raw.empty() && std::memchr(raw.data(), '\0', raw.size()) != nullptr) throw BadRequest("NUL in the request path");
     return without_dot_segments(env, raw);
