@@ -105,9 +105,11 @@ std::pair<Value*, bool> Env::slot_probed(std::string_view key, std::uint64_t has
   } else if (Value* v = find(key)) {
     return {v, false};
   }
-  entries_.push_back(Entry{copy_key ? arena_.copy(key) : key, Value()});
+  std::string_view k = copy_key ? arena_.copy(key) : key;
+  Entry& e = entries_.emplace_back();
+  e.key = k;
   if (n < kMaxIndexed) *at = tag_of(epoch_, hash) | static_cast<std::uint32_t>(n + 1);
-  return {&entries_.back().value, true};
+  return {&e.value, true};
 }
 
 bool Env::erase(std::string_view key) noexcept {

@@ -104,11 +104,11 @@ public:
   /// Empties the env for the next request; keeps its memory.
   void clear() noexcept;
 
-  const Value* find(std::string_view key) const noexcept { return find_hashed(key, key_hash(key)); }
-  Value* find(std::string_view key) noexcept { return const_cast<Value*>(find_hashed(key, key_hash(key))); }
+  [[gnu::always_inline]] const Value* find(std::string_view key) const noexcept { return find_home(key, key_hash(key)); }
+  [[gnu::always_inline]] Value* find(std::string_view key) noexcept { return const_cast<Value*>(find_home(key, key_hash(key))); }
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
   /// The text of `key`, or `fallback` when it is missing or not text.
-  std::string_view get(std::string_view key, std::string_view fallback = {}) const noexcept {
+  [[gnu::always_inline]] std::string_view get(std::string_view key, std::string_view fallback = {}) const noexcept {
     const Value* v = find(key);
     return v && v->is_text() ? v->text() : fallback;
   }
@@ -229,15 +229,31 @@ private:
     return epoch << 16 | static_cast<std::uint32_t>(hash >> 48 & 0xFF) << 8;
   }
   const Value* find_hashed(std::string_view key, std::uint64_t hash) const noexcept;
+  // find_hashed, with the common cases inline: a missing key whose home slot is empty, and a key found in
+  // its home slot (for a constant key the comparison is a few loads of known length).
+  [[gnu::always_inline]] const Value* find_home(std::string_view key, std::uint64_t hash) const noexcept {
+    if (entries_.size() <= kMaxIndexed) {
+      std::uint32_t at = index_[hash >> 56];
+      if (!live(at)) return nullptr;
+      if ((at & ~std::uint32_t{0xFF}) == tag_of(epoch_, hash)) {
+        const Entry& e = entries_[(at & 0xFF) - 1];
+        if (e.key == key) return &e.value;
+      }
+    }
+    return find_hashed(key, hash);
+  }
   // The value under `key` and false, or a new entry's value ("") and true; callers store the value.
-  // Inline for the common case, a new key whose home slot is empty with room in the entries.
+  // Inline for the common case, a new key kept by view (not copied) whose home slot is empty, with room
+  // in the entries: the vector never grows here, so no reallocation code is inlined at each call.
   std::pair<Value*, bool> slot(std::string_view key, std::uint64_t hash, bool copy_key) {
     std::size_t n = entries_.size();
     std::uint32_t& home = index_[hash >> 56];
-    if (live(home) || n >= kMaxIndexed || n == entries_.capacity()) return slot_probed(key, hash, copy_key);
-    entries_.push_back(Entry{copy_key ? arena_.copy(key) : key, Value()});
+    if (copy_key || live(home) || n >= kMaxIndexed || n == entries_.capacity()) return slot_probed(key, hash, copy_key);
+    if (entries_.size() == entries_.capacity()) __builtin_unreachable();
+    Entry& e = entries_.emplace_back();
+    e.key = key;
     home = tag_of(epoch_, hash) | static_cast<std::uint32_t>(n + 1);
-    return {&entries_.back().value, true};
+    return {&e.value, true};
   }
   std::pair<Value*, bool> slot_probed(std::string_view key, std::uint64_t hash, bool copy_key);
   void put(std::string_view key, Value v, bool copy_key) { *slot(key, key_hash(key), copy_key).first = v; }

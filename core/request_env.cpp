@@ -11,6 +11,17 @@
 namespace csgi {
 
 std::string_view canonical_path(Env& env, std::string_view raw) {
+  // One pass for the common path, with no '%', no NUL and no "/." (so no dot segment): kept as it came.
+  char prev = 0;
+  bool plain = true;
+  for (char c : raw) {
+    if (c == '%' || c == '\0' || (c == '.' && prev == '/')) {
+      plain = false;
+      break;
+    }
+    prev = c;
+  }
+  if (plain) return raw;
   if (raw.find('%') == std::string_view::npos) {
     if (!raw.empty() && std::memchr(raw.data(), '\0', raw.size()) != nullptr) throw BadRequest("NUL in the request path");
     return without_dot_segments(env, raw);
@@ -174,6 +185,16 @@ bool add_header(Env& env, std::string_view name, std::string_view value) {
   return true;
 }
 
+namespace {
+// The bytes of a reg-name or IPv4 address in a Host (RFC 3986 unreserved, sub-delims and '%').
+constexpr std::array<bool, 256> kHostByte = [] {
+  std::array<bool, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  for (char c : std::string_view("-._~!$&'()*+,;=%")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+}  // namespace
+
 bool valid_host(std::string_view host) noexcept {
   if (host.empty()) return false;
   std::string_view port;
@@ -192,12 +213,8 @@ bool valid_host(std::string_view host) noexcept {
     std::string_view name = host.substr(0, colon);
     if (colon != std::string_view::npos) port = host.substr(colon + 1);
     if (name.empty()) return false;
-    for (std::size_t i = 0; i < name.size(); ++i) {
-      unsigned char c = static_cast<unsigned char>(name[i]);
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                std::string_view("-._~!$&'()*+,;=%").find(static_cast<char>(c)) != std::string_view::npos;
-      if (!ok) return false;
-    }
+    for (char c : name)
+      if (!kHostByte[static_cast<unsigned char>(c)]) return false;
   }
   if (port.size() > 5) return false;
   for (char c : port)

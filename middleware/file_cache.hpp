@@ -96,10 +96,34 @@ private:
   /// to whether the result may be kept.
   std::shared_ptr<const Entry> load(std::string_view relative, bool& cacheable) const;
 
-  /// Lookup by std::string_view without building a key string.
+  /// Lookup by std::string_view without building a key string. Inline, 8 bytes a step: cheaper than
+  /// std::hash's out-of-line call for the short relative paths a site holds. Only files that exist are
+  /// kept, so the keys are not chosen by clients.
   struct KeyHash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    std::size_t operator()(std::string_view s) const noexcept {
+      const char* p = s.data();
+      std::size_t n = s.size();
+      std::uint64_t h = 0x9E3779B97F4A7C15u ^ (n * 0xC2B2AE3D27D4EB4Fu);
+      auto mix = [&h](std::uint64_t w) {
+        h = (h ^ w) * 0xBF58476D1CE4E5B9u;
+        h ^= h >> 31;
+      };
+      auto load = [p](std::size_t at, std::size_t bytes) {
+        std::uint64_t w = 0;
+        __builtin_memcpy(&w, p + at, bytes);
+        return w;
+      };
+      if (n >= 8) {  // 8 bytes a step, the last step overlapping
+        for (std::size_t i = 0; i + 8 < n; i += 8) mix(load(i, 8));
+        mix(load(n - 8, 8));
+      } else if (n >= 4) {
+        mix(load(0, 4) | load(n - 4, 4) << 32);
+      } else if (n > 0) {
+        mix(load(0, 1) | load(n / 2, 1) << 8 | load(n - 1, 1) << 16);
+      }
+      return static_cast<std::size_t>(h * 0x94D049BB133111EBu);
+    }
   };
 
   const Root& root_;

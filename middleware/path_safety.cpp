@@ -87,7 +87,7 @@ bool sanitize_simple(std::string_view path, SafePath& out) {
     prev = c;
   }
   out.trailing_slash = prev == '/';
-  out.relative.assign(path.substr(1, path.size() - 1 - (out.trailing_slash && path.size() > 1 ? 1 : 0)));
+  out.relative.append(path.substr(1, path.size() - 1 - (out.trailing_slash && path.size() > 1 ? 1 : 0)));
   return true;
 }
 }  // namespace

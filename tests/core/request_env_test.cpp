@@ -206,4 +206,14 @@ TEST_CASE("remove_dot_segments and without_dot_segments", "[request_env][dot_seg
   CHECK(without_dot_segments(env, "/x/%2e%2e/../y") == "/x/y");     // decoded input: '%' is a byte
   CHECK(canonical_path(env, "/x/%2e%2e/y") == "/y");
   CHECK_THROWS_AS(canonical_path(env, "/x/%00/y"), BadRequest);
+  // A plain path (no '%', NUL or "/.") comes back as the same view; every other kind still goes through
+  // decoding and dot-segment removal.
+  for (std::string_view p : {"/", "/1k.html", "/a.b/c.", "/a/.b/..c", "", "a./b"})
+    CHECK(canonical_path(env, p).data() == p.data());
+  CHECK(canonical_path(env, "/a/./b") == "/a/b");
+  CHECK(canonical_path(env, "/a/b/..") == "/a/");
+  CHECK(canonical_path(env, "/a/%62") == "/a/b");
+  CHECK(canonical_path(env, "/a/.") == "/a/");
+  CHECK_THROWS_AS(canonical_path(env, std::string_view("/a\0b", 4)), BadRequest);
+  CHECK_THROWS_AS(canonical_path(env, "/a/../../b"), BadRequest);
 }
