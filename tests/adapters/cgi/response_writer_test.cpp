@@ -227,8 +227,8 @@ TEST_CASE("cgi response writer: the env outlives a client gone before a delayed 
       seen = std::string(env->get("REQUEST_URI")) + " " + env->input().read_all();
       auto w = res.start(200, {{"Content-Type", "text/plain"}});
       wrote = w->write("late");  // false: the client has gone
+      answered = true;  // before close(): close() is the answer send_response waits for
       w->close();
-      answered = true;
     });
   });
   csgi::cgi::SendOptions o;
