@@ -1,5 +1,6 @@
 """What the HTTP/2 socket tests share: a `csgi serve` process on a port it picks itself, and the
 ok/FAIL check lines with the list of failures the test's exit status comes from."""
+import atexit
 import os
 import re
 import signal
@@ -7,6 +8,16 @@ import subprocess
 import time
 
 failures = []
+_started = []
+
+
+@atexit.register
+def _kill_left():
+    """A test that ends on an exception leaves no server behind."""
+    for p in _started:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def check(cond, what):
@@ -22,6 +33,7 @@ class Server:
     def __init__(self, argv, listen="127.0.0.1:0"):
         self.p = subprocess.Popen(argv + ["--listen", listen], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        _started.append(self.p)
         deadline = time.time() + 10
         while time.time() < deadline:
             m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.p.stdout.readline())
