@@ -525,6 +525,7 @@ void Conn::linger() {
 void Conn::close_now() {
   if (phase_ == Phase::closed) return;
   bool app_running = phase_ == Phase::pooled;
+  if (env_ && req_.stage == Request::active && req_.status != 0) log_cut_short();
   phase_ = Phase::closed;
   sh_.stats->connection_closed();
   set_idle(false);

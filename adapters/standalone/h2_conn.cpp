@@ -425,6 +425,7 @@ void H2Conn::finish() {
 }
 
 void H2Conn::on_close() noexcept {
+  if (session_) session_->report_cut_short();
   session_.reset();
 }
 

@@ -643,6 +643,17 @@ H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connectio
   nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, conn_window);
 }
 
+void H2Session::report_cut_short() noexcept {
+  for (auto& [id, s] : streams_) {
+    if (!s->responded || s->reported) continue;
+    s->reported = true;
+    try {
+      host_.on_response_done(*s->req, s->status, s->sent, false);
+    } catch (...) {
+    }
+  }
+}
+
 H2Session::~H2Session() {
   streams_.clear();
   nghttp2_session_del(ng_);

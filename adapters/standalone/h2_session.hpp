@@ -157,6 +157,9 @@ public:
   bool upgrade(std::string_view settings, std::unique_ptr<Env> env, bool head);
   /// Graceful stop: GOAWAY, the streams in flight finish, no new one is accepted.
   void shutdown();
+  /// The connection is gone: each stream whose response head went out and whose body did not end is
+  /// reported done (not complete) with the body bytes it got.
+  void report_cut_short() noexcept;
   /// Streams opened and not closed.
   std::size_t open_streams() const noexcept { return open_; }
   /// Streams that have a response body waiting for the peer's flow-control window.

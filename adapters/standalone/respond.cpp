@@ -258,7 +258,8 @@ void Conn::send_file(FileBody& f, int status, Headers& headers) {
 // Sends the head (if any) then the file with sendfile(2), as far as the socket takes it.
 void Conn::pump_file() {
   if (!flush()) {
-    if (!link_.dead) wait_write();
+    if (link_.dead) close_now();
+    else wait_write();
     return;
   }
   while (body_.file_left > 0) {
@@ -279,7 +280,6 @@ void Conn::pump_file() {
     if (n == 0) log_length_error(req_.sent_body, req_.sent_body - body_.file_left, false);
     req_.keep_alive = false;
     link_.dead = n < 0;
-    body_.file.reset();
     close_now();
     return;
   }
@@ -293,7 +293,8 @@ void Conn::pump_stream() {
   for (;;) {
     if (out_.unsent() >= flush_threshold) {
       if (!flush()) {
-        if (!link_.dead) wait_write();
+        if (link_.dead) close_now();
+        else wait_write();
         return;
       }
     }
@@ -415,6 +416,8 @@ void Conn::finish_response() {
     } else if (!link_.dead) {
       phase_ = Phase::lingering;
       wait_write();
+    } else {
+      close_now();
     }
   }
 }
@@ -498,6 +501,17 @@ std::string combined_log_line(std::string_view remote_addr, const Env& env, int 
   line += std::to_string(body_bytes);
   line += " \"" + field(env.get(keys::HTTP_REFERER)) + "\" \"" + field(env.get(keys::HTTP_USER_AGENT)) + "\"\n";
   return line;
+}
+
+// The connection closes with the response's head written and its body not complete: counted and logged
+// with the body bytes it got, as the complete ones are.
+void Conn::log_cut_short() noexcept {
+  if (body_.file) req_.sent_body -= body_.file_left;
+  try {
+    sh_.stats->record_response(req_.status, req_.sent_body);
+    log_access();
+  } catch (...) {
+  }
 }
 
 void Conn::log_access() {

@@ -348,6 +348,94 @@ TEST_CASE("standalone: the access log gets one combined-format line per request"
   ::unlink(log.c_str());
 }
 
+namespace {
+
+// Reads the head and about 100 KB of `path`'s body, then resets the connection.
+void read_a_little_then_reset(int port, std::string_view path) {
+  int fd = connect_tcp(port);
+  send_all(fd, "GET " + std::string(path) + " HTTP/1.1\r\nHost: t\r\n\r\n");
+  std::size_t got = 0;
+  char buf[16384];
+  while (got < 100000) {
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  linger lg{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  ::close(fd);
+}
+
+// The access log's text once it holds `needle` (or after 5 s).
+std::string log_with(const std::string& path, std::string_view needle) {
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::string text;
+  do {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    if (text.find(needle) != std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return text;
+}
+
+// The body bytes of the access log line of `request` ("GET /x HTTP/1.1"), or -1.
+long long logged_bytes(const std::string& text, std::string_view request) {
+  std::string key = "\"" + std::string(request) + "\" 200 ";
+  auto at = text.find(key);
+  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size());
+}
+
+}  // namespace
+
+TEST_CASE("standalone: a response cut short by the client still gets its access log line, with the bytes sent") {
+  std::string log = "/tmp/csgi-standalone-cut-" + std::to_string(::getpid()) + ".log";
+  std::string file = "/tmp/csgi-standalone-cut-" + std::to_string(::getpid()) + ".bin";
+  ::unlink(log.c_str());
+  constexpr long long file_size = 256ll << 20;
+  {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    REQUIRE(f);
+    REQUIRE(::ftruncate(::fileno(f), file_size) == 0);
+    std::fclose(f);
+  }
+  constexpr long long chunks = 4096, chunk = 65536;
+  csgi::standalone::ServerOptions opt;
+  opt.access_log = log;
+  Running run([&](Env& env) {
+    if (env.get("PATH_INFO") == "/file") return Response{200, {{"Content-Type", "application/octet-stream"}}, csgi::FileBody::open(file)};
+    if (env.get("PATH_INFO") != "/stream") return Response::text(200, "hi");
+    auto left = std::make_shared<long long>(chunks);
+    return Response{200, {{"Content-Type", "application/octet-stream"}},
+                    csgi::make_stream([left]() -> std::optional<std::string> {
+                      if ((*left)-- <= 0) return std::nullopt;
+                      return std::string(chunk, 'x');
+                    })};
+  }, opt);
+
+  read_a_little_then_reset(run.port, "/stream");
+  std::string text = log_with(log, "\"GET /stream HTTP/1.1\" 200 ");
+  long long streamed = logged_bytes(text, "GET /stream HTTP/1.1");
+  CHECK(streamed >= 100000);
+  CHECK(streamed < chunks * chunk);
+
+  read_a_little_then_reset(run.port, "/file");
+  text = log_with(log, "\"GET /file HTTP/1.1\" 200 ");
+  long long sent = logged_bytes(text, "GET /file HTTP/1.1");
+  CHECK(sent >= 100000 - 1000);
+  CHECK(sent < file_size);
+
+  // The server goes on serving, and counts those connections closed.
+  CHECK(get(run.port, "/hi").find("\r\n\r\nhi") != std::string::npos);
+  auto& stats = run.server.stats();
+  for (int i = 0; i < 250 && stats.snapshot().connections_open > 0; ++i) std::this_thread::sleep_for(20ms);
+  CHECK(stats.snapshot().connections_open == 0);
+  ::unlink(log.c_str());
+  ::unlink(file.c_str());
+}
+
 TEST_CASE("standalone: a response header with CR/LF is dropped, not sent (no response splitting)") {
   Running run([](Env&) {
     Response r = Response::text(200, "ok");

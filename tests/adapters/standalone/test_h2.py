@@ -28,6 +28,7 @@ import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -486,6 +487,31 @@ def trailers_only_checks(port, label=""):
     c.close()
 
 
+def cut_short_logged():
+    """A connection that goes away in the middle of a response body: the stream still gets its access log
+    line, with its status and the body bytes sent until then."""
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "access.log")
+        srv = Server(["--app", APP, "--app-threads", "2", "--access-log", log])
+        c = Client(srv.port)
+        sid = c.request("/", headers=[("x-csgi-test", "writer_gone"), ("x-token", "h2cut")])
+        deadline = time.time() + 10
+        while len(c.streams[sid]["body"]) < 100000 and time.time() < deadline and c.pump():
+            pass
+        got = len(c.streams[sid]["body"])
+        c.close()
+        line = ""
+        deadline = time.time() + 5
+        while not line and time.time() < deadline:
+            time.sleep(0.02)
+            line = next((l for l in open(log).read().splitlines() if '"GET / HTTP/2" 200 ' in l), "")
+        sent = int(line.split('" 200 ')[1].split()[0]) if line else -1
+        check(got >= 100000 and got <= sent < 3000 * 16384,
+              "a stream cut short by its connection's end is logged: 200 with %d bytes (client read %d)"
+              % (sent, got))
+        check(srv.stop() == 0, "server exits 0 after SIGTERM")
+
+
 def graceful_stop(srv, label):
     """SIGTERM with a stream in flight: GOAWAY (NO_ERROR), the stream finishes after it, the connection
     closes, the server exits 0 (raw frames: python3-h2 drops a connection's streams on GOAWAY)."""
@@ -642,6 +668,7 @@ def main():
     hostile(srv, "zero window held forever, with PINGs", zero_window_with_pings, probe=("/seq/ok", b"ok"))
 
     graceful_stop(srv, "")
+    cut_short_logged()
 
     # Rapid reset against apps on the pool that take 300 ms each: the reset streams whose app still runs
     # count against --h2-max-streams, so the attacker queues at most 16 calls, not thousands.
