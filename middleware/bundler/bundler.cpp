@@ -361,7 +361,7 @@ public:
     epoch_generation.store(g, std::memory_order_release);
   }
 
-  Response handle(Env& env, std::string_view sub, std::string_view base) {
+  Response handle(Env& env, std::string_view sub) {
     own_epoch();
     if (auto* w = graph.watcher()) w->ensure_running();
     ++requests;
@@ -398,9 +398,10 @@ public:
     while (!have.empty() && have.back() == 'A') have.remove_suffix(1);
     if (!epoch_ok) have = {};
 
+    // A bundle does not depend on where the bundler is mounted (the loader names the paths): one entry
+    // serves every mount.
     std::string key;
-    key.reserve(base.size() + sub.size() + have.size() + 3);
-    key.append(base).push_back('\n');
+    key.reserve(sub.size() + have.size() + 1);
     key.append(sub).push_back('\n');
     key.append(have);
 
@@ -726,17 +727,10 @@ Bundler::Bundler(App next, std::string root, BundlerOptions options)
 
 Response Bundler::operator()(Env& env) const {
   std::string_view path = env.get(keys::PATH_INFO);
-  std::string_view script = env.get(keys::SCRIPT_NAME);
-  if (!next_) {
-    std::string base(script);
-    return impl_->handle(env, path, base);
-  }
+  if (!next_) return impl_->handle(env, path);
   const std::string& mount = impl_->opt.mount;
   if (!(path.starts_with(mount) && (path.size() == mount.size() || path[mount.size()] == '/'))) return next_(env);
-  std::string base;
-  base.reserve(script.size() + mount.size());
-  base.append(script).append(mount);
-  return impl_->handle(env, path.substr(mount.size()), base);
+  return impl_->handle(env, path.substr(mount.size()));
 }
 
 Bundler::Stats Bundler::stats() const {

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "csgi/core/builder.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/test_client.hpp"
 #include "bundler_fixture.hpp"
@@ -188,6 +189,24 @@ TEST_CASE("bundler: unlexable sources and untransformable ES modules are clear 4
   auto fixed = call(app, "GET /main.js", {}, {}, opt);
   CHECK(fixed.status == 200);
   CHECK(parse(fixed.body).paths == std::vector<std::string>{"main.js", "bad.js"});
+}
+
+TEST_CASE("bundler: one cached bundle serves every mount of the bundler", "[bundler]") {
+  Tree t;
+  t.write("main.js", "module.exports = require('./dep');");
+  t.write("dep.js", "module.exports = 2;");
+  Bundler b(t.root());
+  csgi::App app = csgi::Builder().mount("/a", [&b](csgi::Env& env) { return b(env); })
+                      .mount("/js/b", [&b](csgi::Env& env) { return b(env); })
+                      .build();
+  auto first = call(app, "GET /a/main.js");
+  auto second = call(app, "GET /js/b/main.js");
+  REQUIRE(first.status == 200);
+  REQUIRE(second.status == 200);
+  CHECK(first.body == second.body);
+  CHECK(first.header("ETag") == second.header("ETag"));
+  CHECK(b.stats().builds == 1);
+  CHECK(b.stats().hits == 1);
 }
 
 TEST_CASE("bundler: ETag, 304 and Cache-Control", "[bundler]") {
