@@ -37,6 +37,95 @@ struct CallState {
   std::string written;        // what the legacy write() callable received
 };
 
+/// The status line and header list of the last start_response call of one StartResponse, by the identity
+/// of their objects: str and tuple objects are immutable, and the references kept here keep their addresses
+/// from being reused, so the same objects mean the same status and fields (an app's literal status and
+/// header tuples are constants of its code: the same objects call after call). Once a list repeats, its
+/// fields are sealed (Headers::seal: one reference count per copy, the HTTP/1 form written once) and
+/// later calls copy them instead of converting each field again. Used under the GIL.
+class HeadCache {
+public:
+  HeadCache() = default;
+  HeadCache(const HeadCache&) = delete;
+  HeadCache& operator=(const HeadCache&) = delete;
+  ~HeadCache() {
+    Py_XDECREF(status_);
+    forget_tuples();
+  }
+
+  /// The code of status line `s` (a str), or a Python error.
+  int status(PyObject* s) {
+    if (s == status_) return code_;
+    if (!PyUnicode_Check(s)) throw py::type_error("status must be a str");
+    std::string_view v = latin1_or_throw(s, "status");
+    int code = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + std::min<std::size_t>(v.size(), 3), code);
+    if (v.size() < 4 || ec != std::errc() || p != v.data() + 3 || v[3] != ' ' || code < 100 || code > 599)
+      throw py::value_error("status must look like \"200 OK\", got " + std::string(py::repr(s)));
+    Py_XSETREF(status_, Py_NewRef(s));
+    code_ = code;
+    return code;
+  }
+
+  /// The fields of header list `list` (a list of (str, str) tuples), or a Python error.
+  Headers headers(PyObject* list) {
+    if (!PyList_Check(list)) throw py::type_error("response headers must be a list");
+    if (!same_tuples(list)) {
+      Headers out = convert(list);
+      forget_tuples();
+      Py_ssize_t n = PyList_GET_SIZE(list);
+      tuples_.reserve(static_cast<std::size_t>(n));
+      for (Py_ssize_t i = 0; i < n; ++i) tuples_.push_back(Py_NewRef(PyList_GET_ITEM(list, i)));
+      known_ = true;
+      return out;
+    }
+    if (!sealed_.sealed()) {  // the first repeat
+      sealed_ = convert(list);
+      sealed_.seal();
+    }
+    return sealed_;
+  }
+
+private:
+  bool same_tuples(PyObject* list) const noexcept {
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (!known_ || static_cast<std::size_t>(n) != tuples_.size()) return false;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (PyList_GET_ITEM(list, i) != tuples_[static_cast<std::size_t>(i)]) return false;
+    return true;
+  }
+  void forget_tuples() noexcept {
+    for (PyObject* t : tuples_) Py_DECREF(t);
+    tuples_.clear();
+    sealed_ = Headers();
+    known_ = false;
+  }
+  /// Each (str, str) tuple of `list` as a field; latin-1 only, no CR, LF or NUL in a value (PEP 3333).
+  static Headers convert(PyObject* list) {
+    Headers out;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    out.reserve(static_cast<std::size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* t = PyList_GET_ITEM(list, i);
+      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
+          !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)))
+        throw py::type_error("each response header must be a (str, str) tuple");
+      std::string_view name = latin1_or_throw(PyTuple_GET_ITEM(t, 0), "header name");
+      std::string_view value = latin1_or_throw(PyTuple_GET_ITEM(t, 1), "header value");
+      for (char c : value)
+        if (c == '\r' || c == '\n' || c == '\0') throw py::value_error("control character in response header value");
+      out.add(std::string(name), std::string(value));
+    }
+    return out;
+  }
+
+  PyObject* status_ = nullptr;   // the last status line (owned), and its code
+  int code_ = 0;
+  std::vector<PyObject*> tuples_;  // the last header list's items (owned)
+  bool known_ = false;             // tuples_ holds a list that converted without error
+  Headers sealed_;                 // their fields, sealed, once they repeated
+};
+
 /// start_response(status, headers, exc_info=None) → write
 class StartResponse {
 public:
@@ -70,29 +159,9 @@ public:
     } else if (st.started) {
       throw py::value_error("start_response called a second time without exc_info (PEP 3333)");
     }
-    if (!PyUnicode_Check(status.ptr())) throw py::type_error("status must be a str");
-    std::string_view s = latin1_or_throw(status.ptr(), "status");
-    int code = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + std::min<std::size_t>(s.size(), 3), code);
-    if (s.size() < 4 || ec != std::errc() || p != s.data() + 3 || s[3] != ' ' || code < 100 || code > 599)
-      throw py::value_error("status must look like \"200 OK\", got " + std::string(py::repr(status)));
-    if (!PyList_Check(headers.ptr())) throw py::type_error("response headers must be a list");
-    Headers out;
-    Py_ssize_t n = PyList_GET_SIZE(headers.ptr());
-    out.reserve(static_cast<std::size_t>(n));
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* t = PyList_GET_ITEM(headers.ptr(), i);
-      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
-          !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)))
-        throw py::type_error("each response header must be a (str, str) tuple");
-      std::string_view name = latin1_or_throw(PyTuple_GET_ITEM(t, 0), "header name");
-      std::string_view value = latin1_or_throw(PyTuple_GET_ITEM(t, 1), "header value");
-      for (char c : value)
-        if (c == '\r' || c == '\n' || c == '\0') throw py::value_error("control character in response header value");
-      out.add(std::string(name), std::string(value));
-    }
+    int code = head_.status(status.ptr());
+    st.headers = head_.headers(headers.ptr());
     st.status = code;
-    st.headers = std::move(out);
     st.started = true;
     if (write_) return py::reinterpret_borrow<py::object>(write_);
     return self.attr("write");
@@ -109,6 +178,7 @@ public:
 private:
   std::shared_ptr<CallState> st_;
   PyObject* write_ = nullptr;  // owned
+  HeadCache head_;
 };
 
 /// The start_response of one request: unless PyApp::recycle() keeps it, the end of the request breaks

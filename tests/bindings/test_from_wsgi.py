@@ -254,6 +254,45 @@ def test_bad_status_and_non_latin1_header():
     assert r.status == 500 and "latin-1" in r.errors
 
 
+def test_repeated_status_and_header_objects_give_each_requests_own_headers():
+    # The same status str and header tuples request after request (an app's constants), then the same list
+    # object with items replaced, added or made bad, and other statuses: each response has what its own
+    # start_response call said.
+    HEADERS = [("Content-Type", "text/plain"), ("X-A", "1")]
+    plan = []
+
+    def app(environ, start_response):
+        status, headers = plan.pop(0)
+        start_response(status, headers)
+        return [b"ok"]
+
+    a = csgi.App(app)
+    fields = lambda r: [h for h in r.headers if h[0] in ("Content-Type", "X-A", "X-B")]
+    for _ in range(3):
+        plan.append(("200 OK", HEADERS))
+        r = call(a, "GET /")
+        assert r.status == 200 and fields(r) == [("Content-Type", "text/plain"), ("X-A", "1")]
+    HEADERS[1] = ("X-A", "2")
+    plan.append(("201 Created", HEADERS))
+    r = call(a, "GET /")
+    assert r.status == 201 and fields(r) == [("Content-Type", "text/plain"), ("X-A", "2")]
+    HEADERS.append(("X-B", "3"))
+    plan.append(("201 Created", HEADERS))
+    assert fields(call(a, "GET /")) == [("Content-Type", "text/plain"), ("X-A", "2"), ("X-B", "3")]
+    plan.append(("201 Created", HEADERS[:2]))
+    assert fields(call(a, "GET /")) == [("Content-Type", "text/plain"), ("X-A", "2")]
+    HEADERS[2] = ("X-B", "bad\r\nvalue")
+    plan.append(("200 OK", HEADERS))
+    assert call(a, "GET /").status == 500
+    plan.append(("200 OK", HEADERS))
+    assert call(a, "GET /").status == 500
+    plan.append(("OK", []))
+    assert call(a, "GET /").status == 500
+    plan.append(("404 Not Found", []))
+    r = call(a, "GET /")
+    assert r.status == 404 and fields(r) == []
+
+
 def test_legacy_write_callable():
     def app(environ, start_response):
         write = start_response("200 OK", [("Content-Type", "text/plain")])
