@@ -3,8 +3,9 @@
 // Per call the GIL is taken (with the thread state saved by an enclosing csgi call on this thread, or a
 // thread state of our own) once, an environ dict is copied from a prebuilt one of the constant wsgi.*
 // entries and filled from the Env (text as latin-1 str, booleans and integers as such; csgi.* keys mapped
-// to wsgi.*; key str objects interned once, short values reused while they repeat), the app is called
-// with a start_response, and the
+// to wsgi.*; key str objects interned once, short values reused while they repeat), or the previous
+// request's environ is reused when nothing holds it and the app left it unchanged (only the entries that
+// differ set), the app is called with a start_response, and the
 // result becomes: complete bytes for a list/tuple, or when a generator finishes within its announced
 // Content-Length; a FileBody for wsgi.file_wrapper over a real file; otherwise a Stream that takes the GIL
 // per chunk. close() of the result is always called. A Python exception before the headers are out is a
@@ -250,6 +251,8 @@ public:
     PyObject* in_template = nullptr;  // what the environ template holds for the key (borrowed), or null
     PyObject* fallback = nullptr;     // the template's entry when a request lacks the key (owned), or null
     std::uint64_t seen = 0;           // the last request (PyApp's count) whose env had the key
+    std::uint64_t own_value = 0;      // the last request whose environ got its own value for the key:
+                                      // one the template (then) did not hold
     Slot* mirror = nullptr;           // csgi.url_scheme and the like: the wsgi.* key that mirrors it
     bool mirror_known = false;
   };
@@ -407,12 +410,14 @@ public:
       spare_input_.obj.release();
       spare_errors_.obj.release();
       spare_start_response_.obj.release();
+      spare_environ_ = nullptr;
       return;
     }
     if (spare_start_response_.obj) spare_start_response_.ptr->set_write(nullptr);
     spare_input_.obj = py::object();
     spare_errors_.obj = py::object();
     spare_start_response_.obj = py::object();
+    Py_CLEAR(spare_environ_);
     Py_CLEAR(app_);
     Py_CLEAR(template_);
     Py_CLEAR(file_wrapper_);
@@ -429,16 +434,22 @@ private:
   /// entries is a copy of its table): the wsgi.* constants, and each env entry whose value was the same
   /// in the last two requests that had its key. Made on first use with room for a usual request's keys.
   PyObject* environ_template();
-  /// Puts an env entry with the key of `s` into environ `d`: nothing when the template holds its value;
-  /// a value seen again joins the template, a changed one leaves it.
+  /// Puts an env entry with the key of `s` into environ `d`: nothing when `d` holds its value already;
+  /// a value seen again joins the template, a changed one leaves it. `d` is a copy of the template, or the
+  /// environ of request reused_from_ (spare_environ_), which holds the template's entries but for the
+  /// keys of last_own_ (values of that request's own).
   void put(PyObject* d, KeyTable::Slot& s, const Value& v) {
     if (s.seen == request_) return;  // an env has each key once
     s.seen = request_;
     if (s.in_template && s.in_template != s.fallback) ++matched_;
-    if (s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // the copy has it
-    put_changed(d, s, v);
+    bool stale = reused_from_ && s.own_value == reused_from_;  // d holds the last request's value
+    if (!stale && s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // d has it
+    put_changed(d, s, v, stale);
   }
-  void put_changed(PyObject* d, KeyTable::Slot& s, const Value& v);
+  void put_changed(PyObject* d, KeyTable::Slot& s, const Value& v, bool stale);
+  /// The keys the reused environ `d` held values of their own for (last_own_) and this request's env
+  /// lacks: back to the template's entry, or removed.
+  void restore_stale(PyObject* d);
   /// Entries of the template that this request's env lacks: removed from `d` and the template (or put
   /// back to their fallback).
   void drop_missing(PyObject* d);
@@ -460,7 +471,7 @@ private:
     }
   };
   void start_response(std::shared_ptr<CallState> st, StartResponseRef& sr);
-  void recycle(Streams& io, StartResponseRef& sr);
+  void recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request);
   /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
   template <class T>
   py::object wrap(T* obj, const py::detail::type_info*& type) {
@@ -482,6 +493,16 @@ private:
   std::uint64_t request_ = 0;               // requests begun (Slot::seen)
   bool template_holes_ = false;             // the template had entries deleted
   std::array<KeyTable::Slot*, 64> order_{};  // the slots of the last request's env keys, in its order
+  // The environ of the last request built, when it ended with nothing else holding it and unchanged (its
+  // dict version the one it had when built): the next request's environ is it, with the entries that
+  // differ set, instead of a copy of the template (a copy and a deallocation of the whole dict). Its
+  // wsgi.input and wsgi.errors are spare_input_ and spare_errors_ (kept together).
+  PyObject* spare_environ_ = nullptr;  // owned
+  std::uint64_t reused_from_ = 0;      // while building from a reused environ: the request that built it
+  std::vector<KeyTable::Slot*> own_;       // the slots of the environ being built whose value is its own
+  std::vector<KeyTable::Slot*> last_own_;  // those of the environ built before it
+  bool foreign_keys_ = false;              // the last environ built had keys outside the key table
+  std::uint64_t built_version_ = 0;        // the last environ built: its dict version when done
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   KeyTable keys_;
   const py::detail::type_info* input_type_ = nullptr;
@@ -527,13 +548,20 @@ PyObject* PyApp::environ_template() {
   return template_;
 }
 
-void PyApp::put_changed(PyObject* d, KeyTable::Slot& s, const Value& v) {
+void PyApp::put_changed(PyObject* d, KeyTable::Slot& s, const Value& v, bool stale) {
   bool reused = false;
   PyObject* obj = KeyTable::value(s, v, reused);
   if (!obj) throw_python_error();
   py::object ref = py::reinterpret_steal<py::object>(obj);
-  if (obj == s.in_template) return;  // the copy has it
+  if (obj == s.in_template) {  // the template's entry: a copy has it
+    if (stale && PyDict_SetItem(d, s.str, obj) < 0) throw_python_error();
+    return;
+  }
   if (PyDict_SetItem(d, s.str, obj) < 0) throw_python_error();
+  if (!reused) {  // a value of this request's own (the template holds another, or nothing)
+    s.own_value = request_;
+    own_.push_back(&s);
+  }
   if (reused) {
     // The same value twice in a row: from now on it comes with the template.
     if (PyDict_SetItem(template_, s.str, obj) < 0) throw_python_error();
@@ -570,6 +598,15 @@ void PyApp::drop_missing(PyObject* d) {
   }
 }
 
+void PyApp::restore_stale(PyObject* d) {
+  for (KeyTable::Slot* s : last_own_) {
+    if (s->own_value != reused_from_ || s->seen == request_) continue;
+    s->own_value = 0;
+    if (s->in_template ? PyDict_SetItem(d, s->str, s->in_template) < 0 : PyDict_DelItem(d, s->str) < 0)
+      throw_python_error();
+  }
+}
+
 void PyApp::compact_template() {
   template_holes_ = false;
   std::erase_if(in_template_, [](KeyTable::Slot* s) { return !s->in_template; });
@@ -593,11 +630,27 @@ const char* mirror_of(std::string_view k) noexcept {
                                : nullptr;
 }
 
+/// The version of dict `d` (PEP 509: a new one at each change), or 0 where this Python has none to read.
+std::uint64_t dict_version(PyObject* d) noexcept {
+#if PY_VERSION_HEX < 0x030C0000
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag;
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
 PyObject* PyApp::build_environ(Env& env, Streams& io) {
-  PyObject* d = PyDict_Copy(environ_template());
+  PyObject* d = spare_environ_;
+  reused_from_ = d ? request_ : 0;
+  spare_environ_ = nullptr;
+  if (!d) d = PyDict_Copy(environ_template());
   if (!d) throw_python_error();
   py::object guard = py::reinterpret_steal<py::object>(d);
   ++request_;
+  last_own_.swap(own_);
+  own_.clear();
+  foreign_keys_ = false;
   matched_ = 0;
   std::size_t expected = template_count_;
   std::size_t at = 0;
@@ -622,6 +675,7 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
       continue;
     }
     if (const char* m = mirror_of(k)) put(d, *keys_.find(m), e.value);
+    foreign_keys_ = true;
     PyObject* key = latin1_str(k);
     if (!key) throw_python_error();
     py::object key_ref = py::reinterpret_steal<py::object>(key);
@@ -629,7 +683,18 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
   }
   // Entries of the template the env did not have (a header of the previous requests, say).
   if (matched_ != expected) drop_missing(d);
+  if (reused_from_) restore_stale(d);
   if (template_holes_) compact_template();
+  if (reused_from_) {  // its wsgi.input and wsgi.errors are the spare ones
+    io.input = std::move(spare_input_.obj);
+    io.in = spare_input_.ptr;
+    io.in->attach(&env.input());
+    io.errors = std::move(spare_errors_.obj);
+    io.err = spare_errors_.ptr;
+    io.err->attach(&env.errors());
+    built_version_ = dict_version(d);
+    return guard.release().ptr();
+  }
   if (spare_input_.obj) {
     io.input = std::move(spare_input_.obj);
     io.in = spare_input_.ptr;
@@ -648,6 +713,7 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
   }
   set_item(d, keys_.key("wsgi.input"), io.input.inc_ref().ptr());
   set_item(d, keys_.key("wsgi.errors"), io.errors.inc_ref().ptr());
+  built_version_ = dict_version(d);
   return guard.release().ptr();
 }
 
@@ -695,7 +761,19 @@ void PyApp::start_response(std::shared_ptr<CallState> st, StartResponseRef& sr) 
   ptr->set_write(w);
 }
 
-void PyApp::recycle(Streams& io, StartResponseRef& sr) {
+void PyApp::recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request) {
+  // The environ, with its streams, when nothing but this holds them, no environ was built since, and the
+  // app did not change it.
+  if (!spare_environ_ && !spare_input_.obj && !spare_errors_.obj && request == request_ && !foreign_keys_ &&
+      built_version_ != 0 && Py_REFCNT(environ.ptr()) == 1 && dict_version(environ.ptr()) == built_version_ &&
+      Py_REFCNT(io.input.ptr()) == 2 && Py_REFCNT(io.errors.ptr()) == 2) {
+    spare_environ_ = environ.release().ptr();
+    spare_input_.obj = std::move(io.input);
+    spare_input_.ptr = io.in;
+    spare_errors_.obj = std::move(io.errors);
+    spare_errors_.ptr = io.err;
+  }
+  environ = py::object();
   spare_input_.keep(io.input, io.in);
   spare_errors_.keep(io.errors, io.err);
   // Kept when no one else holds it or its write callable (which holds it too).
@@ -716,16 +794,14 @@ Response PyApp::call(Env& env) {
   PyObject* result = nullptr;
   StartResponseRef sr;
   try {
-    Response r;
-    {
-      py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
-      start_response(st, sr);
-      PyObject* args[] = {environ.ptr(), sr.obj.ptr()};
-      result = PyObject_Vectorcall(app_, args, 2, nullptr);
-      if (!result) throw_python_error();
-      r = finish(env, *st, result, io);
-    }
-    recycle(io, sr);
+    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
+    std::uint64_t request = request_;
+    start_response(st, sr);
+    PyObject* args[] = {environ.ptr(), sr.obj.ptr()};
+    result = PyObject_Vectorcall(app_, args, 2, nullptr);
+    if (!result) throw_python_error();
+    Response r = finish(env, *st, result, io);
+    recycle(io, sr, environ, request);
     return r;
   } catch (PythonErrorSet&) {
     return python_failure(env, result, io);

@@ -80,6 +80,48 @@ def test_environ_entries_that_repeat_then_change_or_go_are_the_requests_own():
     assert all(s[3] == "http" and s[4] is seen[0][4] for s in seen)
 
 
+def test_environ_of_a_request_is_the_same_whether_or_not_the_previous_one_was_kept_or_changed():
+    # An environ that nothing holds and the app left unchanged may become the next request's, with the
+    # entries that differ set: what an app sees must be what a fresh environ would hold. Three apps see the
+    # same requests: one drops each environ, one keeps each (never reused), one changes some.
+    def snapshot(environ):
+        return {k: (type(v).__name__ if k in ("wsgi.input", "wsgi.errors") else v) for k, v in environ.items()}
+
+    seen = {"drop": [], "keep": [], "change": []}
+    kept = []
+
+    def make(kind):
+        def app(environ, start_response):
+            seen[kind].append(snapshot(environ))
+            body = environ["wsgi.input"].read()
+            if kind == "keep":
+                kept.append(environ)
+            elif kind == "change" and len(seen[kind]) % 3 == 0:
+                environ["HTTP_X_ADDED"] = "1"
+                del environ["HTTP_X_ADDED"]
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [body]
+        return app
+
+    long = "v" * 300
+    steps = [("GET /?q=1", [("X-A", "1")], b"")] * 3 + [
+        ("POST /p?q=2", [("X-A", "2"), ("Content-Type", "text/plain")], b"body"),
+        ("GET /?q=2", [("X-A", "2"), ("X-B", long)], b""), ("GET /?q=2", [("X-A", "2"), ("X-B", long)], b""),
+        ("GET /", [("X-B", long + "w")], b""), ("GET /", [], b""), ("GET /", [], b""),
+        ("POST /?q=1", [("X-A", "1"), ("Content-Type", "a/b")], b"x" * 10),
+        ("GET /?q=1", [("X-A", "1")], b""), ("GET /?q=3", [("X-A", "3"), ("X-C", "c")], b""),
+        ("GET /?q=3", [("X-C", "c")], b""), ("GET /?q=1", [("X-A", "1")], b"")]
+    for kind in seen:
+        a = csgi.App(make(kind))
+        for line, headers, body in steps:
+            r = call(a, line, headers, body)
+            assert r.status == 200 and r.body == body
+    assert seen["drop"] == seen["keep"] == seen["change"]
+    assert [s.get("HTTP_X_A") for s in seen["drop"]] == [dict(h).get("X-A") for _, h, _ in steps]
+    assert [s.get("HTTP_X_C") for s in seen["drop"]][-3:] == ["c", "c", None]
+    assert all("HTTP_X_ADDED" not in s for s in seen["change"])
+
+
 def test_write_callable_kept_by_the_app_does_not_keep_start_response_alive():
     # start_response returns the same write callable while it is reused; one the app keeps stays usable
     # for its request and is freed with start_response once the app drops it.
