@@ -471,7 +471,8 @@ private:
     }
   };
   void start_response(std::shared_ptr<CallState> st, StartResponseRef& sr);
-  void recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request);
+  void recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request,
+               std::shared_ptr<CallState>& st);
   /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
   template <class T>
   py::object wrap(T* obj, const py::detail::type_info*& type) {
@@ -511,6 +512,7 @@ private:
   Spare<InputStream> spare_input_;
   Spare<ErrorsStream> spare_errors_;
   Spare<StartResponse> spare_start_response_;
+  std::shared_ptr<CallState> spare_state_;  // the last request's, when nothing else held it at its end
 };
 
 Response python_failure(Env& env, PyObject* result, Streams& io);
@@ -761,7 +763,8 @@ void PyApp::start_response(std::shared_ptr<CallState> st, StartResponseRef& sr) 
   ptr->set_write(w);
 }
 
-void PyApp::recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request) {
+void PyApp::recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request,
+                    std::shared_ptr<CallState>& st) {
   // The environ, with its streams, when nothing but this holds them, no environ was built since, and the
   // app did not change it.
   if (!spare_environ_ && !spare_input_.obj && !spare_errors_.obj && request == request_ && !foreign_keys_ &&
@@ -784,12 +787,15 @@ void PyApp::recycle(Streams& io, StartResponseRef& sr, py::object& environ, std:
     spare_start_response_.ptr = sr.ptr;
     sr.ptr = nullptr;
   }
+  if (!spare_state_ && st.use_count() == 1) spare_state_ = std::move(st);
 }
 
 Response PyApp::call(Env& env) {
   AcquireGil gil(interp_);
   if (!gil) return Response::error(503, "the Python interpreter is shutting down");
-  auto st = std::make_shared<CallState>();
+  std::shared_ptr<CallState> st = std::move(spare_state_);
+  if (st) *st = CallState();
+  else st = std::make_shared<CallState>();
   Streams io;
   PyObject* result = nullptr;
   StartResponseRef sr;
@@ -801,7 +807,7 @@ Response PyApp::call(Env& env) {
     result = PyObject_Vectorcall(app_, args, 2, nullptr);
     if (!result) throw_python_error();
     Response r = finish(env, *st, result, io);
-    recycle(io, sr, environ, request);
+    recycle(io, sr, environ, request, st);
     return r;
   } catch (PythonErrorSet&) {
     return python_failure(env, result, io);
@@ -838,7 +844,7 @@ Response python_failure(Env& env, PyObject* result, Streams& io) {
 Response PyApp::finish(Env& env, CallState& st, PyObject* result, Streams& io) {
   auto complete = [&](std::string body) {
     if (!st.started) throw std::runtime_error("the WSGI app returned without calling start_response");
-    close_result(result, env.errors());
+    if (!PyList_CheckExact(result) && !PyTuple_CheckExact(result)) close_result(result, env.errors());
     Py_DECREF(result);
     io.detach();
     st.headers_out = true;

@@ -442,6 +442,31 @@ def test_request_objects_are_reused_only_when_nothing_holds_them():
         kept["sr"]("200 OK", [])
 
 
+def test_start_response_kept_from_an_earlier_request_does_not_touch_the_current_one():
+    # The state behind start_response is reused only when nothing holds it: a start_response the app kept
+    # keeps its own request's (finished) state, whatever the requests after it do.
+    kept = []
+    errors = []
+
+    def app(environ, start_response):
+        if kept:
+            try:
+                kept[0]("500 Old", [("X-Old", "1")])
+            except ValueError as e:
+                errors.append(str(e))
+        else:
+            kept.append(start_response)
+        start_response("200 OK", [("Content-Type", "text/plain"), ("X-Path", environ["PATH_INFO"])])
+        return [environ["PATH_INFO"].encode()]
+
+    a = csgi.App(app)
+    for path in ["/a", "/b", "/c", "/d"]:
+        r = call(a, "GET " + path)
+        assert r.status == 200 and r.body == path.encode() and ("X-Path", path) in r.headers
+        assert ("X-Old", "1") not in r.headers
+    assert len(errors) == 3 and all("second time" in e for e in errors)
+
+
 def test_builder_mounts_python_and_cxx_apps_side_by_side(load):
     layer_seen = []
 
