@@ -182,6 +182,16 @@ private:
   HeadCache head_;
 };
 
+/// The vectorcall of StartResponse objects (start_response(status, headers, exc_info=None) called without
+/// an argument tuple); each object keeps a pointer to it at its type's tp_vectorcall_offset, set by
+/// enable_vectorcall() when it is made (bind_from_wsgi makes room for it).
+PyObject* start_response_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf,
+                                    PyObject* kwnames) noexcept;
+void enable_vectorcall(PyObject* obj) noexcept {
+  Py_ssize_t at = Py_TYPE(obj)->tp_vectorcall_offset;
+  if (at > 0) *reinterpret_cast<vectorcallfunc*>(reinterpret_cast<char*>(obj) + at) = &start_response_vectorcall;
+}
+
 /// The start_response of one request: unless PyApp::recycle() keeps it, the end of the request breaks
 /// the cycle between it and its write callable.
 struct StartResponseRef {
@@ -758,6 +768,7 @@ void PyApp::start_response(std::shared_ptr<CallState> st, StartResponseRef& sr) 
   auto* ptr = new StartResponse(std::move(st));
   sr.obj = wrap(ptr, start_response_type_);
   sr.ptr = ptr;
+  enable_vectorcall(sr.obj.ptr());
   PyObject* w = PyObject_GetAttrString(sr.obj.ptr(), "write");
   if (!w) throw_python_error();
   ptr->set_write(w);
@@ -1088,17 +1099,47 @@ PyObject* start_response_tp_call(PyObject* self, PyObject* args, PyObject* kwarg
   });
 }
 
+PyObject* start_response_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf,
+                                    PyObject* kwnames) noexcept {
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  PyObject* exc_info = n == 3 ? args[2] : Py_None;
+  if (kwnames && PyTuple_GET_SIZE(kwnames) != 0) {
+    // One keyword, exc_info, after status and headers (its value follows the positional arguments).
+    if (PyTuple_GET_SIZE(kwnames) != 1 || n != 2 ||
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "exc_info") != 0) {
+      PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
+      return nullptr;
+    }
+    exc_info = args[2];
+  } else if (n != 2 && n != 3) {
+    PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
+    return nullptr;
+  }
+  return call_on_instance<StartResponse>(self, [&](StartResponse& sr) {
+    return sr.call(self, args[0], args[1], exc_info).release().ptr();
+  });
+}
+
 }  // namespace
 
 void bind_from_wsgi(py::module_& m) {
-  py::class_<StartResponse> cls(m, "StartResponse", py::module_local(), "start_response of a request served by csgi.");
+  // Room after pybind11's instance for the vectorcall pointer of each object (enable_vectorcall).
+  auto room = [](PyHeapTypeObject* heap) {
+    PyTypeObject& t = heap->ht_type;
+    t.tp_vectorcall_offset = t.tp_basicsize;
+    t.tp_basicsize += static_cast<Py_ssize_t>(sizeof(vectorcallfunc));
+  };
+  py::class_<StartResponse> cls(m, "StartResponse", py::module_local(), py::custom_type_setup(room),
+                                "start_response of a request served by csgi.");
   cls.def("__call__",
            [](py::handle self, py::handle status, py::handle headers, py::handle exc_info) {
              return self.cast<StartResponse&>().call(self, status, headers, exc_info);
            },
            py::arg("status"), py::arg("headers"), py::arg("exc_info") = py::none())
       .def("write", &StartResponse::write);
-  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_call = &start_response_tp_call;
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_call = &start_response_tp_call;  // for an object without the pointer, and PyObject_Call
+  type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
 }
 
 }  // namespace csgi::python
