@@ -3,8 +3,9 @@
 // Per call the GIL is taken (with the thread state saved by an enclosing csgi call on this thread, or a
 // thread state of our own) once, an environ dict is copied from a prebuilt one of the constant wsgi.*
 // entries and filled from the Env (text as latin-1 str, booleans and integers as such; csgi.* keys mapped
-// to wsgi.*; key str objects interned once, short values reused while they repeat), the app is called
-// with a start_response, and the
+// to wsgi.*; key str objects interned once, short values reused while they repeat), or the previous
+// request's environ is reused when nothing holds it and the app left it unchanged (only the entries that
+// differ set), the app is called with a start_response, and the
 // result becomes: complete bytes for a list/tuple, or when a generator finishes within its announced
 // Content-Length; a FileBody for wsgi.file_wrapper over a real file; otherwise a Stream that takes the GIL
 // per chunk. close() of the result is always called. A Python exception before the headers are out is a
@@ -35,6 +36,95 @@ struct CallState {
   int status = 0;
   Headers headers;
   std::string written;        // what the legacy write() callable received
+};
+
+/// The status line and header list of the last start_response call of one StartResponse, by the identity
+/// of their objects: str and tuple objects are immutable, and the references kept here keep their addresses
+/// from being reused, so the same objects mean the same status and fields (an app's literal status and
+/// header tuples are constants of its code: the same objects call after call). Once a list repeats, its
+/// fields are sealed (Headers::seal: one reference count per copy, the HTTP/1 form written once) and
+/// later calls copy them instead of converting each field again. Used under the GIL.
+class HeadCache {
+public:
+  HeadCache() = default;
+  HeadCache(const HeadCache&) = delete;
+  HeadCache& operator=(const HeadCache&) = delete;
+  ~HeadCache() {
+    Py_XDECREF(status_);
+    forget_tuples();
+  }
+
+  /// The code of status line `s` (a str), or a Python error.
+  int status(PyObject* s) {
+    if (s == status_) return code_;
+    if (!PyUnicode_Check(s)) throw py::type_error("status must be a str");
+    std::string_view v = latin1_or_throw(s, "status");
+    int code = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + std::min<std::size_t>(v.size(), 3), code);
+    if (v.size() < 4 || ec != std::errc() || p != v.data() + 3 || v[3] != ' ' || code < 100 || code > 599)
+      throw py::value_error("status must look like \"200 OK\", got " + std::string(py::repr(s)));
+    Py_XSETREF(status_, Py_NewRef(s));
+    code_ = code;
+    return code;
+  }
+
+  /// The fields of header list `list` (a list of (str, str) tuples), or a Python error.
+  Headers headers(PyObject* list) {
+    if (!PyList_Check(list)) throw py::type_error("response headers must be a list");
+    if (!same_tuples(list)) {
+      Headers out = convert(list);
+      forget_tuples();
+      Py_ssize_t n = PyList_GET_SIZE(list);
+      tuples_.reserve(static_cast<std::size_t>(n));
+      for (Py_ssize_t i = 0; i < n; ++i) tuples_.push_back(Py_NewRef(PyList_GET_ITEM(list, i)));
+      known_ = true;
+      return out;
+    }
+    if (!sealed_.sealed()) {  // the first repeat
+      sealed_ = convert(list);
+      sealed_.seal();
+    }
+    return sealed_;
+  }
+
+private:
+  bool same_tuples(PyObject* list) const noexcept {
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (!known_ || static_cast<std::size_t>(n) != tuples_.size()) return false;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (PyList_GET_ITEM(list, i) != tuples_[static_cast<std::size_t>(i)]) return false;
+    return true;
+  }
+  void forget_tuples() noexcept {
+    for (PyObject* t : tuples_) Py_DECREF(t);
+    tuples_.clear();
+    sealed_ = Headers();
+    known_ = false;
+  }
+  /// Each (str, str) tuple of `list` as a field; latin-1 only, no CR, LF or NUL in a value (PEP 3333).
+  static Headers convert(PyObject* list) {
+    Headers out;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    out.reserve(static_cast<std::size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* t = PyList_GET_ITEM(list, i);
+      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
+          !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)))
+        throw py::type_error("each response header must be a (str, str) tuple");
+      std::string_view name = latin1_or_throw(PyTuple_GET_ITEM(t, 0), "header name");
+      std::string_view value = latin1_or_throw(PyTuple_GET_ITEM(t, 1), "header value");
+      for (char c : value)
+        if (c == '\r' || c == '\n' || c == '\0') throw py::value_error("control character in response header value");
+      out.add(std::string(name), std::string(value));
+    }
+    return out;
+  }
+
+  PyObject* status_ = nullptr;   // the last status line (owned), and its code
+  int code_ = 0;
+  std::vector<PyObject*> tuples_;  // the last header list's items (owned)
+  bool known_ = false;             // tuples_ holds a list that converted without error
+  Headers sealed_;                 // their fields, sealed, once they repeated
 };
 
 /// start_response(status, headers, exc_info=None) → write
@@ -70,29 +160,9 @@ public:
     } else if (st.started) {
       throw py::value_error("start_response called a second time without exc_info (PEP 3333)");
     }
-    if (!PyUnicode_Check(status.ptr())) throw py::type_error("status must be a str");
-    std::string_view s = latin1_or_throw(status.ptr(), "status");
-    int code = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + std::min<std::size_t>(s.size(), 3), code);
-    if (s.size() < 4 || ec != std::errc() || p != s.data() + 3 || s[3] != ' ' || code < 100 || code > 599)
-      throw py::value_error("status must look like \"200 OK\", got " + std::string(py::repr(status)));
-    if (!PyList_Check(headers.ptr())) throw py::type_error("response headers must be a list");
-    Headers out;
-    Py_ssize_t n = PyList_GET_SIZE(headers.ptr());
-    out.reserve(static_cast<std::size_t>(n));
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* t = PyList_GET_ITEM(headers.ptr(), i);
-      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
-          !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)))
-        throw py::type_error("each response header must be a (str, str) tuple");
-      std::string_view name = latin1_or_throw(PyTuple_GET_ITEM(t, 0), "header name");
-      std::string_view value = latin1_or_throw(PyTuple_GET_ITEM(t, 1), "header value");
-      for (char c : value)
-        if (c == '\r' || c == '\n' || c == '\0') throw py::value_error("control character in response header value");
-      out.add(std::string(name), std::string(value));
-    }
+    int code = head_.status(status.ptr());
+    st.headers = head_.headers(headers.ptr());
     st.status = code;
-    st.headers = std::move(out);
     st.started = true;
     if (write_) return py::reinterpret_borrow<py::object>(write_);
     return self.attr("write");
@@ -109,7 +179,18 @@ public:
 private:
   std::shared_ptr<CallState> st_;
   PyObject* write_ = nullptr;  // owned
+  HeadCache head_;
 };
+
+/// The vectorcall of StartResponse objects (start_response(status, headers, exc_info=None) called without
+/// an argument tuple); each object keeps a pointer to it at its type's tp_vectorcall_offset, set by
+/// enable_vectorcall() when it is made (bind_from_wsgi makes room for it).
+PyObject* start_response_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf,
+                                    PyObject* kwnames) noexcept;
+void enable_vectorcall(PyObject* obj) noexcept {
+  Py_ssize_t at = Py_TYPE(obj)->tp_vectorcall_offset;
+  if (at > 0) *reinterpret_cast<vectorcallfunc*>(reinterpret_cast<char*>(obj) + at) = &start_response_vectorcall;
+}
 
 /// The start_response of one request: unless PyApp::recycle() keeps it, the end of the request breaks
 /// the cycle between it and its write callable.
@@ -180,6 +261,8 @@ public:
     PyObject* in_template = nullptr;  // what the environ template holds for the key (borrowed), or null
     PyObject* fallback = nullptr;     // the template's entry when a request lacks the key (owned), or null
     std::uint64_t seen = 0;           // the last request (PyApp's count) whose env had the key
+    std::uint64_t own_value = 0;      // the last request whose environ got its own value for the key:
+                                      // one the template (then) did not hold
     Slot* mirror = nullptr;           // csgi.url_scheme and the like: the wsgi.* key that mirrors it
     bool mirror_known = false;
   };
@@ -337,12 +420,14 @@ public:
       spare_input_.obj.release();
       spare_errors_.obj.release();
       spare_start_response_.obj.release();
+      spare_environ_ = nullptr;
       return;
     }
     if (spare_start_response_.obj) spare_start_response_.ptr->set_write(nullptr);
     spare_input_.obj = py::object();
     spare_errors_.obj = py::object();
     spare_start_response_.obj = py::object();
+    Py_CLEAR(spare_environ_);
     Py_CLEAR(app_);
     Py_CLEAR(template_);
     Py_CLEAR(file_wrapper_);
@@ -359,16 +444,22 @@ private:
   /// entries is a copy of its table): the wsgi.* constants, and each env entry whose value was the same
   /// in the last two requests that had its key. Made on first use with room for a usual request's keys.
   PyObject* environ_template();
-  /// Puts an env entry with the key of `s` into environ `d`: nothing when the template holds its value;
-  /// a value seen again joins the template, a changed one leaves it.
+  /// Puts an env entry with the key of `s` into environ `d`: nothing when `d` holds its value already;
+  /// a value seen again joins the template, a changed one leaves it. `d` is a copy of the template, or the
+  /// environ of request reused_from_ (spare_environ_), which holds the template's entries but for the
+  /// keys of last_own_ (values of that request's own).
   void put(PyObject* d, KeyTable::Slot& s, const Value& v) {
     if (s.seen == request_) return;  // an env has each key once
     s.seen = request_;
     if (s.in_template && s.in_template != s.fallback) ++matched_;
-    if (s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // the copy has it
-    put_changed(d, s, v);
+    bool stale = reused_from_ && s.own_value == reused_from_;  // d holds the last request's value
+    if (!stale && s.in_template && s.in_template == s.value && KeyTable::same_value(s, v)) return;  // d has it
+    put_changed(d, s, v, stale);
   }
-  void put_changed(PyObject* d, KeyTable::Slot& s, const Value& v);
+  void put_changed(PyObject* d, KeyTable::Slot& s, const Value& v, bool stale);
+  /// The keys the reused environ `d` held values of their own for (last_own_) and this request's env
+  /// lacks: back to the template's entry, or removed.
+  void restore_stale(PyObject* d);
   /// Entries of the template that this request's env lacks: removed from `d` and the template (or put
   /// back to their fallback).
   void drop_missing(PyObject* d);
@@ -390,7 +481,8 @@ private:
     }
   };
   void start_response(std::shared_ptr<CallState> st, StartResponseRef& sr);
-  void recycle(Streams& io, StartResponseRef& sr);
+  void recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request,
+               std::shared_ptr<CallState>& st);
   /// A new Python object owning `obj`, of the bound class T (its pybind11 type looked up once).
   template <class T>
   py::object wrap(T* obj, const py::detail::type_info*& type) {
@@ -412,6 +504,16 @@ private:
   std::uint64_t request_ = 0;               // requests begun (Slot::seen)
   bool template_holes_ = false;             // the template had entries deleted
   std::array<KeyTable::Slot*, 64> order_{};  // the slots of the last request's env keys, in its order
+  // The environ of the last request built, when it ended with nothing else holding it and unchanged (its
+  // dict version the one it had when built): the next request's environ is it, with the entries that
+  // differ set, instead of a copy of the template (a copy and a deallocation of the whole dict). Its
+  // wsgi.input and wsgi.errors are spare_input_ and spare_errors_ (kept together).
+  PyObject* spare_environ_ = nullptr;  // owned
+  std::uint64_t reused_from_ = 0;      // while building from a reused environ: the request that built it
+  std::vector<KeyTable::Slot*> own_;       // the slots of the environ being built whose value is its own
+  std::vector<KeyTable::Slot*> last_own_;  // those of the environ built before it
+  bool foreign_keys_ = false;              // the last environ built had keys outside the key table
+  std::uint64_t built_version_ = 0;        // the last environ built: its dict version when done
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   KeyTable keys_;
   const py::detail::type_info* input_type_ = nullptr;
@@ -420,6 +522,7 @@ private:
   Spare<InputStream> spare_input_;
   Spare<ErrorsStream> spare_errors_;
   Spare<StartResponse> spare_start_response_;
+  std::shared_ptr<CallState> spare_state_;  // the last request's, when nothing else held it at its end
 };
 
 Response python_failure(Env& env, PyObject* result, Streams& io);
@@ -457,13 +560,20 @@ PyObject* PyApp::environ_template() {
   return template_;
 }
 
-void PyApp::put_changed(PyObject* d, KeyTable::Slot& s, const Value& v) {
+void PyApp::put_changed(PyObject* d, KeyTable::Slot& s, const Value& v, bool stale) {
   bool reused = false;
   PyObject* obj = KeyTable::value(s, v, reused);
   if (!obj) throw_python_error();
   py::object ref = py::reinterpret_steal<py::object>(obj);
-  if (obj == s.in_template) return;  // the copy has it
+  if (obj == s.in_template) {  // the template's entry: a copy has it
+    if (stale && PyDict_SetItem(d, s.str, obj) < 0) throw_python_error();
+    return;
+  }
   if (PyDict_SetItem(d, s.str, obj) < 0) throw_python_error();
+  if (!reused) {  // a value of this request's own (the template holds another, or nothing)
+    s.own_value = request_;
+    own_.push_back(&s);
+  }
   if (reused) {
     // The same value twice in a row: from now on it comes with the template.
     if (PyDict_SetItem(template_, s.str, obj) < 0) throw_python_error();
@@ -500,6 +610,15 @@ void PyApp::drop_missing(PyObject* d) {
   }
 }
 
+void PyApp::restore_stale(PyObject* d) {
+  for (KeyTable::Slot* s : last_own_) {
+    if (s->own_value != reused_from_ || s->seen == request_) continue;
+    s->own_value = 0;
+    if (s->in_template ? PyDict_SetItem(d, s->str, s->in_template) < 0 : PyDict_DelItem(d, s->str) < 0)
+      throw_python_error();
+  }
+}
+
 void PyApp::compact_template() {
   template_holes_ = false;
   std::erase_if(in_template_, [](KeyTable::Slot* s) { return !s->in_template; });
@@ -523,11 +642,27 @@ const char* mirror_of(std::string_view k) noexcept {
                                : nullptr;
 }
 
+/// The version of dict `d` (PEP 509: a new one at each change), or 0 where this Python has none to read.
+std::uint64_t dict_version(PyObject* d) noexcept {
+#if PY_VERSION_HEX < 0x030C0000
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag;
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
 PyObject* PyApp::build_environ(Env& env, Streams& io) {
-  PyObject* d = PyDict_Copy(environ_template());
+  PyObject* d = spare_environ_;
+  reused_from_ = d ? request_ : 0;
+  spare_environ_ = nullptr;
+  if (!d) d = PyDict_Copy(environ_template());
   if (!d) throw_python_error();
   py::object guard = py::reinterpret_steal<py::object>(d);
   ++request_;
+  last_own_.swap(own_);
+  own_.clear();
+  foreign_keys_ = false;
   matched_ = 0;
   std::size_t expected = template_count_;
   std::size_t at = 0;
@@ -552,6 +687,7 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
       continue;
     }
     if (const char* m = mirror_of(k)) put(d, *keys_.find(m), e.value);
+    foreign_keys_ = true;
     PyObject* key = latin1_str(k);
     if (!key) throw_python_error();
     py::object key_ref = py::reinterpret_steal<py::object>(key);
@@ -559,7 +695,18 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
   }
   // Entries of the template the env did not have (a header of the previous requests, say).
   if (matched_ != expected) drop_missing(d);
+  if (reused_from_) restore_stale(d);
   if (template_holes_) compact_template();
+  if (reused_from_) {  // its wsgi.input and wsgi.errors are the spare ones
+    io.input = std::move(spare_input_.obj);
+    io.in = spare_input_.ptr;
+    io.in->attach(&env.input());
+    io.errors = std::move(spare_errors_.obj);
+    io.err = spare_errors_.ptr;
+    io.err->attach(&env.errors());
+    built_version_ = dict_version(d);
+    return guard.release().ptr();
+  }
   if (spare_input_.obj) {
     io.input = std::move(spare_input_.obj);
     io.in = spare_input_.ptr;
@@ -578,6 +725,7 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
   }
   set_item(d, keys_.key("wsgi.input"), io.input.inc_ref().ptr());
   set_item(d, keys_.key("wsgi.errors"), io.errors.inc_ref().ptr());
+  built_version_ = dict_version(d);
   return guard.release().ptr();
 }
 
@@ -620,12 +768,26 @@ void PyApp::start_response(std::shared_ptr<CallState> st, StartResponseRef& sr) 
   auto* ptr = new StartResponse(std::move(st));
   sr.obj = wrap(ptr, start_response_type_);
   sr.ptr = ptr;
+  enable_vectorcall(sr.obj.ptr());
   PyObject* w = PyObject_GetAttrString(sr.obj.ptr(), "write");
   if (!w) throw_python_error();
   ptr->set_write(w);
 }
 
-void PyApp::recycle(Streams& io, StartResponseRef& sr) {
+void PyApp::recycle(Streams& io, StartResponseRef& sr, py::object& environ, std::uint64_t request,
+                    std::shared_ptr<CallState>& st) {
+  // The environ, with its streams, when nothing but this holds them, no environ was built since, and the
+  // app did not change it.
+  if (!spare_environ_ && !spare_input_.obj && !spare_errors_.obj && request == request_ && !foreign_keys_ &&
+      built_version_ != 0 && Py_REFCNT(environ.ptr()) == 1 && dict_version(environ.ptr()) == built_version_ &&
+      Py_REFCNT(io.input.ptr()) == 2 && Py_REFCNT(io.errors.ptr()) == 2) {
+    spare_environ_ = environ.release().ptr();
+    spare_input_.obj = std::move(io.input);
+    spare_input_.ptr = io.in;
+    spare_errors_.obj = std::move(io.errors);
+    spare_errors_.ptr = io.err;
+  }
+  environ = py::object();
   spare_input_.keep(io.input, io.in);
   spare_errors_.keep(io.errors, io.err);
   // Kept when no one else holds it or its write callable (which holds it too).
@@ -636,26 +798,27 @@ void PyApp::recycle(Streams& io, StartResponseRef& sr) {
     spare_start_response_.ptr = sr.ptr;
     sr.ptr = nullptr;
   }
+  if (!spare_state_ && st.use_count() == 1) spare_state_ = std::move(st);
 }
 
 Response PyApp::call(Env& env) {
   AcquireGil gil(interp_);
   if (!gil) return Response::error(503, "the Python interpreter is shutting down");
-  auto st = std::make_shared<CallState>();
+  std::shared_ptr<CallState> st = std::move(spare_state_);
+  if (st) *st = CallState();
+  else st = std::make_shared<CallState>();
   Streams io;
   PyObject* result = nullptr;
   StartResponseRef sr;
   try {
-    Response r;
-    {
-      py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
-      start_response(st, sr);
-      PyObject* args[] = {environ.ptr(), sr.obj.ptr()};
-      result = PyObject_Vectorcall(app_, args, 2, nullptr);
-      if (!result) throw_python_error();
-      r = finish(env, *st, result, io);
-    }
-    recycle(io, sr);
+    py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
+    std::uint64_t request = request_;
+    start_response(st, sr);
+    PyObject* args[] = {environ.ptr(), sr.obj.ptr()};
+    result = PyObject_Vectorcall(app_, args, 2, nullptr);
+    if (!result) throw_python_error();
+    Response r = finish(env, *st, result, io);
+    recycle(io, sr, environ, request, st);
     return r;
   } catch (PythonErrorSet&) {
     return python_failure(env, result, io);
@@ -692,7 +855,7 @@ Response python_failure(Env& env, PyObject* result, Streams& io) {
 Response PyApp::finish(Env& env, CallState& st, PyObject* result, Streams& io) {
   auto complete = [&](std::string body) {
     if (!st.started) throw std::runtime_error("the WSGI app returned without calling start_response");
-    close_result(result, env.errors());
+    if (!PyList_CheckExact(result) && !PyTuple_CheckExact(result)) close_result(result, env.errors());
     Py_DECREF(result);
     io.detach();
     st.headers_out = true;
@@ -936,17 +1099,47 @@ PyObject* start_response_tp_call(PyObject* self, PyObject* args, PyObject* kwarg
   });
 }
 
+PyObject* start_response_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf,
+                                    PyObject* kwnames) noexcept {
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  PyObject* exc_info = n == 3 ? args[2] : Py_None;
+  if (kwnames && PyTuple_GET_SIZE(kwnames) != 0) {
+    // One keyword, exc_info, after status and headers (its value follows the positional arguments).
+    if (PyTuple_GET_SIZE(kwnames) != 1 || n != 2 ||
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "exc_info") != 0) {
+      PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
+      return nullptr;
+    }
+    exc_info = args[2];
+  } else if (n != 2 && n != 3) {
+    PyErr_SetString(PyExc_TypeError, "start_response(status, headers, exc_info=None)");
+    return nullptr;
+  }
+  return call_on_instance<StartResponse>(self, [&](StartResponse& sr) {
+    return sr.call(self, args[0], args[1], exc_info).release().ptr();
+  });
+}
+
 }  // namespace
 
 void bind_from_wsgi(py::module_& m) {
-  py::class_<StartResponse> cls(m, "StartResponse", py::module_local(), "start_response of a request served by csgi.");
+  // Room after pybind11's instance for the vectorcall pointer of each object (enable_vectorcall).
+  auto room = [](PyHeapTypeObject* heap) {
+    PyTypeObject& t = heap->ht_type;
+    t.tp_vectorcall_offset = t.tp_basicsize;
+    t.tp_basicsize += static_cast<Py_ssize_t>(sizeof(vectorcallfunc));
+  };
+  py::class_<StartResponse> cls(m, "StartResponse", py::module_local(), py::custom_type_setup(room),
+                                "start_response of a request served by csgi.");
   cls.def("__call__",
            [](py::handle self, py::handle status, py::handle headers, py::handle exc_info) {
              return self.cast<StartResponse&>().call(self, status, headers, exc_info);
            },
            py::arg("status"), py::arg("headers"), py::arg("exc_info") = py::none())
       .def("write", &StartResponse::write);
-  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_call = &start_response_tp_call;
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_call = &start_response_tp_call;  // for an object without the pointer, and PyObject_Call
+  type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
 }
 
 }  // namespace csgi::python

@@ -80,6 +80,48 @@ def test_environ_entries_that_repeat_then_change_or_go_are_the_requests_own():
     assert all(s[3] == "http" and s[4] is seen[0][4] for s in seen)
 
 
+def test_environ_of_a_request_is_the_same_whether_or_not_the_previous_one_was_kept_or_changed():
+    # An environ that nothing holds and the app left unchanged may become the next request's, with the
+    # entries that differ set: what an app sees must be what a fresh environ would hold. Three apps see the
+    # same requests: one drops each environ, one keeps each (never reused), one changes some.
+    def snapshot(environ):
+        return {k: (type(v).__name__ if k in ("wsgi.input", "wsgi.errors") else v) for k, v in environ.items()}
+
+    seen = {"drop": [], "keep": [], "change": []}
+    kept = []
+
+    def make(kind):
+        def app(environ, start_response):
+            seen[kind].append(snapshot(environ))
+            body = environ["wsgi.input"].read()
+            if kind == "keep":
+                kept.append(environ)
+            elif kind == "change" and len(seen[kind]) % 3 == 0:
+                environ["HTTP_X_ADDED"] = "1"
+                del environ["HTTP_X_ADDED"]
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [body]
+        return app
+
+    long = "v" * 300
+    steps = [("GET /?q=1", [("X-A", "1")], b"")] * 3 + [
+        ("POST /p?q=2", [("X-A", "2"), ("Content-Type", "text/plain")], b"body"),
+        ("GET /?q=2", [("X-A", "2"), ("X-B", long)], b""), ("GET /?q=2", [("X-A", "2"), ("X-B", long)], b""),
+        ("GET /", [("X-B", long + "w")], b""), ("GET /", [], b""), ("GET /", [], b""),
+        ("POST /?q=1", [("X-A", "1"), ("Content-Type", "a/b")], b"x" * 10),
+        ("GET /?q=1", [("X-A", "1")], b""), ("GET /?q=3", [("X-A", "3"), ("X-C", "c")], b""),
+        ("GET /?q=3", [("X-C", "c")], b""), ("GET /?q=1", [("X-A", "1")], b"")]
+    for kind in seen:
+        a = csgi.App(make(kind))
+        for line, headers, body in steps:
+            r = call(a, line, headers, body)
+            assert r.status == 200 and r.body == body
+    assert seen["drop"] == seen["keep"] == seen["change"]
+    assert [s.get("HTTP_X_A") for s in seen["drop"]] == [dict(h).get("X-A") for _, h, _ in steps]
+    assert [s.get("HTTP_X_C") for s in seen["drop"]][-3:] == ["c", "c", None]
+    assert all("HTTP_X_ADDED" not in s for s in seen["change"])
+
+
 def test_write_callable_kept_by_the_app_does_not_keep_start_response_alive():
     # start_response returns the same write callable while it is reused; one the app keeps stays usable
     # for its request and is freed with start_response once the app drops it.
@@ -254,6 +296,45 @@ def test_bad_status_and_non_latin1_header():
     assert r.status == 500 and "latin-1" in r.errors
 
 
+def test_repeated_status_and_header_objects_give_each_requests_own_headers():
+    # The same status str and header tuples request after request (an app's constants), then the same list
+    # object with items replaced, added or made bad, and other statuses: each response has what its own
+    # start_response call said.
+    HEADERS = [("Content-Type", "text/plain"), ("X-A", "1")]
+    plan = []
+
+    def app(environ, start_response):
+        status, headers = plan.pop(0)
+        start_response(status, headers)
+        return [b"ok"]
+
+    a = csgi.App(app)
+    fields = lambda r: [h for h in r.headers if h[0] in ("Content-Type", "X-A", "X-B")]
+    for _ in range(3):
+        plan.append(("200 OK", HEADERS))
+        r = call(a, "GET /")
+        assert r.status == 200 and fields(r) == [("Content-Type", "text/plain"), ("X-A", "1")]
+    HEADERS[1] = ("X-A", "2")
+    plan.append(("201 Created", HEADERS))
+    r = call(a, "GET /")
+    assert r.status == 201 and fields(r) == [("Content-Type", "text/plain"), ("X-A", "2")]
+    HEADERS.append(("X-B", "3"))
+    plan.append(("201 Created", HEADERS))
+    assert fields(call(a, "GET /")) == [("Content-Type", "text/plain"), ("X-A", "2"), ("X-B", "3")]
+    plan.append(("201 Created", HEADERS[:2]))
+    assert fields(call(a, "GET /")) == [("Content-Type", "text/plain"), ("X-A", "2")]
+    HEADERS[2] = ("X-B", "bad\r\nvalue")
+    plan.append(("200 OK", HEADERS))
+    assert call(a, "GET /").status == 500
+    plan.append(("200 OK", HEADERS))
+    assert call(a, "GET /").status == 500
+    plan.append(("OK", []))
+    assert call(a, "GET /").status == 500
+    plan.append(("404 Not Found", []))
+    r = call(a, "GET /")
+    assert r.status == 404 and fields(r) == []
+
+
 def test_legacy_write_callable():
     def app(environ, start_response):
         write = start_response("200 OK", [("Content-Type", "text/plain")])
@@ -359,6 +440,31 @@ def test_request_objects_are_reused_only_when_nothing_holds_them():
         kept["input"].read()
     with pytest.raises(ValueError, match="start_response called a second time"):
         kept["sr"]("200 OK", [])
+
+
+def test_start_response_kept_from_an_earlier_request_does_not_touch_the_current_one():
+    # The state behind start_response is reused only when nothing holds it: a start_response the app kept
+    # keeps its own request's (finished) state, whatever the requests after it do.
+    kept = []
+    errors = []
+
+    def app(environ, start_response):
+        if kept:
+            try:
+                kept[0]("500 Old", [("X-Old", "1")])
+            except ValueError as e:
+                errors.append(str(e))
+        else:
+            kept.append(start_response)
+        start_response("200 OK", [("Content-Type", "text/plain"), ("X-Path", environ["PATH_INFO"])])
+        return [environ["PATH_INFO"].encode()]
+
+    a = csgi.App(app)
+    for path in ["/a", "/b", "/c", "/d"]:
+        r = call(a, "GET " + path)
+        assert r.status == 200 and r.body == path.encode() and ("X-Path", path) in r.headers
+        assert ("X-Old", "1") not in r.headers
+    assert len(errors) == 3 and all("second time" in e for e in errors)
 
 
 def test_builder_mounts_python_and_cxx_apps_side_by_side(load):
