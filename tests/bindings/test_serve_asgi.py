@@ -313,6 +313,44 @@ def test_receive_and_send_are_awaitables_of_every_kind(server_factory, tmp_path)
     assert srv.output().count("second body refused: http.response.body after the last one") == 3
 
 
+ADDRESS_APP = r"""
+import sys
+import csgi
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = repr((scope["server"], scope["client"][0])).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
+
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+"""
+
+
+def test_scope_server_and_client_follow_each_request(server_factory, tmp_path):
+    """scope["server"] names each request's Host, scope["client"] its peer: one request's values never
+    show in the next one's scope."""
+    script = tmp_path / "address_app.py"
+    script.write_text(ADDRESS_APP)
+    port = free_port()
+    server_factory([PYTHON, str(script), str(port)], port, cwd=HERE, env={"CSGI_TEST_APPS": ""})
+
+    def get(host, peer):
+        with socket.create_connection(("127.0.0.1", port), source_address=(peer, 0)) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        return data.split(b"\r\n\r\n", 1)[1]
+
+    for host, peer in [(b"a.example:8080", "127.0.0.1"), (b"a.example:8080", "127.0.0.2"), (b"b.example", "127.0.0.2"),
+                       (b"c.example:82", "127.0.0.2"), (b"a.example", "127.0.0.1")]:
+        want = ((host.split(b":")[0].decode(), port), peer)  # SERVER_PORT: the port the request came in on
+        assert get(host, peer) == repr(want).encode(), (host, peer)
+
+
 TRAILERS_APP = r'''
 async def app(scope, receive, send):
     """Trailer fields (the http.response.trailers extension) after a whole and a streamed body, sent only
