@@ -150,6 +150,25 @@ def lines(path):
     return path.read_text().split() if path.exists() else []
 
 
+def test_csgi_serve_asgi_is_run_by_the_python_program(server_factory, csgi_bin, tmp_path):
+    """Alone, --asgi is served by the Python program (the same pid: /proc/PID/exe is python3), with the
+    command line as given; with a layer mode, or CSGI_PYTHON_EMBED set, by csgi with embedded Python."""
+    python = os.path.realpath(PYTHON)
+    cases = [((), {}, python), (("--threads", "2", "--app-arg", "x"), {}, python),
+             (("--health",), {}, os.path.realpath(csgi_bin)), ((), {"CSGI_PYTHON_EMBED": "1"}, os.path.realpath(csgi_bin))]
+    for extra, env, program in cases:
+        srv = start_csgi(server_factory, csgi_bin, tmp_path, *extra, env=env)
+        assert fetch(srv.port, "GET", "/items/3")[2] == b'{"item_id":3,"q":null,"n":1}', srv.output()[-2000:]
+        assert os.path.realpath("/proc/%d/exe" % srv.proc.pid) == program, (extra, env)
+        if program == python:
+            with open("/proc/%d/cmdline" % srv.proc.pid, "rb") as f:
+                cmdline = f.read().split(b"\0")[:-1]
+            want = [b"csgi", b"serve", b"--asgi", b"fastapi_site:app", b"--listen", b"127.0.0.1:%d" % srv.port]
+            assert cmdline[-len(want) - len(extra):] == want + [e.encode() for e in extra], cmdline
+        srv.stop()
+        assert srv.proc.returncode == 0, srv.output()[-2000:]
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_lifespan_once_per_worker(server_factory, csgi_bin, tmp_path, workers):
     srv = start_csgi(server_factory, csgi_bin, tmp_path, "--workers", str(workers))
