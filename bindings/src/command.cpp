@@ -80,18 +80,20 @@ void set_sys_argv(const std::vector<std::string>& app_args) {
   py::module_::import("sys").attr("argv") = argv;
 }
 
-// Prints the Python error being handled (its traceback) and returns the one-line reason.
-std::string print_python_error(const std::string& spec) {
+// Prints the Python error being handled (its traceback) and returns the one-line reason; an ASGI app's
+// in the words of csgi serve --asgi's embedded Python.
+std::string print_python_error(const std::string& spec, bool asgi) {
+  std::string what = asgi ? "--asgi: cannot load the ASGI app " + spec : "cannot load " + spec;
   try {
     throw;
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (PythonErrorSet&) {
   } catch (const std::exception& e) {
-    return "cannot load " + spec + ": " + e.what();
+    return what + ": " + e.what();
   }
   PyErr_Print();
-  return "cannot load " + spec + " (the Python traceback is above)";
+  return what + " (the Python traceback is above)";
 }
 
 // --reload: every new worker imports the app after its fork (the master never does), so it sees the
@@ -108,7 +110,7 @@ App reloading_app(const Command& c, runner::Options& o) {
     try {
       *source = load_spec(spec.c_str(), asgi ? 0 : -1);
     } catch (...) {
-      throw std::runtime_error(print_python_error(spec));
+      throw std::runtime_error(print_python_error(spec, asgi));
     }
   };
   return [source](Env& env) { return (*source)(env); };
@@ -139,7 +141,7 @@ int run_command(std::vector<std::string> words) {
   try {
     app = o.reload ? reloading_app(c, o) : load_spec(c.spec.c_str(), c.asgi ? static_cast<int>(o.server.workers) : -1);
   } catch (...) {
-    std::string reason = print_python_error(c.spec);
+    std::string reason = print_python_error(c.spec, c.asgi);
     runner::print(stderr, program + ": " + reason + "\n");
     return 1;
   }

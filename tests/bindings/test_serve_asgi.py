@@ -205,6 +205,18 @@ def test_failing_startup_stops_the_server(csgi_bin, tmp_path, workers):
         assert r.stderr.count("startup refused by the test") <= 2 * workers
 
 
+@pytest.mark.parametrize("embed", ["", "1"])
+def test_an_app_that_cannot_be_imported_is_named(csgi_bin, tmp_path, embed):
+    """Served by python3 or embedded, the same words and status when the module raises."""
+    (tmp_path / "broken_asgi.py").write_text("raise RuntimeError('broken on import')\n")
+    env = dict(os.environ, CSGI_PYTHON_EMBED=embed)
+    r = subprocess.run([csgi_bin, "serve", "--asgi", "broken_asgi:app", "--listen", "127.0.0.1:%d" % free_port()],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "RuntimeError: broken on import" in r.stderr and "Traceback" in r.stderr
+    assert "csgi: --asgi: cannot load the ASGI app broken_asgi:app" in r.stderr
+
+
 def read_some_and_leave(port, path, size=300000):
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
