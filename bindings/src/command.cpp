@@ -2,6 +2,8 @@
 // itself, with the command line of `csgi serve` (csgi::runner's option table and parser, plus the app
 // options below). The app is imported into this interpreter and served by csgi::runner with the GIL
 // released, as csgi.serve() does.
+#include <sys/prctl.h>
+
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -116,7 +118,8 @@ App reloading_app(const Command& c, runner::Options& o) {
   return [source](Env& env) { return (*source)(env); };
 }
 
-int run_command(std::vector<std::string> words) {
+int run_command(std::vector<std::string> words, const std::string& process_name) {
+  if (!process_name.empty()) ::prctl(PR_SET_NAME, process_name.c_str(), 0, 0, 0);  // ps -C, top; threads inherit it
   GilHeldByCaller held;
   std::string program = words.empty() ? "csgi" : words.front();
   Command c;
@@ -169,8 +172,9 @@ runner::Options server_options(std::vector<std::string> words) {
 }
 
 void bind_command(py::module_& m) {
-  m.def("_main", &run_command, py::arg("argv"),
-        "The `python3 -m csgi` command: argv[0] is the program name shown in messages. Returns the exit "
+  m.def("_main", &run_command, py::arg("argv"), py::arg("process_name") = "",
+        "The `python3 -m csgi` command: argv[0] is the program name shown in messages; process_name, when "
+        "given, the process's name (comm). Returns the exit "
         "status (0 after a graceful stop, 1 when the app or the server cannot start, 2 for a usage error).");
 }
 

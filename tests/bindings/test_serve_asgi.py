@@ -151,8 +151,9 @@ def lines(path):
 
 
 def test_csgi_serve_asgi_is_run_by_the_python_program(server_factory, csgi_bin, tmp_path):
-    """Alone, --asgi is served by the Python program (the same pid: /proc/PID/exe is python3), with the
-    command line as given; with a layer mode, or CSGI_PYTHON_EMBED set, by csgi with embedded Python."""
+    """Alone, --asgi is served by the Python program (the same pid, named csgi: /proc/PID/exe is python3),
+    with the command line as given; with a layer mode, or CSGI_PYTHON_EMBED set, by csgi with embedded
+    Python."""
     python = os.path.realpath(PYTHON)
     cases = [((), {}, python), (("--threads", "2", "--app-arg", "x"), {}, python),
              (("--health",), {}, os.path.realpath(csgi_bin)), ((), {"CSGI_PYTHON_EMBED": "1"}, os.path.realpath(csgi_bin))]
@@ -161,6 +162,8 @@ def test_csgi_serve_asgi_is_run_by_the_python_program(server_factory, csgi_bin, 
         assert fetch(srv.port, "GET", "/items/3")[2] == b'{"item_id":3,"q":null,"n":1}', srv.output()[-2000:]
         assert os.path.realpath("/proc/%d/exe" % srv.proc.pid) == program, (extra, env)
         if program == python:
+            with open("/proc/%d/comm" % srv.proc.pid) as f:
+                assert f.read().strip() == "csgi"
             with open("/proc/%d/cmdline" % srv.proc.pid, "rb") as f:
                 cmdline = f.read().split(b"\0")[:-1]
             want = [b"csgi", b"serve", b"--asgi", b"fastapi_site:app", b"--listen", b"127.0.0.1:%d" % srv.port]
