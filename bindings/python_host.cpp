@@ -128,11 +128,11 @@ void exec_python_server(int argc, char** argv) {
   const char* program = CSGI_PYTHON_PROGRAM;
   std::string dir = package_dir();
   if (!*program || ::access(program, X_OK) != 0 || !complete_package(dir)) return;
-  // sys.path as embedded: the package directory in place of the script's "" (the app's directory is put
-  // first when it is imported); sys.argv is then set to ["csgi", --app-arg...] by the command, and the
-  // process is named csgi again (ps -C csgi, top).
+  // sys.path as embedded: the package directory in place of -c's "" (before the rest under PYTHONSAFEPATH,
+  // which puts no ""; the app's directory goes first when it is imported); sys.argv is then set to
+  // ["csgi", --app-arg...] by the command, and the process is named csgi again (ps -C csgi, top).
   static const char boot[] =
-      "import sys; sys.path[0] = sys.argv[1]; from csgi._csgi import _main; "
+      "import sys; sys.path[:1 if sys.path[:1] == [''] else 0] = sys.argv[1:2]; from csgi._csgi import _main; "
       "sys.exit(_main(sys.argv[2:], process_name='csgi'))";
   std::vector<char*> args{const_cast<char*>(program), const_cast<char*>("-c"), const_cast<char*>(boot), dir.data(),
                           const_cast<char*>("csgi")};
