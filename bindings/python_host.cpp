@@ -3,6 +3,7 @@
 #include "csgi/bindings/python_host.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,9 @@
 #endif
 #ifndef CSGI_PYTHON_INSTALL_RELATIVE_DIR
 #define CSGI_PYTHON_INSTALL_RELATIVE_DIR ""
+#endif
+#ifndef CSGI_PYTHON_PROGRAM
+#define CSGI_PYTHON_PROGRAM ""
 #endif
 
 namespace csgi::python_host {
@@ -99,6 +103,42 @@ App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args)
 
 App load_asgi_app(const std::string& spec, unsigned workers, const std::vector<std::string>& args) {
   return load_python_app(spec, args, static_cast<int>(workers));
+}
+
+namespace {
+
+// The package at `dir` has what both ways of serving need: the extension (python3's side) and the host
+// module (so that a package the embedded way would refuse is refused with its message, not by python3).
+bool complete_package(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path pkg = fs::path(dir) / "csgi";
+  if (dir.empty() || !fs::is_regular_file(pkg / CSGI_PYTHON_HOST_FILE, ec)) return false;
+  for (fs::directory_iterator it(pkg, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.starts_with("_csgi.") && name.ends_with(".so")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void exec_python_server(int argc, char** argv) {
+  if (const char* e = std::getenv("CSGI_PYTHON_EMBED"); e && *e) return;
+  const char* program = CSGI_PYTHON_PROGRAM;
+  std::string dir = package_dir();
+  if (!*program || ::access(program, X_OK) != 0 || !complete_package(dir)) return;
+  // sys.path as embedded: the package directory in place of -c's "" (before the rest under PYTHONSAFEPATH,
+  // which puts no ""; the app's directory goes first when it is imported); sys.argv is then set to
+  // ["csgi", --app-arg...] by the command, and the process is named csgi again (ps -C csgi, top).
+  static const char boot[] =
+      "import sys; sys.path[:1 if sys.path[:1] == [''] else 0] = sys.argv[1:2]; from csgi._csgi import _main; "
+      "sys.exit(_main(sys.argv[2:], process_name='csgi'))";
+  std::vector<char*> args{const_cast<char*>(program), const_cast<char*>("-c"), const_cast<char*>(boot), dir.data(),
+                          const_cast<char*>("csgi")};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(program, args.data());
 }
 
 }  // namespace csgi::python_host

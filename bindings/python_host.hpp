@@ -32,4 +32,12 @@ App load_wsgi_app(const std::string& spec, const std::vector<std::string>& args 
 /// with status 3 when the startup fails).
 App load_asgi_app(const std::string& spec, unsigned workers, const std::vector<std::string>& args = {});
 
+/// `csgi serve --asgi` run by the Python program csgi was built for (/usr/bin/python3): replaces this
+/// process (same pid, arguments, environment) with `python3 -c <boot> <package_dir> csgi serve ...`, which
+/// serves through the csgi package's `python3 -m csgi` command, the same server and command line in the
+/// statically linked interpreter (libpython3.11.so runs the same Python with about 17% more instructions).
+/// Returns only when that cannot be done (no such program, no csgi package with its extension and host
+/// module at package_dir(), $CSGI_PYTHON_EMBED set non-empty, or execv() failed); the caller then embeds.
+void exec_python_server(int argc, char** argv);
+
 }  // namespace csgi::python_host

@@ -3,10 +3,14 @@
 // the app from the chosen modes (modes.cpp) and serves it with csgi::runner.
 #include <cstdio>
 #include <memory>
+#include <string_view>
 
 #include "csgi/adapters/cli/options.hpp"
 #include "csgi/adapters/cli/reload.hpp"
 #include "csgi/adapters/runner/runner.hpp"
+#ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt when libpython can be embedded
+#include "csgi/bindings/python_host.hpp"
+#endif
 
 namespace {
 
@@ -61,6 +65,12 @@ csgi::App build_reloading_app(csgi::cli::CommandLine& cl) {
   return wrap_layers(cl, [source](csgi::Env& env) { return (*source)(env); });
 }
 
+// `csgi serve --asgi` alone (no layer, HTTP, no --reload): what `python3 -m csgi serve` runs the same way.
+bool python_program_serves(const csgi::cli::CommandLine& cl) {
+  return !program.adapter && cl.command == "serve" && cl.options.adapter == csgi::runner::Adapter::http &&
+         !cl.options.reload && cl.modes.size() == 1 && std::string_view(cl.modes.front().mode->option) == "asgi";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +84,10 @@ int main(int argc, char** argv) {
     print(stderr, std::string(program.name) + ": " + e.what() + " (try " + program.name + " --help)\n");
     return fail(cgi, 2, "bad command line");
   }
+#ifdef CSGI_EMBED_PYTHON
+  // Served by /usr/bin/python3 where it can be (it prints the warnings); returns when it cannot.
+  if (!cl.help && cl.command != "version" && python_program_serves(cl)) csgi::python_host::exec_python_server(argc, argv);
+#endif
   for (const std::string& w : cl.warnings) print(stderr, std::string(program.name) + ": " + w + "\n");
   if (cl.help) {
     print(stdout, help_text());

@@ -29,12 +29,14 @@ const std::vector<Mode>& modes() {
        "answers 500 with its traceback in the error log. sys.argv is [\"csgi\", --app-arg values...]. "
        "See docs/python.md.",
        [](const ModeArgs& a, App) { return python_host::load_wsgi_app(a.value, a.app_args); }},
-      {"asgi", "MODULE:APP", Mode::Kind::source, "serve a Python ASGI app (FastAPI, Starlette; embedded Python)",
-       "Imports MODULE as --wsgi does and serves its ASGI 3 app APP (http scope) on an asyncio event loop "
-       "(uvloop when installed) that runs on a thread of each serving process. The lifespan startup runs "
-       "before serving (in each worker with --workers N); a failing startup stops the server (a worker: "
-       "exit status 3) with the app's traceback; shutdown runs when the process ends. No websocket scope. "
-       "See docs/python.md.",
+      {"asgi", "MODULE:APP", Mode::Kind::source, "serve a Python ASGI app (FastAPI, Starlette)",
+       "Imports MODULE as --wsgi does and serves its ASGI 3 app APP (http and websocket scopes) on an asyncio "
+       "event loop (uvloop when installed) that runs on a thread of each serving process. The lifespan "
+       "startup runs before serving (in each worker with --workers N); a failing startup stops the server "
+       "(a worker: exit status 3) with the app's traceback; shutdown runs when the process ends. Alone "
+       "(no layer mode, HTTP, no --reload) the server is run by the Python program itself, as python3 -m "
+       "csgi serve runs it (same options and behaviour; its interpreter runs Python faster than the "
+       "embedded libpython; CSGI_PYTHON_EMBED=1 embeds instead). See docs/python.md.",
        [](const ModeArgs& a, App) {
          return python_host::load_asgi_app(a.value, a.options ? a.options->server.workers : 0, a.app_args);
        }},

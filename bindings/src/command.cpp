@@ -2,6 +2,8 @@
 // itself, with the command line of `csgi serve` (csgi::runner's option table and parser, plus the app
 // options below). The app is imported into this interpreter and served by csgi::runner with the GIL
 // released, as csgi.serve() does.
+#include <sys/prctl.h>
+
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -80,18 +82,20 @@ void set_sys_argv(const std::vector<std::string>& app_args) {
   py::module_::import("sys").attr("argv") = argv;
 }
 
-// Prints the Python error being handled (its traceback) and returns the one-line reason.
-std::string print_python_error(const std::string& spec) {
+// Prints the Python error being handled (its traceback) and returns the one-line reason; an ASGI app's
+// in the words of csgi serve --asgi's embedded Python.
+std::string print_python_error(const std::string& spec, bool asgi) {
+  std::string what = asgi ? "--asgi: cannot load the ASGI app " + spec : "cannot load " + spec;
   try {
     throw;
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (PythonErrorSet&) {
   } catch (const std::exception& e) {
-    return "cannot load " + spec + ": " + e.what();
+    return what + ": " + e.what();
   }
   PyErr_Print();
-  return "cannot load " + spec + " (the Python traceback is above)";
+  return what + " (the Python traceback is above)";
 }
 
 // --reload: every new worker imports the app after its fork (the master never does), so it sees the
@@ -108,13 +112,14 @@ App reloading_app(const Command& c, runner::Options& o) {
     try {
       *source = load_spec(spec.c_str(), asgi ? 0 : -1);
     } catch (...) {
-      throw std::runtime_error(print_python_error(spec));
+      throw std::runtime_error(print_python_error(spec, asgi));
     }
   };
   return [source](Env& env) { return (*source)(env); };
 }
 
-int run_command(std::vector<std::string> words) {
+int run_command(std::vector<std::string> words, const std::string& process_name) {
+  if (!process_name.empty()) ::prctl(PR_SET_NAME, process_name.c_str(), 0, 0, 0);  // ps -C, top; threads inherit it
   GilHeldByCaller held;
   std::string program = words.empty() ? "csgi" : words.front();
   Command c;
@@ -139,7 +144,7 @@ int run_command(std::vector<std::string> words) {
   try {
     app = o.reload ? reloading_app(c, o) : load_spec(c.spec.c_str(), c.asgi ? static_cast<int>(o.server.workers) : -1);
   } catch (...) {
-    std::string reason = print_python_error(c.spec);
+    std::string reason = print_python_error(c.spec, c.asgi);
     runner::print(stderr, program + ": " + reason + "\n");
     return 1;
   }
@@ -167,8 +172,9 @@ runner::Options server_options(std::vector<std::string> words) {
 }
 
 void bind_command(py::module_& m) {
-  m.def("_main", &run_command, py::arg("argv"),
-        "The `python3 -m csgi` command: argv[0] is the program name shown in messages. Returns the exit "
+  m.def("_main", &run_command, py::arg("argv"), py::arg("process_name") = "",
+        "The `python3 -m csgi` command: argv[0] is the program name shown in messages; process_name, when "
+        "given, the process's name (comm). Returns the exit "
         "status (0 after a graceful stop, 1 when the app or the server cannot start, 2 for a usage error).");
 }
 

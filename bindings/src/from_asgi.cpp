@@ -4,7 +4,8 @@
 // AsgiQueue: the server's thread never touches Python. The queue wakes the event loop thread of the
 // process through an eventfd (written only when the loop is not already due to drain it), and the loop
 // (csgi/_asgi_host.py) takes the requests in batches: take() makes one AsgiCall per request, its scope
-// built here from the env (interned keys, a copied template of the constant entries). AsgiCall's
+// built here from the env (interned keys, a copied template of the constant entries, the last scope's
+// server tuple and client host reused while unchanged). AsgiCall's
 // receive() and send() are C: the request body message, http.response.start and a complete
 // http.response.body are answered at once with a ready awaitable (no coroutine, no future); what has to
 // wait (a second receive(), a streamed body, errors) goes to the Python subclass's _receive_slow() and
@@ -66,6 +67,8 @@ void flush_outbox() {
   std::vector<std::pair<Responder, Response>> items;
   items.swap(t_outbox.items);
   for (auto& [res, r] : items) res.respond(std::move(r));
+  items.clear();
+  if (t_outbox.items.empty()) t_outbox.items.swap(items);  // keeps the capacity for the next pass
 }
 
 PyObject* flush_responses(PyObject*, PyObject*) {
@@ -201,6 +204,7 @@ private:
     if (!seq) throw_python_error();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject** items = PySequence_Fast_ITEMS(seq);
+    h.reserve(static_cast<std::size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* pair = items[i];
       PyObject *name = nullptr, *value = nullptr;
@@ -266,6 +270,11 @@ struct ScopeParts {
   PyObject* content_length;    // b"content-length"
   std::unordered_map<std::string, PyObject*> names;  // "HTTP_X_FOO" → b"x-foo"
   std::vector<std::pair<std::string, PyObject*>> methods;
+  // The last scope's `server` tuple and `client` host, reused while the next request has the same text
+  // (tuples and str are immutable): one listening address, and mostly one client host, per process.
+  std::string server_name, server_port, client_host;
+  PyObject* server = nullptr;
+  PyObject* client_host_str = nullptr;
 };
 
 ScopeParts* g_parts = nullptr;
@@ -387,6 +396,30 @@ PyObject* pair(PyObject* a, PyObject* b) {
   return t;
 }
 
+int port_of(std::string_view s);
+
+/// (SERVER_NAME, SERVER_PORT as an int): the last request's tuple when its text is the same.
+PyObject* server_pair(ScopeParts& p, std::string_view name, std::string_view port) {
+  if (!p.server || name != p.server_name || port != p.server_port) {
+    PyObject* t = pair(utf8_str(name), PyLong_FromLong(port_of(port)));
+    Py_XSETREF(p.server, t);
+    p.server_name.assign(name);
+    p.server_port.assign(port);
+  }
+  return Py_NewRef(p.server);
+}
+
+/// The REMOTE_ADDR str: the last request's when its text is the same.
+PyObject* client_host(ScopeParts& p, std::string_view addr) {
+  if (!p.client_host_str || addr != p.client_host) {
+    PyObject* h = utf8_str(addr);
+    if (!h) throw_python_error();
+    Py_XSETREF(p.client_host_str, h);
+    p.client_host.assign(addr);
+  }
+  return Py_NewRef(p.client_host_str);
+}
+
 int port_of(std::string_view s) {
   int v = 0;
   for (char c : s) {
@@ -445,9 +478,9 @@ PyObject* http_scope(const Env& e, PyObject* state) {
   put(s.p, p.k_query_string, bytes_of(e.get(keys::QUERY_STRING)));
   if (std::string_view root = e.get(keys::SCRIPT_NAME); !root.empty()) put(s.p, p.k_root_path, utf8_str(root));
   put(s.p, p.k_headers, headers_list(p, e));
-  put(s.p, p.k_server, pair(utf8_str(e.get(keys::SERVER_NAME)), PyLong_FromLong(port_of(e.get(keys::SERVER_PORT)))));
+  put(s.p, p.k_server, server_pair(p, e.get(keys::SERVER_NAME), e.get(keys::SERVER_PORT)));
   if (std::string_view addr = e.get(keys::REMOTE_ADDR); !addr.empty())
-    put(s.p, p.k_client, pair(utf8_str(addr), PyLong_FromLong(port_of(e.get(keys::REMOTE_PORT)))));
+    put(s.p, p.k_client, pair(client_host(p, addr), PyLong_FromLong(port_of(e.get(keys::REMOTE_PORT)))));
   if (state && state != Py_None) put(s.p, p.k_state, PyDict_Copy(state));
   return s.release();
 }

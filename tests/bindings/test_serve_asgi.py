@@ -150,6 +150,28 @@ def lines(path):
     return path.read_text().split() if path.exists() else []
 
 
+def test_csgi_serve_asgi_is_run_by_the_python_program(server_factory, csgi_bin, tmp_path):
+    """Alone, --asgi is served by the Python program (the same pid, named csgi: /proc/PID/exe is python3),
+    with the command line as given; with a layer mode, or CSGI_PYTHON_EMBED set, by csgi with embedded
+    Python."""
+    python = os.path.realpath(PYTHON)
+    cases = [((), {}, python), (("--threads", "2", "--app-arg", "x"), {}, python),
+             (("--health",), {}, os.path.realpath(csgi_bin)), ((), {"CSGI_PYTHON_EMBED": "1"}, os.path.realpath(csgi_bin))]
+    for extra, env, program in cases:
+        srv = start_csgi(server_factory, csgi_bin, tmp_path, *extra, env=env)
+        assert fetch(srv.port, "GET", "/items/3")[2] == b'{"item_id":3,"q":null,"n":1}', srv.output()[-2000:]
+        assert os.path.realpath("/proc/%d/exe" % srv.proc.pid) == program, (extra, env)
+        if program == python:
+            with open("/proc/%d/comm" % srv.proc.pid) as f:
+                assert f.read().strip() == "csgi"
+            with open("/proc/%d/cmdline" % srv.proc.pid, "rb") as f:
+                cmdline = f.read().split(b"\0")[:-1]
+            want = [b"csgi", b"serve", b"--asgi", b"fastapi_site:app", b"--listen", b"127.0.0.1:%d" % srv.port]
+            assert cmdline[-len(want) - len(extra):] == want + [e.encode() for e in extra], cmdline
+        srv.stop()
+        assert srv.proc.returncode == 0, srv.output()[-2000:]
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_lifespan_once_per_worker(server_factory, csgi_bin, tmp_path, workers):
     srv = start_csgi(server_factory, csgi_bin, tmp_path, "--workers", str(workers))
@@ -184,6 +206,18 @@ def test_failing_startup_stops_the_server(csgi_bin, tmp_path, workers):
     else:  # the master listens first; the first worker that cannot start stops it, none is restarted
         assert r.returncode == 3 and "could not start the app" in r.stderr
         assert r.stderr.count("startup refused by the test") <= 2 * workers
+
+
+@pytest.mark.parametrize("embed", ["", "1"])
+def test_an_app_that_cannot_be_imported_is_named(csgi_bin, tmp_path, embed):
+    """Served by python3 or embedded, the same words and status when the module raises."""
+    (tmp_path / "broken_asgi.py").write_text("raise RuntimeError('broken on import')\n")
+    env = dict(os.environ, CSGI_PYTHON_EMBED=embed)
+    r = subprocess.run([csgi_bin, "serve", "--asgi", "broken_asgi:app", "--listen", "127.0.0.1:%d" % free_port()],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "RuntimeError: broken on import" in r.stderr and "Traceback" in r.stderr
+    assert "csgi: --asgi: cannot load the ASGI app broken_asgi:app" in r.stderr
 
 
 def read_some_and_leave(port, path, size=300000):
@@ -311,6 +345,44 @@ def test_receive_and_send_are_awaitables_of_every_kind(server_factory, tmp_path)
     while srv.output().count("second body refused") < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert srv.output().count("second body refused: http.response.body after the last one") == 3
+
+
+ADDRESS_APP = r"""
+import sys
+import csgi
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = repr((scope["server"], scope["client"][0])).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
+
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+"""
+
+
+def test_scope_server_and_client_follow_each_request(server_factory, tmp_path):
+    """scope["server"] names each request's Host, scope["client"] its peer: one request's values never
+    show in the next one's scope."""
+    script = tmp_path / "address_app.py"
+    script.write_text(ADDRESS_APP)
+    port = free_port()
+    server_factory([PYTHON, str(script), str(port)], port, cwd=HERE, env={"CSGI_TEST_APPS": ""})
+
+    def get(host, peer):
+        with socket.create_connection(("127.0.0.1", port), source_address=(peer, 0)) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        return data.split(b"\r\n\r\n", 1)[1]
+
+    for host, peer in [(b"a.example:8080", "127.0.0.1"), (b"a.example:8080", "127.0.0.2"), (b"b.example", "127.0.0.2"),
+                       (b"c.example:82", "127.0.0.2"), (b"a.example", "127.0.0.1")]:
+        want = ((host.split(b":")[0].decode(), port), peer)  # SERVER_PORT: the port the request came in on
+        assert get(host, peer) == repr(want).encode(), (host, peer)
 
 
 TRAILERS_APP = r'''
