@@ -65,10 +65,14 @@ csgi::App build_reloading_app(csgi::cli::CommandLine& cl) {
   return wrap_layers(cl, [source](csgi::Env& env) { return (*source)(env); });
 }
 
-// `csgi serve --asgi` alone (no layer, HTTP, no --reload): what `python3 -m csgi serve` runs the same way.
+// `csgi serve --wsgi` or `--asgi` alone (no layer, HTTP, no --reload): what `python3 -m csgi serve` runs the
+// same way.
 bool python_program_serves(const csgi::cli::CommandLine& cl) {
-  return !program.adapter && cl.command == "serve" && cl.options.adapter == csgi::runner::Adapter::http &&
-         !cl.options.reload && cl.modes.size() == 1 && std::string_view(cl.modes.front().mode->option) == "asgi";
+  if (program.adapter || cl.command != "serve" || cl.options.adapter != csgi::runner::Adapter::http ||
+      cl.options.reload || cl.modes.size() != 1)
+    return false;
+  std::string_view mode = cl.modes.front().mode->option;
+  return mode == "asgi" || mode == "wsgi";
 }
 
 }  // namespace

@@ -21,10 +21,13 @@ const std::vector<Mode>& modes() {
        "written by a delayed writer at /stream.",
        [](const ModeArgs& a, App) { return demo_app(a.app_args); }},
 #ifdef CSGI_EMBED_PYTHON
-      {"wsgi", "MODULE:APP", Mode::Kind::source, "serve a Python WSGI app (embedded Python)",
+      {"wsgi", "MODULE:APP", Mode::Kind::source, "serve a Python WSGI app (Flask, Django)",
        "Imports MODULE (from the current directory first) and serves its WSGI callable APP (default: "
-       "application, then app; APP may be a.b or make_app()) in embedded Python, loaded only for this mode "
-       "(the Python host module beside the csgi package). The GIL is taken per "
+       "application, then app; APP may be a.b or make_app()). With a layer mode, --reload or CSGI_PYTHON_EMBED=1 "
+       "it runs in embedded Python, loaded only for this mode (the Python host module beside the csgi "
+       "package); alone (HTTP) the server is run by the Python program itself, as python3 -m csgi serve "
+       "runs it (same options and behaviour; its interpreter runs Python faster than the embedded "
+       "libpython). The GIL is taken per "
        "request, so threads serialise on Python: use --workers N for CPU-bound apps. A Python exception "
        "answers 500 with its traceback in the error log. sys.argv is [\"csgi\", --app-arg values...]. "
        "See docs/python.md.",

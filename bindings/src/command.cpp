@@ -82,10 +82,10 @@ void set_sys_argv(const std::vector<std::string>& app_args) {
   py::module_::import("sys").attr("argv") = argv;
 }
 
-// Prints the Python error being handled (its traceback) and returns the one-line reason; an ASGI app's
-// in the words of csgi serve --asgi's embedded Python.
+// Prints the Python error being handled (its traceback) and returns the one-line reason, in the words of
+// csgi serve's embedded Python.
 std::string print_python_error(const std::string& spec, bool asgi) {
-  std::string what = asgi ? "--asgi: cannot load the ASGI app " + spec : "cannot load " + spec;
+  std::string what = asgi ? "--asgi: cannot load the ASGI app " + spec : "--wsgi: cannot load the WSGI app " + spec;
   try {
     throw;
   } catch (py::error_already_set& e) {

@@ -69,16 +69,19 @@ def test_a_cpp_app_runs_without_python_in_the_process(server_factory, csgi_bin, 
     assert "libpython" not in maps and HOST not in maps
 
 
-def test_c_extensions_import_in_a_wsgi_app(server_factory, csgi_bin, tmp_path):
+@pytest.mark.parametrize("embed", ["1", ""])
+def test_c_extensions_import_in_a_wsgi_app(server_factory, csgi_bin, tmp_path, embed):
+    """Embedded (CSGI_PYTHON_EMBED=1: libpython and the host module mapped in csgi) and run by the Python
+    program (neither: /usr/bin/python3 has the interpreter linked in)."""
     (tmp_path / "cext_app.py").write_text(C_EXTENSIONS_APP)
     port = free_port()
     server = server_factory([csgi_bin, "serve", "--wsgi", "cext_app", "--listen", "127.0.0.1:%d" % port,
-                             "--workers", "2"], port, cwd=tmp_path)
+                             "--workers", "2"], port, cwd=tmp_path, env={"CSGI_PYTHON_EMBED": embed})
     status, _, body = server.request("GET", "/")
     assert status == 200, server.output()
     assert body == b'{"ctypes": 42, "poll": true, "c_encoder": true}'
     maps = mapped(server.proc.pid)
-    assert "libpython" in maps and HOST in maps
+    assert ("libpython" in maps and HOST in maps) == bool(embed), maps
 
 
 def test_a_missing_host_module_is_named(tmp_path):
@@ -100,5 +103,7 @@ def test_a_missing_libpython_is_named(tmp_path):
     gone = name.replace(b"libpython", b"libpyth0n")  # the same length: the NEEDED entry of a library not here
     module.write_bytes(data.replace(name + b"\0", gone + b"\0"))
     for program in programs():
-        rc, err = start_fails(wsgi_argv(program, "hello"), {"CSGI_PYTHON_DIR": str(broken)}, tmp_path)
+        # Embedded: run by the Python program, csgi serve would not load the host module at all.
+        rc, err = start_fails(wsgi_argv(program, "hello"), {"CSGI_PYTHON_DIR": str(broken), "CSGI_PYTHON_EMBED": "1"},
+                              tmp_path)
         assert rc == 1 and NEEDS in err and gone.decode() in err, (program, err)

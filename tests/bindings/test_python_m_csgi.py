@@ -131,7 +131,7 @@ def test_usage_errors_exit_2_and_a_broken_app_exits_1(tmp_path):
     r = run(tmp_path, "serve", "--wsgi", "broken:app", *listen)
     assert r.returncode == 1
     assert "ModuleNotFoundError: No module named 'no_such_module_here'" in r.stderr, r.stderr
-    assert "cannot load broken:app" in r.stderr
+    assert "--wsgi: cannot load the WSGI app broken:app" in r.stderr
     r = run(tmp_path, "--help")
     assert r.returncode == 0 and "--asgi MODULE:APP" in r.stdout and "--graceful-timeout" in r.stdout
     with socket.socket() as busy:

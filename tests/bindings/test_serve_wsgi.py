@@ -192,6 +192,28 @@ def test_wsgi_apps_run_inline_until_a_call_blocks_then_on_a_pool(server_factory,
     assert server.proc.returncode == 0
 
 
+@pytest.mark.parametrize("embed", ["", "1"])
+def test_csgi_serve_wsgi_is_run_by_the_python_program(server_factory, csgi_bin, tmp_path, embed):
+    """Alone, --wsgi is served by the Python program (the same pid, named csgi: /proc/PID/exe is python3);
+    with CSGI_PYTHON_EMBED set, or a layer mode, by csgi with embedded Python. The app sees the same."""
+    (tmp_path / "where.py").write_text(
+        "import sys\ndef application(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [repr((sys.argv, environ['SERVER_PROTOCOL'], environ['wsgi.multithread'])).encode()]\n")
+    for extra, program in [((), os.path.realpath(PYTHON) if not embed else os.path.realpath(csgi_bin)),
+                           (("--health",), os.path.realpath(csgi_bin))]:
+        port = free_port()
+        server = server_factory([csgi_bin, "serve", "--wsgi", "where", "--listen", "127.0.0.1:%d" % port,
+                                 "--app-arg", "x", *extra], port, cwd=tmp_path, env={"CSGI_PYTHON_EMBED": embed})
+        status, _, body = server.request("GET", "/")
+        assert status == 200 and body == b"(['csgi', 'x'], 'HTTP/1.1', True)", (body, server.output())
+        assert os.path.realpath("/proc/%d/exe" % server.proc.pid) == program, (extra, embed)
+        with open("/proc/%d/comm" % server.proc.pid) as f:
+            assert f.read().strip() == "csgi"
+        server.stop()
+        assert server.proc.returncode == 0, server.output()
+
+
 def test_a_bad_spec_fails_to_start_with_the_traceback(csgi_bin, tmp_path):
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     r = subprocess.run([csgi_bin, "serve", "--wsgi", "broken:app", "--listen", "127.0.0.1:%d" % free_port()],

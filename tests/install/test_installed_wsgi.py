@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """`csgi serve --wsgi` installed into a temporary prefix imports the csgi Python package installed beside it,
-and loads the Python host module (libcsgi_python_host.so) from there, not the build tree's whose path is
-compiled in; the program in the build tree still uses the build
+and, embedding Python (CSGI_PYTHON_EMBED=1), loads the Python host module (libcsgi_python_host.so) from
+there, not the build tree's whose path is compiled in; run by the Python program (the default), it
+imports the same package and maps no host module. The program in the build tree still uses the build
 tree's; CSGI_PYTHON_DIR overrides both. Where an unprivileged mount namespace is available, the installed
 program is also run with the build tree hidden under an empty tmpfs, so the compiled-in path cannot work.
 
@@ -37,7 +38,9 @@ def application(environ, start_response):
 
 def served_package(argv, env, cwd=WORK):
     """Starts `argv` (a csgi serve --wsgi command), asks it once, stops it; the csgi._csgi file it imported,
-    or an error. Also an error unless it runs exactly one host module, the one in that package directory."""
+    or an error. Also an error unless it runs exactly one host module, the one in that package directory,
+    when it embeds Python, and none when the Python program runs it."""
+    embedded = bool(env.get("CSGI_PYTHON_EMBED"))
     p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     try:
@@ -63,7 +66,9 @@ def served_package(argv, env, cwd=WORK):
                 if not head.startswith(b"HTTP/1.1 200"):
                     return "error: " + data.decode()
                 files = [os.path.realpath(f) for f in body.decode().split(";")]
-                if len(files) != 2 or os.path.dirname(files[1]) != os.path.dirname(files[0]):
+                if not embedded and len(files) != 1:
+                    return "error: a host module in the Python program: " + body.decode()
+                if embedded and (len(files) != 2 or os.path.dirname(files[1]) != os.path.dirname(files[0])):
                     return "error: the host module is not the one beside the package: " + body.decode()
                 return files[0]
         return "did not start: " + "".join(out)
@@ -89,14 +94,20 @@ check(os.path.isdir(installed_pkg), "the csgi package is installed under the pre
 env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CSGI_PYTHON_DIR")}
 serve = ["serve", "--wsgi", "where_app:application", "--listen", "127.0.0.1:0"]
 
-got = served_package([installed] + serve, env)
-check(got.startswith(installed_pkg + os.sep), "the installed csgi imports the installed package (%s)" % got)
+for embed in ("1", ""):
+    env = dict(env, CSGI_PYTHON_EMBED=embed)
+    how = "embedded" if embed else "run by the Python program"
+    got = served_package([installed] + serve, env)
+    check(got.startswith(installed_pkg + os.sep), "%s: the installed csgi imports the installed package (%s)" % (how, got))
 
-got = served_package([BUILD_CSGI] + serve, env)
-check(got.startswith(os.path.join(BUILD_PY, "csgi") + os.sep), "csgi in the build tree imports the build tree's package (%s)" % got)
+    got = served_package([BUILD_CSGI] + serve, env)
+    check(got.startswith(os.path.join(BUILD_PY, "csgi") + os.sep),
+          "%s: csgi in the build tree imports the build tree's package (%s)" % (how, got))
 
-got = served_package([installed] + serve, dict(env, CSGI_PYTHON_DIR=BUILD_PY))
-check(got.startswith(os.path.join(BUILD_PY, "csgi") + os.sep), "CSGI_PYTHON_DIR overrides the installed package (%s)" % got)
+    got = served_package([installed] + serve, dict(env, CSGI_PYTHON_DIR=BUILD_PY))
+    check(got.startswith(os.path.join(BUILD_PY, "csgi") + os.sep),
+          "%s: CSGI_PYTHON_DIR overrides the installed package (%s)" % (how, got))
+env = dict(env, CSGI_PYTHON_EMBED="1")
 
 # The build tree hidden: the prefix moved out of it (a relocated install), the build tree under an empty
 # tmpfs; what the installed program imports must not depend on the tree it was built in.
