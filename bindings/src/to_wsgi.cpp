@@ -476,10 +476,10 @@ std::optional<std::uint64_t> declared_length(const Headers& headers) {
   return v;
 }
 
-/// The Content-Length a complete or file body goes out with (ADP-13): its real length (a differing one
-/// from the app is logged), except that an empty answer to HEAD keeps the app's.
-std::optional<std::uint64_t> complete_length(const Response& res, std::uint64_t real, bool head, Env& env) {
-  auto declared = declared_length(res.headers);
+/// The Content-Length a complete or file body goes out with (ADP-13): its real length (a differing
+/// `declared`, the app's, is logged), except that an empty answer to HEAD keeps the app's.
+std::optional<std::uint64_t> complete_length(std::optional<std::uint64_t> declared, std::uint64_t real, bool head,
+                                             Env& env) {
   if (head && real == 0 && declared) return declared;
   if (declared && *declared != real && !head)
     env.errors().write("csgi: the app's Content-Length (" + std::to_string(*declared) +
@@ -490,10 +490,7 @@ std::optional<std::uint64_t> complete_length(const Response& res, std::uint64_t 
 
 /// The host's header list: the app's fields, its Content-Length ones replaced by `length` when given.
 PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std::uint64_t> length) {
-  Py_ssize_t n = length ? 1 : 0;
-  for (const Header& h : headers)
-    if (!iequals(h.name, "Content-Length")) ++n;
-  PyObject* list = PyList_New(n);
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(headers.size()) + (length ? 1 : 0));
   if (!list) throw_python_error();
   Py_ssize_t i = 0;
   for (const Header& h : headers) {
@@ -513,8 +510,9 @@ PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std
       Py_DECREF(list);
       throw_python_error();
     }
-    PyList_SET_ITEM(list, i, t);
+    PyList_SET_ITEM(list, i++, t);
   }
+  Py_SET_SIZE(list, i);  // less the Content-Length fields left out (their slots are still NULL)
   return list;
 }
 
@@ -722,7 +720,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !framed_by_app) cl = complete_length(res, s->size(), head, ex->env);
+    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), head, ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     if (s->empty()) return py::reinterpret_steal<py::object>(PyList_New(0));
     return body_tuple(*s);
@@ -730,13 +728,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!framed_by_app) cl = complete_length(res, bytes.size(), head, ex->env);
+    if (!framed_by_app) cl = complete_length(declared, bytes.size(), head, ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     return body_tuple(bytes);
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
     std::uint64_t size = f->size();
-    std::optional<std::uint64_t> cl = complete_length(res, size, head, ex->env);
+    std::optional<std::uint64_t> cl = complete_length(declared, size, head, ex->env);
     bool to_end = true;
     if (f->length != FileBody::npos) {
       struct stat st {};
@@ -805,19 +803,19 @@ py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
   bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !framed_by_app) cl = complete_length(res, s->size(), head, ex->env);
+    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), head, ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     return answer(headers, bytes_object(*s));
   }
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!framed_by_app) cl = complete_length(res, bytes.size(), head, ex->env);
+    if (!framed_by_app) cl = complete_length(declared, bytes.size(), head, ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     return answer(headers, bytes_object(bytes));
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
-    std::optional<std::uint64_t> cl = complete_length(res, f->size(), head, ex->env);
+    std::optional<std::uint64_t> cl = complete_length(declared, f->size(), head, ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     StreamPtr st = file_stream(std::move(*f));
     return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl)));

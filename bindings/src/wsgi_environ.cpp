@@ -78,9 +78,21 @@ void WsgiEnviron::start(Env& env, PyObject* environ, PyInterpreterState* interp)
   interp_ = interp;
   std::string_view method;
   bool has_method = false;
+  // The three keys read on every call, as str objects made once (main interpreter; guarded by the GIL).
+  static PyObject* main_keys[3] = {};
+  bool main = interp == PyInterpreterState_Main();
+  int i = 0;
   for (auto [name, dest] : {std::pair{keys::SCRIPT_NAME, &script_raw_}, std::pair{keys::PATH_INFO, &path_raw_},
                             std::pair{keys::REQUEST_METHOD, &method}}) {
-    PyObject* v = host_object(name);
+    PyObject*& key = main_keys[i++];
+    PyObject* v;
+    if (main && (key || (key = PyUnicode_InternFromString(std::string(name).c_str())))) {
+      v = PyDict_GetItemWithError(environ, key);
+      if (!v) PyErr_Clear();
+    } else {
+      PyErr_Clear();
+      v = host_object(name);
+    }
     if (!v || !PyUnicode_Check(v)) continue;
     if (!latin1_view(v, *dest)) throw py::value_error(above_latin1(name));
     if (dest == &method) has_method = true;
