@@ -478,10 +478,19 @@ std::optional<std::uint64_t> declared_length(const Headers& headers) {
 
 /// The Content-Length a complete or file body goes out with (ADP-13): its real length (a differing
 /// `declared`, the app's, is logged), except that an empty answer to HEAD keeps the app's.
-std::optional<std::uint64_t> complete_length(std::optional<std::uint64_t> declared, std::uint64_t real, bool head,
-                                             Env& env) {
-  if (head && real == 0 && declared) return declared;
-  if (declared && *declared != real && !head)
+bool is_head(const Env& env) { return env.get(keys::REQUEST_METHOD) == "HEAD"; }
+
+/// The length a stream is held to (ADP-13): the one the app declared, none for HEAD (the host sends no
+/// body). REQUEST_METHOD is read only when there is a length.
+std::optional<std::uint64_t> stream_limit(std::optional<std::uint64_t> declared, const Env& env) {
+  return declared && !is_head(env) ? declared : std::nullopt;
+}
+
+std::optional<std::uint64_t> complete_length(std::optional<std::uint64_t> declared, std::uint64_t real, Env& env) {
+  if (!declared || *declared == real) return real;
+  bool head = is_head(env);
+  if (head && real == 0) return declared;
+  if (!head)
     env.errors().write("csgi: the app's Content-Length (" + std::to_string(*declared) +
                        ") differs from its body's length (" + std::to_string(real) +
                        "); the body's length was sent (ADP-13)");
@@ -704,14 +713,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
 
   PyObject* status = status_line(res.status);
   bool no_body = status_has_no_body(res.status);
-  bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
   PendingError* exc = failure.empty() ? nullptr : &ex->pending;
   // A streamed body goes out with the length the app declared and is held to it (ADP-13); none for
   // 1xx/204/304 (ADP-8); for HEAD the host sends no body, so nothing is held.
   std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
-  std::optional<std::uint64_t> limit = head ? std::nullopt : declared;
 
   if (chan) {  // started through a Writer: stream what it writes
+    std::optional<std::uint64_t> limit = stream_limit(declared, ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
     return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan), limit),
                     py::return_value_policy::take_ownership);
@@ -720,7 +728,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), head, ex->env);
+    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     if (s->empty()) return py::reinterpret_steal<py::object>(PyList_New(0));
     return body_tuple(*s);
@@ -728,13 +736,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!framed_by_app) cl = complete_length(declared, bytes.size(), head, ex->env);
+    if (!framed_by_app) cl = complete_length(declared, bytes.size(), ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     return body_tuple(bytes);
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
     std::uint64_t size = f->size();
-    std::optional<std::uint64_t> cl = complete_length(declared, size, head, ex->env);
+    std::optional<std::uint64_t> cl = complete_length(declared, size, ex->env);
     bool to_end = true;
     if (f->length != FileBody::npos) {
       struct stat st {};
@@ -764,12 +772,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
     }
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
     StreamPtr st = file_stream(std::move(*f));
-    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl),
-                    py::return_value_policy::take_ownership);
+    std::optional<std::uint64_t> limit = stream_limit(cl, ex->env);
+    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
   }
   StreamPtr st = std::get<StreamPtr>(std::move(res.body));
   call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
   if (!st) return py::reinterpret_steal<py::object>(PyList_New(0));
+  std::optional<std::uint64_t> limit = stream_limit(declared, ex->env);
   return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
 }
 
@@ -782,9 +791,8 @@ py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
   std::shared_ptr<Channel>& chan = out.chan;
   if (!out.failure.empty()) ex->pending.clear();
   bool no_body = status_has_no_body(res.status);
-  bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
   std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
-  std::optional<std::uint64_t> limit = head ? std::nullopt : declared;
+  std::optional<std::uint64_t> limit = stream_limit(declared, ex->env);
   auto answer = [&](PyObject* headers, PyObject* content) {
     PyObject* t = PyTuple_New(3);
     if (!t) {
@@ -803,22 +811,23 @@ py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
   bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), head, ex->env);
+    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     return answer(headers, bytes_object(*s));
   }
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!framed_by_app) cl = complete_length(declared, bytes.size(), head, ex->env);
+    if (!framed_by_app) cl = complete_length(declared, bytes.size(), ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     return answer(headers, bytes_object(bytes));
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
-    std::optional<std::uint64_t> cl = complete_length(declared, f->size(), head, ex->env);
+    std::optional<std::uint64_t> cl = complete_length(declared, f->size(), ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     StreamPtr st = file_stream(std::move(*f));
-    return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl)));
+    std::optional<std::uint64_t> file_limit = stream_limit(cl, ex->env);
+    return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, file_limit)));
   }
   StreamPtr st = std::get<StreamPtr>(std::move(res.body));
   PyObject* headers = asgi_headers(res.headers, declared);

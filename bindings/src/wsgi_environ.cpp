@@ -76,14 +76,11 @@ WsgiEnviron::WsgiEnviron(HostStreams& streams) : streams_(streams) { items_.rese
 void WsgiEnviron::start(Env& env, PyObject* environ, PyInterpreterState* interp) {
   environ_ = environ;
   interp_ = interp;
-  std::string_view method;
-  bool has_method = false;
-  // The three keys read on every call, as str objects made once (main interpreter; guarded by the GIL).
-  static PyObject* main_keys[3] = {};
+  // The two keys read on every call, as str objects made once (main interpreter; guarded by the GIL).
+  static PyObject* main_keys[2] = {};
   bool main = interp == PyInterpreterState_Main();
   int i = 0;
-  for (auto [name, dest] : {std::pair{keys::SCRIPT_NAME, &script_raw_}, std::pair{keys::PATH_INFO, &path_raw_},
-                            std::pair{keys::REQUEST_METHOD, &method}}) {
+  for (auto [name, dest] : {std::pair{keys::SCRIPT_NAME, &script_raw_}, std::pair{keys::PATH_INFO, &path_raw_}}) {
     PyObject*& key = main_keys[i++];
     PyObject* v;
     if (main && (key || (key = PyUnicode_InternFromString(std::string(name).c_str())))) {
@@ -93,14 +90,10 @@ void WsgiEnviron::start(Env& env, PyObject* environ, PyInterpreterState* interp)
       PyErr_Clear();
       v = host_object(name);
     }
-    if (!v || !PyUnicode_Check(v)) continue;
-    if (!latin1_view(v, *dest)) throw py::value_error(above_latin1(name));
-    if (dest == &method) has_method = true;
+    if (v && PyUnicode_Check(v) && !latin1_view(v, *dest)) throw py::value_error(above_latin1(name));
   }
   script_ = script_raw_;
   path_ = path_raw_;
-  // Every request reads REQUEST_METHOD (the adapter itself, for HEAD): added now, it costs one insertion.
-  if (has_method) env.set_view(keys::REQUEST_METHOD, method);
   env.attach(*this, static_cast<std::size_t>(PyDict_GET_SIZE(environ)) + kFixedCount);
 }
 

@@ -2,7 +2,7 @@
 /// The env of a WSGI call (to_wsgi.cpp), read from the host's environ when the app first uses an entry.
 ///
 /// start() reads only SCRIPT_NAME and PATH_INFO (they are made canonical before the app runs) and
-/// REQUEST_METHOD (every request needs it), and attaches this source to the env; every other entry is added by the env's lookup that misses it (EnvSource), so a
+/// attaches this source to the env; every other entry is added by the env's lookup that misses it (EnvSource), so a
 /// request costs nothing for the environ entries its app never reads. The mapping is the one PEP 3333
 /// hosts get everywhere in csgi: text values become entries that point straight into the str objects
 /// (latin-1 bytes, no copy); wsgi.input / wsgi.errors / wsgi.url_scheme / wsgi.multithread / ... become
@@ -15,7 +15,7 @@
 /// pointers; later lookups search that copy without the GIL. The environ must not be changed by other
 /// threads during the call (the entries point into its str objects, as they always did).
 ///
-/// A value above U+00FF in SCRIPT_NAME, PATH_INFO or REQUEST_METHOD makes start() raise ValueError; in any other entry
+/// A value above U+00FF in SCRIPT_NAME or PATH_INFO makes start() raise ValueError; in any other entry
 /// the entry reads as absent and bad_key() names it once the app has read it (or iterated the env): the
 /// call then raises the same ValueError instead of answering.
 #include <Python.h>
@@ -45,7 +45,7 @@ class WsgiEnviron final : public EnvSource {
 public:
   explicit WsgiEnviron(HostStreams& streams);
   /// Starts a request on `environ` (borrowed: the caller keeps it alive until reset()) and attaches to
-  /// `env`. Needs the GIL; raises ValueError for a SCRIPT_NAME, PATH_INFO or REQUEST_METHOD above U+00FF.
+  /// `env`. Needs the GIL; raises ValueError for a SCRIPT_NAME or PATH_INFO above U+00FF.
   void start(Env& env, PyObject* environ, PyInterpreterState* interp);
   /// Makes SCRIPT_NAME and PATH_INFO canonical (ENV-5, ENV-2); throws csgi::BadRequest for a ".." above
   /// the root. Needs no GIL; call it before the app runs.
