@@ -135,11 +135,9 @@ std::pair<Value*, bool> Env::slot_probed(std::string_view key, std::uint64_t has
   return {&e.value, true};
 }
 
-std::pair<Value*, bool> Env::emplace_over_source(std::string_view key, const Value& value, bool copy_key) {
+std::pair<Value*, bool> Env::slot_over_source(std::string_view key, bool copy_key) {
   if (Value* v = find(key)) return {v, false};  // also what the source holds
-  auto at = slot_probed(key, key_hash(key), copy_key);
-  if (at.second) *at.first = value;
-  return at;
+  return slot_probed(key, key_hash(key), copy_key);
 }
 
 bool Env::erase(std::string_view key) noexcept {

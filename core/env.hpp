@@ -176,8 +176,7 @@ public:
   /// copy_key the key is copied into the env on insertion, else it must outlive the request.
   /// Returns the value and whether it was inserted.
   std::pair<Value*, bool> emplace(std::string_view key, Value value, bool copy_key = true) {
-    if (source_) [[unlikely]] return emplace_over_source(key, value, copy_key);
-    auto at = slot(key, key_hash(key), copy_key);
+    auto at = source_ ? slot_over_source(key, copy_key) : slot(key, key_hash(key), copy_key);
     if (at.second) *at.first = value;
     return at;
   }
@@ -294,7 +293,8 @@ private:
     return source_ ? from_source(key) : nullptr;
   }
   const Value* from_source(std::string_view key) const noexcept;
-  [[gnu::cold, gnu::noinline]] std::pair<Value*, bool> emplace_over_source(std::string_view key, const Value& value, bool copy_key);
+  // slot() when a source is attached: its entry counts as present.
+  [[gnu::cold, gnu::noinline]] std::pair<Value*, bool> slot_over_source(std::string_view key, bool copy_key);
   const std::vector<Entry>& resolved() const noexcept {
     if (source_) [[unlikely]] const_cast<Env*>(this)->resolve();
     return entries_;
