@@ -526,15 +526,17 @@ PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std
 }
 
 void call_start_response(PyObject* start_response, PyObject* status, PyObject* headers, PendingError* exc) {
+  // args[0] is left free (PY_VECTORCALL_ARGUMENTS_OFFSET): a bound method (gunicorn's) puts its self
+  // there instead of copying the arguments.
   PyObject* r;
   if (exc && exc->set()) {
     PyObject* info = PyTuple_Pack(3, exc->type, exc->value ? exc->value : Py_None, exc->tb ? exc->tb : Py_None);
-    PyObject* args[3] = {status, headers, info};
-    r = info ? PyObject_Vectorcall(start_response, args, 3, nullptr) : nullptr;
+    PyObject* args[4] = {nullptr, status, headers, info};
+    r = info ? PyObject_Vectorcall(start_response, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr) : nullptr;
     Py_XDECREF(info);
   } else {
-    PyObject* args[2] = {status, headers};
-    r = PyObject_Vectorcall(start_response, args, 2, nullptr);
+    PyObject* args[3] = {nullptr, status, headers};
+    r = PyObject_Vectorcall(start_response, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
   }
   Py_DECREF(headers);
   if (!r) throw_python_error();
