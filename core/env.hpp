@@ -134,7 +134,8 @@ public:
   /// Adds what the attached source still holds and detaches it (iterating the env does this first).
   void resolve() noexcept;
 
-  /// The value under `key`, or nullptr. The pointer is valid until the env is next changed.
+  /// The value under `key`, or nullptr. The pointer is valid until the env is next changed (with a source
+  /// attached, also a lookup that adds more entries than attach() made room for).
   [[gnu::always_inline]] const Value* find(std::string_view key) const noexcept { return find_home(key, key_hash(key)); }
   [[gnu::always_inline]] Value* find(std::string_view key) noexcept { return const_cast<Value*>(find_home(key, key_hash(key))); }
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
