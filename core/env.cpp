@@ -53,6 +53,7 @@ Env::Env() {
 }
 
 void Env::clear() noexcept {
+  source_ = nullptr;
   entries_.clear();
   keep_.clear();
   arena_.reset();
@@ -89,11 +90,33 @@ void Env::reindex() noexcept {
 const Value* Env::find_hashed(std::string_view key, std::uint64_t hash) const noexcept {
   if (entries_.size() <= kMaxIndexed) {
     std::uint32_t at = *probe(key, hash);
-    return live(at) ? &entries_[(at & kPositionMask) - 1].value : nullptr;
+    return live(at) ? &entries_[(at & kPositionMask) - 1].value : missed(key);
   }
   for (const Entry& e : entries_)
     if (same_key(e.key, key)) return &e.value;
-  return nullptr;
+  return missed(key);
+}
+
+void Env::attach(EnvSource& source, std::size_t room) {
+  entries_.reserve(entries_.size() + room);
+  source_ = &source;
+}
+
+void Env::resolve() noexcept {
+  if (EnvSource* s = std::exchange(source_, nullptr)) s->fetch_all(*this);
+}
+
+// An env with a source attached is not a const object (attach() took it non-const), so adding the
+// source's entry from a const lookup is well defined; the source is detached meanwhile, so the lookups
+// and insertions below do not come back here.
+const Value* Env::from_source(std::string_view key) const noexcept {
+  Env& self = const_cast<Env&>(*this);
+  EnvSource* s = std::exchange(self.source_, nullptr);
+  bool keep = s->fetch(self, key);
+  if (!keep) s->fetch_all(self);
+  const Value* v = find(key);
+  if (keep) self.source_ = s;
+  return v;
 }
 
 std::pair<Value*, bool> Env::slot_probed(std::string_view key, std::uint64_t hash, bool copy_key) {
@@ -112,7 +135,13 @@ std::pair<Value*, bool> Env::slot_probed(std::string_view key, std::uint64_t has
   return {&e.value, true};
 }
 
+std::pair<Value*, bool> Env::slot_over_source(std::string_view key, bool copy_key) {
+  if (Value* v = find(key)) return {v, false};  // also what the source holds
+  return slot_probed(key, key_hash(key), copy_key);
+}
+
 bool Env::erase(std::string_view key) noexcept {
+  bool held = source_ && source_->forget(key);
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (same_key(it->key, key)) {
       entries_.erase(it);
@@ -120,7 +149,7 @@ bool Env::erase(std::string_view key) noexcept {
       return true;
     }
   }
-  return false;
+  return held;
 }
 
 Input& Env::input() const noexcept {

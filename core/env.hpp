@@ -6,7 +6,12 @@
 /// under their own namespace. Text is kept in a per-request arena and entries in a reused vector: an
 /// adapter that reuses one Env per connection builds each request's env with no heap allocation.
 ///
-/// An Env is not copyable and not thread-safe; it lives for one request at a time.
+/// An adapter may also attach an EnvSource: entries it holds are then added on first use (a lookup that
+/// misses asks the source; iterating adds everything first), so a request costs nothing for the entries
+/// its app never reads. Apps see no difference.
+///
+/// An Env is not copyable and not thread-safe; it lives for one request at a time. While a source is
+/// attached even a lookup may add an entry: read such an env from one thread at a time.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -90,6 +95,25 @@ private:
   };
 };
 
+class Env;
+
+/// Entries an adapter lends an Env to be added when first used instead of up front (Env::attach). The env
+/// calls these with the source detached, so what they do to the env does not call back; they add entries
+/// with env.emplace() (never overwriting one the env has) and must not throw.
+class EnvSource {
+public:
+  /// A lookup of `key` missed: add it when the source has it and was not told to forget it. Returns
+  /// false to be resolved now (fetch_all() and detached) instead of being asked again.
+  virtual bool fetch(Env& env, std::string_view key) noexcept = 0;
+  /// Adds every entry the env lacks and the source was not told to forget.
+  virtual void fetch_all(Env& env) noexcept = 0;
+  /// `key` was erased: never add it. Returns whether the source held it.
+  virtual bool forget(std::string_view key) noexcept = 0;
+
+protected:
+  ~EnvSource() = default;
+};
+
 class Env {
 public:
   struct Entry {
@@ -101,9 +125,17 @@ public:
   Env(const Env&) = delete;
   Env& operator=(const Env&) = delete;
 
-  /// Empties the env for the next request; keeps its memory.
+  /// Empties the env for the next request (and detaches its source); keeps its memory.
   void clear() noexcept;
 
+  /// Lends the env `source` until clear() or resolve(). `room`: how many entries it may add at most;
+  /// that many are reserved here, so adding them later neither allocates nor moves the entries.
+  void attach(EnvSource& source, std::size_t room);
+  /// Adds what the attached source still holds and detaches it (iterating the env does this first).
+  void resolve() noexcept;
+
+  /// The value under `key`, or nullptr. The pointer is valid until the env is next changed (with a source
+  /// attached, also a lookup that adds more entries than attach() made room for).
   [[gnu::always_inline]] const Value* find(std::string_view key) const noexcept { return find_home(key, key_hash(key)); }
   [[gnu::always_inline]] Value* find(std::string_view key) noexcept { return const_cast<Value*>(find_home(key, key_hash(key))); }
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
@@ -145,7 +177,7 @@ public:
   /// copy_key the key is copied into the env on insertion, else it must outlive the request.
   /// Returns the value and whether it was inserted.
   std::pair<Value*, bool> emplace(std::string_view key, Value value, bool copy_key = true) {
-    auto at = slot(key, key_hash(key), copy_key);
+    auto at = source_ ? slot_over_source(key, copy_key) : slot(key, key_hash(key), copy_key);
     if (at.second) *at.first = value;
     return at;
   }
@@ -177,10 +209,10 @@ public:
   Ref operator[](std::string_view key) noexcept { return Ref(*this, key); }
   std::string_view operator[](std::string_view key) const noexcept { return get(key); }
 
-  std::span<const Entry> entries() const noexcept { return entries_; }
-  std::size_t size() const noexcept { return entries_.size(); }
-  auto begin() const noexcept { return entries_.begin(); }
-  auto end() const noexcept { return entries_.end(); }
+  std::span<const Entry> entries() const noexcept { return resolved(); }
+  std::size_t size() const noexcept { return resolved().size(); }
+  auto begin() const noexcept { return resolved().begin(); }
+  auto end() const noexcept { return resolved().end(); }
 
   /// csgi.input, or an empty input when the adapter set none.
   Input& input() const noexcept;
@@ -234,7 +266,7 @@ private:
   [[gnu::always_inline]] const Value* find_home(std::string_view key, std::uint64_t hash) const noexcept {
     if (entries_.size() <= kMaxIndexed) {
       std::uint32_t at = index_[hash >> 56];
-      if (!live(at)) return nullptr;
+      if (!live(at)) return missed(key);
       if ((at & ~std::uint32_t{0xFF}) == tag_of(epoch_, hash)) {
         const Entry& e = entries_[(at & 0xFF) - 1];
         if (e.key == key) return &e.value;
@@ -242,7 +274,8 @@ private:
     }
     return find_hashed(key, hash);
   }
-  // The value under `key` and false, or a new entry's value ("") and true; callers store the value.
+  // The value under `key` and false (also the attached source's entry), or a new entry's value ("") and
+  // true; callers store the value.
   // Inline for the common case, a new key kept by view (not copied) whose home slot is empty, with room
   // in the entries: the vector never grows here, so no reallocation code is inlined at each call.
   std::pair<Value*, bool> slot(std::string_view key, std::uint64_t hash, bool copy_key) {
@@ -256,6 +289,17 @@ private:
     return {&e.value, true};
   }
   std::pair<Value*, bool> slot_probed(std::string_view key, std::uint64_t hash, bool copy_key);
+  // A lookup that found nothing: the attached source's entry, if any.
+  [[gnu::always_inline]] const Value* missed(std::string_view key) const noexcept {
+    return source_ ? from_source(key) : nullptr;
+  }
+  const Value* from_source(std::string_view key) const noexcept;
+  // slot() when a source is attached: its entry counts as present.
+  [[gnu::cold, gnu::noinline]] std::pair<Value*, bool> slot_over_source(std::string_view key, bool copy_key);
+  const std::vector<Entry>& resolved() const noexcept {
+    if (source_) [[unlikely]] const_cast<Env*>(this)->resolve();
+    return entries_;
+  }
   void put(std::string_view key, Value v, bool copy_key) { *slot(key, key_hash(key), copy_key).first = v; }
   std::uint32_t* probe(std::string_view key, std::uint64_t hash) const noexcept;
   bool live(std::uint32_t slot) const noexcept { return slot >> 16 == epoch_; }
@@ -264,6 +308,7 @@ private:
 
   Arena arena_;
   std::vector<Entry> entries_;
+  EnvSource* source_ = nullptr;
   std::vector<std::shared_ptr<void>> keep_;
   std::uint32_t epoch_ = 1;
   mutable std::uint32_t index_[kSlots];

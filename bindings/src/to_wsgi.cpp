@@ -1,9 +1,10 @@
 // C++ → Python: a csgi app as a PEP 3333 WSGI callable ("csgi embedded in a Python host").
 //
-// Per call: the environ dict is read once with PyDict_Next; text values become env entries that point
-// straight into the str objects (CPython keeps a str of code points ≤ U+00FF as its latin-1 bytes), so
-// building the env copies nothing. wsgi.input / wsgi.errors become csgi::Input / csgi::ErrorStream that
-// re-enter Python with the thread state saved when the GIL was released. The app runs without the GIL.
+// Per call: the env reads the environ dict when the app first uses an entry (wsgi_environ.hpp); text
+// values become env entries that point straight into the str objects (CPython keeps a str of code points
+// ≤ U+00FF as its latin-1 bytes), so building the env copies nothing. wsgi.input / wsgi.errors become
+// csgi::Input / csgi::ErrorStream that re-enter Python with the thread state saved when the GIL was
+// released. The app runs without the GIL.
 // Complete bodies go back as a one-element list; files through wsgi.file_wrapper when the host offers it;
 // streams and delayed responses as an iterator whose next() waits without the GIL. The host is handed one
 // Content-Length, the one the body keeps to (ADP-13).
@@ -28,6 +29,7 @@
 #include "csgi/core/request_env.hpp"
 #include "asgi_env.hpp"
 #include "gil.hpp"
+#include "wsgi_environ.hpp"
 
 namespace csgi::python {
 namespace {
@@ -92,14 +94,14 @@ private:
 
 /// Everything one request needs while the C++ app runs and its body is sent. Reused between requests on
 /// a thread (its Env keeps its memory), handed to the body iterator when the body outlives the call.
-struct Exchange {
+struct Exchange final : HostStreams {
   Env env;
   HostInput input{*this};
   HostErrors errors{*this};
+  WsgiEnviron environ_env{*this};  // WSGI: the env's source
   PyInterpreterState* interp = nullptr;
   PyObject* environ = nullptr;       // owned: keeps every str the env points into alive (ASGI: the input)
   PyObject* errors_obj = nullptr;    // owned (ASGI: sys.stderr)
-  PyObject* file_wrapper = nullptr;  // borrowed
   StringInput memory_input;          // ASGI: a request body that came whole
   PendingError pending;
   std::string request_uri;
@@ -107,15 +109,17 @@ struct Exchange {
   /// Drops the request; needs the GIL.
   void reset() noexcept {
     env.clear();
+    environ_env.reset();
     input.release();
     errors.release();
     pending.clear();
-    file_wrapper = nullptr;
     Py_CLEAR(environ);
     Py_CLEAR(errors_obj);
     memory_input.assign(std::string());
     request_uri.clear();
   }
+  Input* open_input(PyObject* obj, std::int64_t length, bool unbounded) noexcept override;
+  ErrorStream* open_errors(PyObject* obj) noexcept override;
   /// Takes the Python error being raised into `pending`; needs the GIL.
   std::string stash_error() {
     pending.clear();
@@ -190,8 +194,8 @@ void HostErrors::write(std::string_view message) {
 
 // ---------------------------------------------------------------------------------------------- environ
 
-/// The host's SCRIPT_NAME and PATH_INFO arrive decoded (PEP 3333) but with whatever dot segments the
-/// request had (gunicorn and uWSGI do not resolve them): make them canonical as every adapter does (ENV-5).
+/// An ASGI scope's SCRIPT_NAME and PATH_INFO arrive decoded but with whatever dot segments the request had:
+/// make them canonical as every adapter does (ENV-5; a WSGI environ's: WsgiEnviron::canonicalize).
 /// Throws csgi::BadRequest for a ".." that canonical paths refuse.
 void canonicalize_paths(Env& env) {
   std::string_view script = env.get(keys::SCRIPT_NAME), path = without_dot_segments(env, env.get(keys::PATH_INFO));
@@ -203,96 +207,14 @@ void canonicalize_paths(Env& env) {
   env.set_view(keys::PATH_INFO, path);
 }
 
-bool truthy(PyObject* v) { return v && PyObject_IsTrue(v) == 1; }
+Input* Exchange::open_input(PyObject* obj, std::int64_t length, bool unbounded) noexcept {
+  input.reset(obj, length, unbounded);
+  return &input;
+}
 
-void fill_env(Exchange& ex, PyObject* environ) {
-  Env& env = ex.env;
-  Py_INCREF(environ);
-  ex.environ = environ;
-  PyObject* input = nullptr;
-  PyObject* errors = nullptr;
-  bool terminated = false;
-  std::string_view scheme = "http";
-  bool multithread = false, multiprocess = false, run_once = false;
-  unsigned seen = 0;  // 1 PATH_INFO, 2 SCRIPT_NAME, 4 QUERY_STRING, 8 REQUEST_URI, 16 CONTENT_LENGTH
-  std::string_view raw_uri, content_length;
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(environ, &pos, &key, &value)) {
-    std::string_view k;
-    if (!PyUnicode_Check(key) || !latin1_view(key, k) || k.empty()) continue;
-    if (k.size() > 5 && k.starts_with("wsgi.")) {
-      std::string_view w = k.substr(5);
-      if (w == "input") input = value;
-      else if (w == "errors") errors = value;
-      else if (w == "url_scheme" && PyUnicode_Check(value)) latin1_view(value, scheme);
-      else if (w == "multithread") multithread = truthy(value);
-      else if (w == "multiprocess") multiprocess = truthy(value);
-      else if (w == "run_once") run_once = truthy(value);
-      else if (w == "file_wrapper") ex.file_wrapper = value;
-      else if (w == "input_terminated") terminated = truthy(value);
-      continue;
-    }
-    if (!PyUnicode_Check(value)) continue;  // host objects (gunicorn.socket, werkzeug.request, ...)
-    std::string_view v;
-    if (!latin1_view(value, v))
-      throw py::value_error("environ['" + std::string(k) + "'] holds characters above U+00FF (PEP 3333: latin-1 only)");
-    if (k[0] == 'H' && (k == "HTTP_CONTENT_TYPE" || k == "HTTP_CONTENT_LENGTH")) continue;
-    if (v.empty() && (k == "CONTENT_LENGTH" || k == "CONTENT_TYPE")) continue;
-    // Remember the keys looked at below while they pass (saves a lookup each).
-    switch (k.size()) {
-      case 7: if (k == "RAW_URI") raw_uri = v; break;                      // gunicorn
-      case 9: if (k == keys::PATH_INFO) seen |= 1; break;
-      case 11:
-        if (k == keys::SCRIPT_NAME) seen |= 2;
-        else if (k == keys::REQUEST_URI) seen |= 8;
-        break;
-      case 12: if (k == keys::QUERY_STRING) seen |= 4; break;
-      case 14: if (k == keys::CONTENT_LENGTH) content_length = v, seen |= 16; break;
-      default: break;
-    }
-    env.set_view(k, v);
-  }
-  // The keys csgi promises that a WSGI host may leave out.
-  if (!(seen & 1)) env.set_view(keys::PATH_INFO, "");
-  if (!(seen & 2)) env.set_view(keys::SCRIPT_NAME, "");
-  if (!(seen & 4)) env.set_view(keys::QUERY_STRING, "");
-  if (!(seen & 8)) {
-    std::string_view raw = raw_uri;
-    if (!raw.empty()) {
-      env.set_view(keys::REQUEST_URI, raw);
-    } else {
-      std::string& uri = ex.request_uri;
-      append_escaped(uri, env.get(keys::SCRIPT_NAME));
-      append_escaped(uri, env.get(keys::PATH_INFO));
-      if (uri.empty()) uri = "/";
-      std::string_view qs = env.get(keys::QUERY_STRING);
-      if (!qs.empty()) uri.append("?").append(qs);
-      env.set_view(keys::REQUEST_URI, uri);
-    }
-  }
-  env.set_view(keys::version, keys::spec_version);
-  env.set_view(keys::url_scheme, scheme == "https" ? std::string_view("https") : std::string_view("http"));
-  env.set_bool(keys::multithread, multithread);
-  env.set_bool(keys::multiprocess, multiprocess);
-  env.set_bool(keys::run_once, run_once);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
-  if (input) {
-    std::int64_t length = 0;
-    std::string_view cl = content_length;
-    bool has_length = !cl.empty();
-    if (has_length) {
-      auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), length);
-      if (ec != std::errc() || p != cl.data() + cl.size() || length < 0) length = 0;
-    }
-    ex.input.reset(input, length, !has_length && terminated);
-    env.set_object<Input>(keys::input, &ex.input);
-  }
-  if (errors) {
-    ex.errors.reset(errors);
-    env.set_object<ErrorStream>(keys::errors, &ex.errors);
-  }
+ErrorStream* Exchange::open_errors(PyObject* obj) noexcept {
+  errors.reset(obj);
+  return &errors;
 }
 
 // ------------------------------------------------------------------------------------ delayed responses
@@ -418,6 +340,7 @@ public:
       }
       throw std::runtime_error("csgi app body stream failed: " + what);
     }
+    if (ex_ && !ex_->environ_env.bad_key().empty()) throw py::value_error(ex_->environ_env.bad_key_message());
     if (!more) {
       at_end_ = true;
       if (limit_ && sent_ < *limit_) {
@@ -553,12 +476,21 @@ std::optional<std::uint64_t> declared_length(const Headers& headers) {
   return v;
 }
 
-/// The Content-Length a complete or file body goes out with (ADP-13): its real length (a differing one
-/// from the app is logged), except that an empty answer to HEAD keeps the app's.
-std::optional<std::uint64_t> complete_length(const Response& res, std::uint64_t real, bool head, Env& env) {
-  auto declared = declared_length(res.headers);
-  if (head && real == 0 && declared) return declared;
-  if (declared && *declared != real && !head)
+/// The Content-Length a complete or file body goes out with (ADP-13): its real length (a differing
+/// `declared`, the app's, is logged), except that an empty answer to HEAD keeps the app's.
+bool is_head(const Env& env) { return env.get(keys::REQUEST_METHOD) == "HEAD"; }
+
+/// The length a stream is held to (ADP-13): the one the app declared, none for HEAD (the host sends no
+/// body). REQUEST_METHOD is read only when there is a length.
+std::optional<std::uint64_t> stream_limit(std::optional<std::uint64_t> declared, const Env& env) {
+  return declared && !is_head(env) ? declared : std::nullopt;
+}
+
+std::optional<std::uint64_t> complete_length(std::optional<std::uint64_t> declared, std::uint64_t real, Env& env) {
+  if (!declared || *declared == real) return real;
+  bool head = is_head(env);
+  if (head && real == 0) return declared;
+  if (!head)
     env.errors().write("csgi: the app's Content-Length (" + std::to_string(*declared) +
                        ") differs from its body's length (" + std::to_string(real) +
                        "); the body's length was sent (ADP-13)");
@@ -567,10 +499,7 @@ std::optional<std::uint64_t> complete_length(const Response& res, std::uint64_t 
 
 /// The host's header list: the app's fields, its Content-Length ones replaced by `length` when given.
 PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std::uint64_t> length) {
-  Py_ssize_t n = length ? 1 : 0;
-  for (const Header& h : headers)
-    if (!iequals(h.name, "Content-Length")) ++n;
-  PyObject* list = PyList_New(n);
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(headers.size()) + (length ? 1 : 0));
   if (!list) throw_python_error();
   Py_ssize_t i = 0;
   for (const Header& h : headers) {
@@ -590,21 +519,24 @@ PyObject* make_headers(AppHandle& app, const Headers& headers, std::optional<std
       Py_DECREF(list);
       throw_python_error();
     }
-    PyList_SET_ITEM(list, i, t);
+    PyList_SET_ITEM(list, i++, t);
   }
+  Py_SET_SIZE(list, i);  // less the Content-Length fields left out (their slots are still NULL)
   return list;
 }
 
 void call_start_response(PyObject* start_response, PyObject* status, PyObject* headers, PendingError* exc) {
+  // args[0] is left free (PY_VECTORCALL_ARGUMENTS_OFFSET): a bound method (gunicorn's) puts its self
+  // there instead of copying the arguments.
   PyObject* r;
   if (exc && exc->set()) {
     PyObject* info = PyTuple_Pack(3, exc->type, exc->value ? exc->value : Py_None, exc->tb ? exc->tb : Py_None);
-    PyObject* args[3] = {status, headers, info};
-    r = info ? PyObject_Vectorcall(start_response, args, 3, nullptr) : nullptr;
+    PyObject* args[4] = {nullptr, status, headers, info};
+    r = info ? PyObject_Vectorcall(start_response, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr) : nullptr;
     Py_XDECREF(info);
   } else {
-    PyObject* args[2] = {status, headers};
-    r = PyObject_Vectorcall(start_response, args, 2, nullptr);
+    PyObject* args[3] = {nullptr, status, headers};
+    r = PyObject_Vectorcall(start_response, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
   }
   Py_DECREF(headers);
   if (!r) throw_python_error();
@@ -641,9 +573,11 @@ Outcome run_app_nogil(const App& app, Exchange& ex) {
   std::string& failure = out.failure;  // what went wrong in the app, for csgi.errors
   {
     try {
-      canonicalize_paths(ex.env);
+      if (ex.environ_env.started()) ex.environ_env.canonicalize(ex.env);  // WSGI
+      else canonicalize_paths(ex.env);
       res = app(ex.env);
       if (res.is_delayed()) {
+        ex.env.resolve();  // the env may be read from other threads from now on
         Delayed d = std::move(std::get<Delayed>(res.body));
         chan = std::make_shared<Channel>();
         d(Responder(std::make_shared<ChannelResponder>(chan)));
@@ -768,20 +702,26 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
       if (ex) give_back(std::move(ex));
     }
   } give_back_guard{ex};
-  fill_env(*ex, environ.ptr());
+  Py_INCREF(environ.ptr());
+  ex->environ = environ.ptr();
+  ex->environ_env.start(ex->env, environ.ptr(), ex->interp);
 
   auto [res, chan, failure] = run_app(app_, *ex);
+  if (!ex->environ_env.bad_key().empty()) {  // the app read a value above U+00FF: the host gets ValueError
+    std::string message = ex->environ_env.bad_key_message();
+    if (chan) BodyIter(std::move(ex), nullptr, std::move(chan)).close();
+    throw py::value_error(message);
+  }
 
   PyObject* status = status_line(res.status);
   bool no_body = status_has_no_body(res.status);
-  bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
   PendingError* exc = failure.empty() ? nullptr : &ex->pending;
   // A streamed body goes out with the length the app declared and is held to it (ADP-13); none for
   // 1xx/204/304 (ADP-8); for HEAD the host sends no body, so nothing is held.
   std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
-  std::optional<std::uint64_t> limit = head ? std::nullopt : declared;
 
   if (chan) {  // started through a Writer: stream what it writes
+    std::optional<std::uint64_t> limit = stream_limit(declared, ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
     return py::cast(new BodyIter(std::move(ex), nullptr, std::move(chan), limit),
                     py::return_value_policy::take_ownership);
@@ -790,7 +730,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !framed_by_app) cl = complete_length(res, s->size(), head, ex->env);
+    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     if (s->empty()) return py::reinterpret_steal<py::object>(PyList_New(0));
     return body_tuple(*s);
@@ -798,13 +738,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!framed_by_app) cl = complete_length(res, bytes.size(), head, ex->env);
+    if (!framed_by_app) cl = complete_length(declared, bytes.size(), ex->env);
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), exc);
     return body_tuple(bytes);
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
     std::uint64_t size = f->size();
-    std::optional<std::uint64_t> cl = complete_length(res, size, head, ex->env);
+    std::optional<std::uint64_t> cl = complete_length(declared, size, ex->env);
     bool to_end = true;
     if (f->length != FileBody::npos) {
       struct stat st {};
@@ -812,7 +752,8 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
       to_end = (fd >= 0 ? ::fstat(fd, &st) : ::stat(f->path.c_str(), &st)) == 0 &&
                f->offset + f->length >= static_cast<std::uint64_t>(st.st_size);
     }
-    if (ex->file_wrapper && ex->file_wrapper != Py_None && to_end) {
+    PyObject* file_wrapper = to_end ? ex->environ_env.host_object("wsgi.file_wrapper") : nullptr;
+    if (file_wrapper && file_wrapper != Py_None) {
       int fd = open_body_file(*f);
       if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + f->path);
       if (::lseek(fd, static_cast<off_t>(f->offset), SEEK_SET) < 0) {
@@ -825,7 +766,7 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
         throw_python_error();
       }
       py::object fileobj = py::reinterpret_steal<py::object>(file);
-      PyObject* w = PyObject_CallFunction(ex->file_wrapper, "On", fileobj.ptr(), static_cast<Py_ssize_t>(65536));
+      PyObject* w = PyObject_CallFunction(file_wrapper, "On", fileobj.ptr(), static_cast<Py_ssize_t>(65536));
       if (!w) throw_python_error();  // not py::error_already_set: see common.hpp
       py::object wrapped = py::reinterpret_steal<py::object>(w);
       call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
@@ -833,12 +774,13 @@ py::object AppHandle::call(py::handle environ, py::handle start_response) {
     }
     call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, cl), nullptr);
     StreamPtr st = file_stream(std::move(*f));
-    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl),
-                    py::return_value_policy::take_ownership);
+    std::optional<std::uint64_t> limit = stream_limit(cl, ex->env);
+    return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
   }
   StreamPtr st = std::get<StreamPtr>(std::move(res.body));
   call_start_response(start_response.ptr(), status, make_headers(*this, res.headers, declared), nullptr);
   if (!st) return py::reinterpret_steal<py::object>(PyList_New(0));
+  std::optional<std::uint64_t> limit = stream_limit(declared, ex->env);
   return py::cast(new BodyIter(std::move(ex), std::move(st), nullptr, limit), py::return_value_policy::take_ownership);
 }
 
@@ -851,9 +793,8 @@ py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
   std::shared_ptr<Channel>& chan = out.chan;
   if (!out.failure.empty()) ex->pending.clear();
   bool no_body = status_has_no_body(res.status);
-  bool head = ex->env.get(keys::REQUEST_METHOD) == "HEAD";
   std::optional<std::uint64_t> declared = no_body ? std::nullopt : declared_length(res.headers);
-  std::optional<std::uint64_t> limit = head ? std::nullopt : declared;
+  std::optional<std::uint64_t> limit = stream_limit(declared, ex->env);
   auto answer = [&](PyObject* headers, PyObject* content) {
     PyObject* t = PyTuple_New(3);
     if (!t) {
@@ -872,22 +813,23 @@ py::object asgi_answer(std::unique_ptr<Exchange>& ex, Outcome& out) {
   bool framed_by_app = res.headers.has("Transfer-Encoding");
   if (auto* s = std::get_if<std::string>(&res.body)) {
     std::optional<std::uint64_t> cl;
-    if (!no_body && !framed_by_app) cl = complete_length(res, s->size(), head, ex->env);
+    if (!no_body && !framed_by_app) cl = complete_length(declared, s->size(), ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     return answer(headers, bytes_object(*s));
   }
   if (auto* b = std::get_if<SharedBytes>(&res.body)) {
     std::string_view bytes = *b ? std::string_view(**b) : std::string_view();
     std::optional<std::uint64_t> cl;
-    if (!framed_by_app) cl = complete_length(res, bytes.size(), head, ex->env);
+    if (!framed_by_app) cl = complete_length(declared, bytes.size(), ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     return answer(headers, bytes_object(bytes));
   }
   if (auto* f = std::get_if<FileBody>(&res.body)) {
-    std::optional<std::uint64_t> cl = complete_length(res, f->size(), head, ex->env);
+    std::optional<std::uint64_t> cl = complete_length(declared, f->size(), ex->env);
     PyObject* headers = asgi_headers(res.headers, cl);
     StreamPtr st = file_stream(std::move(*f));
-    return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, head ? std::nullopt : cl)));
+    std::optional<std::uint64_t> file_limit = stream_limit(cl, ex->env);
+    return answer(headers, iter(new BodyIter(std::move(ex), std::move(st), nullptr, file_limit)));
   }
   StreamPtr st = std::get<StreamPtr>(std::move(res.body));
   PyObject* headers = asgi_headers(res.headers, declared);

@@ -16,8 +16,14 @@
 //   reader FILE      reads the body in 1 KiB pieces; writes "read N" or "error: WHAT" to FILE
 //   endless FILE     a 1 KiB-chunk stream of at most 100000 chunks; close() writes "closed after N" to FILE
 //   fail_mid         a stream that yields one chunk, then throws
+//   dump             every env entry, sorted, "key=value" (booleans <true>/<false>, integers <int N>, objects
+//                    <object>), then "lint=ok" or Lint's complaint
+//   envops           reads, erases, sets and emplaces keys (HTTP_X_A, HTTP_X_GONE, HTTP_X_SET, HTTP_X_KEEP,
+//                    csgi.version), then iterates: one "name=result" line each
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -25,6 +31,7 @@
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/builder.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/lint.hpp"
 #include "csgi/core/on_response.hpp"
 
 namespace {
@@ -72,11 +79,72 @@ csgi::Response writer(csgi::Env&) {
 
 }  // namespace
 
+std::string entry_line(const csgi::Env::Entry& e) {
+  std::string line(e.key);
+  line += '=';
+  switch (e.value.type()) {
+    case csgi::Value::Type::text: line += e.value.text(); break;
+    case csgi::Value::Type::boolean: line += e.value.truthy() ? "<true>" : "<false>"; break;
+    case csgi::Value::Type::integer: line += "<int " + std::to_string(e.value.integer()) + ">"; break;
+    case csgi::Value::Type::object: line += "<object>"; break;
+  }
+  return line;
+}
+
+csgi::Response dump(csgi::Env& env) {
+  std::vector<std::string> lines;
+  for (const auto& e : env) lines.push_back(entry_line(e));
+  std::sort(lines.begin(), lines.end());
+  std::string lint = "ok";
+  try {
+    csgi::Lint::check_env(env);
+  } catch (const std::exception& e) {
+    lint = e.what();
+  }
+  std::string out;
+  for (const std::string& l : lines) out.append(l).append("\n");
+  return csgi::Response::text(200, out + "lint=" + lint);
+}
+
+csgi::Response envops(csgi::Env& env) {
+  std::string out;
+  auto line = [&](std::string_view name, std::string_view result) { out.append(name).append("=").append(result).append("\n"); };
+  auto yes = [](bool b) { return b ? "1" : "0"; };
+  line("a", env.get("HTTP_X_A"));
+  line("none", yes(env.contains("HTTP_X_NONE")));
+  line("erased", yes(env.erase("HTTP_X_GONE")));
+  line("gone", yes(env.contains("HTTP_X_GONE")));
+  line("erased_again", yes(env.erase("HTTP_X_GONE")));
+  env.set("HTTP_X_SET", "new");
+  line("set", env.get("HTTP_X_SET"));
+  auto [keep, keep_inserted] = env.emplace("HTTP_X_KEEP", csgi::Value::of_text("mine"));
+  line("keep", std::string(keep->text()) + (keep_inserted ? " inserted" : " kept"));
+  auto [fresh, fresh_inserted] = env.emplace("X_NEW", csgi::Value::of_text("mine"));
+  line("new", std::string(fresh->text()) + (fresh_inserted ? " inserted" : " kept"));
+  line("version_erased", yes(env.erase(csgi::keys::version)));
+  line("version", yes(env.contains(csgi::keys::version)));
+  line("input", yes(env.object<csgi::Input>(csgi::keys::input) != nullptr));
+  line("errors", yes(env.object<csgi::ErrorStream>(csgi::keys::errors) != nullptr));
+  line("multithread", yes(env.flag(csgi::keys::multithread)));
+  line("streaming", yes(env.flag(csgi::keys::streaming)));
+  std::map<std::string, std::string> seen;
+  bool dup = false;
+  for (const auto& e : env) dup |= !seen.emplace(std::string(e.key), entry_line(e)).second;
+  line("size", std::to_string(env.size()));
+  line("dup", yes(dup));
+  for (auto k : {"HTTP_X_A", "HTTP_X_B", "HTTP_X_GONE", "HTTP_X_SET", "HTTP_X_KEEP", "X_NEW", "csgi.version"})
+    line(std::string("iter ") + k, seen.count(k) ? seen[k] : "-");
+  line("b", env.get("HTTP_X_B"));
+  return csgi::Response::text(200, out);
+}
+
 csgi::App make_app(const csgi::AppArgs& args) {
   std::string name = args.empty() ? "hello" : args[0];
   auto arg = [&](std::size_t i, std::string fallback = "") { return args.size() > i ? args[i] : fallback; };
   if (name == "hello") return hello;
   if (name == "echo") return echo;
+  if (name == "dump") return dump;
+  if (name == "envops") return envops;
   if (name == "stream") return stream;
   if (name == "delayed") return delayed;
   if (name == "writer") return writer;

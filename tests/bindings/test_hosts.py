@@ -175,6 +175,29 @@ def test_gunicorn_hosted_stack_sees_canonical_paths(server_factory):
     assert status == 400, body
 
 
+def test_gunicorn_environ_reaches_the_env(server_factory):
+    # The env is read from gunicorn's environ as the app uses it: a header read by name, and every entry
+    # when the app iterates (dump, which also runs Lint's env checks).
+    port = free_port()
+    server = server_factory(gunicorn_argv(port, "sync"), port, env={"CSGI_HOSTED_APP": "echo"})
+    status, _, body = server.request("GET", "/e?q=1", headers={"X-Test": "from-the-wire"})
+    assert status == 200 and b"HTTP_X_TEST=from-the-wire\n" in body and b"QUERY_STRING=q=1\n" in body, body
+    port = free_port()
+    server = server_factory(gunicorn_argv(port, "sync"), port, env={"CSGI_HOSTED_APP": "dump"})
+    for _ in range(3):  # the worker's exchange is reused: every request sees its own entries
+        status, _, body = server.request("POST", "/d/x?y=2", body=b"abc", headers={"X-Foo": "bar", "Cookie": "k=v"})
+        lines = body.decode("latin-1").split("\n")
+        assert status == 200 and lines[-1] == "lint=ok", body
+        for want in ("HTTP_X_FOO=bar", "HTTP_COOKIE=k=v", "REQUEST_METHOD=POST", "PATH_INFO=/d/x", "SCRIPT_NAME=",
+                     "QUERY_STRING=y=2", "REQUEST_URI=/d/x?y=2", "RAW_URI=/d/x?y=2", "CONTENT_LENGTH=3",
+                     "SERVER_PROTOCOL=HTTP/1.1", "REMOTE_ADDR=127.0.0.1", "csgi.input=<object>",
+                     "csgi.errors=<object>", "csgi.multithread=<false>", "csgi.multiprocess=<false>"):
+            assert want in lines, (want, lines)
+        assert not any(l.startswith(("wsgi.", "gunicorn.")) for l in lines), lines
+        status, _, body = server.request("GET", "/other")
+        assert status == 200 and b"HTTP_X_FOO" not in body and b"PATH_INFO=/other\n" in body, body
+
+
 @pytest.mark.skipif(not have("uwsgi"), reason="uwsgi not installed")
 def test_uwsgi_hosted_stack_sees_canonical_paths(server_factory):
     port = free_port()

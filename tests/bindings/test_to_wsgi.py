@@ -104,10 +104,70 @@ def test_raw_uri_from_gunicorn_is_request_uri(load):
     assert b"REQUEST_URI=/a%20b?x\n" in body
 
 
-def test_environ_value_above_latin1_is_rejected(load):
-    env = environ(HTTP_X_TEST="\u20ac")
-    with pytest.raises(ValueError, match="latin-1"):
-        load("hello")(env, lambda s, h, e=None: None)
+def test_environ_value_above_latin1_is_rejected_once_read(load):
+    # The env reads the environ when the app uses an entry: a value above U+00FF makes the call raise
+    # ValueError (the host answers 500) once the app has read it (echo reads HTTP_X_TEST), iterated the env
+    # (dump) or answered with a delayed response (the env is read whole before it may go to other threads).
+    for app in ("echo", "dump", "delayed"):
+        with pytest.raises(ValueError, match=r"environ\['HTTP_X_TEST'\] holds characters above U\+00FF"):
+            load(app)(environ(HTTP_X_TEST="\u20ac"), lambda s, h, e=None: None)
+    status, _, body, _ = call(load("hello"), environ(HTTP_X_TEST="\u20ac"))  # never read: no error
+    assert status == "200 OK" and body == b"Hello, World!"
+
+
+def test_environ_path_above_latin1_is_rejected_before_the_app(load):
+    for key in ("PATH_INFO", "SCRIPT_NAME"):
+        with pytest.raises(ValueError, match=r"environ\['%s'\] holds characters above U\+00FF" % key):
+            load("hello")(environ(**{key: "/\u20ac"}), lambda s, h, e=None: None)
+
+
+def expected_env(env):
+    """What a C++ app iterating the env of `env` sees, as dump's "key=value" lines (PATH_INFO canonical)."""
+    out = {}
+    for k, v in env.items():
+        if not isinstance(v, str) or (k.startswith("wsgi.") and len(k) > 5) or k in ("HTTP_CONTENT_TYPE",
+                                                                                      "HTTP_CONTENT_LENGTH"):
+            continue
+        if k in ("CONTENT_TYPE", "CONTENT_LENGTH") and v == "":
+            continue
+        out[k] = v
+    for k in ("QUERY_STRING", "SCRIPT_NAME", "PATH_INFO"):
+        out.setdefault(k, "")
+    if "REQUEST_URI" not in out:
+        out["REQUEST_URI"] = env.get("RAW_URI") or ((out["SCRIPT_NAME"] + out["PATH_INFO"]) or "/") + (
+            "?" + out["QUERY_STRING"] if out["QUERY_STRING"] else "")
+    flag = lambda k: "<true>" if env.get(k) else "<false>"
+    out.update({"csgi.version": "1.0", "csgi.url_scheme": "https" if env.get("wsgi.url_scheme") == "https" else "http",
+                "csgi.multithread": flag("wsgi.multithread"), "csgi.multiprocess": flag("wsgi.multiprocess"),
+                "csgi.run_once": flag("wsgi.run_once"), "csgi.nonblocking": "<false>", "csgi.streaming": "<true>",
+                "csgi.input": "<object>", "csgi.errors": "<object>"})
+    return sorted("%s=%s" % kv for kv in out.items())
+
+
+def test_env_iterated_holds_every_environ_entry(load):
+    app = load("dump")  # one app object: its exchange (and env) is reused between the calls
+    first = environ("/a", query="x=1", HTTP_X_ONLY_FIRST="1", HTTP_COOKIE="c=\u00e9", RAW_URI="/a?x=1",
+                    HTTP_CONTENT_TYPE="dropped", CONTENT_TYPE="", **{"gunicorn.socket": object(), "wsgi.multithread": True,
+                                                                     "wsgi.url_scheme": "https", "x.custom": "v"})
+    second = environ("/b", "POST", b"xy", CONTENT_TYPE="text/plain")
+    for env in (first, second, first):
+        status, _, body, _ = call(app, env, validate=False)  # validate.py refuses HTTP_CONTENT_TYPE
+        lines = body.decode("latin-1").split("\n")
+        assert status == "200 OK" and lines[-1] == "lint=ok", lines
+        assert lines[:-1] == expected_env(env)
+
+
+def test_env_reads_erases_sets_and_emplaces_like_an_eager_env(load):
+    env = environ(HTTP_X_A="a", HTTP_X_B="b", HTTP_X_GONE="g", HTTP_X_SET="old", HTTP_X_KEEP="host")
+    status, _, body, _ = call(load("envops"), env)
+    got = dict(l.split("=", 1) for l in body.decode("latin-1").splitlines())
+    size = len(expected_env(env)) - 2 + 1  # less HTTP_X_GONE and csgi.version, plus X_NEW
+    assert status == "200 OK" and got == {
+        "a": "a", "none": "0", "erased": "1", "gone": "0", "erased_again": "0", "set": "new", "keep": "host kept",
+        "new": "mine inserted", "version_erased": "1", "version": "0", "input": "1", "errors": "1",
+        "multithread": "0", "streaming": "1", "size": str(size), "dup": "0", "iter HTTP_X_A": "HTTP_X_A=a",
+        "iter HTTP_X_B": "HTTP_X_B=b", "iter HTTP_X_GONE": "-", "iter HTTP_X_SET": "HTTP_X_SET=new",
+        "iter HTTP_X_KEEP": "HTTP_X_KEEP=host", "iter X_NEW": "X_NEW=mine", "iter csgi.version": "-", "b": "b"}
 
 
 def test_input_is_streamed_not_read_whole(load):

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -143,5 +144,116 @@ TEST_CASE("Env: a reused env stays right over more clears than the index has epo
     REQUIRE(env.contains("PATH_INFO") == (round % 2 == 1));
     REQUIRE(env.size() == (round % 2 ? 2u : 1u));
     REQUIRE(env.entries().back().key == "csgi.round");
+  }
+}
+
+namespace {
+// An EnvSource over a map: what an adapter would otherwise have set up front. Counts its calls.
+class MapSource final : public csgi::EnvSource {
+public:
+  explicit MapSource(std::map<std::string, std::string> entries, bool keep = true)
+      : entries_(std::move(entries)), keep_(keep) {}
+  bool fetch(Env& env, std::string_view key) noexcept override {
+    ++fetches;
+    auto it = entries_.find(std::string(key));
+    if (it != entries_.end() && !forgotten_.count(it->first))
+      env.emplace(it->first, csgi::Value::of_text(it->second), false);
+    return keep_;
+  }
+  void fetch_all(Env& env) noexcept override {
+    ++fetch_alls;
+    for (const auto& [k, v] : entries_)
+      if (!forgotten_.count(k)) env.emplace(k, csgi::Value::of_text(v), false);
+  }
+  bool forget(std::string_view key) noexcept override {
+    std::string k(key);
+    return entries_.count(k) && forgotten_.insert(k).second;
+  }
+  int fetches = 0, fetch_alls = 0;
+
+private:
+  std::map<std::string, std::string> entries_;
+  std::set<std::string> forgotten_;
+  bool keep_;
+};
+}  // namespace
+
+TEST_CASE("Env: a source's entries appear on first use, as if the env held them", "[env]") {
+  std::map<std::string, std::string> host{{"REQUEST_METHOD", "GET"}, {"HTTP_HOST", "h"}, {"HTTP_X_A", "a"}};
+  Env env;
+  MapSource src(host);
+  env.attach(src, host.size());
+  CHECK(src.fetches == 0);
+  const Env& cenv = env;
+  CHECK(cenv.get("HTTP_HOST") == "h");  // a const lookup adds it
+  CHECK(src.fetches == 1);
+  CHECK(env.get("HTTP_HOST") == "h");
+  CHECK(src.fetches == 1);  // now the env's own
+  CHECK_FALSE(env.contains("HTTP_NONE"));
+  env.set("HTTP_X_A", "mine");  // overrides the host's
+  CHECK(env.get("HTTP_X_A") == "mine");
+  auto [v, inserted] = env.emplace("REQUEST_METHOD", csgi::Value::of_text("POST"));
+  CHECK((!inserted && v->text() == "GET"));  // emplace keeps what the source holds
+  CHECK(env.erase("REQUEST_METHOD"));
+  CHECK_FALSE(env.contains("REQUEST_METHOD"));  // forgotten, not fetched again
+  CHECK_FALSE(env.erase("REQUEST_METHOD"));
+  std::map<std::string, std::string> seen;
+  for (const auto& e : env) seen[std::string(e.key)] = std::string(e.value.text());
+  CHECK(seen == std::map<std::string, std::string>{{"HTTP_HOST", "h"}, {"HTTP_X_A", "mine"}});
+  CHECK(src.fetch_alls == 1);
+  int fetches = src.fetches;
+  CHECK_FALSE(env.contains("HTTP_NONE"));  // resolved: the source is detached
+  CHECK(src.fetches == fetches);
+  env.clear();
+  CHECK_FALSE(env.contains("HTTP_HOST"));  // clear() detaches too
+  CHECK(src.fetches == fetches);
+}
+
+TEST_CASE("Env: a source that asks to be resolved is read whole at once", "[env]") {
+  Env env;
+  MapSource src({{"A", "1"}, {"B", "2"}}, false);
+  env.attach(src, 2);
+  CHECK(env.get("A") == "1");
+  CHECK((src.fetches == 1 && src.fetch_alls == 1));
+  CHECK(env.size() == 2);
+  CHECK(env.get("B") == "2");
+  CHECK(src.fetches == 1);
+}
+
+TEST_CASE("Env: with a source it agrees with an eager env through random operations", "[env]") {
+  std::uint32_t seed = 11;
+  auto next = [&seed] { return (seed = seed * 1103515245u + 12345u) >> 8; };
+  auto key_of = [](std::uint32_t i) { return (i % 2 ? "HTTP_X_" : "k") + std::to_string(i); };
+  for (int round = 0; round < 200; ++round) {
+    std::map<std::string, std::string> host;
+    for (std::uint32_t i = 0; i < 40; ++i)
+      if (next() % 2) host[key_of(i)] = "h" + std::to_string(i);
+    Env lazy, eager;
+    for (const auto& [k, v] : host) eager.set(k, v);
+    MapSource src(host);
+    lazy.attach(src, host.size());
+    for (int step = 0; step < 30; ++step) {
+      std::uint32_t op = next() % 100;
+      std::string key = key_of(next() % 40), value = "v" + std::to_string(step);
+      if (op < 40) {
+        REQUIRE(lazy.get(key) == eager.get(key));
+        REQUIRE(lazy.contains(key) == eager.contains(key));
+      } else if (op < 60) {
+        lazy.set(key, value);
+        eager.set(key, value);
+      } else if (op < 75) {
+        REQUIRE(lazy.erase(key) == eager.erase(key));
+      } else if (op < 90) {
+        auto a = lazy.emplace(key, csgi::Value::of_text(lazy.intern(value)));
+        auto b = eager.emplace(key, csgi::Value::of_text(eager.intern(value)));
+        REQUIRE((a.second == b.second && a.first->text() == b.first->text()));
+      } else if (op < 95) {
+        REQUIRE(lazy.size() == eager.size());
+      }
+    }
+    std::map<std::string, std::string> l, e;
+    for (const auto& x : lazy) REQUIRE(l.emplace(std::string(x.key), std::string(x.value.text())).second);
+    for (const auto& x : eager) e.emplace(std::string(x.key), std::string(x.value.text()));
+    REQUIRE(l == e);
   }
 }
