@@ -223,6 +223,14 @@ PYEOF
 )
 echo "$BRIDGE"
 
+# The gunicorn rows again in instructions, which load does not move: gunicorn's sync worker handling
+# requests over socketpairs under callgrind (bench/suites/gunicorn_call_cost.py).
+GUNI_INSTR=""
+if command -v valgrind >/dev/null; then
+  GUNI_INSTR=$($PY "$root/bench/suites/gunicorn_call_cost.py" 200 1200 2>&1 | tail -3)
+  echo "$GUNI_INSTR"
+fi
+
 ratio() { $PY -c "import sys
 try: print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))
 except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
@@ -290,6 +298,15 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "|---|---|---|"
   echo "$BRIDGE"
   echo
+  if [ -n "$GUNI_INSTR" ]; then
+    echo "gunicorn's sync worker in instructions per request (callgrind; each request through SyncWorker.handle()"
+    echo "over a socketpair, 1,200 minus 200 requests; \`bench/suites/gunicorn_call_cost.py\`):"
+    echo
+    echo '```'
+    echo "$GUNI_INSTR"
+    echo '```'
+    echo
+  fi
   echo "![python bindings](charts/python.png)"
   echo
   echo "Commands (BUILD: the build directory; PORT chosen free per run; modules written by bench/suites/python.sh):"
