@@ -22,6 +22,7 @@ namespace csgi::mw {
 
 namespace bundler {
 std::string_view loader_text() noexcept;  // generated from require.js (loader_js.cpp)
+std::string_view live_text() noexcept;    // generated from live.js: follows <mount>/~live
 }
 
 namespace {
@@ -285,7 +286,7 @@ public:
     if (opt.brotli_quality < 0 || opt.brotli_quality > 11)
       throw std::invalid_argument("bundler: brotli_quality must be 0..11");
     std::string l(bundler::loader_text());
-    if (opt.live_reload) l += "csgiRequire.live();\n";  // the page follows <mount>/~live
+    if (opt.live_reload) l += bundler::live_text();  // the page follows <mount>/~live
     loader_hash = hex(fnv1a(l), 16);
     loader = std::make_shared<Entry>();
     loader->body = std::make_shared<const std::string>(std::move(l));

@@ -1,27 +1,23 @@
-/* csgi bundler client loader (docs/bundler.md); current browsers (fetch, Promise), no dependencies.
- * require(name, cb) / require.async(name) load name and what it needs; require(name) runs one
- * delivered, as require('literal') in a module does. ES modules run linked, then depth first. */
+/* csgi bundler client loader (docs/bundler.md): require(name, cb) / require.async(name) load name
+ * and what it needs; require(name) runs one delivered, as require('literal') in a module does. */
 (function (global) {
   'use strict';
   if (global.csgiRequire && global.csgiRequire.define) return;
   const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-  const script = typeof document !== 'undefined' ? document.currentScript : null;
-  let base = script && script.src ? script.src.replace(/\/require\.js(?:[?#].*)?$/, '') : '';
+  let base = (global.document?.currentScript?.src || '').replace(/\/require\.js(?:[?#].*)?$/, '');
   let epoch = '', byId = [], processShim = null;  // byId: module id (this epoch) -> record
-  const byPath = Object.create(null), aliases = Object.create(null), inflight = Object.create(null);
-  const indirectEval = eval;
-  const error = (message, props) => Object.assign(new Error(message), props);
+  const byPath = Object.create(null), aliases = Object.create(null), pending = Object.create(null);
+  const indirectEval = eval, error = (message, props) => Object.assign(new Error(message), props);
   const urlOf = (path) => base + '/' + path.split('/').map(encodeURIComponent).join('/');
-  function processFor(opts) {  // `process` for the shim: the page's own, else a minimal one
-    if (typeof global.process !== 'undefined') return global.process;
-    const p = processShim || (processShim = { title: 'browser', browser: true, env: opts.env || {},
-      argv: [], version: '', versions: {}, platform: 'browser', cwd: () => '/', listeners: () => [],
-      nextTick: (fn, ...args) => { Promise.resolve().then(() => fn(...args)); } });
-    for (const k of ['on', 'once', 'off', 'emit', 'removeListener']) p[k] = () => p;
-    return p;
+  const dirname = (path) => path.slice(0, Math.max(path.lastIndexOf('/'), 0));
+  const isRelative = (spec) => /^(\/|\.\.?(\/|$))/.test(spec);
+  const def = (o, k, v, get) =>
+    Object.defineProperty(o, k, get ? { enumerable: true, get: v } : { value: v });
+  function copyProps(to, from) {  // esbuild's __copyProps: getters for the keys `to` lacks
+    for (const k of Object.keys(from)) if (!(k in to)) def(to, k, () => from[k], true);
+    return to;
   }
-  // Called by a bundle: registers its modules (each run on first require). A row is [id, path,
-  // [[specifier, id or barrel view], …], source, ES module table (none for CommonJS)].
+  // A bundle's call. Row: [id, path, [[specifier, id or barrel view], …], source, ESM table?]
   function define(e, entry, rows, opts) {
     if (e !== epoch) { epoch = e; byId = []; }  // the server restarted: its ids are new
     const shim = opts && opts.shim ? opts : null;
@@ -29,13 +25,9 @@
       byId[id] = byPath[path] || (byPath[path] = { table: byId, path, deps, src, esm, shim });
     return { entry: byId[entry] || null };
   }
-  // Called by an error answer: the Error the pending require fails with.
-  function fail({ status, module, message, chain = [] }) {
-    const props = { status, module, chain, code: status === 404 ? 'MODULE_NOT_FOUND' : undefined };
-    if (!props.code) delete props.code;
-    return error(message + (chain.length ? '\n  required by: ' + chain.join(' -> ') : ''), props);
-  }
-  const dirname = (path) => path.slice(0, Math.max(path.lastIndexOf('/'), 0));
+  const fail = ({ status, module, message, chain = [] }) =>  // an error answer: the require's Error
+    error(message + (chain.length ? '\n  required by: ' + chain.join(' -> ') : ''),
+      { status, module, chain, ...(status === 404 && { code: 'MODULE_NOT_FOUND' }) });
   function join(dir, spec) {  // null when the path climbs above the root
     const out = spec.charAt(0) === '/' ? [] : dir.split('/').filter(Boolean);
     for (const part of spec.split('/')) {
@@ -44,16 +36,13 @@
     }
     return out.join('/');
   }
-  const isRelative = (spec) => /^(\/|\.\.?(\/|$))/.test(spec);
-  function nameFrom(dir, spec) {  // a relative name made absolute, unless it climbs out (refused)
-    const name = isRelative(spec) ? join(dir, spec) : null;
+  function nameFrom(from, spec) {  // relative to module `from`, absolute unless it climbs out
+    const name = isRelative(spec) ? join(dirname(from), spec) : null;
     return name === null ? spec : '/' + name;
   }
-  // A module by Node's rules among those the page holds (for require(expr) of delivered code).
-  function findDelivered(fromDir, spec) {
-    const rel = isRelative(spec), p = rel ? join(fromDir, spec) : null;
-    const bases = p !== null ? [p] : [];
-    for (let d = fromDir; !rel; d = dirname(d)) {  // a package: node_modules of each directory up
+  function findDelivered(dir, spec) {  // by Node's rules, among the modules the page holds
+    const rel = isRelative(spec), bases = rel ? [join(dir, spec)].filter((p) => p !== null) : [];
+    for (let d = dir; !rel; d = dirname(d)) {  // a package: node_modules of each directory up
       if (!/(^|\/)node_modules$/.test(d)) bases.push((d ? d + '/' : '') + 'node_modules/' + spec);
       if (!d) break;
     }
@@ -61,49 +50,59 @@
     const hit = bases.flatMap((b) => exts.map((x) => b + x)).find((f) => byPath[f]);
     return hit ? byPath[hit] : null;
   }
-  // The source starts on the function's first line; devtools name it by its URL. With the shim,
-  // process and global are parameters of an outer function (a module's own `let process` works).
-  function compile(rec, fn) {
-    const url = '\n//# sourceURL=' + urlOf(rec.path);
-    if (!rec.shim) return indirectEval(fn + url);
-    return indirectEval(`(function (process, global) { return ${fn}; })${url}`)(
-      processFor(rec.shim), global);
+  function processFor(opts) {  // `process` for the shim: the page's own, else a minimal one
+    if (typeof global.process !== 'undefined') return global.process;
+    const p = processShim || (processShim = { title: 'browser', browser: true, env: opts.env || {},
+      argv: [], version: '', versions: {}, platform: 'browser', cwd: () => '/', listeners: () => [],
+      nextTick: (fn, ...args) => { Promise.resolve().then(() => fn(...args)); } });
+    for (const k of ['on', 'once', 'off', 'emit', 'removeListener']) p[k] = () => p;
+    return p;
   }
-  function load(rec) {  // a module's exports, running it the first time
-    if (rec.esm) {
-      evaluate(rec);
-      return rec.cjs || (rec.cjs = copyProps(def({}, '__esModule', true), rec.ns));
-    }
+  // `(function<head> {source\n})`, lines in place, named by its URL for devtools; with the shim,
+  // process and global are parameters of an outer function (a module's own `let process` works).
+  function compile(rec, head) {
+    const fn = `(function${head} {${rec.src}\n})`, url = '\n//# sourceURL=' + urlOf(rec.path);
+    if (!rec.shim) return indirectEval(fn + url);
+    return indirectEval(`((process, global) => ${fn})${url}`)(processFor(rec.shim), global);
+  }
+  function load(rec) {  // a CommonJS module's exports, running it the first time
     if (rec.module) return rec.module.exports;  // done, or running (a cycle sees partial exports)
     const module = (rec.module = { id: rec.path, filename: '/' + rec.path, exports: {} });
     module.loaded = false;
-    const wrapped = `(function (exports, require, module, __filename, __dirname) {${rec.src}\n})`;
     try {
       if (/\.json$/.test(rec.path)) module.exports = JSON.parse(rec.src);
-      else compile(rec, wrapped).call(module.exports, module.exports, makeRequire(rec), module,
-        module.filename, '/' + dirname(rec.path));
+      else compile(rec, ' (exports, require, module, __filename, __dirname)').call(module.exports,
+        module.exports, makeRequire(rec), module, module.filename, '/' + dirname(rec.path));
     } catch (e) { rec.module = null; throw e; }  // as in Node: a module that threw is not cached
     module.loaded = true;
     return module.exports;
   }
-  // --- ES modules: namespaces (getters, sorted names), link (first generator step), evaluation ---
-  const def = (o, k, v, get) =>
-    Object.defineProperty(o, k, get ? { enumerable: true, get: v } : { value: v });
-  function copyProps(to, from) {  // esbuild's __copyProps: getters for the keys `to` lacks
-    for (const k of Object.keys(from)) if (!(k in to)) def(to, k, () => from[k], true);
-    return to;
+  function nsOf(rec) {  // ES modules: namespace (getters, sorted names), link (1st generator step)
+    if (rec.ns) return rec.ns;
+    const ns = rec.ns = def(Object.create(null), Symbol.toStringTag, 'Module');
+    if (!rec.esm) return ns;  // a CommonJS module's: filled once it has run (cjsNs)
+    const ex = exportsOf(rec, []);
+    for (const n of Object.keys(ex).sort()) if (ex[n]) def(ns, n, ex[n], true);
+    if (!rec.cjsStars) Object.preventExtensions(ns);
+    const api = { e: (getters) => { rec.locals = getters; }, ns: (k) => nsOf(dep(rec, k)),
+      meta: { url: urlOf(rec.path) }, import: (s) => entryFor(nameFrom(rec.path, String(s)))
+        .then((d) => (d.esm ? (evaluate(d), d.ns) : cjsNs(d))) };
+    (rec.gen = compile(rec, '* (__csgi)').call(undefined, api)).next();
+    for (const [k, name] of rec.esm.i) {  // linking fails on a name the module does not export
+      if (dep(rec, k).esm && !(name in nsOf(dep(rec, k)))) throw (rec.error = new SyntaxError(
+        `The requested module '${rec.deps[k][0]}' does not provide an export named '${name}'`));
+    }
+    return ns;
   }
   function dep(rec, k) {  // what rec imports as its k-th request
     const t = rec.deps[k], d = t && (Array.isArray(t[1]) ? view(rec, k, t[1]) : rec.table[t[1]]);
     if (!d) throw new Error(`module '${t ? t[0] : k}' imported by ${rec.path} was not delivered`);
     return d;
   }
-  // A barrel the server left out: re-exports [name, id, name there] of the modules defining them.
-  function view(rec, k, list) {
+  function view(rec, k, deps) {  // a barrel left out: re-exports [name, id, name there] of others
     const views = rec.views || (rec.views = []), path = rec.path + ' > ' + rec.deps[k][0];
-    const esm = { x: [], s: [], i: [], r: list.map((t, j) => [t[0], j, t[2]]) };
-    views[k] = views[k] || { table: rec.table, shim: rec.shim, path, src: '', esm, deps: list };
-    return views[k];
+    const esm = { x: [], s: [], i: [], r: deps.map((t, j) => [t[0], j, t[2]]) };
+    return views[k] || (views[k] = { table: rec.table, shim: rec.shim, path, src: '', esm, deps });
   }
   function exportsOf(rec, seen) {  // export name -> getter; names two `export *` give are left out
     const out = Object.create(null), from = Object.create(null);
@@ -124,25 +123,6 @@
     }
     return out;
   }
-  function nsOf(rec) {
-    if (rec.ns) return rec.ns;
-    const ns = rec.ns = def(Object.create(null), Symbol.toStringTag, 'Module');
-    if (!rec.esm) return ns;  // a CommonJS module's: filled once it has run (cjsNs)
-    const ex = exportsOf(rec, []);
-    for (const n of Object.keys(ex).sort()) if (ex[n]) def(ns, n, ex[n], true);
-    if (!rec.cjsStars) Object.preventExtensions(ns);
-    const api = { e: (getters) => { rec.locals = getters; }, ns: (k) => nsOf(dep(rec, k)),
-      meta: { url: urlOf(rec.path) },
-      import: (s) => entryFor(nameFrom(dirname(rec.path), String(s)))
-        .then((d) => (d.esm ? (evaluate(d), d.ns) : cjsNs(d))) };
-    (rec.gen = compile(rec, `(function* (__csgi) {${rec.src}\n})`).call(undefined, api)).next();
-    for (const [k, name] of rec.esm.i) {  // linking fails on a name the module does not export
-      const d = dep(rec, k);
-      if (d.esm && !(name in nsOf(d))) throw (rec.error = new SyntaxError(
-        `The requested module '${rec.deps[k][0]}' does not provide an export named '${name}'`));
-    }
-    return ns;
-  }
   function cjsNs(rec) {  // esbuild's __toESM: default = module.exports (unless __esModule), getters
     if (rec.error) throw rec.error;  // imported, a module runs once: its error stays, as for ESM
     let ns = nsOf(rec), ex;
@@ -154,32 +134,29 @@
   }
   function evaluate(rec) {
     if (rec.error) throw rec.error;
-    if (rec.state) return;  // done, or in progress (a cycle: its bindings are as far as they got)
+    if (rec.started) return;  // done, or in progress (a cycle: its bindings are as far as they got)
     nsOf(rec);
-    rec.state = 1;
+    rec.started = true;
     try {
       rec.deps.forEach((t, k) => { const d = dep(rec, k); if (d.esm) evaluate(d); else cjsNs(d); });
       for (const d of rec.cjsStars || []) copyProps(rec.ns, cjsNs(d));
       rec.gen.next();
     } catch (e) { rec.error = e; throw e; }
-    rec.state = 2;
   }
   const exportsFor = (rec) => (rec.esm ? (evaluate(rec), rec.ns) : load(rec));
   function makeRequire(rec) {
-    const dir = dirname(rec.path);
     function require(spec, cb) {
-      if (arguments.length > 1 || typeof cb === 'function') {
-        return requireAsync(nameFrom(dir, spec), cb);
-      }
+      if (arguments.length > 1) return csgiRequire(nameFrom(rec.path, spec), cb);
       const t = rec.deps.find((p) => p[0] === spec);
-      const d = (t && rec.table[t[1]]) || findDelivered(dir, String(spec));
-      if (d) return load(d);
-      throw error(`Cannot find module '${spec}' required from ${rec.path}: it was not delivered ` +
-        '(require(expr) and two-argument require are not bundled; load it first with ' +
+      const d = (t && rec.table[t[1]]) || findDelivered(dirname(rec.path), String(spec));
+      if (!d) throw error(`Cannot find module '${spec}' required from ${rec.path}: it was not ` +
+        'delivered (require(expr) and two-argument require are not bundled; load it first with ' +
         'require(name, callback))', { code: 'MODULE_NOT_FOUND', module: spec, chain: [rec.path] });
+      if (!d.esm) return load(d);
+      evaluate(d);  // an ES module: its namespace as CommonJS exports, made once
+      return d.cjs || (d.cjs = copyProps(def({}, '__esModule', true), d.ns));
     }
-    require.async = (spec) => require(spec, null);
-    return require;
+    return Object.assign(require, { async: (spec) => require(spec, null) });
   }
   function urlFor(name) {  // have=: the loaded set: bit b of character i is id 6i+b, A's trimmed
     const path = isRelative(name) ? join('', name) : '~/' + name, bits = [];
@@ -192,49 +169,32 @@
     if (r.ok || /^csgiRequire\.fail\(/.test(text)) return text;
     throw error(`GET ${url}: HTTP ${r.status}`, { status: r.status });
   }
-  async function fetchBundle(name, url) {
-    const res = indirectEval(await csgiRequire.fetchText(url));
-    if (res instanceof Error) throw res;
-    if (!res || !res.entry) throw new Error(`the bundle for '${name}' did not deliver it`);
-    return (aliases[name] = res.entry);
-  }
   function entryFor(name) {  // a promise of the module's record; one request per URL at a time
     const known = aliases[name] || (isRelative(name) ? findDelivered('', name) : null);
-    const url = urlFor(name), outside = { status: 403, module: name, chain: [] };
     if (known) return Promise.resolve(known);  // already here: no request
-    const refused = () => error(`module '${name}' is outside the bundle root`, outside);
-    if (url === null) return Promise.reject(refused());
-    if (!inflight[url]) inflight[url] = fetchBundle(name, url).finally(() => delete inflight[url]);
-    return inflight[url];
-  }
-  function requireAsync(name, cb) {
-    const p = entryFor(String(name)).then(exportsFor);
-    if (typeof cb !== 'function') return p;
-    p.then((exports) => { cb(null, exports); }, (err) => { cb(err); });
+    const url = urlFor(name), outside = `module '${name}' is outside the bundle root`;
+    if (!url) return Promise.reject(error(outside, { status: 403, module: name, chain: [] }));
+    return pending[url] || (pending[url] = (async () => {  // the bundle, evaluated
+      const res = indirectEval(await csgiRequire.fetchText(url));
+      if (res instanceof Error) throw res;
+      if (!res || !res.entry) throw new Error(`the bundle for '${name}' did not deliver it`);
+      return (aliases[name] = res.entry);
+    })().finally(() => delete pending[url]));
   }
   function csgiRequire(name, cb) {
-    if (arguments.length > 1 || typeof cb === 'function') return requireAsync(name, cb);
+    if (arguments.length > 1) {  // asynchronous: cb(err, exports), else a Promise
+      const p = entryFor(String(name)).then(exportsFor);
+      if (typeof cb !== 'function') return p;
+      return void p.then((exports) => { cb(null, exports); }, (err) => { cb(err); });
+    }
     const rec = aliases[name] || findDelivered('', String(name));
     if (rec) return exportsFor(rec);
     throw error(`module '${name}' is not loaded yet: use require(name, callback) or ` +
       'require.async(name)', { code: 'MODULE_NOT_FOUND', module: name, chain: [] });
   }
-  Object.assign(csgiRequire, { define, fail, url: urlFor, async: (name) => requireAsync(name),
-    fetchText,  // replaceable transport (tests, other hosts)
-    base: (b) => { if (b !== undefined) base = String(b).replace(/\/+$/, ''); return base; },
-    modules: () => Object.keys(byPath) });
-  // Live reload (the live_reload option appends a call): follows <mount>/~live and, once a burst of
-  // edits has settled, reloads the page or calls onchange(sequence number).
-  csgiRequire.live = (onchange) => {
-    if (typeof EventSource === 'undefined') return null;
-    const es = csgiRequire.events = new EventSource(base + '/~live');
-    let timer = null;
-    es.addEventListener('change', (e) => {
-      clearTimeout(timer);
-      timer = setTimeout(() => (onchange ? onchange(Number(e.data)) : location.reload()), 50);
-    });
-    return es;
-  };
+  Object.assign(csgiRequire, { define, fail, url: urlFor, async: (name) => csgiRequire(name, null),
+    fetchText, modules: () => Object.keys(byPath),  // fetchText: replaceable (tests, other hosts)
+    base: (b) => { if (b !== undefined) base = String(b).replace(/\/+$/, ''); return base; } });
   global.csgiRequire = csgiRequire;
   if (typeof global.require === 'undefined') global.require = csgiRequire;
 })(typeof globalThis !== 'undefined' ? globalThis : this);

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -236,6 +237,24 @@ TEST_CASE("bundler: ETag, 304 and Cache-Control", "[bundler]") {
   std::string v = loader.header("ETag").substr(1, 16);
   CHECK(call(app, "GET /require.js?v=" + v).header("Cache-Control") == "public, max-age=31536000, immutable");
   CHECK(call(app, "GET /require.js", {{"If-None-Match", loader.header("ETag")}}).status == 304);
+}
+
+TEST_CASE("bundler: the client loader stays within 200 lines of at most 100 columns", "[bundler]") {
+  std::string_view src = Bundler::loader_source();
+  REQUIRE(!src.empty());
+  CHECK(src.back() == '\n');
+  std::size_t lines = 0, widest = 0;
+  for (std::size_t at = 0; at < src.size(); ++lines) {
+    std::size_t end = src.find('\n', at);
+    if (end == std::string_view::npos) end = src.size();
+    std::string_view line = src.substr(at, end - at);
+    std::size_t columns = 0;  // code points: a comment's "…" is one column
+    for (unsigned char c : line) columns += (c & 0xC0) != 0x80;
+    widest = std::max(widest, columns);
+    at = end + 1;
+  }
+  CHECK(lines <= 200);
+  CHECK(widest <= 100);
 }
 
 TEST_CASE("bundler: the loaded set is subtracted; an entry already held answers at once", "[bundler]") {

@@ -73,7 +73,11 @@ TEST_CASE("bundler live reload: an edit is an event on every open stream, also b
   o.live_reload = true;
   Bundler b(csgi::App([](csgi::Env&) { return csgi::Response::text(200, "site"); }), t.root(), o);
   csgi::App app = [&b](csgi::Env& env) { return b(env); };
-  CHECK_THAT(call(app, "GET /bundle/require.js").body, Catch::EndsWith("csgiRequire.live();\n"));
+  // The loader, then the follower (live.js), which starts itself.
+  std::string loader = call(app, "GET /bundle/require.js").body;
+  CHECK_THAT(loader, Catch::StartsWith(std::string(Bundler::loader_source())));
+  CHECK_THAT(loader, Catch::Contains("csgiRequire.live = ") && Catch::Contains("new EventSource("));
+  CHECK_THAT(loader, Catch::EndsWith("csgiRequire.live();\n"));
 
   // Nothing was bundled in this process: the stream itself watches the tree (a prefork worker that
   // served only the stream).
@@ -110,7 +114,11 @@ TEST_CASE("bundler live reload: off by default, and only with inotify", "[bundle
   auto r = call(app, "GET /~live");
   CHECK(r.status == 404);
   CHECK_THAT(r.body, Catch::Contains("live_reload"));
-  CHECK_THAT(call(app, "GET /require.js").body, !Catch::Contains("csgiRequire.live();"));
+  // The loader carries no live-reload code at all.
+  std::string loader = call(app, "GET /require.js").body;
+  CHECK(loader == Bundler::loader_source());
+  CHECK_THAT(loader, !Catch::Contains("csgiRequire.live") && !Catch::Contains("EventSource") &&
+                         !Catch::Contains("~live"));
   BundlerOptions o;
   o.live_reload = true;
   o.freshness = BundlerOptions::Freshness::stat;
