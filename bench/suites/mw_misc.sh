@@ -22,7 +22,9 @@ cmd=("$bin" --benchmark_min_time="$min_time" --benchmark_repetitions="$reps"
 echo "${cmd[*]}"
 "${cmd[@]}" > /dev/null
 
-/usr/bin/python3 - "$out/mw_misc.json" "$out/mw_misc.md" "${cmd[*]}" <<'PY'
+shown="${cmd[*]}"
+shown=${shown//$build/BUILD}
+/usr/bin/python3 - "$out/mw_misc.json" "$out/mw_misc.md" "${shown//$out/OUT}" <<'PY'
 import json, sys
 src, dst, command = sys.argv[1:4]
 data = json.load(open(src))

@@ -22,7 +22,7 @@ reps=${BENCH_REPS:-3}  # wrk runs per case; the median req/s (and its latency) i
 lib="$build/tests/bindings/libcsgi_pytest_apps.so"
 export PYTHONPATH="$build/bindings/python" CSGI_TEST_APPS="$lib"
 work=$(mktemp -d)
-trap 'kill_server; rm -rf "$work"' EXIT
+trap 'kill_servers; rm -rf "$work"' EXIT
 if [ ! -e "$lib" ] || [ ! -d "$build/bindings/python/csgi" ]; then
   echo "python bench: build csgi_python and csgi_pytest_apps first" >&2; exit 1
 fi
@@ -79,20 +79,15 @@ async def hello(request):
 app = Starlette(routes=[Mount("/py", routes=[Route("/", hello)])])
 PYEOF
 
-pid=""
-kill_server() { if [ -n "$pid" ]; then kill -TERM -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""; fi; }
+declare -A PID PORT URLPATH CONNS EXTRA
+kill_pid() { kill -TERM -- "-$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+kill_servers() { local k; for k in "${!PID[@]}"; do kill_pid "${PID[$k]}"; done; PID=(); }
 wait_port() {
   for _ in $(seq 200); do
     curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0
     sleep 0.05
   done
   echo "server on $1 did not answer" >&2; return 1
-}
-start() {  # start PORT PATH cmd...
-  local port=$1 path=$2; shift 2
-  (cd "$work" && exec setsid "$@" >"$work/server.log" 2>&1) &
-  pid=$!
-  wait_port "$port" "$path"
 }
 # run_wrk CONNS URL → "req/s latency_avg"
 wrk_extra=()  # extra wrk arguments for the next measure (e.g. -H "Connection: close")
@@ -102,76 +97,106 @@ run_wrk() {
     END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
 }
 declare -A RPS LAT CMD CPU
-measure() {  # measure KEY CONNS PATH cmd... (cmd may use PORT): median of $reps wrk runs on one server
+# serve KEY CONNS PATH cmd... (cmd may use PORT): starts the server of a case; `measure` runs it.
+# wrk_extra, as it is at this call, goes with the case.
+serve() {
   local key=$1 conns=$2 path=$3; shift 3
   local port; port=$(free_port)
   local argv=("${@//PORT/$port}")
-  if ! start "$port" "$path" "${argv[@]}"; then kill_server; RPS[$key]="failed"; LAT[$key]="-"; CMD[$key]="$*"; return; fi
-  local runs=() r l all="" t0 t1 spid
-  spid=$(pgrep -P "$pid" -n 2>/dev/null || echo "$pid")  # setsid's child when setsid forked
-  [ -r "/proc/$spid/stat" ] || spid=$pid
-  t0=$(tree_cpu_ticks "$spid")
-  for _ in $(seq "$reps"); do
-    read -r r l <<<"$(run_wrk "$conns" "http://127.0.0.1:$port$path")"
-    runs+=("$r $l"); all="$all $r"
+  (cd "$work" && exec setsid "${argv[@]}" >"$work/$key.log" 2>&1) &
+  PID[$key]=$!; PORT[$key]=$port; URLPATH[$key]=$path; CONNS[$key]=$conns; EXTRA[$key]="${wrk_extra[*]@Q}"
+  local shown="${*//$build/BUILD}"
+  CMD[$key]="${shown//$PY -m csgi/python3 -m csgi} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
+  if ! wait_port "$port" "$path"; then kill_pid "${PID[$key]}"; unset "PID[$key]"; RPS[$key]="failed"; LAT[$key]="-"; fi
+}
+# measure KEY...: $reps rounds, each one wrk run per started case in turn (so that the cases compared
+# share the machine's load); the median req/s (and its latency) and the server's CPU time per request
+# over its own runs. Then stops those servers.
+measure() {
+  local key round r l spid t0 t1
+  declare -A runs=() all=() ticks=()
+  for round in $(seq "$reps"); do
+    for key in "$@"; do
+      [ -n "${PID[$key]:-}" ] || continue
+      spid=$(pgrep -P "${PID[$key]}" -n 2>/dev/null || echo "${PID[$key]}")  # setsid's child when setsid forked
+      [ -r "/proc/$spid/stat" ] || spid=${PID[$key]}
+      t0=$(tree_cpu_ticks "$spid")
+      eval "wrk_extra=(${EXTRA[$key]})"
+      read -r r l <<<"$(run_wrk "${CONNS[$key]}" "http://127.0.0.1:${PORT[$key]}${URLPATH[$key]}")"
+      wrk_extra=()
+      t1=$(tree_cpu_ticks "$spid")
+      runs[$key]+="$r $l"$'\n'; all[$key]+=" $r"; ticks[$key]=$(( ${ticks[$key]:-0} + t1 - t0 ))
+    done
   done
-  t1=$(tree_cpu_ticks "$spid")
-  CPU[$key]=$($PY -c "import os, sys
+  for key in "$@"; do
+    [ -n "${PID[$key]:-}" ] || continue
+    kill_pid "${PID[$key]}"; unset "PID[$key]"
+    CPU[$key]=$($PY -c "import os, sys
 ticks, dur, rps = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
 n = sum(float(x) for x in rps) * dur  # requests served over the runs
-print('%.1f' % (ticks * 1e6 / os.sysconf('SC_CLK_TCK') / n) if n else '-')" "$((t1 - t0))" "$dur" $all 2>/dev/null || echo -)
-  kill_server
-  read -r r l <<<"$(printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
-  local shown="${*//$build/BUILD}"
-  RPS[$key]=$r; LAT[$key]=$l; CMD[$key]="${shown//$PY -m csgi/python3 -m csgi} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
-  echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request (runs:$all)"
+print('%.1f' % (ticks * 1e6 / os.sysconf('SC_CLK_TCK') / n) if n else '-')" "${ticks[$key]}" "$dur" ${all[$key]} 2>/dev/null || echo -)
+    read -r r l <<<"$(printf '%s' "${runs[$key]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
+    RPS[$key]=$r; LAT[$key]=$l
+    echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request (runs:${all[$key]})"
+  done
 }
 
 G=("$PY" -m gunicorn --bind 127.0.0.1:PORT --workers 1 --log-level warning)
 U=(uwsgi --plugin python3 --http-socket 127.0.0.1:PORT --processes 1 --disable-logging --die-on-term)
 
-echo "python bench (${dur}s runs)"
-measure gun_cxx 50 / "${G[@]}" --worker-class sync cxxhello:application
-measure gun_py 50 / "${G[@]}" --worker-class sync pyhello:application
-measure uwsgi_py 50 / "${U[@]}" --wsgi-file pyhello.py
-measure uwsgi_cxx 50 / "${U[@]}" --wsgi-file cxxhello.py
-measure uwsgi_flask 50 / "${U[@]}" --wsgi-file flasksite.py
-measure gun_flask 50 / "${G[@]}" --worker-class sync flasksite:application
+echo "python bench (${dur}s runs; the cases of a group alternate, run for run)"
 csgi_bin="$build/adapters/cli/csgi"
 csgi_help=$([ -x "$csgi_bin" ] && "$csgi_bin" --help 2>&1)  # not piped into grep -q: pipefail + SIGPIPE
-if [[ "$csgi_help" == *--wsgi* ]]; then
-  measure csgi_py 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
-  measure csgi_flask 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
-  # The C++ hello on the same server: what the Python hello is held against (target ≥ 0.75×).
-  measure csgi_cxx 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --app "$build/bench/peers/libcsgi_bench_hello.so"
-  # uWSGI's http-socket answers one request per connection: csgi the same way, for a like-for-like figure.
-  wrk_extra=(-H "Connection: close")
-  measure csgi_py_close 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
-  wrk_extra=()
-fi
-# The same server run by /usr/bin/python3 itself (the csgi package's __main__), when the package has it.
-if $PY -c 'from csgi._csgi import _main' 2>/dev/null; then
-  measure pym_py 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
-  measure pym_py0 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --app-threads 0 --wsgi pyhello:application
-  measure pym_flask 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
-  measure pym_fa 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi fahello:app
-  measure pym_st 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi sthello:app
-fi
+pym=0; $PY -c 'from csgi._csgi import _main' 2>/dev/null && pym=1  # python3 -m csgi serve (the package's __main__)
 UV=("$PY" -m uvicorn --port PORT --loop uvloop --http httptools --log-level warning --no-access-log)
 HC=("$PY" -m hypercorn --bind 127.0.0.1:PORT --workers 1)
-if [[ "$csgi_help" == *--asgi* ]]; then
-  measure asgi_csgi_fa 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi fahello:app
-  measure asgi_csgi_st 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi sthello:app
+
+serve gun_cxx 50 / "${G[@]}" --worker-class sync cxxhello:application
+serve gun_py 50 / "${G[@]}" --worker-class sync pyhello:application
+measure gun_cxx gun_py
+
+# The Python hello: uWSGI, csgi serve and python3 -m csgi serve, with the C++ hello on csgi's server as what
+# the Python hello is held against (target ≥ 0.75×).
+serve uwsgi_py 50 / "${U[@]}" --wsgi-file pyhello.py
+serve uwsgi_cxx 50 / "${U[@]}" --wsgi-file cxxhello.py
+if [[ "$csgi_help" == *--wsgi* ]]; then
+  serve csgi_py 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
+  serve csgi_cxx 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --app "$build/bench/peers/libcsgi_bench_hello.so"
+  # uWSGI's http-socket answers one request per connection: csgi the same way, for a like-for-like figure.
+  wrk_extra=(-H "Connection: close")
+  serve csgi_py_close 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
+  wrk_extra=()
 fi
-measure asgi_uv_fa 50 / "${UV[@]}" fahello:app
-measure asgi_uv_st 50 / "${UV[@]}" sthello:app
-measure asgi_hc_fa 50 / "${HC[@]}" fahello:app
-measure asgi_uv_cxx 50 /cxx/ "${UV[@]}" stcxx:app
-measure asgi_uv_cxxpool 50 /cxx/ env CSGI_ASGI_THREADS=32 "${UV[@]}" stcxx:app
-measure asgi_uv_cxx0 50 /cxx/ env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:app
-measure asgi_uv_pymount 50 /py/ "${UV[@]}" stpy:app
-measure gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
-measure gil_4 8 / "${G[@]}" --worker-class gthread --threads 4 cxxwork:application
+if [ "$pym" = 1 ]; then
+  serve pym_py 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi pyhello:application
+  serve pym_py0 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --app-threads 0 --wsgi pyhello:application
+fi
+measure uwsgi_py uwsgi_cxx csgi_py csgi_cxx csgi_py_close pym_py pym_py0
+
+serve uwsgi_flask 50 / "${U[@]}" --wsgi-file flasksite.py
+serve gun_flask 50 / "${G[@]}" --worker-class sync flasksite:application
+[[ "$csgi_help" == *--wsgi* ]] && serve csgi_flask 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
+[ "$pym" = 1 ] && serve pym_flask 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
+measure uwsgi_flask gun_flask csgi_flask pym_flask
+
+for app in fa st; do
+  [[ "$csgi_help" == *--asgi* ]] && serve "asgi_csgi_$app" 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi "${app}hello:app"
+  [ "$pym" = 1 ] && serve "pym_$app" 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi "${app}hello:app"
+  serve "asgi_uv_$app" 50 / "${UV[@]}" "${app}hello:app"
+done
+serve asgi_hc_fa 50 / "${HC[@]}" fahello:app
+measure asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa
+measure asgi_csgi_st pym_st asgi_uv_st
+
+serve asgi_uv_cxx 50 /cxx/ "${UV[@]}" stcxx:app
+serve asgi_uv_cxxpool 50 /cxx/ env CSGI_ASGI_THREADS=32 "${UV[@]}" stcxx:app
+serve asgi_uv_cxx0 50 /cxx/ env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:app
+serve asgi_uv_pymount 50 /py/ "${UV[@]}" stpy:app
+measure asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount
+
+serve gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
+serve gil_4 8 / "${G[@]}" --worker-class gthread --threads 4 cxxwork:application
+measure gil_1 gil_4
 
 # The bridges' own cost per call, in process (no server, no sockets): a C++ hello through csgi.asgi (pool
 # and threads=0) under a minimal ASGI driver, against a Python ASGI hello; the WSGI bridge's per-call cost
@@ -239,9 +264,11 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "## python"
   echo
   echo "Python bindings (bindings/, docs/python.md). wrk -t1 on loopback, one server process (one thread) each;"
-  echo "median req/s of ${reps} runs of ${dur} s per case. gunicorn's sync worker and uWSGI's http-socket close each"
-  echo "connection after one response, csgi keeps it alive (the 'Connection: close' row closes it per request too)."
-  echo "The machine is shared (other builds running): the figures move ±20% between runs; compare ratios."
+  echo "median req/s of ${reps} runs of ${dur} s per case. The cases compared with each other (gunicorn; the Python"
+  echo "hello; Flask; FastAPI; Starlette; the mounts; the GIL) run side by side: all of a group's servers are up and"
+  echo "its wrk runs alternate between them, so that they share the machine's load run for run. gunicorn's sync"
+  echo "worker and uWSGI's http-socket close each connection after one response, csgi keeps it alive (the"
+  echo "'Connection: close' row closes it per request too). Load from other work moves the figures; compare ratios."
   echo
   echo "| case | server | req/s | avg latency | ratio | target |"
   echo "|---|---|---|---|---|---|"
