@@ -378,6 +378,15 @@ std::uint64_t known_bytes(const Response& r, bool head) {
   return n && !head ? *n : 0;
 }
 
+/// The calling thread's buffer for a line, empty: a line is copied into the writer's queue, so the buffer
+/// is used again by the thread's next line.
+std::string& line_buffer() {
+  thread_local std::string line;
+  if (line.capacity() > 65536) line = std::string();  // after a line with huge headers
+  line.clear();
+  return line;
+}
+
 /// A line waiting for its response: request-side text rendered, holes for the response-side items.
 struct Pending {
   std::shared_ptr<const std::vector<Item>> items;
@@ -401,8 +410,7 @@ struct Pending {
     if (logged) return;
     logged = true;
     outcome.end = Clock::now();
-    std::string line;
-    line.reserve(text.size() + 64);
+    std::string& line = line_buffer();
     std::size_t at = 0, hdr = 0;
     for (auto& [pos, item] : holes) {
       line.append(text, at, pos - at);
@@ -410,7 +418,7 @@ struct Pending {
       append_response_item(line, *item, outcome, item->kind == Item::resp_header ? resp_headers[hdr++] : "");
     }
     line.append(text, at);
-    writer->push(std::move(line));
+    writer->push(line);
   }
   ~Pending() {
     try {
@@ -423,14 +431,13 @@ struct Pending {
 // The whole line in one pass; %{Name}o items read `headers` (none: "").
 void log_now(const std::vector<Item>& items, LogWriter& writer, const Env& env, const Started& req, const Outcome& outcome,
              const Headers* headers) {
-  std::string line;
-  line.reserve(256);
+  std::string& line = line_buffer();
   render(line, items, env, req.wall, [&](std::string& out, const Item& it) {
     std::string_view header;
     if (it.kind == Item::resp_header && headers) header = headers->get(it.arg).value_or("");
     append_response_item(out, it, outcome, header);
   });
-  writer.push(std::move(line));
+  writer.push(line);
 }
 
 // A delayed response or a stream: the request side now, the rest when the response answers or ends.

@@ -676,3 +676,26 @@ TEST_CASE("access_log: a json line for an app that threw parses, its times in or
   CHECK(j["upstream_header_time"].get<double>() >= 0);
   CHECK(j["upstream_header_time"].get<double>() <= j["request_time"].get<double>());
 }
+
+TEST_CASE("log_writer: lines reach the file whole and in order, also past a write's 64 KiB", "[access_log][log_writer]") {
+  TempDir d;
+  std::string path = (d.path / "lines.log").string();
+  std::string expected;
+  {
+    LogWriter w(path);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 3000; ++i) {
+      std::string line = "line " + std::to_string(i) + " " + std::string(rng() % 200, 'a' + static_cast<char>(i % 26));
+      if (i == 1500) line += std::string(100000, 'L');  // longer than one write
+      bool newline = i % 3 == 0;
+      REQUIRE(w.push(newline ? line + "\n" : line));
+      expected += line + "\n";
+    }
+    REQUIRE(w.push(""));  // an empty line is a line
+    expected += "\n";
+    w.flush();
+    CHECK(w.written() == 3001);
+    CHECK(slurp(path) == expected);
+  }
+  CHECK(slurp(path) == expected);
+}
