@@ -52,7 +52,8 @@ TEST_CASE("runtime: the header's text is printf's %.6f for every magnitude") {
   std::vector<double> values = {0.0,       0.0078125, 0.0234375, 0.5,        0.0000005,      0.0000015,
                                 0.9999995, 9.9999995, 0.000001,  0.00000049, 123456.1234565, 1e-300,
                                 1e9,       9.2e9,     1e15,      1e300};
-  for (double v : {0.0078125, 0.0000005, 0.9999995}) {
+  for (int e = -45; e <= 45; ++e) values.push_back(std::ldexp(1.0, e));  // around the exact path's limits
+  for (double v : {0.0078125, 0.0000005, 0.9999995, std::ldexp(1.0, -40), std::ldexp(1.0, 41)}) {
     values.push_back(std::nextafter(v, 0.0));
     values.push_back(std::nextafter(v, 1.0));
   }
