@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <initializer_list>
 #include <stdexcept>
@@ -166,13 +167,31 @@ void append_escaped_byte(std::string& out, unsigned char c) {
   out.append(esc, n);
 }
 
+/// True when none of the 8 bytes in `w` needs escaping (each test is exact for "some byte is ...").
+bool eight_plain(std::uint64_t w) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  auto has_zero = [&](std::uint64_t x) { return (x - ones) & ~x & highs; };
+  std::uint64_t control = (w - ones * 0x20) & ~w & highs;  // a byte below 0x20
+  return !(control | (w & highs) | has_zero(w ^ (ones * 0x7f)) | has_zero(w ^ (ones * '"')) |
+           has_zero(w ^ (ones * '\\')));
+}
+
+/// Where the run of plain bytes starting at `i` ends.
+std::size_t plain_run_end(std::string_view s, std::size_t i) noexcept {
+  for (std::uint64_t w; i + 8 <= s.size(); i += 8) {
+    std::memcpy(&w, s.data() + i, 8);
+    if (!eight_plain(w)) break;
+  }
+  while (i < s.size() && plain_bytes[static_cast<unsigned char>(s[i])]) ++i;
+  return i;
+}
+
 /// Apache's ap_escape_logitem: `"` and `\` escaped, non-printable bytes as \xhh (\n \t etc. by name).
 /// Runs of plain bytes are copied at once.
 void append_escaped_bytes(std::string& out, std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
-    std::size_t plain_end = i;
-    while (plain_end < s.size() && plain_bytes[static_cast<unsigned char>(s[plain_end])]) ++plain_end;
+    std::size_t plain_end = plain_run_end(s, i);
     out.append(s.data() + i, plain_end - i);
     if (plain_end == s.size()) break;
     append_escaped_byte(out, static_cast<unsigned char>(s[plain_end]));
@@ -202,7 +221,11 @@ void append_text(std::string& out, std::initializer_list<std::string_view> parts
   if (empty) out.push_back('-');
 }
 
-void append_text(std::string& out, std::string_view s, const Item& item) { append_text(out, {s}, item); }
+void append_text(std::string& out, std::string_view s, const Item& item) {
+  if (item.json) append_json_string(out, s);
+  else if (s.empty()) out.push_back('-');
+  else append_escaped_bytes(out, s);
+}
 
 template <class Int>
 void append_int(std::string& out, Int v) {

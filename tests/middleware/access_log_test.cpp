@@ -699,3 +699,35 @@ TEST_CASE("log_writer: lines reach the file whole and in order, also past a writ
   }
   CHECK(slurp(path) == expected);
 }
+
+TEST_CASE("access_log: random texts are escaped as Apache does, whatever the byte positions", "[access_log]") {
+  Logged log;
+  AccessLogOptions opts;
+  opts.writer = log.writer;
+  opts.format = "%{X-R}i|%u";
+  App logged = wrap<AccessLog>(App([](Env&) { return Response::text(200, "x"); }), opts);
+  std::mt19937 rng(11);
+  static const char bytes[] = "abcXYZ019 ~!/%\"\\\x7f\x80\xff\x1f\t\n";
+  const std::string alphabet = std::string(bytes, sizeof bytes - 1) + std::string(1, '\0');  // 9 plain first
+  std::vector<std::string> texts;
+  for (int i = 0; i < 500; ++i) {
+    std::string t;
+    std::size_t n = rng() % 40;
+    std::size_t special = rng() % 4 == 0 ? alphabet.size() : 9;  // often long plain runs
+    for (std::size_t k = 0; k < n; ++k) t.push_back(alphabet[rng() % special]);
+    texts.push_back(t);
+    testing::Options o;
+    o.setup = [t](Env& env) {
+      env.set("HTTP_X_R", t);
+      env.set(keys::REMOTE_USER, t + t);
+    };
+    testing::call(logged, "GET /", {}, "", o);
+  }
+  auto lines = log.lines();
+  // lines_of splits on '\n'; the escaped text holds none.
+  REQUIRE(lines.size() == texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    INFO(i);
+    CHECK(lines[i] == apache_escaped(texts[i]) + "|" + apache_escaped(texts[i] + texts[i]));
+  }
+}
