@@ -178,9 +178,14 @@ bool eight_plain(std::uint64_t w) noexcept {
 
 /// Where the run of plain bytes starting at `i` ends.
 std::size_t plain_run_end(std::string_view s, std::size_t i) noexcept {
-  for (std::uint64_t w; i + 8 <= s.size(); i += 8) {
+  std::uint64_t w;
+  for (; i + 8 <= s.size(); i += 8) {
     std::memcpy(&w, s.data() + i, 8);
     if (!eight_plain(w)) break;
+  }
+  if (i < s.size() && s.size() >= 8 && s.size() - i < 8) {  // a tail: its last eight bytes, overlapping
+    std::memcpy(&w, s.data() + s.size() - 8, 8);
+    if (eight_plain(w)) return s.size();
   }
   while (i < s.size() && plain_bytes[static_cast<unsigned char>(s[i])]) ++i;
   return i;
@@ -298,6 +303,27 @@ void append_env_value(std::string& out, const Env& env, const Item& it) {
   else out += it.json ? "null" : "-";
 }
 
+/// %r: "METHOD URI PROTOCOL" (never empty, so never "-").
+void append_request_line(std::string& out, const Env& env, const Item& it) {
+  std::string_view method = env.get(keys::REQUEST_METHOD), uri = env.get(keys::REQUEST_URI);
+  std::string_view proto = env.get(keys::SERVER_PROTOCOL);
+  if (it.json) {
+    std::string line(method);
+    line += ' ';
+    line += uri;
+    if (!proto.empty()) line.append(" ").append(proto);
+    append_json_string(out, line);
+    return;
+  }
+  append_escaped_bytes(out, method);
+  out += ' ';
+  append_escaped_bytes(out, uri);
+  if (!proto.empty()) {
+    out += ' ';
+    append_escaped_bytes(out, proto);
+  }
+}
+
 /// A request-side item, read from the env (after the inner app ran) and the request's start.
 void append_request_item(std::string& out, const Item& it, const Env& env, std::time_t wall) {
   switch (it.kind) {
@@ -307,12 +333,7 @@ void append_request_item(std::string& out, const Item& it, const Env& env, std::
     case Item::user: append_text(out, env.get(keys::REMOTE_USER), it); break;
     case Item::time: append_clf_time(out, wall); break;
     case Item::time_fmt: append_time_fmt(out, it.arg, wall); break;
-    case Item::request_line: {
-      std::string_view proto = env.get(keys::SERVER_PROTOCOL);
-      std::string_view sep = proto.empty() ? "" : " ";
-      append_text(out, {env.get(keys::REQUEST_METHOD), " ", env.get(keys::REQUEST_URI), sep, proto}, it);
-      break;
-    }
+    case Item::request_line: append_request_line(out, env, it); break;
     case Item::method: append_text(out, env.get(keys::REQUEST_METHOD), it); break;
     case Item::url_path: append_text(out, {env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO)}, it); break;
     case Item::query:
@@ -382,7 +403,8 @@ template <class ResponseItem>
 void render(std::string& out, const std::vector<Item>& items, const Env& env, std::time_t wall,
             ResponseItem&& response_item) {
   for (const Item& it : items) {
-    if (it.response_side()) response_item(out, it);
+    if (it.kind == Item::literal) out += it.arg;
+    else if (it.response_side()) response_item(out, it);
     else append_request_item(out, it, env, wall);
   }
 }
