@@ -485,6 +485,17 @@ void log_now(const std::vector<Item>& items, LogWriter& writer, const Env& env, 
   writer.push(line);
 }
 
+// The inner app's response; an exception from it is logged as 500 and goes on.
+Response call_next(const App& next, Env& env, const std::vector<Item>& items, LogWriter& writer, const Started& req) {
+  try {
+    return next(env);
+  } catch (...) {
+    auto now = Clock::now();
+    log_now(items, writer, env, req, Outcome{500, 0, req.start, now, now}, nullptr);
+    throw;
+  }
+}
+
 // A delayed response or a stream: the request side now, the rest when the response answers or ends.
 Response log_later(std::shared_ptr<const std::vector<Item>> items, std::shared_ptr<LogWriter> writer, const Env& env,
                    const Started& req, Response res) {
@@ -521,14 +532,7 @@ AccessLog::AccessLog(App next, AccessLogOptions o)
 
 Response AccessLog::operator()(Env& env) {
   Started req{Clock::now(), std::time(nullptr), env.get(keys::REQUEST_METHOD) == "HEAD"};
-  Response res;
-  try {
-    res = next_(env);
-  } catch (...) {
-    auto now = Clock::now();
-    log_now(*items_, *writer_, env, req, Outcome{500, 0, req.start, now, now}, nullptr);
-    throw;
-  }
+  Response res = call_next(next_, env, *items_, *writer_, req);
   // Status, headers and body size known now (not delayed, no stream to count): the line at once.
   if (!res.is_delayed() && (status_has_no_body(res.status) || !std::holds_alternative<StreamPtr>(res.body))) {
     auto now = Clock::now();
