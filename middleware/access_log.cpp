@@ -236,7 +236,7 @@ template <class Int>
 void append_int(std::string& out, Int v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 /// Seconds with millisecond resolution, as nginx's $request_time: "0.013".
