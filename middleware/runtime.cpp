@@ -54,8 +54,7 @@ Runtime::Runtime(App next, RuntimeOptions options) : next_(std::move(next)), opt
 
 Response Runtime::operator()(Env& env) {
   auto start = std::chrono::steady_clock::now();
-  Response res = next_(env);
-  return on_response(std::move(res), [start, this](Response& r) -> BodyFilter {
+  return on_response(next_(env), [start, this](Response& r) -> BodyFilter {
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     r.headers.set(options_.header, runtime_text(took.count()));
     return nullptr;
