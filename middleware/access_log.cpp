@@ -168,7 +168,7 @@ void append_escaped_byte(std::string& out, unsigned char c) {
 }
 
 /// True when none of the 8 bytes in `w` needs escaping (each test is exact for "some byte is ...").
-bool eight_plain(std::uint64_t w) noexcept {
+[[gnu::always_inline]] inline bool eight_plain(std::uint64_t w) noexcept {
   constexpr std::uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
   auto has_zero = [&](std::uint64_t x) { return (x - ones) & ~x & highs; };
   std::uint64_t control = (w - ones * 0x20) & ~w & highs;  // a byte below 0x20
