@@ -1,5 +1,6 @@
 #include "csgi/middleware/access_log.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -139,6 +140,40 @@ std::vector<Item> compile(std::string_view f) {
   return items;
 }
 
+/// A line being built. An append checks for room once and copies: none of std::string's bookkeeping per
+/// piece, and a line has many small pieces.
+class Line {
+public:
+  std::size_t size() const noexcept { return size_; }
+  std::size_t capacity() const noexcept { return buf_.size(); }
+  std::string_view view() const noexcept { return {buf_.data(), size_}; }
+  void clear() noexcept { size_ = 0; }
+  void append(const char* p, std::size_t n) {
+    if (n == 0) return;  // p may be null then
+    if (n > buf_.size() - size_) grow(n);
+    std::memcpy(buf_.data() + size_, p, n);
+    size_ += n;
+  }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+  void push_back(char c) {
+    if (size_ == buf_.size()) grow(1);
+    buf_[size_++] = c;
+  }
+  Line& operator+=(std::string_view s) {
+    append(s);
+    return *this;
+  }
+  Line& operator+=(char c) {
+    push_back(c);
+    return *this;
+  }
+
+private:
+  void grow(std::size_t n) { buf_.resize(std::max(buf_.size() * 2, size_ + n + 256)); }
+  std::string buf_;  // its size is the room; size_ bytes are used
+  std::size_t size_ = 0;
+};
+
 /// Bytes Apache's ap_escape_logitem leaves as they are: printable ASCII but `"` and `\`.
 constexpr auto plain_bytes = [] {
   std::array<bool, 256> t{};
@@ -146,7 +181,7 @@ constexpr auto plain_bytes = [] {
   return t;
 }();
 
-void append_escaped_byte(std::string& out, unsigned char c) {
+void append_escaped_byte(Line& out, unsigned char c) {
   static const char hexd[] = "0123456789abcdef";
   char esc[4] = {'\\', 0, 0, 0};
   std::size_t n = 2;
@@ -193,7 +228,7 @@ std::size_t plain_run_end(std::string_view s, std::size_t i) noexcept {
 
 /// Apache's ap_escape_logitem: `"` and `\` escaped, non-printable bytes as \xhh (\n \t etc. by name).
 /// Runs of plain bytes are copied at once.
-void append_escaped_bytes(std::string& out, std::string_view s) {
+void append_escaped_bytes(Line& out, std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     std::size_t plain_end = plain_run_end(s, i);
@@ -206,12 +241,12 @@ void append_escaped_bytes(std::string& out, std::string_view s) {
 
 /// A JSON string (nlohmann's escaping); a byte of no valid UTF-8 sequence becomes U+FFFD, so every
 /// line parses as JSON.
-void append_json_string(std::string& out, std::string_view s) {
+void append_json_string(Line& out, std::string_view s) {
   out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 /// Text made of `parts` as the item wants it: Apache-escaped ("-" when empty) or a JSON string.
-void append_text(std::string& out, std::initializer_list<std::string_view> parts, const Item& item) {
+void append_text(Line& out, std::initializer_list<std::string_view> parts, const Item& item) {
   if (item.json) {
     std::string whole;
     for (std::string_view p : parts) whole += p;
@@ -226,21 +261,21 @@ void append_text(std::string& out, std::initializer_list<std::string_view> parts
   if (empty) out.push_back('-');
 }
 
-void append_text(std::string& out, std::string_view s, const Item& item) {
+void append_text(Line& out, std::string_view s, const Item& item) {
   if (item.json) append_json_string(out, s);
   else if (s.empty()) out.push_back('-');
   else append_escaped_bytes(out, s);
 }
 
 template <class Int>
-void append_int(std::string& out, Int v) {
+void append_int(Line& out, Int v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 /// Seconds with millisecond resolution, as nginx's $request_time: "0.013".
-void append_seconds(std::string& out, std::int64_t us) {
+void append_seconds(Line& out, std::int64_t us) {
   char buf[32];
   int n = std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(us / 1000000),
                         static_cast<long long>(us / 1000 % 1000));
@@ -251,7 +286,7 @@ std::int64_t micros_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
 }
 
-void append_clf_time(std::string& out, std::time_t t) {
+void append_clf_time(Line& out, std::time_t t) {
   struct Cached {
     std::time_t t = -1;
     char text[40];
@@ -267,7 +302,7 @@ void append_clf_time(std::string& out, std::time_t t) {
   out.append(cached.text, cached.n);
 }
 
-void append_time_fmt(std::string& out, std::string_view fmt, std::time_t wall) {
+void append_time_fmt(Line& out, std::string_view fmt, std::time_t wall) {
   auto now = std::chrono::system_clock::now().time_since_epoch();
   if (fmt.substr(0, 6) == "begin:") fmt.remove_prefix(6);
   if (fmt == "sec") {
@@ -285,7 +320,7 @@ void append_time_fmt(std::string& out, std::string_view fmt, std::time_t wall) {
   }
 }
 
-void append_iso8601(std::string& out, std::time_t wall, const Item& it) {
+void append_iso8601(Line& out, std::time_t wall, const Item& it) {
   std::tm tm{};
   localtime_r(&wall, &tm);
   char buf[40];
@@ -295,7 +330,7 @@ void append_iso8601(std::string& out, std::time_t wall, const Item& it) {
   append_text(out, t, it);
 }
 
-void append_env_value(std::string& out, const Env& env, const Item& it) {
+void append_env_value(Line& out, const Env& env, const Item& it) {
   const Value* v = env.find(it.arg);
   if (v && v->is_text()) append_text(out, v->text(), it);
   else if (v && v->type() == Value::Type::integer) append_int(out, v->integer());
@@ -304,7 +339,7 @@ void append_env_value(std::string& out, const Env& env, const Item& it) {
 }
 
 /// %r: "METHOD URI PROTOCOL" (never empty, so never "-").
-void append_request_line(std::string& out, const Env& env, const Item& it) {
+void append_request_line(Line& out, const Env& env, const Item& it) {
   std::string_view method = env.get(keys::REQUEST_METHOD), uri = env.get(keys::REQUEST_URI);
   std::string_view proto = env.get(keys::SERVER_PROTOCOL);
   if (it.json) {
@@ -325,7 +360,7 @@ void append_request_line(std::string& out, const Env& env, const Item& it) {
 }
 
 /// A request-side item, read from the env (after the inner app ran) and the request's start.
-void append_request_item(std::string& out, const Item& it, const Env& env, std::time_t wall) {
+void append_request_item(Line& out, const Item& it, const Env& env, std::time_t wall) {
   switch (it.kind) {
     case Item::literal: out += it.arg; break;
     case Item::remote_addr: append_text(out, env.get(keys::REMOTE_ADDR), it); break;
@@ -375,7 +410,7 @@ struct Outcome {
 };
 
 /// A response-side item; `header` is the value of a %{Name}o item's header ("" when missing).
-void append_response_item(std::string& out, const Item& it, const Outcome& o, std::string_view header) {
+void append_response_item(Line& out, const Item& it, const Outcome& o, std::string_view header) {
   std::int64_t us = micros_between(o.start, o.end);
   switch (it.kind) {
     case Item::status: append_int(out, o.status); break;
@@ -400,7 +435,7 @@ void append_response_item(std::string& out, const Item& it, const Outcome& o, st
 /// Renders the items in order: the request side from the env, a response-side item through
 /// `response_item(out, item)`.
 template <class ResponseItem>
-void render(std::string& out, const std::vector<Item>& items, const Env& env, std::time_t wall,
+void render(Line& out, const std::vector<Item>& items, const Env& env, std::time_t wall,
             ResponseItem&& response_item) {
   for (const Item& it : items) {
     if (it.kind == Item::literal) out += it.arg;
@@ -425,9 +460,9 @@ std::uint64_t known_bytes(const Response& r, bool head) {
 
 /// The calling thread's buffer for a line, empty: a line is copied into the writer's queue, so the buffer
 /// is used again by the thread's next line.
-std::string& line_buffer() {
-  thread_local std::string line;
-  if (line.capacity() > 65536) line = std::string();  // after a line with huge headers
+Line& line_buffer() {
+  thread_local Line line;
+  if (line.capacity() > 65536) line = Line();  // after a line with huge headers
   line.clear();
   return line;
 }
@@ -436,7 +471,7 @@ std::string& line_buffer() {
 struct Pending {
   std::shared_ptr<const std::vector<Item>> items;
   std::shared_ptr<LogWriter> writer;
-  std::string text;
+  Line text;
   std::vector<std::pair<std::size_t, const Item*>> holes;
   std::vector<std::string> resp_headers;  // values of the %{Name}o items, in hole order
   Outcome outcome;
@@ -455,15 +490,15 @@ struct Pending {
     if (logged) return;
     logged = true;
     outcome.end = Clock::now();
-    std::string& line = line_buffer();
+    Line& line = line_buffer();
     std::size_t at = 0, hdr = 0;
     for (auto& [pos, item] : holes) {
-      line.append(text, at, pos - at);
+      line.append(text.view().substr(at, pos - at));
       at = pos;
       append_response_item(line, *item, outcome, item->kind == Item::resp_header ? resp_headers[hdr++] : "");
     }
-    line.append(text, at);
-    writer->push(line);
+    line.append(text.view().substr(at));
+    writer->push(line.view());
   }
   ~Pending() {
     try {
@@ -476,13 +511,13 @@ struct Pending {
 // The whole line in one pass; %{Name}o items read `headers` (none: "").
 void log_now(const std::vector<Item>& items, LogWriter& writer, const Env& env, const Started& req, const Outcome& outcome,
              const Headers* headers) {
-  std::string& line = line_buffer();
-  render(line, items, env, req.wall, [&](std::string& out, const Item& it) {
+  Line& line = line_buffer();
+  render(line, items, env, req.wall, [&](Line& out, const Item& it) {
     std::string_view header;
     if (it.kind == Item::resp_header && headers) header = headers->get(it.arg).value_or("");
     append_response_item(out, it, outcome, header);
   });
-  writer.push(line);
+  writer.push(line.view());
 }
 
 // The inner app's response; an exception from it is logged as 500 and goes on.
@@ -503,8 +538,7 @@ Response log_later(std::shared_ptr<const std::vector<Item>> items, std::shared_p
   p->items = std::move(items);
   p->writer = std::move(writer);
   p->outcome.start = req.start;
-  p->text.reserve(160);
-  render(p->text, *p->items, env, req.wall, [&](std::string& out, const Item& it) { p->holes.emplace_back(out.size(), &it); });
+  render(p->text, *p->items, env, req.wall, [&](Line& out, const Item& it) { p->holes.emplace_back(out.size(), &it); });
   bool head = req.head;
   return on_response(std::move(res), [p, head](Response& r) -> BodyFilter {
     p->capture(r);
