@@ -103,7 +103,7 @@ private:
   BodyFilter f_;
 };
 
-Body filter_body(Body body, const BodyFilter& f) {
+Body filtered_body(Body body, const BodyFilter& f) {
   if (auto* s = std::get_if<std::string>(&body)) {
     std::string out = f(*s, false);
     out += f({}, true);
@@ -139,6 +139,8 @@ private:
 
 }  // namespace
 
+void detail::filter_body(Response& res, const BodyFilter& f) { res.body = filtered_body(std::move(res.body), f); }
+
 StreamPtr file_stream(FileBody file, std::size_t chunk_size) {
   return std::make_shared<FileStream>(std::move(file), chunk_size);
 }
@@ -158,8 +160,7 @@ Response on_response(Response res, ResponseCallback cb) {
       inner(Responder(std::make_shared<CallbackResponder>(std::move(outer), cb)));
     });
   }
-  BodyFilter f = cb(res);
-  if (f) res.body = filter_body(std::move(res.body), f);
+  if (BodyFilter f = cb(res)) detail::filter_body(res, f);
   return res;
 }
 

@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "csgi/core/response.hpp"
 
@@ -21,6 +23,21 @@ using BodyFilter = std::function<std::string(std::string_view chunk, bool eof)>;
 using ResponseCallback = std::function<BodyFilter(Response&)>;
 
 Response on_response(Response res, ResponseCallback cb);
+
+namespace detail {
+/// on_response's last step for a complete, file or stream body: the body through `f`.
+void filter_body(Response& res, const BodyFilter& f);
+}  // namespace detail
+
+/// on_response for a lambda or other callable, the same in every respect; a response that is not delayed
+/// is handled in place, without wrapping the callable in a std::function.
+template <class F>
+  requires(std::is_invocable_r_v<BodyFilter, F&, Response&> && !std::is_same_v<std::remove_cvref_t<F>, ResponseCallback>)
+Response on_response(Response res, F&& cb) {
+  if (res.is_delayed()) return on_response(std::move(res), ResponseCallback(std::forward<F>(cb)));
+  if (BodyFilter f = cb(res)) detail::filter_body(res, f);
+  return res;
+}
 
 /// The common case of on_response: `fn(res)` may change the status and headers (of a complete response
 /// now, of a delayed one when it answers through respond() or start()); the body passes untouched.

@@ -28,7 +28,7 @@ void Headers::set(std::string_view name, std::string value) {
       ++it;
     }
   }
-  if (!done) list_.push_back({std::string(name), std::move(value)});
+  if (!done) with_room().push_back({std::string(name), std::move(value)});
 }
 
 void Headers::unseal() {

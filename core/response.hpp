@@ -47,7 +47,7 @@ public:
   Headers() = default;
   Headers(std::initializer_list<Header> h) : list_(h) {}
 
-  void add(std::string name, std::string value) { own().push_back({std::move(name), std::move(value)}); }
+  void add(std::string name, std::string value) { with_room().push_back({std::move(name), std::move(value)}); }
   /// Replaces every field named `name` with one field (added at the end when absent).
   void set(std::string_view name, std::string value);
   /// The first value of `name`.
@@ -82,6 +82,13 @@ private:
     return list_;
   }
   void unseal();
+  // own(), with room for one more field: the first field reserves room for a typical response's (an app's
+  // few and the ones middlewares add), so the list is not copied over as it grows.
+  std::vector<Header>& with_room() {
+    std::vector<Header>& l = own();
+    if (l.capacity() == 0) l.reserve(8);
+    return l;
+  }
 
   std::vector<Header> list_;                  // empty while sealed
   std::shared_ptr<const HeaderBlock> block_;  // set while sealed

@@ -1,8 +1,13 @@
 #include "csgi/middleware/access_log.hpp"
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <initializer_list>
 #include <stdexcept>
 
 #include "csgi/core/json.hpp"
@@ -135,87 +140,348 @@ std::vector<Item> compile(std::string_view f) {
   return items;
 }
 
-/// Apache's ap_escape_logitem: `"` and `\` escaped, non-printable bytes as \xhh (\n \t etc. by name).
-void append_escaped(std::string& out, std::string_view s) {
-  if (s.empty()) {
-    out.push_back('-');
-    return;
+/// A line being built. An append checks for room once and copies: none of std::string's bookkeeping per
+/// piece, and a line has many small pieces.
+class Line {
+public:
+  std::size_t size() const noexcept { return size_; }
+  std::size_t capacity() const noexcept { return buf_.size(); }
+  std::string_view view() const noexcept { return {buf_.data(), size_}; }
+  void clear() noexcept { size_ = 0; }
+  void append(const char* p, std::size_t n) {
+    if (n == 0) return;  // p may be null then
+    if (n > buf_.size() - size_) grow(n);
+    std::memcpy(buf_.data() + size_, p, n);
+    size_ += n;
   }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+  void push_back(char c) {
+    if (size_ == buf_.size()) grow(1);
+    buf_[size_++] = c;
+  }
+  Line& operator+=(std::string_view s) {
+    append(s);
+    return *this;
+  }
+  Line& operator+=(char c) {
+    push_back(c);
+    return *this;
+  }
+
+private:
+  void grow(std::size_t n) { buf_.resize(std::max(buf_.size() * 2, size_ + n + 256)); }
+  std::string buf_;  // its size is the room; size_ bytes are used
+  std::size_t size_ = 0;
+};
+
+/// Bytes Apache's ap_escape_logitem leaves as they are: printable ASCII but `"` and `\`.
+constexpr auto plain_bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7f; ++c) t[c] = c != '"' && c != '\\';
+  return t;
+}();
+
+void append_escaped_byte(Line& out, unsigned char c) {
   static const char hexd[] = "0123456789abcdef";
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-      continue;
-    }
-    out.push_back('\\');
-    switch (c) {
-      case '"': out.push_back('"'); break;
-      case '\\': out.push_back('\\'); break;
-      case '\b': out.push_back('b'); break;
-      case '\n': out.push_back('n'); break;
-      case '\r': out.push_back('r'); break;
-      case '\t': out.push_back('t'); break;
-      case '\v': out.push_back('v'); break;
-      default:
-        out.push_back('x');
-        out.push_back(hexd[c >> 4]);
-        out.push_back(hexd[c & 15]);
-    }
+  char esc[4] = {'\\', 0, 0, 0};
+  std::size_t n = 2;
+  switch (c) {
+    case '"': esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    case '\v': esc[1] = 'v'; break;
+    default:
+      esc[1] = 'x';
+      esc[2] = hexd[c >> 4];
+      esc[3] = hexd[c & 15];
+      n = 4;
+  }
+  out.append(esc, n);
+}
+
+/// True when none of the 8 bytes in `w` needs escaping (each test is exact for "some byte is ...").
+[[gnu::always_inline]] inline bool eight_plain(std::uint64_t w) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  auto has_zero = [&](std::uint64_t x) { return (x - ones) & ~x & highs; };
+  std::uint64_t control = (w - ones * 0x20) & ~w & highs;  // a byte below 0x20
+  return !(control | (w & highs) | has_zero(w ^ (ones * 0x7f)) | has_zero(w ^ (ones * '"')) |
+           has_zero(w ^ (ones * '\\')));
+}
+
+/// Where the run of plain bytes starting at `i` ends.
+std::size_t plain_run_end(std::string_view s, std::size_t i) noexcept {
+  std::uint64_t w;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::memcpy(&w, s.data() + i, 8);
+    if (!eight_plain(w)) break;
+  }
+  if (i < s.size() && s.size() >= 8 && s.size() - i < 8) {  // a tail: its last eight bytes, overlapping
+    std::memcpy(&w, s.data() + s.size() - 8, 8);
+    if (eight_plain(w)) return s.size();
+  }
+  while (i < s.size() && plain_bytes[static_cast<unsigned char>(s[i])]) ++i;
+  return i;
+}
+
+/// Apache's ap_escape_logitem: `"` and `\` escaped, non-printable bytes as \xhh (\n \t etc. by name).
+/// Runs of plain bytes are copied at once.
+void append_escaped_bytes(Line& out, std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t plain_end = plain_run_end(s, i);
+    out.append(s.data() + i, plain_end - i);
+    if (plain_end == s.size()) break;
+    append_escaped_byte(out, static_cast<unsigned char>(s[plain_end]));
+    i = plain_end + 1;
   }
 }
 
 /// A JSON string (nlohmann's escaping); a byte of no valid UTF-8 sequence becomes U+FFFD, so every
 /// line parses as JSON.
-void append_json_string(std::string& out, std::string_view s) {
+void append_json_string(Line& out, std::string_view s) {
   out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-/// Text as the item wants it: Apache-escaped ("-" when empty) or a JSON string.
-void append_text(std::string& out, std::string_view s, const Item& item) {
+/// Text made of `parts` as the item wants it: Apache-escaped ("-" when empty) or a JSON string.
+void append_text(Line& out, std::initializer_list<std::string_view> parts, const Item& item) {
+  if (item.json) {
+    std::string whole;
+    for (std::string_view p : parts) whole += p;
+    append_json_string(out, whole);
+    return;
+  }
+  bool empty = true;
+  for (std::string_view p : parts) {
+    append_escaped_bytes(out, p);
+    empty = empty && p.empty();
+  }
+  if (empty) out.push_back('-');
+}
+
+void append_text(Line& out, std::string_view s, const Item& item) {
   if (item.json) append_json_string(out, s);
-  else append_escaped(out, s);
+  else if (s.empty()) out.push_back('-');
+  else append_escaped_bytes(out, s);
+}
+
+template <class Int>
+void append_int(Line& out, Int v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 /// Seconds with millisecond resolution, as nginx's $request_time: "0.013".
-void append_seconds(std::string& out, std::int64_t us) {
+void append_seconds(Line& out, std::int64_t us) {
   char buf[32];
   int n = std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(us / 1000000),
                         static_cast<long long>(us / 1000 % 1000));
   out.append(buf, static_cast<std::size_t>(n));
 }
 
-void append_clf_time(std::string& out, std::time_t t) {
-  thread_local std::time_t cached_t = -1;
-  thread_local char cached[40];
-  thread_local std::size_t cached_n = 0;
-  if (t != cached_t) {
+std::int64_t micros_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
+void append_clf_time(Line& out, std::time_t t) {
+  struct Cached {
+    std::time_t t = -1;
+    char text[40];
+    std::size_t n = 0;
+  };
+  thread_local Cached cached;
+  if (t != cached.t) {
     std::tm tm{};
     localtime_r(&t, &tm);
-    cached_n = std::strftime(cached, sizeof cached, "[%d/%b/%Y:%H:%M:%S %z]", &tm);
-    cached_t = t;
+    cached.n = std::strftime(cached.text, sizeof cached.text, "[%d/%b/%Y:%H:%M:%S %z]", &tm);
+    cached.t = t;
   }
-  out.append(cached, cached_n);
+  out.append(cached.text, cached.n);
+}
+
+void append_time_fmt(Line& out, std::string_view fmt, std::time_t wall) {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  if (fmt.substr(0, 6) == "begin:") fmt.remove_prefix(6);
+  if (fmt == "sec") {
+    append_int(out, wall);
+  } else if (fmt == "msec") {
+    append_int(out, std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+  } else if (fmt == "usec") {
+    append_int(out, std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+  } else {
+    std::tm tm{};
+    localtime_r(&wall, &tm);
+    char buf[256];
+    std::size_t n = std::strftime(buf, sizeof buf, std::string(fmt).c_str(), &tm);
+    out.append(buf, n);
+  }
+}
+
+void append_iso8601(Line& out, std::time_t wall, const Item& it) {
+  std::tm tm{};
+  localtime_r(&wall, &tm);
+  char buf[40];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
+  std::string t(buf, n);
+  if (t.size() > 2) t.insert(t.size() - 2, ":");  // +0100 → +01:00, as nginx writes it
+  append_text(out, t, it);
+}
+
+void append_env_value(Line& out, const Env& env, const Item& it) {
+  const Value* v = env.find(it.arg);
+  if (v && v->is_text()) append_text(out, v->text(), it);
+  else if (v && v->type() == Value::Type::integer) append_int(out, v->integer());
+  else if (v && v->type() == Value::Type::boolean) out += v->truthy() ? "1" : "0";
+  else out += it.json ? "null" : "-";
+}
+
+/// %r: "METHOD URI PROTOCOL" (never empty, so never "-").
+void append_request_line(Line& out, const Env& env, const Item& it) {
+  std::string_view method = env.get(keys::REQUEST_METHOD), uri = env.get(keys::REQUEST_URI);
+  std::string_view proto = env.get(keys::SERVER_PROTOCOL);
+  if (it.json) {
+    std::string line(method);
+    line += ' ';
+    line += uri;
+    if (!proto.empty()) line.append(" ").append(proto);
+    append_json_string(out, line);
+    return;
+  }
+  append_escaped_bytes(out, method);
+  out += ' ';
+  append_escaped_bytes(out, uri);
+  if (!proto.empty()) {
+    out += ' ';
+    append_escaped_bytes(out, proto);
+  }
+}
+
+/// A request-side item, read from the env (after the inner app ran) and the request's start.
+void append_request_item(Line& out, const Item& it, const Env& env, std::time_t wall) {
+  switch (it.kind) {
+    case Item::literal: out += it.arg; break;
+    case Item::remote_addr: append_text(out, env.get(keys::REMOTE_ADDR), it); break;
+    case Item::logname: out += '-'; break;
+    case Item::user: append_text(out, env.get(keys::REMOTE_USER), it); break;
+    case Item::time: append_clf_time(out, wall); break;
+    case Item::time_fmt: append_time_fmt(out, it.arg, wall); break;
+    case Item::request_line: append_request_line(out, env, it); break;
+    case Item::method: append_text(out, env.get(keys::REQUEST_METHOD), it); break;
+    case Item::url_path: append_text(out, {env.get(keys::SCRIPT_NAME), env.get(keys::PATH_INFO)}, it); break;
+    case Item::query:
+      if (std::string_view q = env.get(keys::QUERY_STRING); !q.empty()) {
+        out += '?';
+        append_text(out, q, it);
+      }
+      break;
+    case Item::protocol: append_text(out, env.get(keys::SERVER_PROTOCOL), it); break;
+    case Item::server_name: append_text(out, env.get(keys::SERVER_NAME), it); break;
+    case Item::host_name: {
+      std::string_view h = env.get(keys::HTTP_HOST);
+      if (h.empty()) h = env.get(keys::SERVER_NAME);
+      else if (h.front() != '[') h = h.substr(0, h.find(':'));
+      append_text(out, h, it);
+      break;
+    }
+    case Item::request_uri: append_text(out, env.get(keys::REQUEST_URI), it); break;
+    case Item::time_iso8601: append_iso8601(out, wall, it); break;
+    case Item::port: append_text(out, env.get(keys::SERVER_PORT), it); break;
+    case Item::env_var: append_env_value(out, env, it); break;
+    case Item::req_header: append_text(out, env.get(it.arg), it); break;
+    case Item::request_id: {
+      std::string_view id = env.get("request_id.id");
+      append_text(out, id.empty() ? env.get("HTTP_X_REQUEST_ID") : id, it);
+      break;
+    }
+    default: break;
+  }
+}
+
+/// What the response-side items print.
+struct Outcome {
+  int status = 0;
+  std::uint64_t bytes = 0;
+  Clock::time_point start;       // the call
+  Clock::time_point head_known;  // when the response's status and headers were known
+  Clock::time_point end;         // the line
+};
+
+/// A response-side item; `header` is the value of a %{Name}o item's header ("" when missing).
+void append_response_item(Line& out, const Item& it, const Outcome& o, std::string_view header) {
+  std::int64_t us = micros_between(o.start, o.end);
+  switch (it.kind) {
+    case Item::status: append_int(out, o.status); break;
+    case Item::bytes_clf:
+      if (o.bytes) append_int(out, o.bytes);
+      else out += '-';
+      break;
+    case Item::bytes: append_int(out, o.bytes); break;
+    case Item::micros: append_int(out, us); break;
+    case Item::elapsed: append_int(out, it.arg == "us" ? us : it.arg == "ms" ? us / 1000 : us / 1000000); break;
+    case Item::resp_header: append_text(out, header, it); break;
+    case Item::seconds: append_seconds(out, us); break;
+    case Item::header_seconds: append_seconds(out, micros_between(o.start, o.head_known)); break;
+    case Item::msec:
+      append_seconds(out, std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count());
+      break;
+    default: break;
+  }
+}
+
+/// Renders the items in order: the request side from the env, a response-side item through
+/// `response_item(out, item)`.
+template <class ResponseItem>
+void render(Line& out, const std::vector<Item>& items, const Env& env, std::time_t wall,
+            ResponseItem&& response_item) {
+  for (const Item& it : items) {
+    if (it.kind == Item::literal) out += it.arg;
+    else if (it.response_side()) response_item(out, it);
+    else append_request_item(out, it, env, wall);
+  }
+}
+
+/// The request as the log line needs it from before the inner app ran.
+struct Started {
+  Clock::time_point start;
+  std::time_t wall;
+  bool head;  // HEAD: no body goes out whatever the body holds
+};
+
+/// The body bytes of a response whose body is not a stream (known from the response alone).
+std::uint64_t known_bytes(const Response& r, bool head) {
+  if (status_has_no_body(r.status)) return 0;
+  auto n = r.known_length();
+  return n && !head ? *n : 0;
+}
+
+/// The calling thread's buffer for a line, empty: a line is copied into the writer's queue, so the buffer
+/// is used again by the thread's next line.
+Line& line_buffer() {
+  thread_local Line line;
+  if (line.capacity() > 65536) line = Line();  // after a line with huge headers
+  line.clear();
+  return line;
 }
 
 /// A line waiting for its response: request-side text rendered, holes for the response-side items.
 struct Pending {
   std::shared_ptr<const std::vector<Item>> items;
   std::shared_ptr<LogWriter> writer;
-  std::string text;
+  Line text;
   std::vector<std::pair<std::size_t, const Item*>> holes;
-  Clock::time_point start;
-  Clock::time_point head_known{};  // when the response's status and headers were known
-  int status = 0;
   std::vector<std::string> resp_headers;  // values of the %{Name}o items, in hole order
-  std::uint64_t bytes = 0;
+  Outcome outcome;
   bool logged = false;
   bool captured = false;  // the response's status and headers are known
-  bool head = false;      // HEAD: no body goes out whatever the body holds
 
   void capture(const Response& res) {
     captured = true;
-    head_known = Clock::now();
-    status = res.status;
+    outcome.head_known = Clock::now();
+    outcome.status = res.status;
     for (auto& [pos, item] : holes)
       if (item->kind == Item::resp_header) resp_headers.emplace_back(res.headers.get(item->arg).value_or(""));
   }
@@ -223,36 +489,16 @@ struct Pending {
   void emit() {
     if (logged) return;
     logged = true;
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-    std::string line;
-    line.reserve(text.size() + 64);
+    outcome.end = Clock::now();
+    Line& line = line_buffer();
     std::size_t at = 0, hdr = 0;
     for (auto& [pos, item] : holes) {
-      line.append(text, at, pos - at);
+      line.append(text.view().substr(at, pos - at));
       at = pos;
-      switch (item->kind) {
-        case Item::status: line += std::to_string(status); break;
-        case Item::bytes_clf: line += bytes ? std::to_string(bytes) : "-"; break;
-        case Item::bytes: line += std::to_string(bytes); break;
-        case Item::micros: line += std::to_string(us); break;
-        case Item::elapsed:
-          line += std::to_string(item->arg == "us" ? us : item->arg == "ms" ? us / 1000 : us / 1000000);
-          break;
-        case Item::resp_header: append_text(line, resp_headers[hdr++], *item); break;
-        case Item::seconds: append_seconds(line, us); break;
-        case Item::header_seconds:
-          append_seconds(line, std::chrono::duration_cast<std::chrono::microseconds>(
-                                   (captured ? head_known : Clock::now()) - start).count());
-          break;
-        case Item::msec:
-          append_seconds(line, std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch()).count());
-          break;
-        default: break;
-      }
+      append_response_item(line, *item, outcome, item->kind == Item::resp_header ? resp_headers[hdr++] : "");
     }
-    line.append(text, at);
-    writer->push(std::move(line));
+    line.append(text.view().substr(at));
+    writer->push(line.view());
   }
   ~Pending() {
     try {
@@ -261,6 +507,53 @@ struct Pending {
     }
   }
 };
+
+// The whole line in one pass; %{Name}o items read `headers` (none: "").
+void log_now(const std::vector<Item>& items, LogWriter& writer, const Env& env, const Started& req, const Outcome& outcome,
+             const Headers* headers) {
+  Line& line = line_buffer();
+  render(line, items, env, req.wall, [&](Line& out, const Item& it) {
+    std::string_view header;
+    if (it.kind == Item::resp_header && headers) header = headers->get(it.arg).value_or("");
+    append_response_item(out, it, outcome, header);
+  });
+  writer.push(line.view());
+}
+
+// The inner app's response; an exception from it is logged as 500 and goes on.
+Response call_next(const App& next, Env& env, const std::vector<Item>& items, LogWriter& writer, const Started& req) {
+  try {
+    return next(env);
+  } catch (...) {
+    auto now = Clock::now();
+    log_now(items, writer, env, req, Outcome{500, 0, req.start, now, now}, nullptr);
+    throw;
+  }
+}
+
+// A delayed response or a stream: the request side now, the rest when the response answers or ends.
+Response log_later(std::shared_ptr<const std::vector<Item>> items, std::shared_ptr<LogWriter> writer, const Env& env,
+                   const Started& req, Response res) {
+  auto p = std::make_shared<Pending>();
+  p->items = std::move(items);
+  p->writer = std::move(writer);
+  p->outcome.start = req.start;
+  render(p->text, *p->items, env, req.wall, [&](Line& out, const Item& it) { p->holes.emplace_back(out.size(), &it); });
+  bool head = req.head;
+  return on_response(std::move(res), [p, head](Response& r) -> BodyFilter {
+    p->capture(r);
+    if (status_has_no_body(r.status) || !std::holds_alternative<StreamPtr>(r.body)) {
+      p->outcome.bytes = known_bytes(r, head);
+      p->emit();
+      return nullptr;
+    }
+    return [p](std::string_view chunk, bool eof) {
+      p->outcome.bytes += chunk.size();
+      if (eof) p->emit();
+      return std::string(chunk);
+    };
+  });
+}
 
 }  // namespace
 
@@ -272,133 +565,22 @@ AccessLog::AccessLog(App next, AccessLogOptions o)
 }
 
 Response AccessLog::operator()(Env& env) {
-  auto start = Clock::now();
-  std::time_t wall = std::time(nullptr);
-  auto p = std::make_shared<Pending>();
-  p->items = items_;
-  p->writer = writer_;
-  p->start = start;
-  p->head = env.get(keys::REQUEST_METHOD) == "HEAD";
-
-  auto render = [&] {
-    std::string& out = p->text;
-    out.reserve(160);
-    for (const Item& it : *items_) {
-      switch (it.kind) {
-        case Item::literal: out += it.arg; break;
-        case Item::remote_addr: append_text(out, env.get(keys::REMOTE_ADDR), it); break;
-        case Item::logname: out += '-'; break;
-        case Item::user: append_text(out, env.get(keys::REMOTE_USER), it); break;
-        case Item::time: append_clf_time(out, wall); break;
-        case Item::time_fmt: {
-          auto now = std::chrono::system_clock::now().time_since_epoch();
-          std::string_view fmt = it.arg;
-          if (fmt.substr(0, 6) == "begin:") fmt.remove_prefix(6);
-          if (fmt == "sec") out += std::to_string(wall);
-          else if (fmt == "msec") out += std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
-          else if (fmt == "usec") out += std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count());
-          else {
-            std::tm tm{};
-            localtime_r(&wall, &tm);
-            char buf[256];
-            std::size_t n = std::strftime(buf, sizeof buf, std::string(fmt).c_str(), &tm);
-            out.append(buf, n);
-          }
-          break;
-        }
-        case Item::request_line: {
-          std::string rl(env.get(keys::REQUEST_METHOD));
-          rl += ' ';
-          rl += env.get(keys::REQUEST_URI);
-          if (std::string_view proto = env.get(keys::SERVER_PROTOCOL); !proto.empty()) {
-            rl += ' ';
-            rl += proto;
-          }
-          append_text(out, rl, it);
-          break;
-        }
-        case Item::method: append_text(out, env.get(keys::REQUEST_METHOD), it); break;
-        case Item::url_path: {
-          std::string path(env.get(keys::SCRIPT_NAME));
-          path += env.get(keys::PATH_INFO);
-          append_text(out, path, it);
-          break;
-        }
-        case Item::query:
-          if (std::string_view q = env.get(keys::QUERY_STRING); !q.empty()) {
-            out += '?';
-            append_text(out, q, it);
-          }
-          break;
-        case Item::protocol: append_text(out, env.get(keys::SERVER_PROTOCOL), it); break;
-        case Item::server_name: append_text(out, env.get(keys::SERVER_NAME), it); break;
-        case Item::host_name: {
-          std::string_view h = env.get(keys::HTTP_HOST);
-          if (h.empty()) h = env.get(keys::SERVER_NAME);
-          else if (h.front() != '[') h = h.substr(0, h.find(':'));
-          append_text(out, h, it);
-          break;
-        }
-        case Item::request_uri: append_text(out, env.get(keys::REQUEST_URI), it); break;
-        case Item::time_iso8601: {
-          std::tm tm{};
-          localtime_r(&wall, &tm);
-          char buf[40];
-          std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
-          std::string t(buf, n);
-          if (t.size() > 2) t.insert(t.size() - 2, ":");  // +0100 → +01:00, as nginx writes it
-          append_text(out, t, it);
-          break;
-        }
-        case Item::port: append_text(out, env.get(keys::SERVER_PORT), it); break;
-        case Item::env_var: {
-          const Value* v = env.find(it.arg);
-          if (v && v->is_text()) append_text(out, v->text(), it);
-          else if (v && v->type() == Value::Type::integer) out += std::to_string(v->integer());
-          else if (v && v->type() == Value::Type::boolean) out += v->truthy() ? "1" : "0";
-          else out += it.json ? "null" : "-";
-          break;
-        }
-        case Item::req_header: append_text(out, env.get(it.arg), it); break;
-        case Item::request_id: {
-          std::string_view id = env.get("request_id.id");
-          append_text(out, id.empty() ? env.get("HTTP_X_REQUEST_ID") : id, it);
-          break;
-        }
-        default: p->holes.emplace_back(out.size(), &it); break;
-      }
+  Started req{Clock::now(), std::time(nullptr), env.get(keys::REQUEST_METHOD) == "HEAD"};
+  Response res = call_next(next_, env, *items_, *writer_, req);
+  // Status, headers and body size known now (not delayed, no stream to count): the line at once.
+  if (!res.is_delayed() && (status_has_no_body(res.status) || !std::holds_alternative<StreamPtr>(res.body))) {
+    auto now = Clock::now();
+    Outcome done{res.status, 0, req.start, now, now};
+    try {
+      done.bytes = known_bytes(res, req.head);
+    } catch (...) {  // a file body that cannot be sized: logged without bytes, the error goes on
+      log_now(*items_, *writer_, env, req, done, &res.headers);
+      throw;
     }
-  };
-
-  Response res;
-  try {
-    res = next_(env);
-  } catch (...) {
-    render();
-    p->status = 500;
-    p->captured = true;
-    p->emit();
-    throw;
+    log_now(*items_, *writer_, env, req, done, &res.headers);
+    return res;
   }
-  render();
-  return on_response(std::move(res), [p](Response& r) -> BodyFilter {
-    p->capture(r);
-    if (status_has_no_body(r.status)) {
-      p->emit();
-      return nullptr;
-    }
-    auto* s = std::get_if<StreamPtr>(&r.body);
-    if (!s) {  // complete or file body: the size is known now
-      if (auto n = r.known_length(); n && !p->head) p->bytes = *n;
-      p->emit();
-      return nullptr;
-    }
-    return [p](std::string_view chunk, bool eof) {
-      p->bytes += chunk.size();
-      if (eof) p->emit();
-      return std::string(chunk);
-    };
-  });
+  return log_later(items_, writer_, env, req, std::move(res));
 }
 
 }  // namespace csgi::mw

@@ -74,7 +74,7 @@ ConditionalGet::ConditionalGet(App next) : next_(std::move(next)) {}
 Response ConditionalGet::operator()(Env& env) {
   std::string_view method = env.get(keys::REQUEST_METHOD);
   bool conditional = (method == "GET" || method == "HEAD") &&
-                     (env.contains(keys::HTTP_IF_NONE_MATCH) || env.contains(keys::HTTP_IF_MODIFIED_SINCE));
+                     (env.find(keys::HTTP_IF_NONE_MATCH) || env.find(keys::HTTP_IF_MODIFIED_SINCE));  // inline lookups
   if (!conditional) return next_(env);
   // The env is valid until the response is complete (APP-4): a delayed answer reads it then.
   return on_response(next_(env), [&env](Response& res) -> BodyFilter {

@@ -16,6 +16,8 @@ namespace csgi::mw {
 namespace {
 constexpr std::size_t batch_lines = 64;
 constexpr auto flush_interval = std::chrono::milliseconds(100);
+constexpr std::size_t max_write = std::size_t{1} << 16;    // bytes per write(2), whole lines
+constexpr std::size_t keep_buffer = std::size_t{1} << 20;  // a batch buffer larger than this is freed
 std::atomic<unsigned> g_generation{0};
 static_assert(std::atomic<unsigned>::is_always_lock_free, "reopen_all must be async-signal-safe");
 
@@ -84,26 +86,29 @@ void LogWriter::after_fork_child() noexcept {
   ::new (static_cast<void*>(&wake_)) std::condition_variable();
   ::new (static_cast<void*>(&done_)) std::condition_variable();
   queue_.clear();
+  queued_lines_ = 0;
   pushed_ = completed_ = 0;
   flushing_ = 0;
   running_ = false;
   mu_.unlock();
 }
 
-bool LogWriter::push(std::string line) {
-  if (line.empty() || line.back() != '\n') line.push_back('\n');
+bool LogWriter::push(std::string_view line) {
+  bool newline = line.empty() || line.back() != '\n';
   bool wake;
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() >= capacity_ || !start_locked()) {
+    if (queued_lines_ >= capacity_ || !start_locked()) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    queue_.push_back(std::move(line));
+    queue_.append(line);
+    if (newline) queue_.push_back('\n');
+    ++queued_lines_;
     ++pushed_;
     // Wake the thread only for a batch (or when the queue fills up): a wake-up and a write(2) per line
     // would cost more than the request. Lines otherwise wait at most one tick (flush_interval).
-    wake = queue_.size() == batch_lines || queue_.size() == capacity_;
+    wake = queued_lines_ == batch_lines || queued_lines_ == capacity_;
   }
   if (wake) wake_.notify_one();
   return true;
@@ -155,13 +160,25 @@ void LogWriter::write_all(std::string_view data) {
   }
 }
 
+// Writes whole lines, at most max_write bytes at a time (a longer line on its own).
+void LogWriter::write_lines(std::string_view lines) {
+  while (!lines.empty()) {
+    std::size_t n = lines.size();
+    if (n > max_write) {
+      std::size_t last = lines.rfind('\n', max_write - 1);
+      n = last != std::string_view::npos ? last + 1 : lines.find('\n') + 1;
+    }
+    write_all(lines.substr(0, n));
+    lines.remove_prefix(n);
+  }
+}
+
 void LogWriter::run() {
-  std::vector<std::string> batch;
-  std::string buf;
+  std::string batch;  // swapped with queue_: the two buffers take turns, no allocation per batch
   std::unique_lock lock(mu_);
   while (true) {
     wake_.wait_for(lock, flush_interval, [&] {
-      return stop_ || reopen_ || flushing_ > 0 || queue_.size() >= batch_lines ||
+      return stop_ || reopen_ || flushing_ > 0 || queued_lines_ >= batch_lines ||
              g_generation.load(std::memory_order_relaxed) != generation_;
     });
     bool reopen = std::exchange(reopen_, false);
@@ -171,27 +188,18 @@ void LogWriter::run() {
       reopen = true;
     }
     batch.clear();
-    while (!queue_.empty()) {
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    batch.swap(queue_);
+    std::size_t lines = std::exchange(queued_lines_, 0);
     bool stopping = stop_;
     lock.unlock();
     if (reopen) open_file();
-    buf.clear();
-    for (const std::string& line : batch) {
-      if (buf.size() + line.size() > (1u << 16) && !buf.empty()) {
-        write_all(buf);
-        buf.clear();
-      }
-      buf += line;
-    }
-    if (!buf.empty()) write_all(buf);
-    written_.fetch_add(batch.size(), std::memory_order_relaxed);
+    write_lines(batch);
+    if (batch.capacity() > keep_buffer) batch = std::string();  // after a burst, do not keep its memory
+    written_.fetch_add(lines, std::memory_order_relaxed);
     lock.lock();
-    completed_ += batch.size();
+    completed_ += lines;
     done_.notify_all();
-    if (stopping && queue_.empty()) break;
+    if (stopping && queued_lines_ == 0) break;
   }
 }
 

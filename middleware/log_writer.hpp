@@ -23,7 +23,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -43,8 +42,9 @@ public:
   LogWriter(const LogWriter&) = delete;
   LogWriter& operator=(const LogWriter&) = delete;
 
-  /// Queues one line (a '\n' is added when missing). False when the queue was full and it was dropped.
-  bool push(std::string line);
+  /// Queues a copy of one line (a '\n' is added when missing). False when the queue was full and it was
+  /// dropped.
+  bool push(std::string_view line);
   /// Reopen the file by name before the next write (thread-safe, returns at once).
   void reopen() override;
   /// Blocks until every line queued before the call has been written (for tests and shutdown).
@@ -69,13 +69,15 @@ private:
   void run();
   void open_file();
   void write_all(std::string_view data);
+  void write_lines(std::string_view lines);
 
   std::string path_;
   std::size_t capacity_;
   int fd_ = -1;
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  std::deque<std::string> queue_;
+  std::string queue_;             // the queued lines, each ending in '\n' (under mu_)
+  std::size_t queued_lines_ = 0;  // lines in queue_ (under mu_)
   std::uint64_t pushed_ = 0, completed_ = 0;  // under mu_
   bool stop_ = false, reopen_ = false;
   bool running_ = false;  // under mu_: this process's thread_ runs

@@ -15,6 +15,9 @@ struct RuntimeOptions {
   std::string header = "X-Runtime";
 };
 
+/// The header's text for a duration: seconds with six decimals, as printf's "%.6f" writes them ("0.000123").
+std::string runtime_text(double seconds);
+
 class Runtime {
 public:
   /// Throws std::invalid_argument for an empty header name.

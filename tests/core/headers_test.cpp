@@ -124,3 +124,15 @@ TEST_CASE("Headers::seal: a list the adapter must check field by field is not wi
   CHECK_FALSE(bad.sealed()->content_length);
   CHECK(bad.get("content-length") == "5");  // the fields are all still there for the adapter to check
 }
+
+TEST_CASE("Headers: up to eight fields, added or set, stay where the first one was put", "[headers]") {
+  Headers h;
+  h.add("Content-Type", "text/plain");
+  const Header* first = &h[0];
+  h.add("Content-Length", "5");
+  for (int i = 0; i < 5; ++i) h.set("X-Field-" + std::to_string(i), "v");
+  h.set("X-Runtime", "0.000100");
+  REQUIRE(h.size() == 8);
+  CHECK(&h[0] == first);  // the list was not reallocated (and its fields moved) as it grew
+  CHECK(h.get("X-Runtime") == "0.000100");
+}

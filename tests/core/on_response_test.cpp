@@ -154,3 +154,36 @@ TEST_CASE("on_headers: the body passes untouched, a file stays a file", "[on_res
   std::remove(path.c_str());
   CHECK_THROWS_AS(on_headers(Response::text(200, ""), nullptr), std::invalid_argument);
 }
+
+namespace {
+/// A response callback that counts its copies.
+struct CountingCallback {
+  int* copies;
+  explicit CountingCallback(int* n) : copies(n) {}
+  CountingCallback(const CountingCallback& o) : copies(o.copies) { ++*copies; }
+  BodyFilter operator()(Response& r) const {
+    r.headers.set("X-Seen", "1");
+    return nullptr;
+  }
+};
+}  // namespace
+
+TEST_CASE("on_response: a callable runs in place for a response that is not delayed", "[on_response]") {
+  int copies = 0;
+  CountingCallback cb(&copies);
+  Response now = on_response(Response::text(200, "now"), cb);
+  CHECK(now.headers.get("X-Seen") == "1");
+  CHECK(copies == 0);  // not wrapped in a std::function
+
+  auto later = testing::drain(on_response(Response::delayed([](Responder r) { r.respond(Response::text(202, "x")); }), cb));
+  CHECK(later.status == 202);
+  CHECK(later.header("X-Seen") == "1");
+  CHECK(copies >= 1);  // kept for the answer
+
+  ResponseCallback erased = [](Response& r) -> BodyFilter {
+    r.status = 201;
+    return nullptr;
+  };
+  CHECK(on_response(Response::text(200, "x"), erased).status == 201);
+  CHECK_THROWS_AS(on_response(Response::text(200, "x"), ResponseCallback()), std::bad_function_call);
+}

@@ -568,3 +568,166 @@ TEST_CASE("access_log: a combined line matches Apache's for the same requests", 
     CHECK(c->agent == a->agent);
   }
 }
+
+namespace {
+/// Apache's ap_escape_logitem, byte by byte: what every Apache-format text field must read.
+std::string apache_escaped(std::string_view s) {
+  if (s.empty()) return "-";
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\v': out += "\\v"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          char hex[5];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out;
+}
+
+/// Every byte value, plain runs between them.
+std::string every_byte() {
+  std::string s;
+  for (int c = 0; c < 256; ++c) {
+    s.push_back(static_cast<char>(c));
+    if (c % 16 == 0) s += "plain-run";
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("access_log: the same line for every body kind; every byte escaped as Apache does", "[access_log]") {
+  TempDir d;
+  const std::string body = "body of 17 bytes.";
+  auto file = d.write("f.txt", body);
+  const std::string odd = every_byte();
+  testing::Options o;
+  o.setup = [&](Env& env) {
+    env.set(keys::REQUEST_URI, "/p" + odd);
+    env.set(keys::SCRIPT_NAME, "/s" + odd);
+    env.set(keys::PATH_INFO, "/i" + odd);
+    env.set(keys::QUERY_STRING, "q" + odd);
+    env.set(keys::REMOTE_USER, odd);
+    env.set("HTTP_X_ODD", odd);
+    env.set("odd.key", odd);
+    env.set_int("n.key", -42);
+    env.set("request_id.id", odd);
+  };
+  const std::string format = "%h %a %l %u \"%r\" %m %U%q %H %v %V %p %>s %s %b %B \"%{X-Odd}i\" \"%{X-Odd}o\" "
+                             "\"%{X-None}o\" %{odd.key}e %{n.key}e %{none.key}e %L %%";
+  const std::string e = apache_escaped(odd);
+  const std::string expected = "127.0.0.1 127.0.0.1 - " + e + " \"" + apache_escaped("GET /p" + odd + " HTTP/1.1") +
+                               "\" GET " + apache_escaped("/s" + odd + "/i" + odd) + "?" + apache_escaped("q" + odd) +
+                               " HTTP/1.1 localhost localhost 80 203 203 17 17 \"" + e + "\" \"" + e + "\" \"-\" " + e +
+                               " -42 - " + e + " %";
+  std::vector<std::string> json_lines;
+  for (Kind k : mwtest::all_kinds()) {
+    INFO(mwtest::kind_name(k));
+    Logged log;
+    App inner = mwtest::body_app(k, 203, {{"Content-Type", "text/plain"}, {"X-Odd", odd}}, body, file.string());
+    AccessLogOptions opts;
+    opts.writer = log.writer;
+    opts.format = format;
+    testing::call(wrap<AccessLog>(inner, opts), "GET /x HTTP/1.1", {}, "", o);
+    opts.format = "json";
+    testing::call(wrap<AccessLog>(inner, opts), "GET /x HTTP/1.1", {}, "", o);
+    auto lines = log.lines();
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == expected);
+    auto j = nlohmann::json::parse(lines[1]);
+    for (const char* timed : {"time_iso8601", "msec", "request_time", "upstream_header_time"}) j.erase(timed);
+    json_lines.push_back(j.dump());
+  }
+  for (const std::string& j : json_lines) CHECK(j == json_lines.front());
+  auto j = nlohmann::json::parse(json_lines.front());
+  CHECK(j["status"] == 203);
+  CHECK(j["body_bytes_sent"] == 17);
+  auto as_json = [](const std::string& s) {  // bytes of no UTF-8 sequence as U+FFFD
+    return nlohmann::json::parse(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  CHECK(j["request_uri"] == as_json("/p" + odd));
+  CHECK(j["remote_user"] == as_json(odd));
+}
+
+TEST_CASE("access_log: a json line for an app that threw parses, its times in order", "[access_log][json]") {
+  Logged log;
+  App boom = [](Env&) -> Response { throw std::runtime_error("boom"); };
+  AccessLogOptions o;
+  o.format = "json";
+  o.writer = log.writer;
+  CHECK_THROWS_AS(testing::call(wrap<AccessLog>(boom, o), "GET /"), std::runtime_error);
+  auto lines = log.lines();
+  REQUIRE(lines.size() == 1);
+  INFO(lines[0]);
+  auto j = nlohmann::json::parse(lines[0]);
+  CHECK(j["status"] == 500);
+  CHECK(j["body_bytes_sent"] == 0);
+  CHECK(j["upstream_header_time"].get<double>() >= 0);
+  CHECK(j["upstream_header_time"].get<double>() <= j["request_time"].get<double>());
+}
+
+TEST_CASE("log_writer: lines reach the file whole and in order, also past a write's 64 KiB", "[access_log][log_writer]") {
+  TempDir d;
+  std::string path = (d.path / "lines.log").string();
+  std::string expected;
+  {
+    LogWriter w(path);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 3000; ++i) {
+      std::string line = "line " + std::to_string(i) + " " + std::string(rng() % 200, 'a' + static_cast<char>(i % 26));
+      if (i == 1500) line += std::string(100000, 'L');  // longer than one write
+      bool newline = i % 3 == 0;
+      REQUIRE(w.push(newline ? line + "\n" : line));
+      expected += line + "\n";
+    }
+    REQUIRE(w.push(""));  // an empty line is a line
+    expected += "\n";
+    w.flush();
+    CHECK(w.written() == 3001);
+    CHECK(slurp(path) == expected);
+  }
+  CHECK(slurp(path) == expected);
+}
+
+TEST_CASE("access_log: random texts are escaped as Apache does, whatever the byte positions", "[access_log]") {
+  Logged log;
+  AccessLogOptions opts;
+  opts.writer = log.writer;
+  opts.format = "%{X-R}i|%u";
+  App logged = wrap<AccessLog>(App([](Env&) { return Response::text(200, "x"); }), opts);
+  std::mt19937 rng(11);
+  static const char bytes[] = "abcXYZ019 ~!/%\"\\\x7f\x80\xff\x1f\t\n";
+  const std::string alphabet = std::string(bytes, sizeof bytes - 1) + std::string(1, '\0');  // 9 plain first
+  std::vector<std::string> texts;
+  for (int i = 0; i < 500; ++i) {
+    std::string t;
+    std::size_t n = rng() % 40;
+    std::size_t special = rng() % 4 == 0 ? alphabet.size() : 9;  // often long plain runs
+    for (std::size_t k = 0; k < n; ++k) t.push_back(alphabet[rng() % special]);
+    texts.push_back(t);
+    testing::Options o;
+    o.setup = [t](Env& env) {
+      env.set("HTTP_X_R", t);
+      env.set(keys::REMOTE_USER, t + t);
+    };
+    testing::call(logged, "GET /", {}, "", o);
+  }
+  auto lines = log.lines();
+  // lines_of splits on '\n'; the escaped text holds none.
+  REQUIRE(lines.size() == texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    INFO(i);
+    CHECK(lines[i] == apache_escaped(texts[i]) + "|" + apache_escaped(texts[i] + texts[i]));
+  }
+}
