@@ -193,6 +193,7 @@ start_csgi static hello
 [ "$(curl -s "http://127.0.0.1:$port/1300k.txt" | wc -c)" = 1300000 ] || { echo "static variant is wrong" >&2; exit 1; }
 stop "$pid"
 
+load_start=$(cut -d" " -f1 /proc/loadavg)
 for rep in $(seq "$reps"); do
   run_case hello_bare start_csgi bare hello -- /
   run_case hello_stack start_csgi stack hello -- /
@@ -213,11 +214,13 @@ rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
 print(" ".join(f"{statistics.median(c):.3f}" for c in zip(*rows)))')
 done
 
-/usr/bin/python3 - "$out/middleware.md" "$root/bench/charts/middleware.png" "$dur" "$reps" "$runtime_used" "$log_lines/$log_requests" \
+MW_LOAD_START=$load_start /usr/bin/python3 - "$out/middleware.md" "$root/bench/charts/middleware.png" "$dur" "$reps" "$runtime_used" "$log_lines/$log_requests" \
   "${med[hello_bare]}" "${med[hello_stack]}" "${med[k4_bare]}" "${med[k4_stack]}" "${med[k4_deflate]}" \
   "${med[static1k_csgi]}" "${med[static1k_nginx]}" "${med[static1300k_csgi]}" "${med[static1300k_nginx]}" <<'PY'
 import sys
+import os
 dst, chart, dur, reps, runtime_used, log_lines = sys.argv[1:7]
+load_start = os.environ.get("MW_LOAD_START", "?")
 vals = [list(map(float, v.split())) for v in sys.argv[7:]]
 hb, hs, kb, ks, kd, s1c, s1n, s13c, s13n = vals
 def row(label, v, base=None, target=""):
@@ -227,8 +230,9 @@ def row(label, v, base=None, target=""):
 L = ["## middleware: stack cost on the standalone adapter, static files vs nginx", ""]
 L.append(f"`csgi serve` with 1 io thread pinned to cpu0, `wrk -t1 -c50 -d{dur}s --latency` pinned to cpu1, "
          f"loopback, keep-alive; medians of {reps} run(s) per row, servers alternating. "
-         "Other engineers were compiling on this 2-core machine during the run: figures are noisy, ratios "
-         "within one run are what to compare.")
+         f"Load average at the start of the run {load_start}, at its end {open('/proc/loadavg').read().split()[0]} "
+         "(wrk and the server take both cores; more means other work shared them): ratios within one run are "
+         "what to compare.")
 L.append("")
 L.append("Stack = access_log (combined, to a file, background writer) + "
          + ("runtime + " if runtime_used == "yes" else "")
