@@ -240,6 +240,26 @@ private:
 
 // ------------------------------------------------------------------------------------------------ scope
 
+/// Hashes a std::string key by its bytes, so that a map keyed by std::string is searched by string_view.
+struct TextHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+/// A header of the scope: its name as bytes, and the (name, value) tuple of the last request that sent
+/// it, reused while the value is the same (a tuple of bytes is immutable, so an app cannot tell).
+struct HeaderSlot {
+  PyObject* name = nullptr;   // b"x-foo"; owned
+  PyObject* tuple = nullptr;  // (name, value) of `last`; owned, or null
+  std::string last;
+};
+
+/// The object made from the last text seen in one place of the scope, reused while the text is the same.
+struct LastObject {
+  std::string text;
+  PyObject* obj = nullptr;  // owned, or null
+};
+
 /// The objects every scope shares, made once per process (kept for its life: no destructor runs after
 /// the interpreter's finalisation).
 struct ScopeParts {
@@ -268,13 +288,15 @@ struct ScopeParts {
   PyObject* request_template;  // {"type": "http.request", "body": b"", "more_body": False}
   PyObject* content_type;      // b"content-type"
   PyObject* content_length;    // b"content-length"
-  std::unordered_map<std::string, PyObject*> names;  // "HTTP_X_FOO" → b"x-foo"
+  std::unordered_map<std::string, HeaderSlot, TextHash, std::equal_to<>> headers;  // by env key "HTTP_X_FOO"
   std::vector<std::pair<std::string, PyObject*>> methods;
   // The last scope's `server` tuple and `client` host, reused while the next request has the same text
   // (tuples and str are immutable): one listening address, and mostly one client host, per process.
   std::string server_name, server_port, client_host;
   PyObject* server = nullptr;
   PyObject* client_host_str = nullptr;
+  // The last `path`, `raw_path` and `query_string`, reused alike: a loop's batch is mostly one route.
+  LastObject path, raw_path, query;
 };
 
 ScopeParts* g_parts = nullptr;
@@ -376,24 +398,55 @@ PyObject* method_str(ScopeParts& p, std::string_view m) {
   return utf8_str(m);
 }
 
-/// "HTTP_X_FORWARDED_FOR" → b"x-forwarded-for" (a new reference; common names are kept).
-PyObject* header_name(ScopeParts& p, std::string_view key) {
-  auto it = p.names.find(std::string(key));
-  if (it != p.names.end()) return Py_NewRef(it->second);
-  std::string name(key.substr(5));
-  for (char& c : name) c = c == '_' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  PyObject* b = bytes_of(name);
-  if (b && p.names.size() < 512) p.names.emplace(std::string(key), Py_NewRef(b));
-  return b;
+/// A tuple of two new references (null: the Python error set, thrown).
+PyObject* pair(PyObject* a, PyObject* b) {
+  PyObject* t = a && b ? PyTuple_New(2) : nullptr;
+  if (!t) {
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    throw_python_error();
+  }
+  PyTuple_SET_ITEM(t, 0, a);
+  PyTuple_SET_ITEM(t, 1, b);
+  return t;
 }
 
-PyObject* pair(PyObject* a, PyObject* b) {
-  Ref x(a), y(b);
-  PyObject* t = PyTuple_New(2);
-  if (!t) throw_python_error();
-  PyTuple_SET_ITEM(t, 0, x.release());
-  PyTuple_SET_ITEM(t, 1, y.release());
+/// Header values up to this size are kept for reuse by the next request.
+constexpr std::size_t kMaxKeptValue = 256;
+/// Distinct header names kept (past it, a name a client makes up is a fresh object per request).
+constexpr std::size_t kMaxKeptNames = 512;
+
+/// The (b"x-forwarded-for", value) tuple of the env entry "HTTP_X_FORWARDED_FOR" (a new reference): the
+/// last request's while its value is the same.
+PyObject* header_pair(ScopeParts& p, std::string_view key, std::string_view value) {
+  auto it = p.headers.find(key);
+  if (it != p.headers.end() && it->second.tuple && it->second.last == value) return Py_NewRef(it->second.tuple);
+  if (it == p.headers.end()) {
+    std::string name(key.substr(5));
+    for (char& c : name) c = c == '_' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    PyObject* b = bytes_of(name);
+    if (!b) throw_python_error();
+    if (p.headers.size() >= kMaxKeptNames) return pair(b, bytes_of(value));
+    it = p.headers.emplace(std::string(key), HeaderSlot{b, nullptr, {}}).first;
+  }
+  HeaderSlot& slot = it->second;
+  PyObject* t = pair(Py_NewRef(slot.name), bytes_of(value));
+  if (value.size() <= kMaxKeptValue) {
+    Py_XSETREF(slot.tuple, Py_NewRef(t));
+    slot.last.assign(value);
+  }
   return t;
+}
+
+/// make(text) as a new reference: the last one made in this place while the text is the same.
+PyObject* reuse(LastObject& last, std::string_view text, PyObject* (*make)(std::string_view)) {
+  if (last.obj && last.text == text) return Py_NewRef(last.obj);
+  PyObject* o = make(text);
+  if (o && text.size() <= kMaxKeptValue) {
+    Py_XSETREF(last.obj, Py_NewRef(o));
+    last.text.assign(text);
+  }
+  return o;
 }
 
 int port_of(std::string_view s);
@@ -434,7 +487,7 @@ PyObject* headers_list(ScopeParts& p, const Env& e) {
   for (const Env::Entry& entry : e) {
     std::string_view k = entry.key;
     if (!k.starts_with("HTTP_") || !entry.value.is_text() || e.find(k) != &entry.value) continue;
-    Ref t(pair(header_name(p, k), bytes_of(entry.value.text())));
+    Ref t(header_pair(p, k, entry.value.text()));
     if (PyList_Append(headers.p, t.p) < 0) throw_python_error();
   }
   for (auto [key, name] : {std::pair{keys::CONTENT_TYPE, p.content_type}, std::pair{keys::CONTENT_LENGTH, p.content_length}}) {
@@ -472,10 +525,10 @@ PyObject* http_scope(const Env& e, PyObject* state) {
   put(s.p, p.k_method, method_str(p, e.get(keys::REQUEST_METHOD)));
   if (std::string_view scheme = e.get(keys::url_scheme, "http"); scheme != "http") put(s.p, p.k_scheme, utf8_str(scheme));
   std::string_view path = e.get(keys::PATH_INFO);
-  put(s.p, p.k_path, utf8_str(path.empty() ? std::string_view("/") : path));
+  put(s.p, p.k_path, reuse(p.path, path.empty() ? std::string_view("/") : path, utf8_str));
   std::string_view uri = e.get(keys::REQUEST_URI);
-  put(s.p, p.k_raw_path, bytes_of(uri.substr(0, uri.find('?'))));
-  put(s.p, p.k_query_string, bytes_of(e.get(keys::QUERY_STRING)));
+  put(s.p, p.k_raw_path, reuse(p.raw_path, uri.substr(0, uri.find('?')), bytes_of));
+  put(s.p, p.k_query_string, reuse(p.query, e.get(keys::QUERY_STRING), bytes_of));
   if (std::string_view root = e.get(keys::SCRIPT_NAME); !root.empty()) put(s.p, p.k_root_path, utf8_str(root));
   put(s.p, p.k_headers, headers_list(p, e));
   put(s.p, p.k_server, server_pair(p, e.get(keys::SERVER_NAME), e.get(keys::SERVER_PORT)));

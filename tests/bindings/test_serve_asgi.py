@@ -6,9 +6,11 @@ import hashlib
 import json
 import http.client
 import os
+import re
 import socket
 import subprocess
 import time
+import urllib.parse
 
 import pytest
 
@@ -383,6 +385,78 @@ def test_scope_server_and_client_follow_each_request(server_factory, tmp_path):
                        (b"c.example:82", "127.0.0.2"), (b"a.example", "127.0.0.1")]:
         want = ((host.split(b":")[0].decode(), port), peer)  # SERVER_PORT: the port the request came in on
         assert get(host, peer) == repr(want).encode(), (host, peer)
+
+
+HEADERS_APP = r"""
+import sys
+import csgi
+
+prev = {"headers": {}, "path": None}
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    headers = [(k, v) for k, v in scope["headers"] if k.startswith(b"x-")]
+    # Which of this scope's objects are the very ones the previous request's scope held.
+    same = [t[0].decode() for t in scope["headers"] if prev["headers"].get(t[0]) is t]
+    same = sorted(same + (["path"] if scope["path"] is prev["path"] else []))
+    prev["headers"] = {t[0]: t for t in scope["headers"]}
+    prev["path"] = scope["path"]
+    body = repr((scope["path"], scope["raw_path"], scope["query_string"], headers, same)).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
+
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+"""
+
+
+def test_scope_headers_and_path_follow_each_request(server_factory, tmp_path):
+    """Each scope holds its own request's header values, path and query, whatever came before it on the
+    same or another connection; an unchanged header, and the path, are the objects of the last scope."""
+    script = tmp_path / "headers_app.py"
+    script.write_text(HEADERS_APP)
+    port = free_port()
+    server_factory([PYTHON, str(script), str(port)], port, cwd=HERE, env={"CSGI_TEST_APPS": ""})
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+
+    def get(target, headers):
+        head = "GET %s HTTP/1.1\r\nHost: h\r\n" % target + "".join("%s: %s\r\n" % kv for kv in headers)
+        conn.sendall(head.encode() + b"\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        while len(body) < length:
+            body += conn.recv(65536)
+        return eval(body)  # noqa: S307 - the test app's repr
+
+    long_value = "v" * 300
+    steps = [
+        ("/a?x=1", [("X-One", "1"), ("X-Two", "2")]),
+        ("/a?x=1", [("X-One", "1"), ("X-Two", "two")]),
+        ("/b", [("X-Two", "two")]),
+        ("/b?y", [("X-One", "1"), ("X-Long", long_value)]),
+        ("/b?y", [("X-One", "1"), ("X-Long", long_value + "w")]),
+        ("/caf%C3%A9", [("X-One", "")]),
+        ("/caf%C3%A9", [("X-One", "1")]),
+    ]
+    # Past the names kept for reuse: 600 made-up header names, 40 to a request.
+    steps += [("/many", [("X-N%d" % (i + j), str(i)) for j in range(40)]) for i in range(0, 600, 40)]
+    steps += [("/a?x=1", [("X-One", "1"), ("X-Two", "two")])]
+    for target, headers in steps:
+        path, _, query = target.partition("?")
+        got = get(target, headers)
+        want_path = urllib.parse.unquote(path)
+        assert got[:4] == (want_path, path.encode(), query.encode(),
+                           [(k.lower().encode(), v.encode()) for k, v in headers]), (target, headers)
+    conn.close()
+    # Unchanged since the previous request: x-one's tuple and the path are reused; x-two changed.
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    get("/same", [("X-One", "1"), ("X-Two", "2")])
+    assert get("/same", [("X-One", "1"), ("X-Two", "3")])[4] == ["host", "path", "x-one"]
+    conn.close()
 
 
 TRAILERS_APP = r'''
