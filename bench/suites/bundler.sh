@@ -75,7 +75,8 @@ wire_md() {
   echo "vs esbuild's output (not minified, \`--define:process.env.NODE_ENV=\"M\"\`) compressed by brotli at the"
   echo "same quality (Node's zlib). Both follow only the live branch of a \`process.env.NODE_ENV\` test; both"
   echo "leave out the barrel modules of side-effect-free packages (\`\"sideEffects\": false\`); esbuild also drops"
-  echo "unused statements inside modules (three, vue) and comments (the bundler: in production mode only)."
+  echo "unused statements inside modules (three, vue), and comments and dead branches (the bundler: in production"
+  echo "mode only)."
   echo
   echo "| entry | mode | csgi modules | csgi plain | csgi brotli | esbuild plain | esbuild brotli | ratio (brotli) |"
   echo "|---|---|---|---|---|---|---|---|"

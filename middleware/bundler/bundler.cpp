@@ -185,19 +185,45 @@ void comment_edits(std::string_view src, const std::vector<std::pair<std::uint32
   }
 }
 
-/// Appends `src` with the define replacements, the comment removals (`comments`: production) and, for an
-/// ES module, its transform (prefix and edits); an edit inside a range an earlier edit rewrites is dropped.
+/// The replacements of the dead ranges (production), put before `edits` (sorted by begin), whose edits
+/// inside a replaced range then go. A range that another edit straddles stays as it is.
+void dead_edits(std::string_view src, const std::vector<bundler::DeadRange>& dead,
+                std::vector<bundler::EsmEdit>& edits) {
+  std::vector<std::uint32_t> reach(edits.size());  // the furthest end of edits [0, i]
+  for (std::size_t i = 0; i < edits.size(); ++i) reach[i] = std::max(edits[i].end, i ? reach[i - 1] : 0u);
+  std::vector<bundler::EsmEdit> out;
+  for (const auto& d : dead) {
+    auto first = std::lower_bound(edits.begin(), edits.end(), d.begin,
+                                  [](const bundler::EsmEdit& e, std::uint32_t at) { return e.begin < at; });
+    if (first != edits.begin() && reach[std::size_t(first - edits.begin()) - 1] > d.begin) continue;
+    bool straddled = false;
+    for (auto e = first; e != edits.end() && e->begin < d.end && !straddled; ++e) straddled = e->end > d.end;
+    if (straddled) continue;
+    if (auto text = bundler::dead_replacement(src, d)) out.push_back({d.begin, d.end, std::move(*text)});
+  }
+  edits.insert(edits.begin(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+}
+
+/// Appends `src` with the define replacements, the comment removals and dead code replacements (`comments`
+/// and `dead`: production) and, for an ES module, its transform (prefix and edits); an edit inside a range
+/// an earlier edit rewrites is dropped.
 void append_module(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
                    const std::map<std::string, std::string, std::less<>>& defines, const bundler::EsmModule* esm,
-                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>* comments) {
+                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>* comments,
+                   const std::vector<bundler::DeadRange>* dead) {
   std::vector<bundler::EsmEdit> edits = define_edits(src, chains, defines);
   if (esm) {
     out.append(esm->prefix);
     edits.insert(edits.end(), esm->edits.begin(), esm->edits.end());
   }
   if (comments) comment_edits(src, *comments, edits);
-  if (esm || comments)
-    std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  const bool sort = esm || comments || (dead && !dead->empty());
+  auto by_begin = [](const auto& a, const auto& b) { return a.begin < b.begin; };
+  if (sort) std::stable_sort(edits.begin(), edits.end(), by_begin);
+  if (dead && !dead->empty()) {
+    dead_edits(src, *dead, edits);
+    std::stable_sort(edits.begin(), edits.end(), by_begin);  // a replaced range before the edits it holds
+  }
   std::size_t at = 0;
   for (const auto& e : edits) {
     if (e.begin < at) continue;
@@ -641,8 +667,9 @@ public:
       } else {
         std::string text;
         text.reserve(src->size() + 64);
-        append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr,
-                      opt.mode == BundlerOptions::Mode::production ? &m.comments : nullptr);
+        const bool production = opt.mode == BundlerOptions::Mode::production;
+        append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr, production ? &m.comments : nullptr,
+                      production ? &m.dead : nullptr);
         append_js_string(body, text);
         if (m.esm) {
           body += ',';

@@ -10,7 +10,10 @@
 //   csgi-bundle [opts] --time ROOT TARGET  cold build (construct + first request) and hit timings, in µs
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
-//                                          (ES modules also: esm_requests, esm_exports, esm_rewrites, esm_body or esm_error)
+//                                          (ES modules also: esm_requests, esm_exports, esm_rewrites, esm_body or
+//                                          esm_error; files reading process.env.NODE_ENV also "dead": for each mode,
+//                                          the dead ranges [begin, end, form, hoists] and the production text with them
+//                                          replaced)
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
 //       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim,
@@ -26,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "csgi/middleware/bundler/dead_code.hpp"
 #include "csgi/middleware/bundler/esm_transform.hpp"
 
 #include "csgi/core/request_env.hpp"
@@ -86,6 +90,40 @@ void esm_details(const std::string& src, nlohmann::ordered_json& j) {
   j["esm_body"] = std::move(body);
 }
 
+// The ranges process.env.NODE_ENV makes dead in each mode, and the text with the replacements a production
+// bundle makes (the dead ranges alone: no defines, comments or ES module transform).
+void dead_details(const std::string& src, bool esm, nlohmann::ordered_json& j) {
+  namespace b = csgi::mw::bundler;
+  std::vector<b::Token> tokens;
+  b::ScanOptions o;
+  o.chain_roots = {"process"};
+  o.tokens = &tokens;
+  auto r = b::scan(src, o);
+  if (r.error || r.chains.empty()) return;  // no process.env.NODE_ENV: nothing can be dead
+  nlohmann::ordered_json dead = nlohmann::ordered_json::object();
+  for (const char* mode : {"development", "production"}) {
+    auto ranges =
+        b::dead_ranges(src, tokens, r.chains, {{"process.env.NODE_ENV", std::string("\"") + mode + "\""}}, esm);
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    std::string text;
+    std::size_t at = 0;
+    for (const auto& d : ranges) {
+      const char* form = d.form == b::DeadRange::block       ? "block"
+                         : d.form == b::DeadRange::statement ? "statement"
+                                                             : "expression";
+      list.push_back({d.begin, d.end, form, d.hoists});
+      auto with = b::dead_replacement(src, d);
+      if (!with || d.begin < at) continue;
+      text.append(src, at, d.begin - at).append(*with);
+      at = d.end;
+    }
+    text.append(src, at);
+    dead[mode] = {{"ranges", std::move(list)}};
+    if (at > 0) dead[mode]["text"] = std::move(text);  // only where something was replaced
+  }
+  j["dead"] = std::move(dead);
+}
+
 int print_deps(const std::vector<std::string>& files) {
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
@@ -99,6 +137,7 @@ int print_deps(const std::vector<std::string>& files) {
                                 {"esm", static_cast<bool>(r.esm_line)},
                                 {"error", r.error ? nlohmann::ordered_json(*r.error) : nullptr}};
     if (r.esm_line && !r.error) esm_details(src, j);
+    if (!r.error) dead_details(src, static_cast<bool>(r.esm_line), j);
     std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
   }

@@ -275,6 +275,7 @@ bool Graph::refresh(Module& m) {
   m.unbundled.clear();
   m.chains.clear();
   m.comments.clear();
+  m.dead.clear();
   m.esm_line.reset();
   m.esm.reset();
   m.error.reset();
@@ -299,6 +300,9 @@ bool Graph::refresh(Module& m) {
     m.error = m.path + ": " + *r.error;
     return false;
   }
+  auto defined = [&](const std::vector<MemberChain>& chains) {
+    return std::any_of(chains.begin(), chains.end(), [&](const MemberChain& c) { return defines_.count(c.path) > 0; });
+  };
   std::unordered_set<std::string> seen;
   if (r.esm_line) {
     m.esm_line = r.esm_line;
@@ -313,25 +317,26 @@ bool Graph::refresh(Module& m) {
     }
     m.deps = std::move(t.requests);
     m.esm = std::move(t);
+    if (defined(r.chains)) m.dead = dead_ranges(*src, tokens, r.chains, defines_, true);
     m.unbundled = std::move(r.unbundled);
     m.chains = std::move(r.chains);
     m.comments = std::move(r.comments);
     return true;
   }
   // A require in a branch the defines make dead is not followed (as esbuild drops it).
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead;
-  if (std::any_of(r.chains.begin(), r.chains.end(), [&](const MemberChain& c) { return defines_.count(c.path) > 0; })) {
+  if (defined(r.chains)) {
     std::vector<Token> tokens;
     ScanOptions with_tokens = scan_options_;
     with_tokens.tokens = &tokens;
     with_tokens.comments = false;
     ScanResult again = scan(*src, with_tokens);
-    dead = dead_ranges(*src, tokens, again.chains, defines_);
+    m.dead = dead_ranges(*src, tokens, again.chains, defines_);
   }
   auto is_dead = [&](std::uint32_t at) {
-    auto it = std::upper_bound(dead.begin(), dead.end(), std::pair<std::uint32_t, std::uint32_t>{at, ~0u});
-    for (auto i = dead.begin(); i != it; ++i)
-      if (at >= i->first && at < i->second) return true;
+    for (const auto& d : m.dead) {
+      if (d.begin > at) break;
+      if (at < d.end) return true;
+    }
     return false;
   };
   for (auto& d : r.deps)

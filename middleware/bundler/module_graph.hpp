@@ -115,6 +115,7 @@ struct Module {
   std::vector<Unbundled> unbundled;
   std::vector<MemberChain> chains;  // uses of define roots (Graph's ScanOptions)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> comments;  // with ScanOptions::comments
+  std::vector<DeadRange> dead;                 // code the defines make dead (dead_code.hpp), source order
   std::uint64_t pure_gen = ~std::uint64_t{0};  // the generation `pure` was found in
   bool pure = false;                           // its package declares it free of side effects
   std::optional<std::uint32_t> esm_line;
@@ -151,7 +152,7 @@ struct Closure {
 
 class Graph {
 public:
-  /// `defines` decide which branches are dead: a `require` in one is not followed (dead_code.hpp).
+  /// `defines` decide which branches are dead (Module::dead): a `require` in one is not followed.
   Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {},
         Defines defines = {});
 

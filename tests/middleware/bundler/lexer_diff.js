@@ -70,7 +70,7 @@ function reference(src) {
     },
   });
   const esm = module && ast.body.some((s) => /^(Import|Export)/.test(s.type));
-  return { deps, esm, ast: module ? ast : null };
+  return { deps, esm, ast: module ? ast : null, tree: ast, module };
 }
 
 // What the transform must do to an ES module, by acorn: requests, export names, rewritten references.
@@ -173,6 +173,101 @@ function checkEsm(f, src, ast, got, problems) {
   return 'transformed';
 }
 
+// The dead code of process.env.NODE_ENV tests (per mode): each range the scanner reports must be an arm of
+// an if/else or ?: (or a whole if without else), or the right operand of && or ||, whose test acorn's tree
+// makes constant and false for that arm; a range that declares a binding its function sees (var, a sloppy-mode function declaration) must
+// say so; and the production text, with the replacements, must parse as the original does, with as many
+// line terminators.
+function constant(n, mode) {  // the test's value, or undefined when not a constant
+  if (n.type === 'Literal' && (typeof n.value !== 'object' || n.value === null) && !n.regex) return n.value;
+  if (n.type === 'TemplateLiteral' && n.expressions.length === 0) return n.quasis[0].value.cooked;
+  if (n.type === 'MemberExpression' && !n.computed && !n.optional && n.property.name === 'NODE_ENV' &&
+      n.object.type === 'MemberExpression' && !n.object.computed && n.object.property.name === 'env' &&
+      n.object.object.type === 'Identifier' && n.object.object.name === 'process') return mode;
+  if (n.type === 'UnaryExpression' && n.operator === '!') {
+    const v = constant(n.argument, mode);
+    return v === undefined ? undefined : !v;
+  }
+  if (n.type === 'BinaryExpression' && /^[!=]==?$/.test(n.operator)) {
+    const a = constant(n.left, mode), b = constant(n.right, mode);
+    if (a === undefined || b === undefined) return undefined;
+    return { '===': a === b, '!==': a !== b, '==': a == b, '!=': a != b }[n.operator];  // eslint-disable-line eqeqeq
+  }
+  if (n.type === 'LogicalExpression' && n.operator !== '??') {
+    const a = constant(n.left, mode);
+    if (a === undefined) return undefined;
+    if (n.operator === '&&' ? !a : a) return a;
+    return constant(n.right, mode);
+  }
+  return undefined;
+}
+function hoisted(node, sloppy) {  // a var, or a function declaration in sloppy code, outside nested functions
+  if (!node || typeof node.type !== 'string') return false;
+  if (node.type === 'VariableDeclaration' && node.kind === 'var') return true;
+  if (node.type === 'FunctionDeclaration') return sloppy;
+  if (/Function|StaticBlock/.test(node.type)) return false;
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'type' || !v || typeof v !== 'object') continue;
+    for (const c of Array.isArray(v) ? v : [v]) if (c && typeof c.type === 'string' && hoisted(c, sloppy)) return true;
+  }
+  return false;
+}
+const lineTerminators = (s) => (s.match(/\r\n|[\n\r\u2028\u2029]/g) || []).length;
+const deadCount = { ranges: 0, replaced: 0, hoisting: 0 };
+function checkDead(f, src, ref, got, problems) {
+  const bytes = Buffer.from(src);
+  const chars = (off) => bytes.subarray(0, off).toString().length;
+  const arms = new Map();  // "start:end" → [[the if/?: node, which arm (or the whole if)], …]
+  const add = (node, n, which) => {
+    const k = `${node.start}:${node.end}`;
+    if (!arms.has(k)) arms.set(k, []);
+    arms.get(k).push([n, which]);
+  };
+  walk.full(ref.tree, (n) => {
+    if (n.type === 'LogicalExpression' && n.operator !== '??') add(n.right, n, 'right');
+    if (n.type !== 'IfStatement' && n.type !== 'ConditionalExpression') return;
+    add(n.consequent, n, 'consequent');
+    if (n.alternate) add(n.alternate, n, 'alternate');
+    else if (n.type === 'IfStatement') add(n, n, 'whole');
+  });
+  const dead = (n, which, mode) => {
+    const v = constant(which === 'right' ? n.left : n.test, mode);
+    return v !== undefined && (which === 'alternate' || (which === 'right' && n.operator === '||') ? !!v : !v);
+  };
+  for (const mode of ['development', 'production']) {
+    for (const [b, e, form, hoists] of got.dead[mode].ranges) {
+      deadCount.ranges++;
+      const s = chars(b), t = chars(e);
+      const where = `${f}: ${mode} dead range ${JSON.stringify(src.slice(s, Math.min(t, s + 60)))}`;
+      let arm, i = s, j = t;
+      for (;;) {  // acorn's nodes leave out enclosing parentheses
+        arm = (arms.get(`${i}:${j}`) || []).find(([n, which]) => dead(n, which, mode));
+        if (arm || src[i] !== '(' || src[j - 1] !== ')') break;
+        for (i++, j--; i < j && /\s/.test(src[i]); i++);
+        while (j > i && /\s/.test(src[j - 1])) j--;
+      }
+      if (!arm) { problems.push(`${where} is not an arm of an if, ?:, && or || whose test acorn finds constant and false for it`); continue; }
+      const [n, which] = arm;
+      const want = n.type !== 'IfStatement' ? 'expression'
+        : which === 'whole' || n[which].type !== 'BlockStatement' ? 'statement' : 'block';
+      if (form !== want) problems.push(`${where}: form ${form}, acorn says ${want}`);
+      const node = which === 'whole' ? n.consequent : n[which];
+      if (!hoists && hoisted(node, !ref.module)) problems.push(`${where}: declares a binding for its function, not reported`);
+      if (hoists) deadCount.hoisting++;
+    }
+    const text = got.dead[mode].text;
+    if (text === undefined) continue;
+    deadCount.replaced++;
+    try {
+      acorn.parse(text, { ecmaVersion: 'latest', allowHashBang: true, allowReturnOutsideFunction: true,
+        sourceType: ref.module ? 'module' : 'script' });
+    } catch (err) {
+      problems.push(`${f}: ${mode} text with the dead code replaced does not parse: ${err.message}`);
+    }
+    if (lineTerminators(text) !== lineTerminators(src)) problems.push(`${f}: ${mode} dead code replaced: line count changed`);
+  }
+}
+
 const all = dirs.filter((d) => fs.existsSync(d)).flatMap((d) => files(d));
 const ours = new Map();
 for (let i = 0; i < all.length; i += 200) {
@@ -192,6 +287,7 @@ for (const f of all) {
   if (got.error) { problems.push(`${f}: scanner error on valid JS: ${got.error}`); continue; }
   if (ref.esm !== got.esm) { problems.push(`${f}: esm ${got.esm}, parser says ${ref.esm}`); continue; }
   if (ref.esm) esmCount[checkEsm(f, src, ref.ast, got, problems)]++;
+  if (got.dead) checkDead(f, src, ref, got, problems);
   const g = new Set(got.deps);
   const missing = [...ref.deps].filter((d) => !g.has(d)), extra = [...g].filter((d) => !ref.deps.has(d));
   if (missing.length || extra.length) problems.push(`${f}: missing ${JSON.stringify(missing)} extra ${JSON.stringify(extra)}`);
@@ -199,6 +295,8 @@ for (const f of all) {
 }
 console.log(`bundler_lexer_diff: ${compared} files (${edges} require edges) compared with acorn, ${skipped} not parsable, ` +
   `ES modules: ${esmCount.transformed} transformed as acorn says, ${esmCount.refused} refused within the documented limits; ` +
+  `dead code: ${deadCount.ranges} ranges (both modes) arms of constant tests as acorn says, ${deadCount.hoisting} kept for a ` +
+  `declaration, ${deadCount.replaced} texts with them replaced parsed; ` +
   `${problems.length} differences`);
 for (const p of problems.slice(0, 30)) console.log('  ' + p);
 assert.ok(compared > 500, 'enough files compared');
