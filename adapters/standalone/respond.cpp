@@ -622,8 +622,16 @@ void Conn::on_writable(error_code ec) {
     return;
   }
   switch (phase_) {
-    case Phase::file: pump_file(); return;
-    case Phase::stream: pump_stream(); return;
+    case Phase::file:
+    case Phase::stream:
+      // A body that ends here ends a response that process() is not waiting on: what is left of the
+      // output, a pipelined request in the buffer and the next read are taken up here.
+      if (phase_ == Phase::file)
+        pump_file();
+      else
+        pump_stream();
+      if (phase_ == Phase::reading) process();
+      return;
     case Phase::writer:
       if (body_.writer) on_writer_flush(body_.writer);
       return;
