@@ -70,8 +70,11 @@ void Conn::serve() {
   wait_read();
 }
 
-// Reads with async_read_some: Asio tries the recv at once, and after a read that drained the socket it
-// waits for the next epoll edge without another syscall (no epoll_ctl per request, unlike async_wait).
+// Reads with async_read_some: Asio tries the recv at once (a speculative read). Boost 1.74's reactor
+// stops trying at once only after a read that returned nothing, so after each keep-alive response this
+// recv finds nothing (EAGAIN) before the connection waits for the next epoll edge. Waiting first
+// (async_wait(wait_read)) would not save it: an op queued without that read costs an
+// epoll_ctl(EPOLL_CTL_MOD) per call there instead, the same one syscall per request.
 void Conn::wait_read() {
   if (link_.reading || phase_ == Phase::closed || link_.peer_eof) return;
   if (!make_room()) {

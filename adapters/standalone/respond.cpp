@@ -255,7 +255,12 @@ void Conn::send_file(FileBody& f, int status, Headers& headers) {
   pump_file();
 }
 
-// Sends the head (if any) then the file with sendfile(2), as far as the socket takes it.
+// Sends the head (if any) then the file with sendfile(2), as far as the socket takes it. The head goes
+// with MSG_MORE (flush), so it waits in the socket and fills the first segment with the file's first
+// bytes; sendfile marks each piece but its last "more" itself, so full segments leave as they fill and
+// the last one leaves at once (TCP_NODELAY). That is what TCP_CORK around the response gives, without
+// its two setsockopt calls per response; a body that fills the socket may leave one short segment where
+// a call stopped, one per wait for writability.
 void Conn::pump_file() {
   if (!flush()) {
     if (link_.dead) close_now();
@@ -622,8 +627,16 @@ void Conn::on_writable(error_code ec) {
     return;
   }
   switch (phase_) {
-    case Phase::file: pump_file(); return;
-    case Phase::stream: pump_stream(); return;
+    case Phase::file:
+    case Phase::stream:
+      // A body that ends here ends a response that process() is not waiting on: what is left of the
+      // output, a pipelined request in the buffer and the next read are taken up here.
+      if (phase_ == Phase::file)
+        pump_file();
+      else
+        pump_stream();
+      if (phase_ == Phase::reading) process();
+      return;
     case Phase::writer:
       if (body_.writer) on_writer_flush(body_.writer);
       return;

@@ -5,7 +5,9 @@
 #      static_prefix fallthrough — ratio, target >= 0.90;
 #   2. a 4 KiB text body bare, through the same stack, and through the stack + deflate (gzip requested):
 #      the cost of deflate on its own;
-#   3. static 1 KiB and 1.3 MB files: csgi's Static app vs nginx (1 worker, sendfile) — target >= 0.9x.
+#   3. static files of 1 KiB, 16 KiB, 100 KB, 1.3 MB and 4 MB: csgi's Static app vs nginx (1 worker,
+#      sendfile) — target >= 0.9x at 1 KiB and 1.3 MB. At 4 MB the body no longer fits in what loopback
+#      buffers at once: the server finishes it on writable events.
 # The apps are built here as one app library (--app-arg picks the variant), served by `csgi serve`
 # with one io thread pinned to cpu0; wrk -t1 -c50 runs pinned to cpu1. Each figure is the median of
 # several runs (alternating servers). Called by scripts/bench.sh as `bash middleware.sh BUILD_DIR OUT_DIR`;
@@ -98,7 +100,8 @@ runtime_used=$([ -f "$root/middleware/runtime.hpp" ] && echo yes || echo no)
 mkdir -p "$work/www"
 /usr/bin/python3 -c '
 import base64, os, sys
-for name, size in (("1k.txt", 1024), ("1300k.txt", 1300000)):
+for name, size in (("1k.txt", 1024), ("16k.txt", 16384), ("100k.txt", 100000), ("1300k.txt", 1300000),
+                   ("4m.txt", 4000000)):
     open(os.path.join(sys.argv[1], name), "wb").write(base64.encodebytes(os.urandom(size))[:size])' "$work/www"
 chmod -R a+rX "$work"  # nginx workers run as nobody
 
@@ -204,6 +207,12 @@ for rep in $(seq "$reps"); do
   run_case static1k_nginx start_nginx -- /1k.txt
   run_case static1300k_csgi start_csgi static hello -- /1300k.txt
   run_case static1300k_nginx start_nginx -- /1300k.txt
+  run_case static16k_csgi start_csgi static hello -- /16k.txt
+  run_case static16k_nginx start_nginx -- /16k.txt
+  run_case static100k_csgi start_csgi static hello -- /100k.txt
+  run_case static100k_nginx start_nginx -- /100k.txt
+  run_case static4m_csgi start_csgi static hello -- /4m.txt
+  run_case static4m_nginx start_nginx -- /4m.txt
 done
 
 declare -A med
@@ -216,13 +225,15 @@ done
 
 MW_LOAD_START=$load_start /usr/bin/python3 - "$out/middleware.md" "$root/bench/charts/middleware.png" "$dur" "$reps" "$runtime_used" "$log_lines/$log_requests" \
   "${med[hello_bare]}" "${med[hello_stack]}" "${med[k4_bare]}" "${med[k4_stack]}" "${med[k4_deflate]}" \
-  "${med[static1k_csgi]}" "${med[static1k_nginx]}" "${med[static1300k_csgi]}" "${med[static1300k_nginx]}" <<'PY'
+  "${med[static1k_csgi]}" "${med[static1k_nginx]}" "${med[static1300k_csgi]}" "${med[static1300k_nginx]}" \
+  "${med[static16k_csgi]}" "${med[static16k_nginx]}" "${med[static100k_csgi]}" "${med[static100k_nginx]}" \
+  "${med[static4m_csgi]}" "${med[static4m_nginx]}" <<'PY'
 import sys
 import os
 dst, chart, dur, reps, runtime_used, log_lines = sys.argv[1:7]
 load_start = os.environ.get("MW_LOAD_START", "?")
 vals = [list(map(float, v.split())) for v in sys.argv[7:]]
-hb, hs, kb, ks, kd, s1c, s1n, s13c, s13n = vals
+hb, hs, kb, ks, kd, s1c, s1n, s13c, s13n, s16c, s16n, s100c, s100n, s4mc, s4mn = vals
 def row(label, v, base=None, target=""):
     ratio = f"{v[0] / base[0]:.2f}" if base else ""
     cpu_ratio = f"{base[4] / v[4]:.2f}" if base and v[4] > 0 else ""
@@ -248,8 +259,18 @@ L.append(row("4 KiB text, through the stack", ks, kb))
 L.append(row("4 KiB text, stack + deflate (gzip sent)", kd, kb, "reported"))
 L.append(row("static 1 KiB file, nginx 1 worker", s1n))
 L.append(row("static 1 KiB file, csgi Static", s1c, s1n, "≥ 0.9 × nginx"))
+L.append(row("static 16 KiB file, nginx 1 worker", s16n))
+L.append(row("static 16 KiB file, csgi Static", s16c, s16n))
+L.append(row("static 100 KB file, nginx 1 worker", s100n))
+L.append(row("static 100 KB file, csgi Static", s100c, s100n))
 L.append(row("static 1.3 MB file, nginx 1 worker", s13n))
 L.append(row("static 1.3 MB file, csgi Static", s13c, s13n, "≥ 0.9 × nginx"))
+L.append(row("static 4 MB file, nginx 1 worker", s4mn))
+L.append(row("static 4 MB file, csgi Static", s4mc, s4mn))
+L.append("")
+L.append("Static files are sent by sendfile(2) on both servers (csgi: the head with MSG_MORE, then the file; "
+         "nginx: TCP_CORK on, writev of the head, sendfile, TCP_CORK off). A 4 MB body does not fit in what a "
+         "loopback connection takes at once: both servers finish it on writable events, keeping the connection.")
 L.append("")
 L.append("*ratio by CPU/req* = the base's server CPU time per request / this row's (user+system time of "
          "the server process and its children over the run, divided by the requests wrk completed): the "
@@ -278,10 +299,10 @@ try:
     names = ["hello\nbare", "hello\nstack", "4K\nbare", "4K\nstack", "4K stack\n+deflate"]
     ax[0].bar(names, [hb[4], hs[4], kb[4], ks[4], kd[4]], color=["#888", "#37c", "#888", "#37c", "#c73"])
     ax[0].set_ylabel("server CPU µs / request"); ax[0].set_title("middleware stack cost (csgi serve, 1 thread)")
-    x = [0, 1]
-    ax[1].bar([i - 0.2 for i in x], [s1n[0], s13n[0]], 0.4, label="nginx", color="#888")
-    ax[1].bar([i + 0.2 for i in x], [s1c[0], s13c[0]], 0.4, label="csgi Static", color="#37c")
-    ax[1].set_xticks(x, ["1 KiB", "1.3 MB"]); ax[1].set_yscale("log"); ax[1].legend()
+    x = [0, 1, 2, 3, 4]
+    ax[1].bar([i - 0.2 for i in x], [s1n[0], s16n[0], s100n[0], s13n[0], s4mn[0]], 0.4, label="nginx", color="#888")
+    ax[1].bar([i + 0.2 for i in x], [s1c[0], s16c[0], s100c[0], s13c[0], s4mc[0]], 0.4, label="csgi Static", color="#37c")
+    ax[1].set_xticks(x, ["1 KiB", "16 KiB", "100 KB", "1.3 MB", "4 MB"]); ax[1].set_yscale("log"); ax[1].legend()
     ax[1].set_title("static files (req/s, log scale)")
     fig.tight_layout(); fig.savefig(chart, dpi=90)
 except Exception as e:
