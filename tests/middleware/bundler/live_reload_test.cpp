@@ -95,7 +95,11 @@ TEST_CASE("bundler live reload: an edit is an event on every open stream, also b
     std::lock_guard lock(first->client->mu);
     first->client->gone = true;
   }
-  int before = second->client->writes;
+  int before = 0;
+  {
+    std::lock_guard lock(second->client->mu);
+    before = second->client->writes;
+  }
   t.write("app/b.js", "module.exports = 3;");  // an addition
   CHECK(eventually([&] {
     std::lock_guard lock(second->client->mu);
