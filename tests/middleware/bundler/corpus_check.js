@@ -25,6 +25,8 @@ for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^
 
 // Cases whose outputs are known to differ, with the reason (kept in step with docs/bundler.md).
 const KNOWN = {};
+// How many cases are in the browser at once.
+const CASES_AT_ONCE = Number(process.env.CORPUS_CASES_AT_ONCE || 2);
 
 const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 const serveTool = path.join(path.dirname(args.tool), 'csgi-bundle-serve');
@@ -68,16 +70,13 @@ function preparePages(docroot) {
   }));
 }
 
-async function run(browser, url) {
-  const page = await browser.newPage();
-  try {
-    await page.goto(url);
-    await page.waitForFunction(() => window.__out && window.__out.some((l) => l === 'END' || l.startsWith('rejected:') ||
-      l.startsWith('esbuild:')), null, { timeout: 20000 }).catch(() => {});
-    return await page.evaluate(() => (window.__out || ['no output: the page did not run its prelude']).join('\n'));
-  } finally {
-    await page.close();
-  }
+// Loads url in page and returns the lines it printed. A fresh document each time: nothing of an earlier
+// case's page is left in its scripts.
+async function run(page, url) {
+  await page.goto(url);
+  await page.waitForFunction(() => window.__out && window.__out.some((l) => l === 'END' || l.startsWith('rejected:') ||
+    l.startsWith('esbuild:')), null, { timeout: 20000 }).catch(() => {});
+  return await page.evaluate(() => (window.__out || ['no output: the page did not run its prelude']).join('\n'));
 }
 
 async function main() {
@@ -86,10 +85,27 @@ async function main() {
   const server = await startServer(corpus, docroot);
   const browser = await pw.launch({ executablePath: chromium, args: ['--no-sandbox', '--headless=new'] });
   const same = [], misses = [], failures = [];
+  // Cases run CASES_AT_ONCE at a time, each at once on one page that loads case after case (a new
+  // page costs Chromium a renderer); their lines are reported in case order.
+  const results = new Array(cases.length);
+  let next = 0;
+  async function worker() {
+    const page = await browser.newPage();
+    try {
+      while (next < cases.length) {
+        const i = next++;
+        const c = cases[i];
+        const theirs = await run(page, `${server.url}/${c}.esbuild.html`);
+        const ours = await run(page, `${server.url}/${c}.csgi.html`);
+        results[i] = { c, theirs, ours };
+      }
+    } finally {
+      await page.close();
+    }
+  }
   try {
-    for (const c of cases) {
-      const theirs = await run(browser, `${server.url}/${c}.esbuild.html`);
-      const ours = await run(browser, `${server.url}/${c}.csgi.html`);
+    await Promise.all(Array.from({ length: Math.min(CASES_AT_ONCE, cases.length) }, worker));
+    for (const { c, theirs, ours } of results) {
       const okRun = theirs.endsWith('END') && !/^(uncaught|unhandled|rejected|esbuild):/m.test(theirs);
       if (ours === theirs && okRun) {
         same.push(c);

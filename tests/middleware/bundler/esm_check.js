@@ -57,17 +57,17 @@ async function chromiumCases() {
   }
   const server = await startServer(root);
   const browser = await pw.launch({ executablePath: chromium, args: ['--no-sandbox', '--headless=new'] });
+  // One page loads every document in turn (a new page costs Chromium a renderer); each is a fresh
+  // document with its own module map.
+  const p = await browser.newPage();
   try {
     for (const c of cases) {
       if (c === 'interop') continue;  // CommonJS: no native reference in a browser (esbuild's, below)
       const run = async (page) => {
-        const p = await browser.newPage();
         await p.goto(`${server.url}/${c}/${page}`);
         await p.waitForFunction(() => window.__out && window.__out.includes('END'), null, { timeout: 10000 })
           .catch(() => {});
-        const out = await p.evaluate(() => window.__out.join('\n'));
-        await p.close();
-        return out;
+        return await p.evaluate(() => window.__out.join('\n'));
       };
       const native = await run('native.html');
       const ours = await run('csgi.html');
