@@ -27,8 +27,11 @@ run: deps build
 # A test that fails is run once more before it counts as failed: on a loaded 2-core machine a test with
 # real servers (nginx, Apache, uWSGI, Chromium) can miss a timing window; a real failure fails twice.
 # A test that sets no TIMEOUT of its own gets 900 s, so a hang fails the run instead of holding it.
+# Tests run TEST_JOBS at a time: most of them wait on servers and sockets; those that compile declare
+# PROCESSORS 2 and the RUN_SERIAL ones run alone.
+TEST_JOBS ?= 2
 test: deps build
-	ctest --test-dir $(BUILD) --output-on-failure --timeout 900 --repeat until-pass:2 $(CTEST_FLAGS)
+	ctest --test-dir $(BUILD) -j$(TEST_JOBS) --output-on-failure --timeout 900 --repeat until-pass:2 $(CTEST_FLAGS)
 
 # The unit suites, the standalone adapter's socket tests (HTTP/1, HTTP/2, WebSocket, TLS, PROXY protocol,
 # workers, metrics), the fuzz replays, the conformance suite against the standalone server (HTTP/1.1,
@@ -53,8 +56,12 @@ TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app c
              ctest:websocket_conformance_pool ctest:cli_tls ctest:conformance_standalone_tls ctest:standalone_workers \
              ctest:cli_metrics ctest:cli_proxy_protocol
 SOAK_SECONDS ?= 60
+# The AddressSanitizer tree is built by clang and instrumented for libFuzzer too (CSGI_FUZZ): its fuzz
+# targets are libFuzzer programs beside their replay tests, and `make fuzz FUZZ_BUILD=build-asan` fuzzes
+# in it without a build of its own.
 test-asan: deps
-	scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)
+	CC=clang CXX=clang++ SANITIZE_CMAKE_ARGS=-DCSGI_FUZZ=ON \
+	  scripts/test-sanitized.sh address,undefined build-asan $(ASAN_TESTS)
 	/usr/bin/python3 tests/reliability/soak.py --csgi build-asan/adapters/cli/csgi \
 	  --app build-asan/tests/reliability/libcanary_app.so --seconds $(SOAK_SECONDS)
 
@@ -69,7 +76,8 @@ bench: deps build
 test-reliability: deps build
 	scripts/reliability.sh $(BUILD)
 
-# libFuzzer targets (clang, ASan+UBSan) for FUZZ_SECONDS each (default 60; FUZZ_RUNS=N for N execs).
+# libFuzzer targets (clang, ASan+UBSan) for FUZZ_SECONDS each (default 60; FUZZ_RUNS=N for N execs), in
+# their own optimized tree build-fuzz/, or in the tree FUZZ_BUILD names.
 fuzz: deps
 	scripts/fuzz.sh
 

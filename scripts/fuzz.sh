@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang + ASan + UBSan (build-fuzz/) and runs each for FUZZ_SECONDS
-# (default 60) from its seed corpus with the HTTP dictionary. A crash is copied to
+# Builds the libFuzzer targets with clang + ASan + UBSan (build-fuzz/, optimized; or the tree FUZZ_BUILD
+# names, configured with CSGI_FUZZ=ON) and runs each for FUZZ_SECONDS (default 60) from its seed corpus
+# with the HTTP dictionary. A crash is copied to
 # tests/fuzz/regressions/<target>/ (replayed by ctest in every build) and fails the run.
 # FUZZ_ONLY="name …" runs only those targets; FUZZ_RUNS=N stops each target after N execs instead (with
 # FUZZ_SECONDS as a time cap); FUZZ_MAX_LEN caps the input size; FUZZ_JOBS=N runs N targets at once
 # (default: one per core). Prints execs and coverage per target.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build="$root/build-fuzz"
 seconds=${FUZZ_SECONDS:-60}
 runs=${FUZZ_RUNS:+-runs=$FUZZ_RUNS}
 max_len=${FUZZ_MAX_LEN:+-max_len=$FUZZ_MAX_LEN}
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCSGI_FUZZ=ON -DCSGI_BUILD_BENCH=OFF -DCSGI_PYTHON=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
-  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null || exit 1
+if [ -n "${FUZZ_BUILD:-}" ]; then
+  # A tree configured for fuzzing already (the AddressSanitizer tree of `make test-asan` is).
+  build=$(cd "$FUZZ_BUILD" && pwd) || exit 1
+  grep -q '^CSGI_FUZZ:BOOL=ON' "$build/CMakeCache.txt" || { echo "$build is not configured with CSGI_FUZZ=ON" >&2; exit 1; }
+else
+  build="$root/build-fuzz"
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCSGI_FUZZ=ON -DCSGI_SANITIZE=address,undefined \
+    -DCSGI_BUILD_BENCH=OFF -DCSGI_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+fi
 targets=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 [ -n "${FUZZ_ONLY:-}" ] && targets=$FUZZ_ONLY
 cmake --build "$build" -j"$(nproc)" --target $targets >/dev/null || { echo "fuzz build failed" >&2; exit 1; }
