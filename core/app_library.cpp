@@ -10,7 +10,10 @@ namespace csgi {
 App load_app(const std::string& path, const AppArgs& args) {
   // A path without a slash would make dlopen search the library path; loading an app is always by file.
   std::string file = path.find('/') == std::string::npos ? "./" + path : path;
-  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: the library stays mapped once the server lets go of it, so nothing of it (a thread it
+  // started, a pointer its globals hold, its copy of csgi::log_files) outlives its code. GCC's unique
+  // symbols keep most C++ libraries loaded anyway; a library built by clang has none.
+  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) throw std::runtime_error("cannot load app library " + path + ": " + ::dlerror());
   std::shared_ptr<void> keep(handle, [](void* h) { ::dlclose(h); });
   using EntryFn = const csgi_app_entry* (*)();

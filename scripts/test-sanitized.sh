@@ -26,8 +26,8 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 regex="^($(IFS='|'; echo "${names[*]}"))\$"
 # ASan/LSan and TSan reports go to a file per process (<tool>.<pid>) under $reports instead of stderr,
 # and are printed at the end: many socket tests start `csgi serve` with its stderr discarded, and a report
-# from a server (or a forked worker) whose exit status no test looks at must still fail the run. (GCC's
-# UBSan beside ASan ignores log_path: its reports stay on stderr, and halt_on_error ends the process.)
+# from a server (or a forked worker) whose exit status no test looks at must still fail the run. (With
+# GCC, UBSan beside ASan ignores log_path: its reports stay on stderr, and halt_on_error ends the process.)
 reports=$(cd "$build" && pwd)/sanitizer-reports
 rm -rf "$reports"
 mkdir -p "$reports"
