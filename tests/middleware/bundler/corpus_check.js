@@ -25,8 +25,6 @@ for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^
 
 // Cases whose outputs are known to differ, with the reason (kept in step with docs/bundler.md).
 const KNOWN = {};
-// How many cases are in the browser at once.
-const CASES_AT_ONCE = Number(process.env.CORPUS_CASES_AT_ONCE || 2);
 
 const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 const serveTool = path.join(path.dirname(args.tool), 'csgi-bundle-serve');
@@ -85,27 +83,12 @@ async function main() {
   const server = await startServer(corpus, docroot);
   const browser = await pw.launch({ executablePath: chromium, args: ['--no-sandbox', '--headless=new'] });
   const same = [], misses = [], failures = [];
-  // Cases run CASES_AT_ONCE at a time, each at once on one page that loads case after case (a new
-  // page costs Chromium a renderer); their lines are reported in case order.
-  const results = new Array(cases.length);
-  let next = 0;
-  async function worker() {
-    const page = await browser.newPage();
-    try {
-      while (next < cases.length) {
-        const i = next++;
-        const c = cases[i];
-        const theirs = await run(page, `${server.url}/${c}.esbuild.html`);
-        const ours = await run(page, `${server.url}/${c}.csgi.html`);
-        results[i] = { c, theirs, ours };
-      }
-    } finally {
-      await page.close();
-    }
-  }
+  // One page loads case after case (a new page costs Chromium a renderer); each load is a fresh document.
+  const page = await browser.newPage();
   try {
-    await Promise.all(Array.from({ length: Math.min(CASES_AT_ONCE, cases.length) }, worker));
-    for (const { c, theirs, ours } of results) {
+    for (const c of cases) {
+      const theirs = await run(page, `${server.url}/${c}.esbuild.html`);
+      const ours = await run(page, `${server.url}/${c}.csgi.html`);
       const okRun = theirs.endsWith('END') && !/^(uncaught|unhandled|rejected|esbuild):/m.test(theirs);
       if (ours === theirs && okRun) {
         same.push(c);
