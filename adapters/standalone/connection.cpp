@@ -266,6 +266,12 @@ Conn::Step Conn::head_incomplete() {
 
 // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
 Conn::Step Conn::parse_head() {
+  // RFC 9112 §5.2: obs-fold is refused. Before parsing: Beast unfolds such a value into a buffer of its
+  // own, and the env's views (and the parser's checks of Host, Content-Length, Expect) would point there.
+  if (req_.folded) {
+    reject(400, "obs-fold in header");
+    return Step::stop;
+  }
   error_code ec;
   std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
   if (ec == http::error::need_more) ec = http::error::bad_line_ending;
@@ -273,10 +279,6 @@ Conn::Step Conn::parse_head() {
   req_.head = parser_->head;
   if (ec) {
     reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
-    return Step::stop;
-  }
-  if (req_.folded) {  // found by head_complete in the lines Beast just parsed
-    reject(400, "obs-fold in header");
     return Step::stop;
   }
   in_.begin += used;
