@@ -36,7 +36,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}:log_pa
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}:log_path=$reports/tsan
 # A test that sets no TIMEOUT of its own gets 900 s: a hang fails the run instead of holding it.
 status=0
-ctest --test-dir "$build" --output-on-failure --timeout 900 -R "$regex" || status=$?
+# TEST_JOBS tests at a time (2, as in `make test`); a test that fails is run once more, but a sanitizer
+# report from either run fails the run (below).
+ctest --test-dir "$build" -j"${TEST_JOBS:-2}" --output-on-failure --timeout 900 --repeat until-pass:2 -R "$regex" ||
+  status=$?
 if compgen -G "$reports/*" >/dev/null; then
   for f in "$reports"/*; do
     echo "=== $f"
