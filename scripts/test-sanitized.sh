@@ -9,6 +9,11 @@ set -euo pipefail
 san=$1 build=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
+# CMake keeps the compiler a tree was first configured with: a tree of another compiler than CXX starts over.
+if [ -n "${CXX:-}" ] && [ -f "$build/CMakeCache.txt" ] &&
+   ! grep -qx "CMAKE_CXX_COMPILER:[A-Z]*=$(command -v "$CXX")" "$build/CMakeCache.txt"; then
+  rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
 # Line tables are all a report needs (-g1): a third less to compile than full debug information.
 # SANITIZE_CMAKE_ARGS adds configure options (CC/CXX choose the compiler).
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 \
