@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "csgi/middleware/bundler/compress.hpp"
 #include "csgi/middleware/bundler/live_reload.hpp"
 #include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/shake_plan.hpp"
 
 namespace csgi::mw {
 
@@ -204,18 +206,18 @@ void dead_edits(std::string_view src, const std::vector<bundler::DeadRange>& dea
   edits.insert(edits.begin(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
 }
 
-/// Appends `src` with the define replacements, the comment removals and dead code replacements (`comments`
-/// and `dead`: production) and, for an ES module, its transform (prefix and edits); an edit inside a range
-/// an earlier edit rewrites is dropped.
-void append_module(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
-                   const std::map<std::string, std::string, std::less<>>& defines, const bundler::EsmModule* esm,
-                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>* comments,
-                   const std::vector<bundler::DeadRange>* dead) {
+/// The edits that make a module's text: the define replacements, the comment removals and dead code
+/// replacements (`comments` and `dead`: production), an ES module's transform, and the placeholders of
+/// the units left out (`left_out`, tree shaking), sorted by where they begin; an edit inside a range an
+/// earlier edit rewrites is dropped when they are applied.
+std::vector<bundler::EsmEdit> module_edits(std::string_view src, const std::vector<bundler::MemberChain>& chains,
+                                           const std::map<std::string, std::string, std::less<>>& defines,
+                                           const bundler::EsmModule* esm,
+                                           const std::vector<std::pair<std::uint32_t, std::uint32_t>>* comments,
+                                           const std::vector<bundler::DeadRange>* dead,
+                                           const std::vector<const bundler::ShakeUnit*>& left_out = {}) {
   std::vector<bundler::EsmEdit> edits = define_edits(src, chains, defines);
-  if (esm) {
-    out.append(esm->prefix);
-    edits.insert(edits.end(), esm->edits.begin(), esm->edits.end());
-  }
+  if (esm) edits.insert(edits.end(), esm->edits.begin(), esm->edits.end());
   if (comments) comment_edits(src, *comments, edits);
   const bool sort = esm || comments || (dead && !dead->empty());
   auto by_begin = [](const auto& a, const auto& b) { return a.begin < b.begin; };
@@ -224,14 +226,38 @@ void append_module(std::string& out, std::string_view src, const std::vector<bun
     dead_edits(src, *dead, edits);
     std::stable_sort(edits.begin(), edits.end(), by_begin);  // a replaced range before the edits it holds
   }
-  std::size_t at = 0;
-  for (const auto& e : edits) {
-    if (e.begin < at) continue;
-    if (e.end > src.size()) break;  // the file changed since it was scanned: this answer is stale anyway
-    out.append(src.substr(at, e.begin - at)).append(e.text);
-    at = e.end;
+  if (!left_out.empty()) {
+    std::vector<bundler::EsmEdit> holders;
+    for (const auto* u : left_out) holders.push_back({u->begin, u->end, bundler::unit_placeholder(*u, src)});
+    edits.insert(edits.begin(), std::make_move_iterator(holders.begin()), std::make_move_iterator(holders.end()));
+    std::stable_sort(edits.begin(), edits.end(), by_begin);
   }
-  out.append(src.substr(at));
+  return edits;
+}
+
+/// Appends src[from, to) with the edits inside that range applied.
+void apply_edits(std::string& out, std::string_view src, const std::vector<bundler::EsmEdit>& edits,
+                 std::size_t from = 0, std::size_t to = std::string_view::npos) {
+  to = std::min(to, src.size());
+  std::size_t at = from;
+  auto first = std::lower_bound(edits.begin(), edits.end(), from,
+                                [](const bundler::EsmEdit& e, std::size_t x) { return e.begin < x; });
+  for (auto e = first; e != edits.end() && e->begin < to; ++e) {
+    if (e->begin < at) continue;
+    if (e->end > to) break;  // (the file changed since it was scanned: this answer is stale anyway)
+    out.append(src.substr(at, e->begin - at)).append(e->text);
+    at = e->end;
+  }
+  out.append(src.substr(at, to - at));
+}
+
+/// Appends `src` as the bundle sends it (module_edits), with an ES module's prefix in front.
+void append_module(std::string& out, std::string_view src, const std::vector<bundler::MemberChain>& chains,
+                   const std::map<std::string, std::string, std::less<>>& defines, const bundler::EsmModule* esm,
+                   const std::vector<std::pair<std::uint32_t, std::uint32_t>>* comments,
+                   const std::vector<bundler::DeadRange>* dead) {
+  if (esm) out.append(esm->prefix);
+  apply_edits(out, src, module_edits(src, chains, defines, esm, comments, dead));
 }
 
 bool exports_by_name(const bundler::EsmModule& esm, const std::string& name) {
@@ -285,7 +311,7 @@ public:
                                                                                       : bundler::Platform::browser,
                                        opt.builtins},
               bundler::ScanOptions{roots_of(defines_of(opt)), nullptr, opt.mode == BundlerOptions::Mode::production},
-              defines_of(opt)),
+              defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake),
         defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
@@ -328,6 +354,8 @@ public:
     std::string etag;
     std::uint64_t gen = 0;
     std::size_t modules = 0;
+    std::size_t parts = 0;     // rows adding units to modules the page holds
+    std::size_t left_out = 0;  // units the new modules go without
     std::string unbundled;
     struct Check {
       std::string path;
@@ -407,7 +435,7 @@ public:
 
     // Query: e=<epoch>&have=<bitset>
     std::string_view qs = env.get(keys::QUERY_STRING);
-    std::string_view e, have;
+    std::string_view e, have, parts;
     while (!qs.empty()) {
       auto amp = qs.find('&');
       std::string_view kv = qs.substr(0, amp);
@@ -415,15 +443,19 @@ public:
       std::string_view k = kv.substr(0, eq), v = eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
       if (k == "e") e = v;
       else if (k == "have") have = v;
+      else if (k == "p") parts = v;
       if (amp == std::string_view::npos) break;
       qs.remove_prefix(amp + 1);
     }
     if (have.size() > (std::size_t{1} << 20)) return Response::error(400, "have: longer than any module table");
     for (char c : have)
       if (b64url_value(c) < 0) return Response::error(400, "have: not a base64url bitset");
+    if (parts.size() > (std::size_t{1} << 20)) return Response::error(400, "p: longer than any module table");
+    for (char c : parts)
+      if (b64url_value(c) < 0 && c != '.' && c != ',') return Response::error(400, "p: not a list of id.units");
     bool epoch_ok = e == epoch;
     while (!have.empty() && have.back() == 'A') have.remove_suffix(1);
-    if (!epoch_ok) have = {};
+    if (!epoch_ok) have = parts = {};
 
     // A bundle does not depend on where the bundler is mounted (the loader names the paths): one entry
     // serves every mount.
@@ -431,6 +463,7 @@ public:
     key.reserve(sub.size() + have.size() + 1);
     key.append(sub).push_back('\n');
     key.append(have);
+    if (!parts.empty()) key.append("\np=").append(parts);
 
     std::shared_ptr<Entry> hit = lookup(key);
     if (!hit) {
@@ -438,7 +471,7 @@ public:
       hit = lookup(key);
       if (!hit) {
         std::string spec = sub.starts_with("/~/") ? std::string(sub.substr(3)) : std::string(sub);
-        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have);
+        std::variant<std::shared_ptr<Entry>, Response> built = build(env, spec, have, parts);
         if (auto* r = std::get_if<Response>(&built)) return std::move(*r);
         hit = std::get<std::shared_ptr<Entry>>(built);
         store(key, hit);
@@ -471,6 +504,9 @@ public:
     if (opt.compress) r.headers.add("Vary", "Accept-Encoding");
     if (debug && opt.debug_headers) {
       r.headers.add("X-Bundle-Modules", std::to_string(en.modules));
+      if (en.left_out || en.parts)
+        r.headers.add("X-Bundle-Shaken", std::to_string(en.left_out) + " left out, " + std::to_string(en.parts) +
+                                             " modules completed");
       if (!en.unbundled.empty()) r.headers.add("X-Bundle-Unbundled", en.unbundled);
     }
     r.body = c == Coding::identity ? en.body : coded_body(en, c);
@@ -598,7 +634,43 @@ public:
     return js_response(status, std::move(body));
   }
 
-  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have) {
+  // The closure's modules, each after the modules it imports or requires (a cycle: as the walk met it).
+  std::vector<std::uint32_t> post_order(const Closure& c, std::uint32_t entry) {
+    std::vector<std::uint32_t> out;
+    if (c.order.empty()) return out;
+    std::unordered_set<std::uint32_t> in(c.order.begin(), c.order.end()), seen{entry};
+    std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> stack;
+    auto next_of = [&](std::uint32_t id) {
+      std::vector<std::uint32_t> next;
+      Module& m = graph.at(id);
+      for (std::size_t k = 0; k < m.edges.size(); ++k) {
+        auto view = c.views.find({id, k});
+        if (view != c.views.end()) {
+          for (const auto& t : view->second) next.push_back(t.id);
+        } else if (m.edges[k].status == Resolved::ok) {
+          next.push_back(m.edges[k].target);
+        }
+      }
+      std::reverse(next.begin(), next.end());
+      return next;
+    };
+    stack.push_back({entry, next_of(entry)});
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      if (next.empty()) {
+        out.push_back(id);
+        stack.pop_back();
+        continue;
+      }
+      std::uint32_t n = next.back();
+      next.pop_back();
+      if (in.count(n) && seen.insert(n).second) stack.push_back({n, next_of(n)});
+    }
+    return out;
+  }
+
+  std::variant<std::shared_ptr<Entry>, Response> build(Env& env, const std::string& spec, std::string_view have,
+                                                       std::string_view parts) {
     std::string shown = spec.starts_with('/') ? spec.substr(1) : spec;
     const std::uint64_t gen0 = graph.generation();  // a change during the build makes the result stale
     const std::int64_t started_at = bundler::coarse_now_ns();  // directory listings are as of then
@@ -616,11 +688,37 @@ public:
     }
     auto is_loaded = [&](std::uint32_t id) { return id < loaded.size() && loaded[id]; };
 
+    // Tree shaking: the statements the page holds of the modules it got in part (`p`: id.units,…).
+    const bool production = opt.mode == BundlerOptions::Mode::production;
+    const bool shaking = production && opt.tree_shake;
+    std::unordered_map<std::uint32_t, bundler::UnitSet> held;
+    std::vector<std::pair<std::uint32_t, std::string_view>> held_text;
+    for (std::string_view rest = parts; !rest.empty();) {
+      auto comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      auto dot = item.find('.');
+      std::uint32_t id = 0;
+      auto [end, ec] = std::from_chars(item.data(), item.data() + std::min(dot, item.size()), id);
+      if (dot == std::string_view::npos || ec != std::errc() || end != item.data() + dot)
+        return Response::error(400, "p: not a list of id.units");
+      held_text.push_back({id, item.substr(dot + 1)});
+    }
+    for (auto [id, text] : held_text) {
+      if (!is_loaded(id) || id >= graph.size()) continue;
+      Module& m = graph.at(id);
+      if (!m.esm || !m.shake) continue;  // decoded against the table once the closure has refreshed it
+      auto units = bundler::decode_units(text, m.shake->units.size());
+      if (!units) return Response::error(400, "p: not a base64url unit set");
+      held[id] = std::move(*units);
+    }
+
     auto en = std::make_shared<Entry>();
     std::string body;
     std::vector<std::uint32_t> members;
     Closure c;
-    if (!is_loaded(entry)) {  // the page already holding the entry gets an empty bundle at once
+    // The page already holding the entry (whole) gets an empty bundle at once.
+    if (!is_loaded(entry) || (shaking && !held_text.empty())) {
       if (auto err = graph.closure(entry, c)) {
         if (err->status == 422) env.errors().write("bundler: " + err->message);
         return fail(err->status, err->spec.empty() ? shown : err->spec, err->message, err->chain);
@@ -628,6 +726,27 @@ public:
       for (auto id : c.order)
         if (!is_loaded(id)) members.push_back(id);
     }
+    bundler::ShakePlan plan;
+    if (shaking && !c.order.empty()) {
+      for (auto [id, text] : held_text) {  // modules the closure refreshed: their tables are current now
+        if (!is_loaded(id) || id >= graph.size() || held.count(id)) continue;
+        Module& m = graph.at(id);
+        if (!m.esm || !m.shake) continue;
+        auto units = bundler::decode_units(text, m.shake->units.size());
+        if (!units) return Response::error(400, "p: not a base64url unit set");
+        held[id] = std::move(*units);
+      }
+      plan = bundler::plan_shake(graph, c, entry, is_loaded, held);
+    }
+    auto left_out_of = [&](const Module& m) {  // the units a new module goes without
+      std::vector<const bundler::ShakeUnit*> out;
+      auto k = plan.kept.find(m.id);
+      if (k == plan.kept.end() || !m.shake) return out;
+      for (std::size_t u = 1; u < k->second.size(); ++u)
+        if (!k->second[u]) out.push_back(&m.shake->units[u - 1]);
+      return out;
+    };
+    std::size_t left_out_count = 0;
 
     std::string unbundled;
     body.reserve(4096);
@@ -667,13 +786,26 @@ public:
       } else {
         std::string text;
         text.reserve(src->size() + 64);
-        const bool production = opt.mode == BundlerOptions::Mode::production;
-        append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr, production ? &m.comments : nullptr,
-                      production ? &m.dead : nullptr);
+        auto left_out = left_out_of(m);
+        left_out_count += left_out.size();
+        if (left_out.empty()) {
+          append_module(text, *src, m.chains, defines, m.esm ? &*m.esm : nullptr,
+                        production ? &m.comments : nullptr, production ? &m.dead : nullptr);
+        } else {  // the hook that runs what a later bundle adds, in the module's scope, goes before its yield
+          const std::string& prefix = m.esm->prefix;
+          const std::string strict = "'use strict';";
+          text.append(strict).append("__csgi.x=s=>eval(s);").append(prefix, strict.size());
+          apply_edits(text, *src,
+                      module_edits(*src, m.chains, defines, &*m.esm, &m.comments, &m.dead, left_out));
+        }
         append_js_string(body, text);
         if (m.esm) {
           body += ',';
           append_esm_table(body, graph, m, c);
+          if (!left_out.empty()) {  // the units it holds
+            body.back() = ',';
+            body += "\"k\":\"" + bundler::encode_units(plan.kept.at(m.id)) + "\"}";
+          }
         }
       }
       body += ']';
@@ -686,6 +818,38 @@ public:
         for (auto& u : m.unbundled)
           env.errors().write("bundler: not bundled: " + m.path + ":" + std::to_string(u.line) + " " + u.what);
     }
+    // Units a module the page holds must add: [id, null, units held after, [[line, code], …]], each
+    // module after the modules it imports (their units may be used as it runs these).
+    for (auto id : post_order(c, entry)) {
+      auto k = plan.kept.find(id);
+      if (k == plan.kept.end() || !is_loaded(id)) continue;
+      Module& m = graph.at(id);
+      auto h = held.find(id);
+      std::vector<std::size_t> add;
+      for (std::size_t u = 1; u < k->second.size(); ++u)
+        if (k->second[u] && h != held.end() && !h->second[u]) add.push_back(u);
+      if (add.empty()) continue;
+      std::stable_partition(add.begin(), add.end(), [&](std::size_t u) {  // functions are hoisted: first
+        return m.shake->units[u - 1].kind == bundler::ShakeUnit::function;
+      });
+      SharedBytes src = graph.source(m);
+      if (!src) return fail(404, m.path, "cannot read module " + m.path, {});
+      auto edits = module_edits(*src, m.chains, defines, &*m.esm, &m.comments, &m.dead);
+      body += body.back() == '[' || body.back() == '\n' ? "" : ",\n";
+      const bool whole = std::all_of(k->second.begin(), k->second.end(), [](bool b) { return b; });
+      body += '[' + std::to_string(id) + (whole ? ",null,null,[" : ",null,\"" + bundler::encode_units(k->second) + "\",[");
+      for (std::size_t j = 0; j < add.size(); ++j) {
+        const auto& unit = m.shake->units[add[j] - 1];
+        std::string code;
+        apply_edits(code, *src, edits, unit.begin, unit.end);
+        body += j ? ",[" : "[";
+        body += std::to_string(unit.line) + ',';
+        append_js_string(body, bundler::unit_assignment(unit, code));
+        body += ']';
+      }
+      body += "]]";
+      ++en->parts;
+    }
     body += "\n]";
     if (opt.process_shim) body += ",{\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}}";
     body += ");\n";
@@ -696,6 +860,7 @@ public:
     en->etag = "\"" + hex(fnv1a(body)) + hex(body.size(), 8) + "\"";
     en->gen = gen0;
     en->modules = members.size();
+    en->left_out = left_out_count;
     en->unbundled = std::move(unbundled);
     if (opt.freshness == BundlerOptions::Freshness::stat) {
       std::vector<std::uint32_t> files = c.order;

@@ -13,7 +13,8 @@
 ///                          builtins; extensionless, index.js, package main, browser field, exports)
 ///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
 ///   /~live                 live_reload only: the Server-Sent Events stream of edits
-/// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids.
+/// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids,
+/// `p` (tree shaking) the statements the page holds of modules it got in part: `id.units,id.units…`.
 ///
 /// Status: 200 bundle; 304 (If-None-Match); 404 missing module (body: JS that fails the pending require
 /// with the requirer chain); 403 a path leaving the root (`..`, encoded dots or slashes, symlinks out);
@@ -90,6 +91,11 @@ struct BundlerOptions {
   /// defined, browser, nextTick, argv, versions {}, cwd()) and `global` (globalThis), as browserify
   /// gives them. Off: they are whatever the page has (esbuild's behaviour).
   bool process_shim = true;
+  /// Production mode: an ES module's top-level statements that only declare (functions, classes, pure
+  /// initializers) go out only when something the bundle runs refers to them, as esbuild's tree shaking
+  /// drops them. Each such module then holds a hook that runs the statements a later bundle adds in its
+  /// scope, so a later require of the page still finds every export. Development sends whole modules.
+  bool tree_shake = true;
   /// Development: `<mount>/~live` is a Server-Sent Events stream that sends `event: change` after each
   /// batch of edits the inotify watcher sees (needs Freshness::inotify; the constructor throws
   /// std::invalid_argument otherwise), and the loader served at `<mount>/require.js` follows it and

@@ -11,12 +11,12 @@
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
 //                                          (ES modules also: esm_requests, esm_exports, esm_rewrites, esm_body or
-//                                          esm_error; files reading process.env.NODE_ENV also "dead": for each mode,
+//                                          esm_error, shake_units [begin, end, kind, names]; files reading process.env.NODE_ENV also "dead": for each mode,
 //                                          the dead ranges [begin, end, form, hoists] and the production text with them
 //                                          replaced)
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
-//       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim,
+//       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim, --no-tree-shake,
 //       --accept-encoding VALUE (sent with every request), --no-compress
 #include <chrono>
 #include <cstdio>
@@ -31,6 +31,7 @@
 
 #include "csgi/middleware/bundler/dead_code.hpp"
 #include "csgi/middleware/bundler/esm_transform.hpp"
+#include "csgi/middleware/bundler/tree_shake.hpp"
 
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/test_client.hpp"
@@ -44,6 +45,7 @@ int usage() {
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
                "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
                "                   [--mode development|production] [--define NAME=EXPR]... [--no-process-shim]\n"
+               "                   [--no-tree-shake]\n"
                "                   [--accept-encoding VALUE] [--no-compress]\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
@@ -88,6 +90,17 @@ void esm_details(const std::string& src, nlohmann::ordered_json& j) {
   j["esm_exports"] = std::move(names);
   j["esm_rewrites"] = std::move(rewrites);
   j["esm_body"] = std::move(body);
+  // Tree shaking: the statements that may be left out (no defines: none of the module is dead here).
+  if (auto table = csgi::mw::bundler::shake_table(src, tokens, m, {})) {
+    nlohmann::ordered_json units = nlohmann::ordered_json::array();
+    for (const auto& u : table->units) {
+      const char* kind = u.kind == csgi::mw::bundler::ShakeUnit::function ? "function"
+                         : u.kind == csgi::mw::bundler::ShakeUnit::klass  ? "class"
+                                                                          : "declarators";
+      units.push_back({u.begin, u.end, kind, u.names});
+    }
+    j["shake_units"] = std::move(units);
+  }
 }
 
 // The ranges process.env.NODE_ENV makes dead in each mode, and the text with the replacements a production
@@ -190,6 +203,8 @@ int main(int argc, char** argv) {
       accept_encoding = argv[++i];
     } else if (a == "--no-compress") {
       opt.compress = false;
+    } else if (a == "--no-tree-shake") {
+      opt.tree_shake = false;
     } else if (a == "--no-process-shim") {
       opt.process_shim = false;
     } else if (a == "--prebuild") {

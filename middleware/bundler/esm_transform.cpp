@@ -864,8 +864,14 @@ private:
       auto n = namespaces_.find(local);
       if (b != bindings_.end() && !b->second.spec.empty()) out_.reexports.push_back({name, b->second.spec, b->second.imported});
       else if (n != namespaces_.end()) out_.reexports.push_back({name, out_.requests[n->second].spec, "*"});
-      else out_.local_names.push_back(name);
+      else {
+        out_.local_names.push_back(name);
+        out_.local_exports.push_back({name, local});
+      }
     }
+    for (auto& [local, b] : bindings_)
+      if (!b.spec.empty()) out_.import_bindings.push_back({local, std::uint32_t(request_index(b.spec)), b.imported});
+    for (auto& [local, req] : namespaces_) out_.import_bindings.push_back({local, std::uint32_t(req), "*"});
     for (auto& r : reexports_) {
       out_.reexports.push_back({r.name, r.spec, r.imported});
       if (r.imported == "*") out_.whole.push_back(r.spec);
@@ -874,6 +880,11 @@ private:
     out_.whole.insert(out_.whole.end(), stars_.begin(), stars_.end());
     for (auto& [name, req] : namespaces_) out_.whole.push_back(out_.requests[req].spec);
     out_.imported = wanted_;
+  }
+
+  std::size_t request_index(const std::string& spec) const {
+    auto it = std::find_if(out_.requests.begin(), out_.requests.end(), [&](const Dependency& d) { return d.spec == spec; });
+    return std::size_t(it - out_.requests.begin());
   }
 
   // The loader's table but its link checks (the bundler adds those: Bundler builds); a module it

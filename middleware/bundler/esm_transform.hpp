@@ -44,6 +44,15 @@ struct EsmModule {
   std::vector<std::string> stars;
   std::vector<std::pair<std::string, std::string>> imported;
   std::vector<std::string> whole;
+  /// The imported bindings by local name: the request index and the name imported ("*": `import * as`).
+  struct ImportBinding {
+    std::string local;
+    std::uint32_t request = 0;
+    std::string imported;
+  };
+  std::vector<ImportBinding> import_bindings;
+  /// The exports of the module's own bindings: (exported name, local binding).
+  std::vector<std::pair<std::string, std::string>> local_exports;
   std::optional<std::string> error;   // "line L: …": not transformable (a 422)
 };
 

@@ -172,10 +172,11 @@ std::size_t Watcher::drain() {
 // --- Graph ---
 
 Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options,
-             Defines defines)
+             Defines defines, bool shake)
     : resolver_(root, std::move(resolver_options)),
       scan_options_(std::move(scan_options)),
       defines_(std::move(defines)),
+      shake_(shake),
       use_inotify_(use_inotify) {}
 
 std::uint32_t Graph::intern(const std::string& path) {
@@ -278,6 +279,7 @@ bool Graph::refresh(Module& m) {
   m.dead.clear();
   m.esm_line.reset();
   m.esm.reset();
+  m.shake.reset();
   m.error.reset();
   m.edges.clear();
   m.edges_gen = ~std::uint64_t{0};
@@ -318,6 +320,7 @@ bool Graph::refresh(Module& m) {
     m.deps = std::move(t.requests);
     m.esm = std::move(t);
     if (defined(r.chains)) m.dead = dead_ranges(*src, tokens, r.chains, defines_, true);
+    if (shake_) m.shake = shake_table(*src, tokens, *m.esm, m.dead);
     m.unbundled = std::move(r.unbundled);
     m.chains = std::move(r.chains);
     m.comments = std::move(r.comments);

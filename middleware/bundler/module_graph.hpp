@@ -24,6 +24,7 @@
 #include "csgi/middleware/bundler/esm_transform.hpp"
 #include "csgi/middleware/bundler/js_scan.hpp"
 #include "csgi/middleware/bundler/resolver.hpp"
+#include "csgi/middleware/bundler/tree_shake.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -120,6 +121,7 @@ struct Module {
   bool pure = false;                           // its package declares it free of side effects
   std::optional<std::uint32_t> esm_line;
   std::optional<EsmModule> esm;      // an ES module: its transform (deps are its import requests)
+  std::optional<ShakeTable> shake;   // an ES module with statements that may be left out (Graph's `shake`)
   std::optional<std::string> error;  // unreadable or unlexable: the message
   std::uint64_t checked_gen = ~std::uint64_t{0};
   std::vector<Edge> edges;
@@ -153,8 +155,9 @@ struct Closure {
 class Graph {
 public:
   /// `defines` decide which branches are dead (Module::dead): a `require` in one is not followed.
+  /// `shake`: ES modules get their tree-shaking table (Module::shake).
   Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {},
-        Defines defines = {});
+        Defines defines = {}, bool shake = false);
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
@@ -207,6 +210,7 @@ private:
   Resolver resolver_;
   ScanOptions scan_options_;
   Defines defines_;
+  bool shake_ = false;
   Watcher watcher_;
   bool use_inotify_;
   std::atomic<std::uint64_t> gen_{0};

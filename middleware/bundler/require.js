@@ -13,33 +13,35 @@
   const isRelative = (spec) => /^(\/|\.\.?(\/|$))/.test(spec);
   const def = (o, k, v, get) =>
     Object.defineProperty(o, k, get ? { enumerable: true, get: v } : { value: v });
-  function copyProps(to, from) {  // esbuild's __copyProps: getters for the keys `to` lacks
-    for (const k of Object.keys(from)) if (!(k in to)) def(to, k, () => from[k], true);
-    return to;
-  }
+  const copyProps = (to, from) =>  // esbuild's __copyProps: getters for the keys `to` lacks
+    Object.keys(from).reduce((o, k) => (k in o ? o : def(o, k, () => from[k], true)), to);
+  const sourceURL = (rec) => '\n//# sourceURL=' + urlOf(rec.path);
   // A bundle's call. Row: [id, path, [[specifier, id or barrel view], …], source, ESM table?]
   function define(e, entry, rows, opts) {
     if (e !== epoch) { epoch = e; byId = []; }  // the server restarted: its ids are new
     const shim = opts && opts.shim ? opts : null;
-    for (const [id, path, deps, src, esm] of rows)
-      byId[id] = byPath[path] || (byPath[path] = { table: byId, path, deps, src, esm, shim });
+    for (const [id, path, deps, src, esm] of rows)  // or [id, null, units, [[line, code], …]]
+      if (path === null) more(byId[id], deps, src);
+      else byId[id] = byPath[path] || (byPath[path] = { table: byId, path, deps, src, esm, shim });
     return { entry: byId[entry] || null };
+  }
+  function more(rec, units, code) {  // statements tree shaking left out: run in the module's scope
+    rec.esm.k = units;  // the units it holds (null: all), for p= in its URLs
+    (rec.todo ||= []).push(...code.map(([n, c]) => '\n'.repeat(n - 1) + c + sourceURL(rec)));
+    if (rec.done) for (const c of rec.todo.splice(0)) rec.api.x(c);  // once the body has run
   }
   const fail = ({ status, module, message, chain = [] }) =>  // an error answer: the require's Error
     error(message + (chain.length ? '\n  required by: ' + chain.join(' -> ') : ''),
       { status, module, chain, ...(status === 404 && { code: 'MODULE_NOT_FOUND' }) });
   function join(dir, spec) {  // null when the path climbs above the root
     const out = spec.charAt(0) === '/' ? [] : dir.split('/').filter(Boolean);
-    for (const part of spec.split('/')) {
+    for (const part of spec.split('/'))
       if (part === '..') { if (!out.length) return null; out.pop(); }
       else if (part !== '.' && part !== '') out.push(part);
-    }
     return out.join('/');
   }
-  function nameFrom(from, spec) {  // relative to module `from`, absolute unless it climbs out
-    const name = isRelative(spec) ? join(dirname(from), spec) : null;
-    return name === null ? spec : '/' + name;
-  }
+  const nameFrom = (from, spec, name = isRelative(spec) ? join(dirname(from), spec) : null) =>
+    (name === null ? spec : '/' + name);  // relative to `from`, absolute unless it climbs out
   function findDelivered(dir, spec) {  // by Node's rules, among the modules the page holds
     const rel = isRelative(spec), bases = rel ? [join(dir, spec)].filter((p) => p !== null) : [];
     for (let d = dir; !rel; d = dirname(d)) {  // a package: node_modules of each directory up
@@ -61,7 +63,7 @@
   // `(function<head> {source\n})`, lines in place, named by its URL for devtools; with the shim,
   // process and global are parameters of an outer function (a module's own `let process` works).
   function compile(rec, head) {
-    const fn = `(function${head} {${rec.src}\n})`, url = '\n//# sourceURL=' + urlOf(rec.path);
+    const fn = `(function${head} {${rec.src}\n})`, url = sourceURL(rec);
     if (!rec.shim) return indirectEval(fn + url);
     return indirectEval(`((process, global) => ${fn})${url}`)(processFor(rec.shim), global);
   }
@@ -84,14 +86,13 @@
     const ex = exportsOf(rec, []);
     for (const n of Object.keys(ex).sort()) if (ex[n]) def(ns, n, ex[n], true);
     if (!rec.cjsStars) Object.preventExtensions(ns);
-    const api = { e: (getters) => { rec.locals = getters; }, ns: (k) => nsOf(dep(rec, k)),
+    const api = rec.api = { e: (getters) => { rec.locals = getters; }, ns: (k) => nsOf(dep(rec, k)),
       meta: { url: urlOf(rec.path) }, import: (s) => entryFor(nameFrom(rec.path, String(s)))
         .then((d) => (d.esm ? (evaluate(d), d.ns) : cjsNs(d))) };
     (rec.gen = compile(rec, '* (__csgi)').call(undefined, api)).next();
-    for (const [k, name] of rec.esm.i) {  // linking fails on a name the module does not export
+    for (const [k, name] of rec.esm.i)  // linking fails on a name the module does not export
       if (dep(rec, k).esm && !(name in nsOf(dep(rec, k)))) throw (rec.error = new SyntaxError(
         `The requested module '${rec.deps[k][0]}' does not provide an export named '${name}'`));
-    }
     return ns;
   }
   function dep(rec, k) {  // what rec imports as its k-th request
@@ -111,10 +112,8 @@
     for (const k of rec.esm.s) {
       const d = dep(rec, k), sub = d.esm ? exportsOf(d, seen) : null;
       if (!sub) { (rec.cjsStars = rec.cjsStars || []).push(d); continue; }
-      for (const n of Object.keys(sub).filter((n) => n !== 'default')) {
-        out[n] = from[n] && from[n] !== d ? null : sub[n];
-        from[n] = d;
-      }
+      for (const n of Object.keys(sub).filter((n) => n !== 'default'))
+        [out[n], from[n]] = [from[n] && from[n] !== d ? null : sub[n], d];
     }
     for (const n of rec.esm.x) out[n] = () => rec.locals[n]();
     for (const [name, k, there] of rec.esm.r) {
@@ -140,7 +139,8 @@
     try {
       rec.deps.forEach((t, k) => { const d = dep(rec, k); if (d.esm) evaluate(d); else cjsNs(d); });
       for (const d of rec.cjsStars || []) copyProps(rec.ns, cjsNs(d));
-      rec.gen.next();
+      rec.done = rec.gen.next().done;  // the body ran: then what later bundles added to it
+      more(rec, rec.esm.k, []);
     } catch (e) { rec.error = e; throw e; }
   }
   const exportsFor = (rec) => (rec.esm ? (evaluate(rec), rec.ns) : load(rec));
@@ -161,8 +161,9 @@
   function urlFor(name) {  // have=: the loaded set: bit b of character i is id 6i+b, A's trimmed
     const path = isRelative(name) ? join('', name) : '~/' + name, bits = [];
     byId.forEach((rec, id) => { bits[id / 6 | 0] |= 1 << id % 6; });
+    const p = byId.flatMap((r, id) => (r.esm?.k != null ? [id + '.' + r.esm.k] : [])).join(',');
     const have = Array.from(bits, (v) => B64[v | 0]).join('').replace(/A+$/, '');
-    return path === null ? null : `${urlOf(path)}?e=${epoch}&have=${have}`;
+    return path === null ? null : `${urlOf(path)}?e=${epoch}&have=${have}${p && '&p=' + p}`;
   }
   async function fetchText(url) {  // the body, whatever the status when it is the server's error
     const r = await fetch(url, { credentials: 'same-origin' }), text = await r.text();
@@ -171,7 +172,7 @@
   }
   function entryFor(name) {  // a promise of the module's record; one request per URL at a time
     const known = aliases[name] || (isRelative(name) ? findDelivered('', name) : null);
-    if (known) return Promise.resolve(known);  // already here: no request
+    if (known && known.esm?.k == null) return Promise.resolve(known);  // here (whole): no request
     const url = urlFor(name), outside = `module '${name}' is outside the bundle root`;
     if (!url) return Promise.reject(error(outside, { status: 403, module: name, chain: [] }));
     return pending[url] || (pending[url] = (async () => {  // the bundle, evaluated
@@ -184,12 +185,11 @@
   function csgiRequire(name, cb) {
     if (arguments.length > 1) {  // asynchronous: cb(err, exports), else a Promise
       const p = entryFor(String(name)).then(exportsFor);
-      if (typeof cb !== 'function') return p;
-      return void p.then((exports) => { cb(null, exports); }, (err) => { cb(err); });
+      return typeof cb !== 'function' ? p : void p.then((x) => { cb(null, x); }, (e) => { cb(e); });
     }
     const rec = aliases[name] || findDelivered('', String(name));
-    if (rec) return exportsFor(rec);
-    throw error(`module '${name}' is not loaded yet: use require(name, callback) or ` +
+    if (rec && rec.esm?.k == null) return exportsFor(rec);
+    throw error(`module '${name}' is not loaded (whole) yet: use require(name, callback) or ` +
       'require.async(name)', { code: 'MODULE_NOT_FOUND', module: name, chain: [] });
   }
   Object.assign(csgiRequire, { define, fail, url: urlFor, async: (name) => csgiRequire(name, null),

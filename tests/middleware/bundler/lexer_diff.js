@@ -267,6 +267,112 @@ function checkDead(f, src, ref, got, problems) {
     if (lineTerminators(text) !== lineTerminators(src)) problems.push(`${f}: ${mode} dead code replaced: line count changed`);
   }
 }
+// Tree shaking: each unit the bundler may leave out must be one whole top-level declaration as acorn
+// parses it, binding the names it reports, and free of side effects by an independent judge over the
+// AST (calls and `new` only under a PURE annotation or of a few known pure globals; no assignment, update,
+// delete, spread, member read off a non-global, static block or static field); the module with every unit
+// replaced by its `let` placeholder must still parse.
+const shakeCount = { modules: 0, units: 0 };
+const KNOWN_GLOBALS = new Set(['Object', 'Array', 'Symbol', 'Math', 'Number', 'String', 'Boolean', 'JSON', 'Date',
+  'RegExp', 'Map', 'Set', 'WeakMap', 'WeakSet', 'WeakRef', 'Promise', 'Error', 'TypeError', 'RangeError',
+  'SyntaxError', 'ReferenceError', 'Float32Array', 'Float64Array', 'Int8Array', 'Int16Array', 'Int32Array',
+  'Uint8Array', 'Uint8ClampedArray', 'Uint16Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array',
+  'ArrayBuffer', 'DataView', 'Infinity', 'NaN', 'undefined', 'globalThis', 'parseInt', 'parseFloat', 'isNaN',
+  'isFinite', 'Reflect', 'Proxy', 'BigInt', 'encodeURIComponent', 'decodeURIComponent', 'encodeURI',
+  'decodeURI', 'console', 'Function', 'Intl']);
+const PURE_CALLS = new Set(['Symbol', 'Symbol.for', 'Object.freeze', 'Object.create', 'Array.isArray']);
+const PURE_NEW = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Float32Array', 'Float64Array', 'Int8Array',
+  'Int16Array', 'Int32Array', 'Uint8Array', 'Uint8ClampedArray', 'Uint16Array', 'Uint32Array', 'ArrayBuffer',
+  'Object', 'Array']);
+const dotted = (n) => (n.type === 'Identifier' ? n.name : n.type === 'MemberExpression' && !n.computed &&
+  dotted(n.object) ? dotted(n.object) + '.' + n.property.name : null);
+function sideEffects(node, src, bound) {  // a reason, or null when evaluating node only makes a value
+  const annotated = (n) => /[@#]__PURE__\s*\*\/[\s(]*$/.test(src.slice(Math.max(0, n.start - 60), n.start));
+  const walk = (n) => {
+    if (!n || typeof n.type !== 'string') return null;
+    switch (n.type) {
+      case 'FunctionExpression': case 'ArrowFunctionExpression': case 'FunctionDeclaration': return null;
+      case 'Literal': case 'ThisExpression': case 'TemplateElement': return null;
+      case 'Identifier': return bound.has(n.name) || KNOWN_GLOBALS.has(n.name) ? null : 'free ' + n.name;
+      case 'CallExpression': case 'NewExpression': {
+        const known = (n.type === 'CallExpression' ? PURE_CALLS : PURE_NEW).has(dotted(n.callee));
+        return annotated(n) || known ? n.arguments.map(walk).find(Boolean) || null : 'call';
+      }
+      case 'MemberExpression': {
+        const d = dotted(n);
+        return d && ['Math', 'Symbol', 'Number', 'Object', 'Array', 'String', 'JSON'].includes(d.split('.')[0])
+          ? null : 'member';
+      }
+      case 'AssignmentExpression': case 'UpdateExpression': case 'AwaitExpression': case 'YieldExpression':
+      case 'TaggedTemplateExpression': case 'SpreadElement': case 'ImportExpression': case 'StaticBlock':
+        return n.type;
+      case 'UnaryExpression':
+        if (n.operator === 'typeof' && n.argument.type === 'Identifier') return null;
+        return n.operator === 'delete' ? 'delete' : walk(n.argument);
+      case 'BinaryExpression': return n.operator === 'in' || n.operator === 'instanceof' ? n.operator
+        : walk(n.left) || walk(n.right);
+      case 'Property': return (n.computed ? walk(n.key) : null) || (n.method || n.kind !== 'init' ? null : walk(n.value));
+      case 'MethodDefinition': return n.computed ? walk(n.key) : null;
+      case 'PropertyDefinition': return n.static ? 'static field' : n.computed ? walk(n.key) : null;
+      case 'ClassDeclaration': case 'ClassExpression':
+        return walk(n.superClass) || n.body.body.map(walk).find(Boolean) || null;
+      case 'VariableDeclaration': return n.declarations.map((d) => walk(d.init)).find(Boolean) || null;
+      default:
+        for (const k of Object.keys(n)) {
+          if (k === 'start' || k === 'end' || k === 'loc' || k === 'range') continue;
+          const v = n[k];
+          const r = Array.isArray(v) ? v.map(walk).find(Boolean) : v && typeof v.type === 'string' ? walk(v) : null;
+          if (r) return r;
+        }
+        return null;
+    }
+  };
+  return walk(node);
+}
+function checkShake(f, src, ast, got, problems) {
+  if (!got.shake_units) return;
+  shakeCount.modules++;
+  const bytes = Buffer.from(src);
+  let byteAt = 0, charAt = 0;  // offsets only grow (units are in source order): convert incrementally
+  const chars = (off) => {
+    charAt += bytes.subarray(byteAt, off).toString().length;
+    byteAt = off;
+    return charAt;
+  };
+  const bound = new Set();
+  for (const s of ast.body) {
+    const d = s.type.startsWith('Export') && s.declaration ? s.declaration : s;
+    if (d.type === 'VariableDeclaration') d.declarations.forEach((x) => patternNames(x.id, []).forEach((n) => bound.add(n)));
+    else if ((d.type === 'FunctionDeclaration' || d.type === 'ClassDeclaration') && d.id) bound.add(d.id.name);
+    else if (d.type === 'ImportDeclaration') d.specifiers.forEach((x) => bound.add(x.local.name));
+  }
+  let text = '', at = 0;
+  for (const [b, e, kind, names] of got.shake_units) {
+    shakeCount.units++;
+    const s = chars(b), t = chars(e);
+    const where = `${f}: unit ${JSON.stringify(src.slice(s, Math.min(t, s + 50)))}`;
+    const node = ast.body.find((n) => n.start === s && n.end === t);
+    if (!node) { problems.push(`${where}: not a whole top-level statement`); continue; }
+    let d = node.type.startsWith('Export') ? node.declaration : node;
+    const want = { function: 'FunctionDeclaration', class: 'ClassDeclaration', declarators: 'VariableDeclaration' }[kind];
+    let declared;
+    if (node.type === 'ExportDefaultDeclaration' && !/Declaration$/.test(d.type)) declared = ['__csgi_default'];
+    else if (d.type !== want) { problems.push(`${where}: a ${d.type}, reported as ${kind}`); continue; }
+    else if (d.type === 'VariableDeclaration') declared = d.declarations.map((x) => x.id.name);
+    else declared = [d.id ? d.id.name : '__csgi_default'];
+    if (JSON.stringify(declared) !== JSON.stringify(names)) problems.push(`${where}: binds ${declared}, reported ${names}`);
+    const why = sideEffects(d, src, bound);
+    if (why) problems.push(`${where}: has side effects (${why})`);
+    text += src.slice(at, s) + `let ${names.join(',')};` + '\n'.repeat((src.slice(s, t).match(/\n/g) || []).length);
+    at = t;
+  }
+  text += src.slice(at);
+  try {
+    acorn.parse(text, { ecmaVersion: 'latest', sourceType: 'module', allowHashBang: true });
+  } catch (e) {
+    problems.push(`${f}: the module with its units replaced by placeholders does not parse: ${e.message}`);
+  }
+}
 
 const all = dirs.filter((d) => fs.existsSync(d)).flatMap((d) => files(d));
 const ours = new Map();
@@ -287,6 +393,7 @@ for (const f of all) {
   if (got.error) { problems.push(`${f}: scanner error on valid JS: ${got.error}`); continue; }
   if (ref.esm !== got.esm) { problems.push(`${f}: esm ${got.esm}, parser says ${ref.esm}`); continue; }
   if (ref.esm) esmCount[checkEsm(f, src, ref.ast, got, problems)]++;
+  if (ref.esm) checkShake(f, src, ref.ast, got, problems);
   if (got.dead) checkDead(f, src, ref, got, problems);
   const g = new Set(got.deps);
   const missing = [...ref.deps].filter((d) => !g.has(d)), extra = [...g].filter((d) => !ref.deps.has(d));
@@ -296,7 +403,8 @@ for (const f of all) {
 console.log(`bundler_lexer_diff: ${compared} files (${edges} require edges) compared with acorn, ${skipped} not parsable, ` +
   `ES modules: ${esmCount.transformed} transformed as acorn says, ${esmCount.refused} refused within the documented limits; ` +
   `dead code: ${deadCount.ranges} ranges (both modes) arms of constant tests as acorn says, ${deadCount.hoisting} kept for a ` +
-  `declaration, ${deadCount.replaced} texts with them replaced parsed; ` +
+  `declaration, ${deadCount.replaced} texts with them replaced parsed; tree shaking: ${shakeCount.units} units ` +
+  `of ${shakeCount.modules} modules whole declarations free of side effects as acorn says; ` +
   `${problems.length} differences`);
 for (const p of problems.slice(0, 30)) console.log('  ' + p);
 assert.ok(compared > 500, 'enough files compared');
