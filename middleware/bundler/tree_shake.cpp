@@ -110,9 +110,11 @@ class Shaker {
     for (const auto& b : esm_.import_bindings) imports_[b.local] = &b;
     for (std::size_t i = 0; i < t_.size(); ++i)
       if (t_[i].kind == Token::ident && text(i) == "eval") return std::nullopt;
+    judge_ = false;
     split();  // once for the names every declaration binds (references to them have no effect) …
     collect_declared();
     statements_.clear();
+    judge_ = true;
     split();  // … and again to judge the declarations
     // A name declared by two statements (var twice, or a unit and the rest) is not shaken; a `var` in
     // a nested statement binds at the top level too.
@@ -272,6 +274,8 @@ class Shaker {
 
   // Splits the top level into statements; only declarations get exact ranges.
   void split() {
+    line_ = 1;
+    line_at_ = 0;
     std::size_t i = 0;
     while (i < t_.size()) {
       if (depth_[i] != 0) {
@@ -293,7 +297,9 @@ class Shaker {
       st.last = last;
       st.unit.begin = t_[st.first].begin;
       st.unit.end = t_[last].end;
-      st.unit.line = std::uint32_t(1 + std::count(s_.begin(), s_.begin() + st.unit.begin, '\n'));
+      line_ += std::uint32_t(std::count(s_.begin() + line_at_, s_.begin() + st.unit.begin, '\n'));
+      line_at_ = st.unit.begin;
+      st.unit.line = line_;
       st.unit.names = st.names;
       statements_.push_back(std::move(st));
       i = last + 1;
@@ -455,6 +461,7 @@ class Shaker {
 
   // A class (from its `class` token to its closing brace) whose definition runs nothing of the module.
   bool class_pure(std::size_t c, std::size_t close) const {
+    if (!judge_) return false;
     std::size_t j = c + 1;
     std::size_t body = c + 1;
     while (body < close && !(depth_[body] == depth_[c] && punct(body, "{"))) ++body;
@@ -522,6 +529,7 @@ class Shaker {
 
   // Does evaluating the tokens [a, b) do nothing but produce a value?
   bool pure(std::size_t a, std::size_t b) const {
+    if (!judge_) return false;
     bool pending = false;                 // a PURE annotation waits for its call
     std::size_t constructor_args = npos;  // the `(` after `new Map`
     for (std::size_t i = a; i < b; ++i) {
@@ -652,6 +660,9 @@ class Shaker {
   const EsmModule& esm_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_;
   std::vector<bool> dead_tok_;
+  std::uint32_t line_ = 1, line_at_ = 0;
+  bool judge_ = true;  // split() judges side effects (not on the pass that only collects names)  // split(): the line
+                       // at offset line_at_
   std::vector<std::size_t> parent_;
   std::vector<std::size_t> match_;
   std::vector<std::uint32_t> depth_;

@@ -15,8 +15,8 @@
 ///
 /// References are read from the tokens, not a parse tree: every identifier that is not a property name
 /// or an object literal's key refers to the top-level binding of that name, so a local that shadows one
-/// keeps it (more is kept, never less). A module that mentions `eval`, or declares a name twice at the
-/// top level, is not shaken.
+/// keeps it (more is kept, never less). A module that mentions `eval` is not shaken; a name declared twice
+/// at the top level (a `var` again, also in a nested statement) keeps its declarations.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,7 +52,7 @@ struct ShakeTable {
 };
 
 /// The table of the ES module `source` (its tokens, its transform, and the ranges the defines make dead,
-/// or none). Nullopt when the module is not shaken (no unit, `eval`, a top-level name declared twice).
+/// or none). Nullopt when the module is not shaken (no unit, or `eval`).
 std::optional<ShakeTable> shake_table(std::string_view source, const std::vector<Token>& tokens, const EsmModule& esm,
                                       const std::vector<DeadRange>& dead);
 

@@ -6,6 +6,8 @@
 //   browser, natively as <script type=module src=main.js> and through csgi-bundle-serve's
 //   /bundle/require.js (require.async of the same main.js); the printed lines must be identical. uuid/
 //   and ramda/ run uuid's dist/esm-browser and ramda's es/ (~300 modules) from the corpus.
+//   BUNDLER_MODE=production runs csgi-bundle-serve in production mode: tree shaking leaves statements out,
+//   and the dynamic imports (dynamic/, shaken/) get later bundles that add them to the modules held.
 // * esbuild (Node vm): the interop/ case (ES modules importing CommonJS and back) bundled by esbuild
 //   --bundle --format=iife and through the loader print the same lines.
 const { startServer: spawnServer } = require('./serve.js');
