@@ -113,6 +113,7 @@ class Shaker {
     judge_ = false;
     split();  // once for the names every declaration binds (references to them have no effect) …
     collect_declared();
+    find_reassigned();
     statements_.clear();
     judge_ = true;
     split();  // … and again to judge the declarations
@@ -212,6 +213,38 @@ class Shaker {
     std::uint32_t from = i ? t_[i - 1].end : 0;
     std::string_view gap = s_.substr(from, t_[i].begin - from);
     return gap.find("@__PURE__") != std::string_view::npos || gap.find("#__PURE__") != std::string_view::npos;
+  }
+
+  // The names the module assigns to (or updates) anywhere, but where a top-level declarator binds
+  // them: a unit reading one when it is made would read another value if it runs later.
+  void find_reassigned() {
+    auto assigns = [&](std::size_t i) {
+      if (i >= t_.size() || t_[i].kind != Token::punct) return false;
+      std::string_view p = text(i);
+      if (p == "++" || p == "--") return true;
+      if (p.empty() || p.back() != '=' || p == "==" || p == "===" || p == "!=" || p == "!==" || p == "<=" || p == ">=")
+        return false;
+      return true;
+    };
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      const Token& t = t_[i];
+      if (t.kind == Token::ident) {
+        if (i > 0 && (punct(i - 1, ".") || punct(i - 1, "?."))) continue;
+        bool declarator =
+            declarators_.count(i) || (i > 0 && (word(i - 1, "var") || word(i - 1, "let") || word(i - 1, "const")));
+        bool write = assigns(i + 1) || (i > 0 && (punct(i - 1, "++") || punct(i - 1, "--"))) || word(i + 1, "of") ||
+                     word(i + 1, "in");
+        if (write && !(declarator && punct(i + 1, "="))) reassigned_.insert(std::string(text(i)));
+        continue;
+      }
+      // A destructuring assignment `[a, b] = …` / `({ a } = …)`: every name inside may be written.
+      if ((punct(i, "]") || punct(i, "}")) && punct(i + 1, "=") && match_[i] != npos) {
+        std::size_t open = match_[i];
+        bool declaration = open > 0 && (word(open - 1, "var") || word(open - 1, "let") || word(open - 1, "const"));
+        for (std::size_t j = open + 1; j < i && !declaration; ++j)
+          if (t_[j].kind == Token::ident) reassigned_.insert(std::string(text(j)));
+      }
+    }
   }
 
   // Brackets: match_[open] = close and back; templates' `${ … }` pair up as brackets too.
@@ -401,6 +434,7 @@ class Shaker {
       if (j >= t_.size()) return npos;
       if (t_[j].kind == Token::ident) {
         st.names.push_back(std::string(text(j)));
+        declarators_.insert(j);
         ++j;
       } else if ((punct(j, "{") || punct(j, "[")) && match_[j] != npos) {
         st.droppable = false;  // a pattern: its names are bound, but the statement stays
@@ -589,6 +623,7 @@ class Shaker {
           if (in_object(i) && (punct(i + 1, "(") || word(i - 1, "get") || word(i - 1, "set"))) continue;
           if (i > a && word(i - 1, "typeof")) continue;  // typeof an unbound name does not throw
           if (!known_binding(w)) return false;
+          if (reassigned_.count(std::string(w))) return false;  // read now, it may differ when run later
           continue;
         }
         case Token::punct: {
@@ -661,8 +696,11 @@ class Shaker {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead_;
   std::vector<bool> dead_tok_;
   std::uint32_t line_ = 1, line_at_ = 0;
-  bool judge_ = true;  // split() judges side effects (not on the pass that only collects names)  // split(): the line
-                       // at offset line_at_
+  bool judge_ = true;
+  std::unordered_set<std::size_t> declarators_;  // tokens naming a top-level declarator (split())
+  std::unordered_set<std::string>
+      reassigned_;  // names assigned somewhere besides their declaration  // split() judges side effects (not on the
+                    // pass that only collects names)  // split(): the line at offset line_at_
   std::vector<std::size_t> parent_;
   std::vector<std::size_t> match_;
   std::vector<std::uint32_t> depth_;

@@ -253,3 +253,13 @@ TEST_CASE("bundler: what CommonJS requires and what the page asks for is kept wh
   CHECK(call(app, "GET /star.js").header("X-Bundle-Shaken").empty());  // the entry's namespace: all
   CHECK(call(app, "GET /esm.js").header("X-Bundle-Shaken").empty());
 }
+
+TEST_CASE("tree shaking: a unit that reads a binding assigned elsewhere stays", "[bundler][shake]") {
+  // A statement added later would read the value of then, not the one it had where it stands (the
+  // declarations themselves stay units: whatever assigns them keeps them).
+  CHECK(units_of("let cur = null;\nexport function set(v) { cur = v; }\nconst snap = cur;") == V{"cur", "set"});
+  CHECK(units_of("let n = 0;\nn++;\nconst copy = n, later = () => n;") == V{"n"});
+  CHECK(units_of("let a = 1, b = 2;\n[a, b] = [b, a];\nconst c = b;") == V{"a,b"});
+  CHECK(units_of("let a = 1, b = 2;\nconst c = b, d = () => a;") == V{"a,b", "c,d"});
+  CHECK(units_of("var x = 1;\nfor (x of [1, 2]) {}\nconst y = x;") == V{"x"});
+}
