@@ -74,9 +74,9 @@ wire_md() {
   echo "Bytes on the wire: the bundler's brotli answer (\`csgi-bundle --mode M --accept-encoding br\`, quality 5)"
   echo "vs esbuild's output (not minified, \`--define:process.env.NODE_ENV=\"M\"\`) compressed by brotli at the"
   echo "same quality (Node's zlib). Both follow only the live branch of a \`process.env.NODE_ENV\` test; both"
-  echo "leave out the barrel modules of side-effect-free packages (\`\"sideEffects\": false\`); esbuild also drops"
-  echo "unused statements inside modules (three, vue), and comments and dead branches (the bundler: in production"
-  echo "mode only)."
+  echo "leave out the barrel modules of side-effect-free packages (\`\"sideEffects\": false\`); both drop"
+  echo "unused top-level statements inside ES modules (the bundler: in production mode only, tree shaking), and"
+  echo "comments and dead branches (the bundler: in production mode only; esbuild keeps comments on class members)."
   echo
   echo "| entry | mode | csgi modules | csgi plain | csgi brotli | esbuild plain | esbuild brotli | ratio (brotli) |"
   echo "|---|---|---|---|---|---|---|---|"
