@@ -352,8 +352,8 @@ class Shaker {
     std::string_view w = text(i);
     if (w == "import") {  // bindings, no references: up to its specifier string (and `;`)
       std::size_t j = i + 1;
-      while (j < t_.size() && !(depth_[j] == 0 && t_[j].kind == Token::string)) ++j;
-      if (j >= t_.size()) return npos;
+      while (j < t_.size() && !(depth_[j] == 0 && (t_[j].kind == Token::string || punct(j, ";")))) ++j;
+      if (j >= t_.size() || t_[j].kind != Token::string) return npos;
       if (punct(j + 1, ";")) ++j;
       st.no_references = true;
       return j;
@@ -364,8 +364,8 @@ class Shaker {
         std::size_t k = punct(j, "{") ? match_[j] : j;
         if (k == npos) return npos;
         if (word(k + 1, "from") || (punct(j, "*") && !punct(k + 1, ";"))) {
-          while (k < t_.size() && !(depth_[k] == 0 && t_[k].kind == Token::string)) ++k;
-          if (k >= t_.size()) return npos;
+          while (k < t_.size() && !(depth_[k] == 0 && (t_[k].kind == Token::string || punct(k, ";")))) ++k;
+          if (k >= t_.size() || t_[k].kind != Token::string) return npos;
         }
         if (punct(k + 1, ";")) ++k;
         st.no_references = true;
@@ -470,15 +470,18 @@ class Shaker {
   // The last token of `function [*] [name] (…) {…}` starting at the `function` token.
   std::size_t function_end(std::size_t f) const {
     std::size_t j = f + 1;
-    while (j < t_.size() && !punct(j, "(")) ++j;
-    if (j >= t_.size() || match_[j] == npos || !punct(match_[j] + 1, "{")) return npos;
+    if (punct(j, "*")) ++j;
+    if (j < t_.size() && t_[j].kind == Token::ident) ++j;
+    if (!punct(j, "(") || match_[j] == npos || !punct(match_[j] + 1, "{")) return npos;
     return match_[match_[j] + 1];
   }
   // The last token of `class [name] [extends …] {…}`: the first `{` at the class's depth after the head.
   std::size_t class_end(std::size_t c) const {
     std::size_t j = c + 1;
     while (j < t_.size() && !(depth_[j] == depth_[c] && punct(j, "{"))) {
-      if (j != c + 1 && depth_[j] == depth_[c] && (word(j, "class") || word(j, "function"))) return npos;
+      if (depth_[j] < depth_[c]) return npos;
+      if (depth_[j] == depth_[c] && (punct(j, ";") || (j != c + 1 && (word(j, "class") || word(j, "function")))))
+        return npos;
       ++j;
     }
     if (j >= t_.size()) return npos;
