@@ -592,7 +592,8 @@ class Shaker {
           return false;
         case Token::ident: {
           std::string_view w = text(i);
-          if (after_dot) continue;  // the member access was judged at its '.'
+          if (after_dot) continue;      // the member access was judged at its '.'
+          if (object_key(i)) continue;  // `{ function: f }`: a key, whatever the word
           if (w == "function" || (w == "async" && word(i + 1, "function"))) {
             if (w == "async") ++i;
             std::size_t e = function_end(i);
@@ -621,7 +622,6 @@ class Shaker {
           if (w == "delete" || w == "await" || w == "yield" || w == "import" || w == "super" || w == "in" ||
               w == "instanceof")
             return false;
-          if (object_key(i)) continue;
           if (punct(i + 1, "=>")) continue;  // an arrow's parameter
           if (in_object(i) && (punct(i + 1, "(") || word(i - 1, "get") || word(i - 1, "set"))) continue;
           if (i > a && word(i - 1, "typeof")) continue;  // typeof an unbound name does not throw

@@ -57,12 +57,14 @@ TEST_CASE("tree shaking: declarations free of side effects are units", "[bundler
   CHECK(units_of("export const a = 1;\nexport function b() {}\nexport class C {}\nexport default 42;") ==
         V{"a", "b", "C", "__csgi_default"});
   CHECK(units_of("export default class { }") == V{"__csgi_default"});
+  CHECK(units_of("function f() {}\nconst o = { function: f, class: 1, new: 2, default: 3 };") == V{"f", "o"});
   // Automatic semicolons end a declaration.
   CHECK(units_of("const a = 1\nconst b = 2\nfunction f() {}\nconst c = [1]\n[0]") == V{"a", "b", "f"});
 }
 
 TEST_CASE("tree shaking: statements with effects stay", "[bundler][shake]") {
   CHECK(units_of("const a = go();") == V{});
+  CHECK(units_of("const o = { function: 1, x: go(), y() {} };") == V{});  // a key named function
   CHECK(units_of("const a = new imp();") == V{});
   CHECK(units_of("const a = imp.b;") == V{});              // a getter may run
   CHECK(units_of("const a = window;") == V{});             // an unknown global may throw
