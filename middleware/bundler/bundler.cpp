@@ -818,7 +818,7 @@ public:
         for (auto& u : m.unbundled)
           env.errors().write("bundler: not bundled: " + m.path + ":" + std::to_string(u.line) + " " + u.what);
     }
-    // Units a module the page holds must add: [id, null, units held after, [[line, code], …]], each
+    // Units a module the page holds must add: [id, null, units held after, [[unit, line, code], …]], each
     // module after the modules it imports (their units may be used as it runs these).
     for (auto id : post_order(c, entry)) {
       auto k = plan.kept.find(id);
@@ -843,7 +843,7 @@ public:
         std::string code;
         apply_edits(code, *src, edits, unit.begin, unit.end);
         body += j ? ",[" : "[";
-        body += std::to_string(unit.line) + ',';
+        body += std::to_string(add[j]) + ',' + std::to_string(unit.line) + ',';
         append_js_string(body, bundler::unit_assignment(unit, code));
         body += ']';
       }

@@ -20,14 +20,15 @@
   function define(e, entry, rows, opts) {
     if (e !== epoch) { epoch = e; byId = []; }  // the server restarted: its ids are new
     const shim = opts && opts.shim ? opts : null;
-    for (const [id, path, deps, src, esm] of rows)  // or [id, null, units, [[line, code], …]]
+    for (const [id, path, deps, src, esm] of rows)  // or [id, null, units, [[unit, line, code], …]]
       if (path === null) more(byId[id], deps, src);
       else byId[id] = byPath[path] || (byPath[path] = { table: byId, path, deps, src, esm, shim });
     return { entry: byId[entry] || null };
   }
   function more(rec, units, code) {  // statements tree shaking left out: run in the module's scope
-    rec.esm.k = units;  // the units it holds (null: all), for p= in its URLs
-    (rec.todo ||= []).push(...code.map(([n, c]) => '\n'.repeat(n - 1) + c + sourceURL(rec)));
+    rec.esm.k = units;  // the units held (null: all), for p=; each runs once (answers may cross)
+    const todo = code.filter(([u]) => !(rec.got ||= {})[u] && (rec.got[u] = 1));
+    (rec.todo ||= []).push(...todo.map(([, n, c]) => '\n'.repeat(n - 1) + c + sourceURL(rec)));
     if (rec.done) for (const c of rec.todo.splice(0)) rec.api.x(c);  // once the body has run
   }
   const fail = ({ status, module, message, chain = [] }) =>  // an error answer: the require's Error
@@ -134,8 +135,7 @@
   function evaluate(rec) {
     if (rec.error) throw rec.error;
     if (rec.started) return;  // done, or in progress (a cycle: its bindings are as far as they got)
-    nsOf(rec);
-    rec.started = true;
+    rec.started = !!nsOf(rec);  // linked (a link error leaves it not started)
     try {
       rec.deps.forEach((t, k) => { const d = dep(rec, k); if (d.esm) evaluate(d); else cjsNs(d); });
       for (const d of rec.cjsStars || []) copyProps(rec.ns, cjsNs(d));

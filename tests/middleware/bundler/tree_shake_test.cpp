@@ -210,17 +210,17 @@ TEST_CASE("bundler: production bundles leave out what nothing refers to and add 
   REQUIRE(more_rows.size() == 2);
   CHECK(more_rows[0].starts_with("[" + std::to_string(parse(later.body).ids.at("more.js")) + ",\"more.js\""));
   CHECK(more_rows[1] == "[" + lib_id +
-                            ",null,\"P\",[[3,\"Base= class Base {};\"],"
-                            "[4,\"Derived= class Derived extends Base {};\"]]]");
+                            ",null,\"P\",[[3,3,\"Base= class Base {};\"],"
+                            "[4,4,\"Derived= class Derived extends Base {};\"]]]");
 
   // Asking for the module itself: all the rest, functions first (they are hoisted), and "all" (null).
   auto rest = call(app, "GET /lib.js?e=" + page.epoch + "&have=" + have(ids_of(page)) + "&p=" + lib_id + ".P");
   REQUIRE(rest.status == 200);
   auto rest_rows = rows_of(rest.body);
   REQUIRE(rest_rows.size() == 1);
-  CHECK(rest_rows[0].starts_with("[" + lib_id + ",null,null,[[6,\"helper=function helper()"));
-  CHECK(rest_rows[0].find("[5,\"       table = { a: 1 };;\"]") != std::string::npos);
-  CHECK(rest_rows[0].find("[7,\"       viaHelper = helper();;\"]") != std::string::npos);
+  CHECK(rest_rows[0].starts_with("[" + lib_id + ",null,null,[[6,6,\"helper=function helper()"));
+  CHECK(rest_rows[0].find("[5,5,\"       table = { a: 1 };;\"]") != std::string::npos);
+  CHECK(rest_rows[0].find("[7,7,\"       viaHelper = helper();;\"]") != std::string::npos);
   // Held whole (no p=): an empty bundle, as before.
   CHECK(rows_of(call(app, "GET /lib.js?e=" + page.epoch + "&have=" + have(ids_of(page))).body).empty());
   CHECK(call(app, "GET /lib.js?e=" + page.epoch + "&p=x").status == 400);

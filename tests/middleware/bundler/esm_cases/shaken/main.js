@@ -1,7 +1,8 @@
 import { inc, count } from './lib.js';
 print('count ' + count + ' ' + inc() + ' ' + count);
-import('./more.js').then((m) => {
+Promise.all([import('./more.js'), import('./more2.js')]).then(([m, m2]) => {
   print(m.report());
+  print('same classes: ' + m2.check(m.made));
   return import('./lib.js');
 }).then((ns) => {
   print(Object.keys(ns).join(','));
