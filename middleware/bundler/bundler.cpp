@@ -87,14 +87,7 @@ void append_js_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-int b64url_value(char c) noexcept {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
+using bundler::base64url_value;
 
 bool etag_matches(std::string_view header, std::string_view etag) {
   std::string_view bare = etag;
@@ -449,10 +442,10 @@ public:
     }
     if (have.size() > (std::size_t{1} << 20)) return Response::error(400, "have: longer than any module table");
     for (char c : have)
-      if (b64url_value(c) < 0) return Response::error(400, "have: not a base64url bitset");
+      if (base64url_value(c) < 0) return Response::error(400, "have: not a base64url bitset");
     if (parts.size() > (std::size_t{1} << 20)) return Response::error(400, "p: longer than any module table");
     for (char c : parts)
-      if (b64url_value(c) < 0 && c != '.' && c != ',') return Response::error(400, "p: not a list of id.units");
+      if (base64url_value(c) < 0 && c != '.' && c != ',') return Response::error(400, "p: not a list of id.units");
     bool epoch_ok = e == epoch;
     while (!have.empty() && have.back() == 'A') have.remove_suffix(1);
     if (!epoch_ok) have = parts = {};
@@ -683,7 +676,7 @@ public:
     std::vector<bool> loaded;
     loaded.reserve(have.size() * 6);
     for (char c : have) {
-      int v = b64url_value(c);
+      int v = base64url_value(c);
       for (int b = 0; b < 6; ++b) loaded.push_back((v >> b) & 1);
     }
     auto is_loaded = [&](std::uint32_t id) { return id < loaded.size() && loaded[id]; };

@@ -11,7 +11,9 @@ namespace {
 
 constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-int b64_value(char c) {
+}  // namespace
+
+int base64url_value(char c) noexcept {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
@@ -19,6 +21,8 @@ int b64_value(char c) {
   if (c == '_') return 63;
   return -1;
 }
+
+namespace {
 
 class Planner {
  public:
@@ -168,7 +172,7 @@ std::optional<UnitSet> decode_units(std::string_view text, std::size_t units) {
   UnitSet out(units + 1, false);
   out[0] = true;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    int v = b64_value(text[i]);
+    int v = base64url_value(text[i]);
     if (v < 0) return std::nullopt;
     for (int b = 0; b < 6; ++b) {
       std::size_t u = i * 6 + std::size_t(b) + 1;

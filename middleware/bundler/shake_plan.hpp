@@ -34,6 +34,8 @@ ShakePlan plan_shake(Graph& graph, const Closure& closure, std::uint32_t entry,
 /// A unit set as the loader carries it: base64url, bit b of character i is unit 6i+b+1, trailing 'A's
 /// trimmed; and back (units beyond `units` are ignored; nullopt for a character outside base64url).
 std::string encode_units(const UnitSet& units);
+/// The value of a base64url character (the alphabet of `have` and unit sets), or -1.
+int base64url_value(char c) noexcept;
 std::optional<UnitSet> decode_units(std::string_view text, std::size_t units);
 
 }  // namespace csgi::mw::bundler

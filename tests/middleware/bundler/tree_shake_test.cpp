@@ -41,6 +41,12 @@ std::vector<std::string> units_of(const std::string& src) {
   return out;
 }
 using V = std::vector<std::string>;
+BundlerOptions production() {
+  BundlerOptions o;
+  o.freshness = BundlerOptions::Freshness::none;
+  o.mode = BundlerOptions::Mode::production;
+  return o;
+}
 }  // namespace
 
 TEST_CASE("tree shaking: declarations free of side effects are units", "[bundler][shake]") {
@@ -181,10 +187,7 @@ TEST_CASE("bundler: production bundles leave out what nothing refers to and add 
           "function helper() { return 'h'; }\nexport const viaHelper = /*@__PURE__*/ helper();\n");
   t.write("main.js", "import { inc } from './lib.js';\ninc();\n");
   t.write("more.js", "import { Derived } from './lib.js';\nexport const d = new Derived();\n");
-  BundlerOptions o;
-  o.freshness = BundlerOptions::Freshness::none;
-  o.mode = BundlerOptions::Mode::production;
-  auto app = Bundler(t.root(), o);
+  auto app = Bundler(t.root(), production());
 
   auto first = call(app, "GET /main.js");
   REQUIRE(first.status == 200);
@@ -247,10 +250,7 @@ TEST_CASE("bundler: what CommonJS requires and what the page asks for is kept wh
   t.write("esm.js", "export function a() {}\nexport function b() {}\n");
   t.write("star.js", "export * from './esm.js';\n");
   t.write("cjs.js", "module.exports = require('./esm.js');\n");
-  BundlerOptions o;
-  o.freshness = BundlerOptions::Freshness::none;
-  o.mode = BundlerOptions::Mode::production;
-  auto app = Bundler(t.root(), o);
+  auto app = Bundler(t.root(), production());
   CHECK(call(app, "GET /cjs.js").header("X-Bundle-Shaken").empty());
   CHECK(call(app, "GET /star.js").header("X-Bundle-Shaken").empty());  // the entry's namespace: all
   CHECK(call(app, "GET /esm.js").header("X-Bundle-Shaken").empty());
