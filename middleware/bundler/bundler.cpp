@@ -697,14 +697,6 @@ public:
         return Response::error(400, "p: not a list of id.units");
       held_text.push_back({id, item.substr(dot + 1)});
     }
-    for (auto [id, text] : held_text) {
-      if (!is_loaded(id) || id >= graph.size()) continue;
-      Module& m = graph.at(id);
-      if (!m.esm || !m.shake) continue;  // decoded against the table once the closure has refreshed it
-      auto units = bundler::decode_units(text, m.shake->units.size());
-      if (!units) return Response::error(400, "p: not a base64url unit set");
-      held[id] = std::move(*units);
-    }
 
     auto en = std::make_shared<Entry>();
     std::string body;
@@ -721,8 +713,8 @@ public:
     }
     bundler::ShakePlan plan;
     if (shaking && !c.order.empty()) {
-      for (auto [id, text] : held_text) {  // modules the closure refreshed: their tables are current now
-        if (!is_loaded(id) || id >= graph.size() || held.count(id)) continue;
+      for (auto [id, text] : held_text) {  // against the tables the closure has just made current
+        if (!is_loaded(id) || id >= graph.size()) continue;
         Module& m = graph.at(id);
         if (!m.esm || !m.shake) continue;
         auto units = bundler::decode_units(text, m.shake->units.size());
