@@ -70,12 +70,14 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append(sh_.status_line(status));
   bool has_date = false;
   bool upgrade = status == 101;
+  bool framed = length.has_value();
+  std::uint64_t n = length.value_or(0);
   const HeaderBlock* b = headers.sealed();
   if (b && b->wire_ok && !upgrade && (!b->content_length || b->content_length == length)) {
     // A list checked when it was sealed: its field lines at once; its Content-Length is the body's.
     out_.append(b->wire);
     has_date = b->has_date;
-    if (b->content_length) length.reset(), chunked = false;
+    if (b->content_length) framed = false, chunked = false;
   } else {
     write_fields(headers, upgrade, has_date);
   }
@@ -84,9 +86,9 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
     out_.append(http_date_now());
     out_.append("\r\n");
   }
-  if (length) {
+  if (framed) {
     out_.append("Content-Length: ");
-    append_uint(out_.buf, *length);
+    append_uint(out_.buf, n);
     out_.append("\r\n");
   } else if (chunked) {
     out_.append("Transfer-Encoding: chunked\r\n");

@@ -147,7 +147,9 @@ TEST_CASE("deflate skips what must not or need not be compressed", "[deflate]") 
   DeflateOptions only_json;
   only_json.compressible = [](std::string_view t) { return t == "application/json"; };
   unchanged(deflated(text_app(), only_json));
-  CHECK_THROWS_AS(Deflate(text_app(), DeflateOptions{.level = 0}), std::invalid_argument);
+  DeflateOptions level0;
+  level0.level = 0;
+  CHECK_THROWS_AS(Deflate(text_app(), level0), std::invalid_argument);
 }
 
 TEST_CASE("deflate: Vary on every compressible response, merged with an existing Vary", "[deflate]") {
