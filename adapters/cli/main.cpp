@@ -65,6 +65,7 @@ csgi::App build_reloading_app(csgi::cli::CommandLine& cl) {
   return wrap_layers(cl, [source](csgi::Env& env) { return (*source)(env); });
 }
 
+#ifdef CSGI_EMBED_PYTHON
 // `csgi serve --wsgi` or `--asgi` alone (no layer, HTTP, no --reload): what `python3 -m csgi serve` runs the
 // same way.
 bool python_program_serves(const csgi::cli::CommandLine& cl) {
@@ -74,6 +75,7 @@ bool python_program_serves(const csgi::cli::CommandLine& cl) {
   std::string_view mode = cl.modes.front().mode->option;
   return mode == "asgi" || mode == "wsgi";
 }
+#endif
 
 }  // namespace
 

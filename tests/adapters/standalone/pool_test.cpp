@@ -399,7 +399,6 @@ TEST_CASE("pool: the server's WorkerBoard shows requests waiting for an app thre
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> entered{0};
-  std::atomic<int> slow_done{0};
   Running run(
       [&](Env&) {
         entered.fetch_add(1);
