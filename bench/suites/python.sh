@@ -96,7 +96,7 @@ run_wrk() {
     /Requests\/sec/ {rps=$2} /^    Latency/ {lat=$2} /Non-2xx/ {bad=$NF}
     END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
 }
-declare -A RPS LAT CMD CPU
+declare -A RPS LAT CMD CPU RUNS
 # serve KEY CONNS PATH cmd... (cmd may use PORT): starts the server of a case; `measure` runs it.
 # wrk_extra, as it is at this call, goes with the case.
 serve() {
@@ -136,7 +136,7 @@ ticks, dur, rps = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
 n = sum(float(x) for x in rps) * dur  # requests served over the runs
 print('%.1f' % (ticks * 1e6 / os.sysconf('SC_CLK_TCK') / n) if n else '-')" "${ticks[$key]}" "$dur" ${all[$key]} 2>/dev/null || echo -)
     read -r r l <<<"$(printf '%s' "${runs[$key]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
-    RPS[$key]=$r; LAT[$key]=$l
+    RPS[$key]=$r; LAT[$key]=$l; RUNS[$key]=${all[$key]}
     echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request (runs:${all[$key]})"
   done
 }
@@ -256,9 +256,15 @@ if command -v valgrind >/dev/null; then
   echo "$GUNI_INSTR"
 fi
 
+# ratio A B: the medians' ratio, and the range of the ratios round by round when both ran in the same rounds.
 ratio() { $PY -c "import sys
-try: print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))
-except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
+try: r = '%.2f' % (float(sys.argv[1]) / float(sys.argv[2]))
+except Exception: print('-'); sys.exit()
+try:
+    each = [float(a) / float(b) for a, b in zip(sys.argv[3].split(), sys.argv[4].split(), strict=True)]
+    if len(each) > 1: r += ' (rounds %.2f–%.2f)' % (min(each), max(each))
+except Exception: pass
+print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
 
 {
   echo "## python"
@@ -269,6 +275,7 @@ except Exception: print('-')" "${RPS[$1]:-x}" "${RPS[$2]:-x}"; }
   echo "its wrk runs alternate between them, so that they share the machine's load run for run. gunicorn's sync"
   echo "worker and uWSGI's http-socket close each connection after one response, csgi keeps it alive (the"
   echo "'Connection: close' row closes it per request too). Load from other work moves the figures; compare ratios."
+  echo "A ratio is of the two medians; in brackets, the lowest and highest of the ratios of the runs that took turns."
   echo
   echo "| case | server | req/s | avg latency | ratio | target |"
   echo "|---|---|---|---|---|---|"
