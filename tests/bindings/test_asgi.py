@@ -10,7 +10,7 @@ import time
 import pytest
 
 import csgi
-from conftest import PYTHON, free_port
+from conftest import PYTHON, SMUGGLED, assert_header_rule, fetch, free_port
 
 # ----------------------------------------------------------------------------------- in process
 
@@ -94,7 +94,7 @@ def test_scope_to_env_as_the_wsgi_bridge(load):
     assert status == 200 and headers["x-echo"] == "1"
     assert lines["SCRIPT_NAME"] == "/cpp" and lines["PATH_INFO"] == "/x/a%2Fb"
     assert lines["REQUEST_URI"] == "/cpp/x/a%2Fb?q=1" and lines["QUERY_STRING"] == "q=1"
-    assert lines["HTTP_X_TEST"] == "a,b" and lines["HTTP_COOKIE"] == "a=1; b=2"
+    assert lines["HTTP_X_TEST"] == "a, b" and lines["HTTP_COOKIE"] == "a=1; b=2"
     assert lines["CONTENT_TYPE"] == "text/plain" and lines["body"] == "hello"
 
 
@@ -218,6 +218,13 @@ def test_failure_after_the_response_started(load):
     assert all(m.get("more_body") is True for m in sent[1:])  # never a final message: the server aborts
 
 
+def test_scope_headers_follow_the_one_header_rule(load):
+    sc = scope("/", headers=SMUGGLED)
+    status, _, body = validate(drive(csgi.asgi(load("dump")), sc))
+    assert status == 200
+    assert_header_rule(body)
+
+
 def test_websocket_scope_refused(load):
     async def main():
         await csgi.asgi(load("hello"))({"type": "websocket"}, None, None)
@@ -252,6 +259,7 @@ app = Starlette(routes=[
     Mount("/writer", cxx("writer")), Mount("/file", cxx("file", os.path.join(d, "data"))),
     Mount("/reader", cxx("reader", os.path.join(d, "reader.txt"))),
     Mount("/endless", cxx("endless", os.path.join(d, "endless.txt"))), Mount("/fail", cxx("fail_mid")),
+    Mount("/dump", cxx("dump")),
 ])
 '''
 
@@ -296,6 +304,13 @@ def test_mounted_responses(mounted):
     assert srv.request("GET", "/file/")[2] == (tmp / "data").read_bytes()
     big = os.urandom(3 << 20)
     assert srv.request("POST", "/reader/", body=big)[2] == b"read %d" % len(big)
+
+
+def test_mounted_header_rule_on_the_wire(mounted):
+    srv, _ = mounted
+    status, _, _, body = fetch(srv.port, "GET", "/dump/", headers=SMUGGLED)
+    assert status == 200, body
+    assert_header_rule(body)
 
 
 def test_mounted_disconnect_mid_body(mounted):
