@@ -225,11 +225,47 @@ def test_scope_headers_follow_the_one_header_rule(load):
     assert_header_rule(body)
 
 
-def test_websocket_scope_refused(load):
+def run_websocket(app, extensions=None, first="websocket.connect"):
     async def main():
-        await csgi.asgi(load("hello"))({"type": "websocket"}, None, None)
+        sent = []
+        incoming = [{"type": first}]
 
-    with pytest.raises(RuntimeError, match="websocket"):
+        async def receive():
+            if incoming:
+                return incoming.pop()
+            await asyncio.sleep(3600)
+
+        async def send(m):
+            sent.append(m)
+
+        sc = {"type": "websocket", "asgi": {"version": "3.0"}, "http_version": "1.1", "scheme": "ws", "path": "/",
+              "raw_path": b"/", "root_path": "", "query_string": b"", "headers": [], "subprotocols": []}
+        if extensions is not None:
+            sc["extensions"] = extensions
+        await asyncio.wait_for(app(sc, receive, send), 10)
+        return sent
+
+    return asyncio.run(main())
+
+
+def test_websocket_scope_refused_with_501_where_the_server_allows_it(load):
+    sent = run_websocket(csgi.asgi(load("hello")), {"websocket.http.response": {}})
+    assert [m["type"] for m in sent] == ["websocket.http.response.start", "websocket.http.response.body"]
+    assert sent[0]["status"] == 501 and b"csgix.websocket" in sent[1]["body"]
+    assert dict(sent[0]["headers"])[b"content-length"] == b"%d" % len(sent[1]["body"])
+
+
+def test_websocket_scope_refused_with_close_elsewhere(load):
+    assert run_websocket(csgi.asgi(load("hello")), {}) == [{"type": "websocket.close", "code": 1003}]
+    assert run_websocket(csgi.asgi(load("hello"))) == [{"type": "websocket.close", "code": 1003}]
+    assert run_websocket(csgi.asgi(load("hello")), first="websocket.disconnect") == []
+
+
+def test_other_scope_types_raise(load):
+    async def main():
+        await csgi.asgi(load("hello"))({"type": "unknown"}, None, None)
+
+    with pytest.raises(RuntimeError, match="unknown"):
         asyncio.run(main())
 
 
@@ -311,6 +347,36 @@ def test_mounted_header_rule_on_the_wire(mounted):
     status, _, _, body = fetch(srv.port, "GET", "/dump/", headers=SMUGGLED)
     assert status == 200, body
     assert_header_rule(body)
+
+
+def websocket_handshake(port, path):
+    """A WebSocket opening handshake on a raw socket: (status, head and body read until the server closed)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" % path).encode())
+        data = b""
+        for _ in range(100):  # until the server closes, or the head and a Content-Length body are in
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            head, sep, body = data.partition(b"\r\n\r\n")
+            length = [l.split(b":", 1)[1] for l in head.lower().split(b"\r\n") if l.startswith(b"content-length:")]
+            if sep and len(body) >= (int(length[0]) if length else 0):
+                break
+    return int(data.split(b" ", 2)[1]), data
+
+
+def test_mounted_websocket_is_refused_cleanly(mounted):
+    srv, _ = mounted
+    status, data = websocket_handshake(srv.port, "/hello/")
+    # 501 with the reason where the server offers websocket.http.response (hypercorn), else 403.
+    assert status in (403, 501), data
+    if status == 501:
+        assert b"csgix.websocket" in data
+    assert srv.request("GET", "/hello/")[0] == 200
+    out = srv.output()
+    assert "Traceback" not in out and "Exception" not in out, out
 
 
 def test_mounted_disconnect_mid_body(mounted):
