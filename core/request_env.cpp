@@ -150,38 +150,49 @@ inline std::uint64_t key_bytes(const char* in, std::size_t n, char* out) noexcep
 constexpr std::string_view kContentType = "HTTP_CONTENT_TYPE", kContentLength = "HTTP_CONTENT_LENGTH",
                            kProxy = "HTTP_PROXY";
 
-// Appends `value` to a repeated field's text, joined with ", " (ENV-9).
-void join_field(Env& env, Value& existing, std::string_view value) {
+// Appends `value` to a repeated field's text, joined with ", " ("; " for Cookie, RFC 9113 §8.2.3) (ENV-9).
+void join_field(Env& env, std::string_view key, Value& existing, std::string_view value) {
+  std::string_view sep = key == keys::HTTP_COOKIE ? std::string_view("; ") : std::string_view(", ");
   std::string_view old = existing.text();
-  char* joined = env.allocate(old.size() + 2 + value.size());
+  char* joined = env.allocate(old.size() + sep.size() + value.size());
   // An empty view may have a null data(): memcpy must not see it, even for 0 bytes.
   if (!old.empty()) std::memcpy(joined, old.data(), old.size());
-  std::memcpy(joined + old.size(), ", ", 2);
-  if (!value.empty()) std::memcpy(joined + old.size() + 2, value.data(), value.size());
-  existing = Value::of_text({joined, old.size() + 2 + value.size()});
+  std::memcpy(joined + old.size(), sep.data(), sep.size());
+  if (!value.empty()) std::memcpy(joined + old.size() + sep.size(), value.data(), value.size());
+  existing = Value::of_text({joined, old.size() + sep.size() + value.size()});
 }
 }  // namespace
 
-bool add_header(Env& env, std::string_view name, std::string_view value) {
+std::string_view header_key(Env& env, std::string_view name) {
   std::size_t n = name.size();
-  if (n == 0 || n > 256) return false;
+  if (n == 0 || n > 256) return {};
   // The key is written straight into the arena; a dropped or repeated field leaves its bytes there until
   // clear() (at most the request's own header names).
   char* key = env.allocate(5 + n);
   std::memcpy(key, "HTTP_", 5);
-  if (key_bytes(name.data(), n, key + 5) != 0) return false;
+  if (key_bytes(name.data(), n, key + 5) != 0) return {};
   std::string_view k(key, 5 + n);
   // Only "content-type", "content-length" and "proxy" in any case map to these keys ('_' is refused).
-  if (n == 12 && k == kContentType) {
-    k = keys::CONTENT_TYPE;
-  } else if (n == 14 && k == kContentLength) {
-    k = keys::CONTENT_LENGTH;
-  } else if (n == 5 && k == kProxy) {
-    return false;
-  }
+  if (n == 12 && k == kContentType) return keys::CONTENT_TYPE;
+  if (n == 14 && k == kContentLength) return keys::CONTENT_LENGTH;
+  if (n == 5 && k == kProxy) return {};
+  return k;
+}
+
+bool header_meta_variable(std::string_view key) noexcept {
+  if (key.size() <= 5 || !key.starts_with("HTTP_")) return false;
+  if (key == kContentType || key == kContentLength || key == kProxy) return false;
+  for (char c : key.substr(5))
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+bool add_header(Env& env, std::string_view name, std::string_view value) {
+  std::string_view k = header_key(env, name);
+  if (k.empty()) return false;
   auto [existing, inserted] = env.emplace(k, Value::of_text(value), false);
   // Repeated Content-Type/Content-Length: adapters reject differing values before this point.
-  if (!inserted && existing->is_text() && k.data() == key) join_field(env, *existing, value);
+  if (!inserted && existing->is_text() && k.starts_with("HTTP_")) join_field(env, k, *existing, value);
   return true;
 }
 

@@ -44,9 +44,20 @@ std::string_view without_dot_segments(Env& env, std::string_view decoded);
 /// without_dot_segments, then without trailing '/' ("/app/.." → "", "/app/." → "/app").
 std::string_view canonical_script_name(Env& env, std::string_view decoded);
 
-/// Adds one request header field. Content-Type/Content-Length become CONTENT_TYPE/CONTENT_LENGTH; other
-/// names become HTTP_<UPPER_WITH_UNDERSCORES>; a repeated field is joined with ", " (ENV-9). Names holding
-/// '_' and the `Proxy` header (httpoxy) are dropped (ENV-10). Returns false when the field was dropped.
+/// The env key of request header field `name`, the one header-to-env rule of every adapter and bridge:
+/// Content-Type/Content-Length become CONTENT_TYPE/CONTENT_LENGTH (ENV-11); other names become
+/// HTTP_<UPPER_WITH_UNDERSCORES> (ENV-9), written into the env's arena. "" for a name that gets no key: empty,
+/// over 256 bytes, holding a byte other than a letter, a digit or '-' ('_' among them), or `Proxy`
+/// (httpoxy) (ENV-10).
+std::string_view header_key(Env& env, std::string_view name);
+
+/// The same rule for a header that arrives as a CGI meta-variable already named (a front server's
+/// FastCGI/CGI params, a WSGI host's environ), where the field's own name is no longer known: true for
+/// HTTP_ + [A-Z0-9_]+, other than HTTP_CONTENT_TYPE, HTTP_CONTENT_LENGTH (ENV-11) and HTTP_PROXY (ENV-10).
+bool header_meta_variable(std::string_view key) noexcept;
+
+/// Adds one request header field under header_key(); a repeated field is joined with ", " ("; " for
+/// Cookie) (ENV-9). Returns false when the field was dropped.
 bool add_header(Env& env, std::string_view name, std::string_view value);
 
 /// True when `host` is a syntactically valid Host field value (RFC 9110 §7.2: uri-host [":" port]): a

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "csgi/core/percent.hpp"
+#include "csgi/core/request_env.hpp"
 #include "csgi/middleware/cgi_bin_process.hpp"
 #include "csgi/core/text.hpp"
 
@@ -111,8 +112,7 @@ Request snapshot(const CgiBinOptions& o, const Env& env) {
   if (std::string_view ra = env.get(keys::REMOTE_ADDR); !ra.empty()) r.vars.emplace_back("REMOTE_HOST", std::string(ra));
   for (const auto& entry : env) {
     std::string_view k = entry.key;
-    if (k.substr(0, 5) != "HTTP_" || !entry.value.is_text()) continue;
-    if (k == "HTTP_PROXY" || k == "HTTP_CONTENT_LENGTH" || k == "HTTP_CONTENT_TYPE") continue;
+    if (!header_meta_variable(k) || !entry.value.is_text()) continue;
     if (k == keys::HTTP_AUTHORIZATION && !o.pass_authorization) continue;
     if (!valid_env_name(k)) continue;
     r.vars.emplace_back(std::string(k), std::string(entry.value.text()));

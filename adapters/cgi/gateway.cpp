@@ -92,8 +92,7 @@ void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
     total += name.size() + value.size();
     if (total > options.max_params_bytes) throw HttpError(431, "request meta-variables exceed the size limit");
     if (name.starts_with("HTTP_")) {
-      // Already CONTENT_*; Proxy: is the httpoxy attack vector.
-      if (name == "HTTP_CONTENT_TYPE" || name == "HTTP_CONTENT_LENGTH" || name == "HTTP_PROXY") continue;
+      if (!header_meta_variable(name)) continue;  // HTTP_PROXY, HTTP_CONTENT_*, odd bytes (ENV-9…ENV-11)
       // A repeated header field arrives as the same param twice (nginx): join the values (ENV-9).
       if (Value* old = env.find(name); old && old->is_text()) {
         std::string_view sep = name == keys::HTTP_COOKIE ? "; " : ", ";

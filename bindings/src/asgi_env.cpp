@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "csgi/core/keys.hpp"
+#include "csgi/core/request_env.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi::python {
@@ -107,21 +108,9 @@ bool address(Env& env, PyObject* pair, std::string_view host_key, std::string_vi
   return true;
 }
 
-/// The environ key of a request header: CONTENT_TYPE, CONTENT_LENGTH or HTTP_NAME_IN_CAPITALS.
-std::string_view header_key(Env& env, std::string_view name) {
-  if (iequals(name, "content-type")) return keys::CONTENT_TYPE;
-  if (iequals(name, "content-length")) return keys::CONTENT_LENGTH;
-  char* key = env.allocate(name.size() + 5);
-  std::memcpy(key, "HTTP_", 5);
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    key[5 + i] = c == '-' ? '_' : (c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c);
-  }
-  return {key, name.size() + 5};
-}
-
-/// The request headers into the env, repeats joined with "," ("; " for cookies), as the WSGI adapters
-/// of uvicorn and Starlette do.
+/// The request headers into the env by the one rule of every adapter (add_header: names with '_', Proxy
+/// and HTTP_CONTENT_* get no key; repeats joined with ", ", "; " for cookies). The values are copied into
+/// the env's arena: the env may outlive the scope's bytes objects.
 void scope_headers(Env& env, PyObject* headers) {
   if (!headers) return;
   PyObject* seq = PySequence_Fast(headers, "ASGI scope: headers must be a sequence of (name, value) pairs");
@@ -138,15 +127,9 @@ void scope_headers(Env& env, PyObject* headers) {
         !bytes_of(PyTuple_Check(pair) ? PyTuple_GET_ITEM(pair, 0) : PyList_GET_ITEM(pair, 0), name) ||
         !bytes_of(PyTuple_Check(pair) ? PyTuple_GET_ITEM(pair, 1) : PyList_GET_ITEM(pair, 1), value))
       throw py::type_error("ASGI scope: a header is a (name, value) pair of bytes");
-    std::string_view key = header_key(env, name);
-    if (const Value* old = env.find(key); old && old->is_text()) {
-      std::string joined(old->text());
-      joined += key == "HTTP_COOKIE" ? "; " : ",";
-      joined += value;
-      env.set(key, joined);
-    } else {
-      env.set(key, value);
-    }
+    char* copy = env.allocate(value.size());
+    if (!value.empty()) std::memcpy(copy, value.data(), value.size());
+    add_header(env, name, {copy, value.size()});
   }
 }
 

@@ -30,9 +30,10 @@ int fixed_index(std::string_view key) noexcept {
 }
 
 // Environ keys that never become env entries: the host's wsgi.* objects (mapped to csgi.* above) and the
-// header fields CGI names without HTTP_.
+// HTTP_* keys the header rule refuses (HTTP_PROXY, HTTP_CONTENT_*). The host named the keys, so a field
+// sent as X_Foo reads as X-Foo unless the host drops it (gunicorn does by default, as csgi serve does).
 bool left_out(std::string_view key) noexcept {
-  return (key.size() > 5 && key.starts_with("wsgi.")) || key == "HTTP_CONTENT_TYPE" || key == "HTTP_CONTENT_LENGTH";
+  return (key.size() > 5 && key.starts_with("wsgi.")) || (key.starts_with("HTTP_") && !header_meta_variable(key));
 }
 
 std::string above_latin1(std::string_view key) {

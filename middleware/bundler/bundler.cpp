@@ -670,6 +670,10 @@ public:
     Resolved r = graph.resolve_entry(spec);
     if (r.status == Resolved::forbidden) return fail(403, shown, "module '" + shown + "' is outside the bundle root", {});
     if (r.status != Resolved::ok) return fail(404, shown, "cannot find module '" + shown + "': " + r.detail, {});
+    // A package's manifest steers resolution: a page gets it only through a module that requires it.
+    if (!r.empty && (r.path == "package.json" || r.path.ends_with("/package.json") ||
+                     r.path == "package-lock.json" || r.path.ends_with("/package-lock.json")))
+      return fail(404, shown, "cannot find module '" + shown + "': a package manifest is not an entry point", {});
     std::uint32_t entry = graph.intern(r);
 
     // The loaded set, as bits over module ids.

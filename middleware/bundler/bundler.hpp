@@ -17,7 +17,8 @@
 /// `p` (tree shaking) the statements the page holds of modules it got in part: `id.units,id.units…`.
 ///
 /// Status: 200 bundle; 304 (If-None-Match); 404 missing module (body: JS that fails the pending require
-/// with the requirer chain); 403 a path leaving the root (`..`, encoded dots or slashes, symlinks out);
+/// with the requirer chain), and any file but a module source (resolver.hpp module_source: dotfiles,
+/// config) or a package manifest asked for as the entry; 403 a path leaving the root (`..`, encoded dots or slashes, symlinks out);
 /// 422 a module the lexer cannot follow or an ES module the transform refuses; 400 a malformed `have`;
 /// 405 other methods than GET/HEAD.
 ///

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -56,7 +57,25 @@ std::string_view package_name(std::string_view spec) {
 
 Resolved empty_module(std::string label) { return {Resolved::ok, "(empty):" + std::move(label), {}, true}; }
 
+// A segment starting with '.' in a root-relative path, outside node_modules (where package managers keep
+// their own dot directories: node_modules/.pnpm/…).
+bool dot_segment(std::string_view rel) {
+  for (std::size_t start = 0; start < rel.size();) {
+    std::size_t end = std::min(rel.find('/', start), rel.size());
+    std::string_view seg = rel.substr(start, end - start);
+    if (seg == "node_modules") return false;
+    if (seg.starts_with('.')) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool module_source(std::string_view rel) {
+  return (rel.ends_with(".js") || rel.ends_with(".mjs") || rel.ends_with(".cjs") || rel.ends_with(".json")) &&
+         !dot_segment(rel);
+}
 
 bool is_node_builtin(std::string_view name) {
   static const std::set<std::string_view> names = {
@@ -139,11 +158,17 @@ Resolved Resolver::finish(const std::string& rel) const {
   std::string_view real = buf;
   if (!root_.empty() && !(real.starts_with(root_) && real.size() > root_.size() && real[root_.size()] == '/'))
     return {Resolved::forbidden, {}, rel + " leads outside the root"};
-  return {Resolved::ok, std::string(real.substr(root_.size() + 1)), {}};
+  std::string_view inside = real.substr(root_.size() + 1);
+  if (!module_source(inside))
+    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs or .json, outside dotfiles)"};
+  return {Resolved::ok, std::string(inside), {}};
 }
 
 Resolved Resolver::load_as_file(const std::string& rel) const {
-  if (!rel.empty() && is_file(rel)) return finish(rel);
+  if (!rel.empty() && is_file(rel)) {
+    Resolved r = finish(rel);
+    if (r.status != Resolved::not_found) return r;  // a file no module can be: X.js, X.json may still be
+  }
   if (is_file(rel + ".js")) return finish(rel + ".js");
   if (is_file(rel + ".json")) return finish(rel + ".json");
   return {Resolved::not_found, {}, {}};

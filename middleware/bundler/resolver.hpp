@@ -57,6 +57,11 @@ struct ResolverOptions {
   std::map<std::string, std::string, std::less<>> builtins;
 };
 
+/// True when root-relative (real) path `rel` may be a module: a .js, .mjs, .cjs or .json file, no segment
+/// of it starting with '.' outside node_modules. The resolver finds nothing else, so no other file under
+/// the root (.env, .npmrc, .git/, server.conf) is ever read or served.
+bool module_source(std::string_view rel);
+
 /// True for the names of Node's builtin modules ("fs", "fs/promises", "node:test"…).
 bool is_node_builtin(std::string_view name);
 

@@ -147,3 +147,17 @@ def csgi_bin():
     out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30).stdout
     assert "--wsgi" in out, "csgi was built without --wsgi (Python's embedding library not found by CMake)"
     return path
+
+
+# Header fields csgi serve gives no env key (ENV-10, ENV-11): each is sent next to a legitimate one.
+SMUGGLED = [("X_Remote_User", "admin"), ("Content_Length", "99"), ("Proxy", "http://evil:3128"),
+            ("X-Remote-User", "alice")]
+
+
+def assert_header_rule(dump_body):
+    lines = dump_body.decode("latin-1").split("\n")
+    assert lines[-1] == "lint=ok", lines
+    assert "HTTP_X_REMOTE_USER=alice" in lines, lines
+    for key in ("HTTP_PROXY", "HTTP_CONTENT_LENGTH"):
+        assert not any(l.startswith(key + "=") for l in lines), lines
+    assert not any("admin" in l or "evil" in l or l.endswith("=99") for l in lines), lines

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import csgi
-from conftest import PYTHON, free_port
+from conftest import PYTHON, SMUGGLED, assert_header_rule, fetch, free_port
 
 # ----------------------------------------------------------------------------------- in process
 
@@ -94,7 +94,7 @@ def test_scope_to_env_as_the_wsgi_bridge(load):
     assert status == 200 and headers["x-echo"] == "1"
     assert lines["SCRIPT_NAME"] == "/cpp" and lines["PATH_INFO"] == "/x/a%2Fb"
     assert lines["REQUEST_URI"] == "/cpp/x/a%2Fb?q=1" and lines["QUERY_STRING"] == "q=1"
-    assert lines["HTTP_X_TEST"] == "a,b" and lines["HTTP_COOKIE"] == "a=1; b=2"
+    assert lines["HTTP_X_TEST"] == "a, b" and lines["HTTP_COOKIE"] == "a=1; b=2"
     assert lines["CONTENT_TYPE"] == "text/plain" and lines["body"] == "hello"
 
 
@@ -218,11 +218,54 @@ def test_failure_after_the_response_started(load):
     assert all(m.get("more_body") is True for m in sent[1:])  # never a final message: the server aborts
 
 
-def test_websocket_scope_refused(load):
-    async def main():
-        await csgi.asgi(load("hello"))({"type": "websocket"}, None, None)
+def test_scope_headers_follow_the_one_header_rule(load):
+    sc = scope("/", headers=SMUGGLED)
+    status, _, body = validate(drive(csgi.asgi(load("dump")), sc))
+    assert status == 200
+    assert_header_rule(body)
 
-    with pytest.raises(RuntimeError, match="websocket"):
+
+def run_websocket(app, extensions=None, first="websocket.connect"):
+    async def main():
+        sent = []
+        incoming = [{"type": first}]
+
+        async def receive():
+            if incoming:
+                return incoming.pop()
+            await asyncio.sleep(3600)
+
+        async def send(m):
+            sent.append(m)
+
+        sc = {"type": "websocket", "asgi": {"version": "3.0"}, "http_version": "1.1", "scheme": "ws", "path": "/",
+              "raw_path": b"/", "root_path": "", "query_string": b"", "headers": [], "subprotocols": []}
+        if extensions is not None:
+            sc["extensions"] = extensions
+        await asyncio.wait_for(app(sc, receive, send), 10)
+        return sent
+
+    return asyncio.run(main())
+
+
+def test_websocket_scope_refused_with_501_where_the_server_allows_it(load):
+    sent = run_websocket(csgi.asgi(load("hello")), {"websocket.http.response": {}})
+    assert [m["type"] for m in sent] == ["websocket.http.response.start", "websocket.http.response.body"]
+    assert sent[0]["status"] == 501 and b"csgix.websocket" in sent[1]["body"]
+    assert dict(sent[0]["headers"])[b"content-length"] == b"%d" % len(sent[1]["body"])
+
+
+def test_websocket_scope_refused_with_close_elsewhere(load):
+    assert run_websocket(csgi.asgi(load("hello")), {}) == [{"type": "websocket.close", "code": 1003}]
+    assert run_websocket(csgi.asgi(load("hello"))) == [{"type": "websocket.close", "code": 1003}]
+    assert run_websocket(csgi.asgi(load("hello")), first="websocket.disconnect") == []
+
+
+def test_other_scope_types_raise(load):
+    async def main():
+        await csgi.asgi(load("hello"))({"type": "unknown"}, None, None)
+
+    with pytest.raises(RuntimeError, match="unknown"):
         asyncio.run(main())
 
 
@@ -252,6 +295,7 @@ app = Starlette(routes=[
     Mount("/writer", cxx("writer")), Mount("/file", cxx("file", os.path.join(d, "data"))),
     Mount("/reader", cxx("reader", os.path.join(d, "reader.txt"))),
     Mount("/endless", cxx("endless", os.path.join(d, "endless.txt"))), Mount("/fail", cxx("fail_mid")),
+    Mount("/dump", cxx("dump")),
 ])
 '''
 
@@ -296,6 +340,43 @@ def test_mounted_responses(mounted):
     assert srv.request("GET", "/file/")[2] == (tmp / "data").read_bytes()
     big = os.urandom(3 << 20)
     assert srv.request("POST", "/reader/", body=big)[2] == b"read %d" % len(big)
+
+
+def test_mounted_header_rule_on_the_wire(mounted):
+    srv, _ = mounted
+    status, _, _, body = fetch(srv.port, "GET", "/dump/", headers=SMUGGLED)
+    assert status == 200, body
+    assert_header_rule(body)
+
+
+def websocket_handshake(port, path):
+    """A WebSocket opening handshake on a raw socket: (status, head and body read until the server closed)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" % path).encode())
+        data = b""
+        for _ in range(100):  # until the server closes, or the head and a Content-Length body are in
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            head, sep, body = data.partition(b"\r\n\r\n")
+            length = [l.split(b":", 1)[1] for l in head.lower().split(b"\r\n") if l.startswith(b"content-length:")]
+            if sep and len(body) >= (int(length[0]) if length else 0):
+                break
+    return int(data.split(b" ", 2)[1]), data
+
+
+def test_mounted_websocket_is_refused_cleanly(mounted):
+    srv, _ = mounted
+    status, data = websocket_handshake(srv.port, "/hello/")
+    # 501 with the reason where the server offers websocket.http.response (hypercorn), else 403.
+    assert status in (403, 501), data
+    if status == 501:
+        assert b"csgix.websocket" in data
+    assert srv.request("GET", "/hello/")[0] == 200
+    out = srv.output()
+    assert "Traceback" not in out and "Exception" not in out, out
 
 
 def test_mounted_disconnect_mid_body(mounted):

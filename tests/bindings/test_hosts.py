@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import PYTHON, free_port, have
+from conftest import PYTHON, SMUGGLED, assert_header_rule, fetch, free_port, have
 
 HOSTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted")
 
@@ -67,6 +67,27 @@ def uwsgi_two_mounts(port, directory):
             "--threads", "2", "--enable-threads", "--chdir", str(directory), "--mount", "/a=a.py",
             "--mount", "/b=b.py", "--manage-script-name", "--die-on-term", "--need-app",
             "--pythonpath", os.environ.get("PYTHONPATH", "")]
+
+
+def test_gunicorn_environ_keeps_to_the_header_rule(server_factory):
+    # gunicorn names the keys: Proxy arrives as HTTP_PROXY (httpoxy), which no env may hold (ENV-10), and
+    # HTTP_CONTENT_LENGTH is never a key (ENV-11). gunicorn 20 turns X_Remote_User into the same key as
+    # X-Remote-User; later versions drop it (header_map), as csgi serve does.
+    port = free_port()
+    server = server_factory(gunicorn_argv(port, "sync"), port, env={"CSGI_HOSTED_APP": "dump"})
+    status, _, body = server.request("GET", "/d", headers={"Proxy": "http://evil:3128", "X-Remote-User": "alice"})
+    lines = body.decode("latin-1").split("\n")
+    assert status == 200 and lines[-1] == "lint=ok", body
+    assert "HTTP_X_REMOTE_USER=alice" in lines and not any("evil" in l for l in lines), lines
+
+
+def test_csgi_serve_keeps_to_the_header_rule(server_factory, csgi_bin, apps_lib):
+    port = free_port()
+    server = server_factory([csgi_bin, "serve", "--app", apps_lib, "--app-arg", "dump",
+                             "--listen", "127.0.0.1:%d" % port], port)
+    status, _, _, body = fetch(port, "GET", "/d", headers=SMUGGLED)
+    assert status == 200, body
+    assert_header_rule(body)
 
 
 @pytest.mark.skipif(not have("uwsgi"), reason="uwsgi not installed")

@@ -595,3 +595,33 @@ def test_many_responses_completed_in_one_loop_pass(server_factory, tmp_path):
     with concurrent.futures.ThreadPoolExecutor(n) as pool:
         got = list(pool.map(lambda i: fetch(port, "GET", "/r%d" % i), range(n)))
     assert [(status, body) for status, _, body in got] == [(200, b"/r%d" % i) for i in range(n)], srv.output()[-2000:]
+
+
+SCOPE_HEADERS_APP = r"""
+import sys
+import csgi
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = repr(sorted(scope["headers"])).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
+
+sys.exit(csgi.serve(app, listen="127.0.0.1:%s" % sys.argv[1]))
+"""
+
+
+def test_scope_headers_keep_to_the_header_rule(server_factory, tmp_path):
+    """An ASGI app on the csgi server gets the fields csgi serve gives an env key (spec ENV-10, ENV-11): no
+    name with '_', no Proxy, no content_length."""
+    script = tmp_path / "scope_headers_app.py"
+    script.write_text(SCOPE_HEADERS_APP)
+    port = free_port()
+    server_factory([PYTHON, str(script), str(port)], port, cwd=HERE, env={"CSGI_TEST_APPS": ""})
+    status, _, body = fetch(port, "GET", "/", conftest.SMUGGLED)
+    assert status == 200, body
+    fields = eval(body)  # noqa: S307 - the test app's repr
+    assert (b"x-remote-user", b"alice") in fields, body
+    assert not any(b"_" in n or n in (b"proxy", b"content-length") for n, _ in fields), body

@@ -72,6 +72,27 @@ TEST_CASE("add_header: naming, joining, content keys and dropped fields", "[requ
   CHECK(env.get(keys::SERVER_NAME) == "example.com");
 }
 
+TEST_CASE("header_key and header_meta_variable: one rule for names and for keys a host made", "[request_env][ENV-10]") {
+  Env env;
+  CHECK(header_key(env, "x-remote-user") == "HTTP_X_REMOTE_USER");
+  CHECK(header_key(env, "Content-Length") == keys::CONTENT_LENGTH);
+  CHECK(header_key(env, "content-type") == keys::CONTENT_TYPE);
+  for (std::string_view dropped : {"X_Remote_User", "Content_Length", "content_type", "Proxy", "PROXY", "", "a.b", "a b"})
+    CHECK(header_key(env, dropped).empty());
+  CHECK(header_meta_variable("HTTP_X_REMOTE_USER"));
+  CHECK(header_meta_variable("HTTP_COOKIE"));
+  for (std::string_view dropped : {"HTTP_PROXY", "HTTP_CONTENT_LENGTH", "HTTP_CONTENT_TYPE", "HTTP_", "HTTP_x_foo",
+                                   "HTTP_X.FOO", "HTTP_X-FOO", "CONTENT_LENGTH", "SERVER_NAME"})
+    CHECK_FALSE(header_meta_variable(dropped));
+}
+
+TEST_CASE("add_header: repeated Cookie fields are joined with \"; \"", "[request_env][ENV-9]") {
+  Env env;
+  CHECK(add_header(env, "Cookie", "a=1"));
+  CHECK(add_header(env, "cookie", "b=2"));
+  CHECK(env.get(keys::HTTP_COOKIE) == "a=1; b=2");
+}
+
 TEST_CASE("add_header: every name length and byte maps as the per-byte rule says", "[request_env][ENV-9]") {
   // Reference: letters upper-cased, '-' → '_'; a name holding any byte other than a letter, a digit or
   // '-' is dropped (so every key is HTTP_ + [A-Z0-9_], as Lint checks).

@@ -32,6 +32,9 @@ _HIGH_WATER = 1 << 16      # request body bytes buffered ahead of the app's read
 _LATE_BODY_LIMIT = 4 << 20  # request body bytes kept for an app still streaming its response
 _END = object()
 _TRAILERS = "http.response.trailers"  # the ASGI extension a server offers in scope["extensions"]
+_WS_RESPONSE = "websocket.http.response"  # the one that lets a refused WebSocket handshake have a status
+_WS_REFUSAL = (b"this server offers no WebSocket here (csgix.websocket is absent under csgi.asgi): serve the app "
+               b"with csgi serve\n")
 _INLINE_LIMIT = 0.002       # seconds: a call on the event loop longer than this is slow
 
 
@@ -197,8 +200,25 @@ class ASGIApp:
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await self._refuse_websocket(scope, receive, send)
         else:
             raise RuntimeError("csgi.asgi: the %r scope is not supported" % kind)
+
+    async def _refuse_websocket(self, scope, receive, send):
+        """A WebSocket handshake, which a csgi app can only accept through csgix.websocket (absent here): 501
+        with a reason where the server offers the websocket.http.response extension, as the other adapters
+        answer; else websocket.close before websocket.accept, which the server answers with 403."""
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return  # the client left before the handshake was answered
+        if _WS_RESPONSE in (scope.get("extensions") or ()):
+            await send({"type": _WS_RESPONSE + ".start", "status": 501,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"content-length", b"%d" % len(_WS_REFUSAL))]})
+            await send({"type": _WS_RESPONSE + ".body", "body": _WS_REFUSAL})
+        else:
+            await send({"type": "websocket.close", "code": 1003})
 
     async def _lifespan(self, receive, send):
         while True:

@@ -159,6 +159,45 @@ TEST_CASE("bundler: paths leaving the root are 403", "[bundler]") {
   CHECK(call(app, "GET /x/../main.js").status == 200);
 }
 
+TEST_CASE("bundler: only module sources are served: no dotfiles, config or other files", "[bundler]") {
+  Tree t;
+  const std::string secret = "SECRET-9f3c";
+  t.write(".env", "TOKEN=" + secret);
+  t.write(".npmrc", "//registry.npmjs.org/:_authToken=" + secret);
+  t.write(".git/config", "[remote] url = " + secret);
+  t.write(".git/hooks/post.js", "module.exports = '" + secret + "';");
+  t.write(".eslintrc.json", "{\"token\": \"" + secret + "\"}");
+  t.write("package.json", "{\"name\": \"app\", \"private\": \"" + secret + "\"}");
+  t.write("app/server.conf", "password " + secret);
+  t.write("app/notes.txt", secret);
+  t.write("app/main.js", "require('./esm.mjs'); require('./c.cjs'); require('./data.json'); require('./notes');");
+  t.write("app/esm.mjs", "export const e = 1;");
+  t.write("app/c.cjs", "module.exports = 'c';");
+  t.write("app/data.json", "{\"k\": 1}");
+  t.write("app/notes.js", "module.exports = 'notes';");  // require('./notes') takes it, not notes.txt
+  t.write("app/dots.js", "require('../.env');");
+  t.write("node_modules/.pnpm/p@1.0.0/node_modules/p/index.js", "module.exports = 'p';");
+  fs::create_symlink(t.dir / ".env", t.dir / "app/env.js");
+  auto app = app_of(t.root());
+
+  for (const char* target : {"GET /.env", "GET /.npmrc", "GET /.git/config", "GET /.git/hooks/post.js",
+                             "GET /.eslintrc.json", "GET /package.json", "GET /app/server.conf", "GET /app/notes.txt",
+                             "GET /app/env.js", "GET /app/dots.js", "GET /~/.env"}) {
+    INFO(target);
+    auto res = call(app, target);
+    CHECK(res.status == 404);
+    CHECK_THAT(res.body, !Catch::Contains(secret));
+  }
+  auto main = call(app, "GET /app/main.js");
+  REQUIRE(main.status == 200);
+  CHECK(set_of(parse(main.body)) ==
+        std::set<std::string>{"app/main.js", "app/esm.mjs", "app/c.cjs", "app/data.json", "app/notes.js"});
+  CHECK(call(app, "GET /app/esm.mjs").status == 200);
+  CHECK(call(app, "GET /app/data.json").status == 200);  // JSON asked for by path (import(expr))
+  auto pnpm = call(app, "GET /node_modules/.pnpm/p@1.0.0/node_modules/p/index.js");
+  CHECK(pnpm.status == 200);
+}
+
 TEST_CASE("bundler: unlexable sources and untransformable ES modules are clear 422 errors, never cached", "[bundler]") {
   Tree t;
   t.write("main.js", "require('./bad');");
