@@ -218,7 +218,7 @@ std::vector<OptionSpec> make_table() {
    [](const Options& d) { return show_bytes(d.server.body_memory_bytes); },
    [](Options& o, const std::string& v) { o.server.body_memory_bytes = whole(v, 0, 1ull << 62); }},
   {"body-temp-dir", 0, "DIR", H, false,
-   "where request bodies past memory go, as unlinked files (default: $TMPDIR, else /tmp)",
+   "where request bodies past memory go, as unlinked files",
    [](const Options& d) { return d.server.body_temp_dir.empty() ? std::string("$TMPDIR or /tmp") : d.server.body_temp_dir; },
    [](Options& o, const std::string& v) { o.server.body_temp_dir = v; }},
   {"max-connections", 0, "N", H, false, "open connections per process; at the limit accepting pauses",
