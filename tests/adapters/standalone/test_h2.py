@@ -402,6 +402,30 @@ def unfinished_bodies(srv, conns=8, mib=24):
     return grown
 
 
+def trickled_body(port):
+    """A request body trickled in small DATA frames, each well within --body-timeout (1 s), far below
+    --body-min-rate (1000 bytes/s): the connection is closed while the trickle goes on."""
+    s = raw(port)
+    enc = hpack.Encoder()
+    block = enc.encode([(":method", "POST"), (":path", "/hello"), (":scheme", "http"), (":authority", "x")])
+    s.sendall(HeadersFrame(1, block, flags=["END_HEADERS"]).serialize())
+    s.settimeout(0.2)
+    for sent in range(50):
+        try:
+            s.sendall(DataFrame(1, b"0123456789").serialize())
+            while s.recv(65536):
+                pass
+            s.close()
+            return "closed after %d pieces" % sent
+        except socket.timeout:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            s.close()
+            return "reset after %d pieces" % sent
+    s.close()
+    return False
+
+
 def zero_window(port):
     # Slow read: the client's windows are 0 and never open; --send-timeout 2 must end it.
     s = connect(port)
@@ -620,6 +644,11 @@ def main():
                          ("HPACK bomb", hpack_bomb), ("SETTINGS flood", settings_flood), ("PING flood", ping_flood),
                          ("empty DATA flood", empty_data_flood), ("stream-id exhaustion", stream_id_exhaustion)]:
         hostile(srv, name, attack)
+    check(srv.stop() == 0, "demo server exits 0 after SIGTERM")
+
+    # A trickled body that keeps re-arming --body-timeout is ended by --body-min-rate.
+    srv = Server(["--demo", "--body-timeout", "1", "--body-min-rate", "1000"])
+    hostile(srv, "trickled body", trickled_body)
     check(srv.stop() == 0, "demo server exits 0 after SIGTERM")
 
     # Unfinished request bodies on many connections are held past --body-buffer-bytes in temporary files,
