@@ -8,9 +8,9 @@
 //   tls_io.cpp      the TLS connection's reads and writes through its TlsSession (tls.hpp).
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
-// bytes of an active request's header never move; body bytes are read behind the header. Responses are
-// serialised into one output buffer and written with one sendmsg(2) for as many pipelined responses as
-// are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
+// bytes of an active request's header never move; body bytes are read behind the header and go, decoded,
+// into the request's body store (request_body.hpp) before the app runs. Responses are serialised into
+// one output buffer and written with one sendmsg(2) for as many pipelined responses as are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
 //
 // On a TLS listener the connection has a TlsSession (tls_, OpenSSL in libcsgi_tls.so): each place that
 // reads or writes the socket goes through it instead (one branch on tls_, so the plain path makes the same

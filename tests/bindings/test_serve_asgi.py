@@ -621,17 +621,29 @@ async def app(scope, receive, send):
 '''
 
 
-def test_a_slow_upload_does_not_stop_other_clients(server_factory, csgi_bin, tmp_path):
-    """A chunked upload that comes slowly to an ASGI app that reads it holds no io thread: another
-    client is answered while the upload is still under way (one io thread)."""
+BIG_UPLOAD = 2 << 20
+
+
+@pytest.mark.parametrize("framing", ["chunked", "length"])
+def test_a_slow_upload_does_not_stop_other_clients(server_factory, csgi_bin, tmp_path, framing):
+    """An upload that comes slowly to an ASGI app that reads it holds no io thread: another client is
+    answered while the upload is still under way (one io thread). Chunked, and a Content-Length past
+    --body-buffer-bytes."""
     (tmp_path / "slow_body_app.py").write_text(SLOW_BODY_APP)
     port = free_port()
     srv = server_factory([csgi_bin, "serve", "--asgi", "slow_body_app:app", "--threads", "1",
                           "--listen", "127.0.0.1:%d" % port],
                          port, cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join([str(tmp_path), HERE]),
                                                   "CSGI_TEST_APPS": ""})
+    if framing == "chunked":
+        head, first, rest, size = (b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                   b"5\r\nhello\r\n", b"6\r\n world\r\n0\r\n\r\n", 11)
+    else:
+        head, first, rest, size = (b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % BIG_UPLOAD,
+                                   b"u" * 1000, b"u" * (BIG_UPLOAD - 1000), BIG_UPLOAD)
+    want = b"got %d" % size
     with socket.create_connection(("127.0.0.1", port), timeout=10) as a:
-        a.sendall(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        a.sendall(head + first)
         time.sleep(0.3)  # the upload's head is in before the other client asks
         with socket.create_connection(("127.0.0.1", port), timeout=5) as b:
             b.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -645,11 +657,11 @@ def test_a_slow_upload_does_not_stop_other_clients(server_factory, csgi_bin, tmp
             except socket.timeout:
                 pass
         assert got.startswith(b"HTTP/1.1 200") and got.endswith(b"got 0"), (got, srv.output()[-2000:])
-        a.sendall(b"6\r\n world\r\n0\r\n\r\n")
+        a.sendall(rest)
         data = b""
-        while not data.endswith(b"got 11"):
+        while not data.endswith(want):
             more = a.recv(65536)
             if not more:
                 break
             data += more
-        assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"got 11"), data
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(want), data
