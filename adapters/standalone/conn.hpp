@@ -8,9 +8,9 @@
 //   tls_io.cpp      the TLS connection's reads and writes through its TlsSession (tls.hpp).
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
-// bytes of an active request's header never move; body bytes are read behind the header. Responses are
-// serialised into one output buffer and written with one sendmsg(2) for as many pipelined responses as
-// are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
+// bytes of an active request's header never move; body bytes are read behind the header and go, decoded,
+// into the request's body store (request_body.hpp) before the app runs. Responses are serialised into
+// one output buffer and written with one sendmsg(2) for as many pipelined responses as are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
 //
 // On a TLS listener the connection has a TlsSession (tls_, OpenSSL in libcsgi_tls.so): each place that
 // reads or writes the socket goes through it instead (one branch on tls_, so the plain path makes the same
@@ -97,20 +97,15 @@ inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
 
 struct WriterState;
 
-/// A call from the app's pool thread (--app-threads) to the connection's io thread: a csgi.input read,
-/// an interim response or csgix.io. The app's thread waits on `cv` until `done`; the io thread fills in
-/// the result with `mu` held, unless the app's thread gave up waiting (`abandoned`: its io thread
-/// stopped), in which case the pointers into the app's stack are not touched.
+/// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
+/// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
+/// unless the app's thread gave up waiting (`abandoned`: its io thread stopped), in which case the
+/// pointers into the app's stack are not touched.
 struct PoolCall {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
   bool abandoned = false;
-  // A read: the app's buffer, and what came of it (error_status != 0: the HttpError to throw).
-  char* buf = nullptr;
-  std::size_t n = 0, got = 0;
-  int error_status = 0;
-  std::string error_why;
 };
 
 /// A delayed response's request, kept when its connection closed before the response was complete
@@ -150,7 +145,6 @@ struct RequestKeeper {
 };
 
 class Conn final : public std::enable_shared_from_this<Conn>,
-                   public Input,
                    public Hijack,
                    public Informational,
                    public websocket::Upgrade {
@@ -169,8 +163,6 @@ public:
   }
   bool expired(Clock::time_point now) const noexcept { return deadline_ != Clock::time_point{} && now >= deadline_; }
 
-  // csgi.input
-  std::size_t read(char* buf, std::size_t n) override;
   // csgix.io
   int take(std::string& pending) override;
   // csgix.informational
@@ -192,7 +184,6 @@ public:
   void pool_job(std::shared_ptr<Conn> self, Env& env);
   void on_pooled_done(Response r, int failed);
   void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
-  void serve_read(const std::shared_ptr<PoolCall>& c);
 
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
   /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
@@ -207,7 +198,6 @@ private:
     app,         // the app runs on the io thread
     pooled,      // the app runs on the pool (pooled.cpp)
     delayed,     // a delayed response's Responder has not answered yet (delayed.cpp)
-    discarding,  // a complete response waits (held_) while the request's unread body is discarded
     writer,      // a streaming Writer's body is being written (delayed.cpp)
     stream,      // a pull stream's body is being written
     file,        // a file body is being sent
@@ -217,8 +207,8 @@ private:
     h2,          // an HTTP/2 connection, driven by h2_ (h2_conn.cpp)
   };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
-  // finished), draining (finished; the rest of its body is being discarded).
-  enum class Request { none, active, draining };
+  // finished).
+  enum class Request { none, active };
   // What a step of process() leaves to do: the next step, the loop again, wait for bytes, or nothing.
   enum class Step { next, again, wait, stop };
 
@@ -237,12 +227,13 @@ private:
   void wait_read();
   void on_read(error_code ec, std::size_t n);
   void process();
-  Step drain_rest();
   Step read_head();
   Step start_request();
   Step head_incomplete();
   Step parse_head();
-  Step buffer_body();
+  Step read_body();
+  Step store_body(char* chunk, std::size_t cap);
+  void body_deadline();
   void wait_for_request();
   bool make_room();
   void begin_request();
@@ -253,15 +244,6 @@ private:
   Response call_app(Env& env, int& failed);
   void after_app(Response&& res, int failed);
   void reject(int status, std::string_view why);
-  // The body the app left unread (ADP-9).
-  bool body_unread() const noexcept;
-  void hold_for_body(Response res);
-  bool discard_body();
-  void resume_held();
-  // csgi.input.
-  bool body_readable() const noexcept;
-  bool read_buffered(char* buf, std::size_t n, std::size_t& got);
-  void recv_blocking();
   bool send_interim(int status, const Headers& headers);
   int take_here(std::string& pending);
   // WebSocket (websocket_upgrade.cpp): the app's 101 hands the socket to a session.
@@ -278,10 +260,8 @@ private:
   int pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what);
   bool pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what);
   void close_pool_stream(const StreamPtr& stream) noexcept;
-  std::size_t read_from_pool(char* buf, std::size_t n);
   void run_on_io(const std::function<void()>& f);
   bool wait_call(PoolCall& c);
-  void finish_call(int status, std::string_view why) noexcept;
   void pooled_timeout();
 
   // A streaming Writer's turn on the io thread (delayed.cpp): what it found under the writer's lock.
@@ -388,10 +368,6 @@ private:
   struct Inbound {
     std::unique_ptr<char[]> buf;
     std::size_t cap = 0, begin = 0, end = 0, body_base = 0;
-    // A Content-Length body too big for buf but within --body-buffer-bytes, read before the app runs;
-    // the parser is fed from here when the app reads it. Emptied when its request ends.
-    std::string prebody;
-    std::size_t prebody_pos = 0;
     char* at(std::size_t i) const noexcept { return buf.get() + i; }
     std::string_view unparsed() const noexcept { return {buf.get() + begin, end - begin}; }
   };
@@ -404,19 +380,17 @@ private:
     bool keep_alive = true;
     bool http10 = false;
     bool head = false;
-    bool continue_pending = false;  // Expect: 100-continue, not yet answered
+    bool continue_pending = false;  // Expect: 100-continue, not yet answered (the body is not read yet)
+    bool body_begun = false;        // read_body() has begun reading the body (pace_ runs)
     std::uint64_t content_length = 0;
     std::size_t scanned = 0;      // head_complete() scanned up to here (relative to in_.begin)
     bool folded = false;          // head_complete() saw a field line starting with SP or HTAB (obs-fold)
     std::string_view expect;      // copied from the parser (the parser goes before the response may end)
-    std::uint64_t discarded = 0;  // bytes of an unread body discarded (--discard-body-bytes bounds it)
     int status = 0;               // the response's, once its head is written
     std::uint64_t sent_body = 0;
   };
   Exchange req_;
   static_assert(std::is_trivially_copyable_v<Exchange>, "req_ = {} stays a few stores");
-  /// The whole body is in in_.prebody (buffer_body).
-  bool prebody_ready() const noexcept { return !in_.prebody.empty() && in_.prebody.size() == req_.content_length; }
   bool response_started() const noexcept { return req_.status != 0 || phase_ == Phase::h2; }
 
   // What is to be written, in order: the serialised bytes, with external segments (large bodies) spliced
@@ -483,16 +457,16 @@ private:
   CleanupHandlers cleanup_;
   Phase phase_ = Phase::reading;
   Clock::time_point deadline_{};
-  // A complete response waiting while its request's unread body is discarded (Phase::discarding).
-  std::optional<Response> held_;
+  // The request's body, read whole before the app runs: the env's csgi.input. Emptied when the next
+  // request begins (a delayed response's app may read it until its response is complete).
+  RequestBody body_in_;
+  BodyPace pace_;
   // The Responder (and Writer) of a delayed response not yet complete; it takes the env if the
   // connection closes first (APP-4).
   std::weak_ptr<RequestKeeper> keeper_;
   // Keeps the connection alive while only the app's responder or writer refers to it (every entry
   // point into the connection holds its own reference, so dropping this one never frees it mid-call).
   std::shared_ptr<Conn> self_hold_;
-  // A csgi.input read of the app's pool thread waiting for bytes from the socket.
-  std::shared_ptr<PoolCall> call_;
   // The handler the app gave csgix.websocket during its call, then the session running it.
   std::unique_ptr<websocket::Handler> ws_handler_;
   std::shared_ptr<WsSession> ws_;

@@ -117,16 +117,6 @@ void Conn::on_read(error_code ec, std::size_t n) {
     in_.end += n;
   }
   if (phase_ == Phase::reading) process();
-  else if (phase_ == Phase::pooled) {
-    if (call_) serve_read(std::exchange(call_, nullptr));
-  } else if (phase_ == Phase::discarding) {
-    if (discard_body()) {
-      resume_held();
-      return;
-    }
-    set_deadline(sh_.opt.body_timeout);
-    wait_read();
-  }
 }
 
 bool Conn::make_room() {
@@ -170,6 +160,7 @@ void Conn::begin_request() {
   conn.script_name = sh_.opt.script_name;
   if (tls_) tls_begin_request(conn);
   req_ = {};
+  body_in_.reset();
   parser_.emplace(*env_, sh_.opt, conn);
   ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
 }
@@ -178,9 +169,8 @@ void Conn::begin_request() {
 // what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
 void Conn::process() {
   while (phase_ == Phase::reading) {
-    Step step = req_.stage == Request::draining ? drain_rest() : Step::next;
-    if (step == Step::next && req_.stage != Request::active) step = read_head();
-    if (step == Step::next) step = buffer_body();
+    Step step = req_.stage != Request::active ? read_head() : Step::next;
+    if (step == Step::next) step = read_body();
     if (step == Step::stop) return;
     if (step == Step::again) continue;
     if (step == Step::wait) break;
@@ -194,26 +184,6 @@ void Conn::process() {
     }
   }
   if (phase_ == Phase::reading) wait_for_request();
-}
-
-// Discards the rest of a finished request's body, within --discard-body-bytes (else the connection ends).
-Conn::Step Conn::drain_rest() {
-  if (!parser_->is_done()) {
-    error_code ec;
-    std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
-    in_.begin += used;
-    req_.discarded += used;
-    if ((ec && ec != http::error::need_more) || (!parser_->is_done() && req_.discarded > sh_.opt.discard_body_bytes)) {
-      req_.keep_alive = false;
-      req_.stage = Request::none;
-      linger();
-      return Step::stop;
-    }
-    if (!parser_->is_done()) return used > 0 ? Step::again : Step::wait;
-  }
-  req_.stage = Request::none;
-  parser_.reset();
-  return Step::next;
 }
 
 // Parses the next request's head once it is all in the buffer (the env's views point into it), within
@@ -291,34 +261,74 @@ Conn::Step Conn::parse_head() {
   req_.expect = parser_->expect;
   bool has_body = !parser_->is_done();
   if (has_body && !parser_->chunked()) req_.content_length = parser_->content_length().value_or(0);
-  // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when the app first reads the body.
+  // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when read_body() begins the body.
   if (!req_.expect.empty() && iequals(req_.expect, "100-continue")) req_.continue_pending = !req_.http10 && has_body;
   return Step::next;
 }
 
-// A Content-Length body up to --body-buffer-bytes is read before the app runs, as the bytes come (unless
-// 100-continue): a slow client holds no thread. One that fits behind the head stays in the buffer; a
-// bigger one is collected in in_.prebody.
-Conn::Step Conn::buffer_body() {
-  if (parser_->is_done() || req_.continue_pending || parser_->chunked() || prebody_ready() ||
-      (req_.content_length > in_.cap - in_.body_base && req_.content_length > sh_.opt.body_buffer_bytes))
-    return Step::next;
-  bool in_place = req_.content_length <= in_.cap - in_.body_base && in_.prebody.empty();
-  if (!in_place) {
-    std::size_t take = static_cast<std::size_t>(
-        std::min<std::uint64_t>(req_.content_length - in_.prebody.size(), in_.end - in_.begin));
-    in_.prebody.append(in_.buf.get() + in_.begin, take);
-    in_.begin += take;
+// The request's body is read whole into body_in_ (memory, then a temporary file) before the app runs,
+// as the bytes come, whatever the app's mode: no app ever waits on the network. Chunked bodies are
+// decoded. The body ends in 413 past --max-body-bytes, 400 when malformed, 408 when slower than
+// body_deadline() allows (on_timeout).
+Conn::Step Conn::read_body() {
+  if (parser_->is_done()) return Step::next;
+  if (!req_.body_begun) {
+    req_.body_begun = true;
+    pace_.begin(t_.now);
+    if (req_.continue_pending) {
+      req_.continue_pending = false;
+      out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    std::string why;
+    if (!body_in_.expect(req_.content_length, sh_.body_limits, why)) {
+      log_error(why);
+      reject(500, "cannot store the request body");
+      return Step::stop;
+    }
   }
-  if (in_place ? in_.end - in_.begin < req_.content_length : in_.prebody.size() < req_.content_length) {
+  char chunk[16384];
+  return store_body(chunk, sizeof chunk);
+}
+
+Conn::Step Conn::store_body(char* chunk, std::size_t cap) {
+  for (;;) {
+    parser_->sink = chunk;
+    parser_->sink_cap = cap;
+    parser_->sink_len = 0;
+    error_code ec;
+    std::size_t used = in_.begin < in_.end || parser_->chunked() ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
+    in_.begin += used;
+    pace_.received(used);
+    if (ec && ec != http::error::need_more) {
+      if (ec == http::error::body_limit)
+        reject(413, "request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
+      else reject(400, "malformed request body: " + ec.message());
+      return Step::stop;
+    }
+    std::string why;
+    if (!body_in_.append(chunk, parser_->sink_len, sh_.body_limits, why)) {
+      log_error(why);
+      reject(500, "cannot store the request body");
+      return Step::stop;
+    }
+    if (parser_->is_done()) return Step::next;
+    if (used > 0 || parser_->sink_len > 0) continue;
     if (link_.peer_eof) {
       reject(400, "connection closed before the end of the body");
       return Step::stop;
     }
-    set_deadline(sh_.opt.body_timeout);
+    if (!make_room()) {
+      reject(400, "chunk header too long");
+      return Step::stop;
+    }
+    body_deadline();
     return Step::wait;
   }
-  return Step::next;
+}
+
+// The body's deadline after a piece: --body-timeout from now, within what --body-min-rate allows.
+void Conn::body_deadline() {
+  deadline_ = pace_.deadline(t_.now, sh_.opt.body_timeout, sh_.opt.body_min_rate);
 }
 
 // Every complete request is answered: write what is pending, then wait for the next request (or close
@@ -381,7 +391,7 @@ inline void put_key(Env& env, std::string_view key, Value v) { *env.emplace(key,
 }  // namespace
 
 void Conn::set_connection_env(Env& env) {
-  put_key(env, keys::input, Value::of_object(static_cast<Input*>(this)));
+  put_key(env, keys::input, Value::of_object(static_cast<Input*>(&body_in_)));
   put_key(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh_.errors)));
   put_key(env, keys::multithread, Value::of_bool(sh_.multithread));
   put_key(env, keys::multiprocess, Value::of_bool(sh_.multiprocess));
@@ -441,60 +451,6 @@ void Conn::after_app(Response&& res, int failed) {
   handle(std::move(res));
 }
 
-// True while the request has body bytes that the app has not read and the connection may be kept.
-bool Conn::body_unread() const noexcept {
-  return req_.keep_alive && req_.stage == Request::active && parser_ && !prebody_ready() && !parser_->is_done();
-}
-
-// A complete response to a request whose body the app left unread waits until that body is discarded,
-// so its head can say whether the connection stays: it does when the body ends within
-// --discard-body-bytes; otherwise (or on a timeout, the client closing, a malformed chunk) the response
-// carries Connection: close and no byte after it is parsed as a request.
-void Conn::hold_for_body(Response res) {
-  parser_->discard = true;
-  req_.discarded = 0;
-  if (discard_body()) {
-    start_body(res);
-    return;
-  }
-  held_ = std::move(res);
-  phase_ = Phase::discarding;
-  set_deadline(sh_.opt.body_timeout);
-  // Earlier pipelined responses go out while the body comes.
-  if (!flush() && !link_.dead) wait_write();
-  if (phase_ == Phase::discarding) wait_read();
-}
-
-// Discards buffered body bytes; true when the body is settled (ended, or the connection is to close),
-// false when more bytes are needed.
-bool Conn::discard_body() {
-  const std::uint64_t limit = sh_.opt.discard_body_bytes;
-  for (;;) {
-    if (parser_->is_done()) return true;
-    auto left = parser_->content_length_remaining();
-    if (req_.discarded > limit || (!parser_->chunked() && left && *left > limit - req_.discarded)) break;
-    error_code ec;
-    std::size_t used = in_.begin < in_.end ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
-    in_.begin += used;
-    req_.discarded += used;
-    if (ec && ec != http::error::need_more) break;
-    if (used > 0) continue;
-    if (link_.peer_eof || link_.dead || !make_room()) break;
-    return false;
-  }
-  req_.keep_alive = false;
-  return true;
-}
-
-void Conn::resume_held() {
-  phase_ = Phase::reading;
-  clear_deadline();
-  Response res = std::move(*held_);
-  held_.reset();
-  start_body(res);
-  if (phase_ == Phase::reading) process();
-}
-
 void Conn::reject(int status, std::string_view why) {
   // Framing is lost: answer, then close (the bytes after this request are never served: no smuggling).
   if (!env_) env_ = t_.acquire_env();
@@ -539,14 +495,10 @@ void Conn::close_now() {
   clear_deadline();
   error_code ec;
   socket_.close(ec);
-  if (app_running) {
-    // The app still runs on the pool with the env (and the buffer its views point into): both stay until
-    // it returns (on_pooled_done). A read it waits for fails.
-    finish_call(400, "client closed the connection before the end of the body");
-  } else {
-    // The env first: a writer that learns the client is gone may read the env at once.
-    drop_env();
-  }
+  // While the app runs on the pool, the env (with the buffer its views point into, and the body) stays
+  // until it returns (on_pooled_done). Otherwise the env goes first: a writer that learns the client is
+  // gone may read the env at once.
+  if (!app_running) drop_env();
   if (body_.writer) {
     writer_gone(*body_.writer);
   }
@@ -618,18 +570,16 @@ void Conn::on_timeout() {
     proxy_timeout();
     return;
   }
-  if (phase_ == Phase::discarding) {
-    req_.keep_alive = false;
-    resume_held();
-    return;
-  }
   if (phase_ == Phase::pooled) {
     pooled_timeout();
     return;
   }
   if (phase_ == Phase::reading && (in_.end > in_.begin || req_.stage == Request::active) && !response_started()) {
     // Slow header or body: 408, then close.
-    reject(408, "request timeout");
+    if (!req_.body_begun) reject(408, "request timeout");
+    else if (pace_.too_slow(t_.now, sh_.opt.body_timeout, sh_.opt.body_min_rate))
+      reject(408, "request body slower than " + std::to_string(sh_.opt.body_min_rate) + " bytes/s");
+    else reject(408, "timed out reading the request body");
     return;
   }
   close_now();
@@ -677,106 +627,8 @@ void Conn::on_shutdown(bool hurry) {
   // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the
   // graceful timeout, and a request that arrives is answered with Connection: close. A second stop
   // request (hurry) closes idle connections at once.
-  if (phase_ == Phase::discarding) {
-    resume_held();  // answered now, with Connection: close, instead of after the unread body
-    return;
-  }
   bool waiting = phase_ == Phase::proxy || phase_ == Phase::reading;
   if (hurry && waiting && req_.stage != Request::active && in_.begin == in_.end && !out_.pending()) close_now();
-}
-
-// csgi.input: the request body, read from the buffer, then from the socket. On the io thread (inline
-// mode) the socket is polled, bounded by body_timeout; from the app's pool thread the io thread reads.
-std::size_t Conn::read(char* buf, std::size_t n) {
-  if (sh_.pool && !on_io_thread()) return read_from_pool(buf, n);
-  if (n == 0 || !body_readable()) return 0;
-  if (req_.continue_pending) {
-    req_.continue_pending = false;
-    if (!blocking_send("HTTP/1.1 100 Continue\r\n\r\n")) throw HttpError(400, "client gone");
-  }
-  std::size_t got = 0;
-  while (!read_buffered(buf, n, got)) recv_blocking();
-  return got;
-}
-
-bool Conn::body_readable() const noexcept {
-  return parser_ && req_.stage == Request::active && env_ && !parser_->is_done();
-}
-
-// Reads body bytes already received into `buf`: true with `got` set (0 at the end of the body), false
-// when bytes from the socket are needed (there is room for them).
-bool Conn::read_buffered(char* buf, std::size_t n, std::size_t& got) {
-  if (prebody_ready()) {  // the whole body is here already (process())
-    parser_->sink = buf;
-    parser_->sink_cap = n;
-    parser_->sink_len = 0;
-    error_code ec;
-    std::size_t used =
-        parser_->put(asio::buffer(in_.prebody.data() + in_.prebody_pos, in_.prebody.size() - in_.prebody_pos), ec);
-    in_.prebody_pos += used;
-    if (ec && ec != http::error::need_more) {
-      req_.keep_alive = false;
-      throw BadRequest("malformed request body: " + ec.message());
-    }
-    got = parser_->sink_len;
-    return true;
-  }
-  for (;;) {
-    parser_->sink = buf;
-    parser_->sink_cap = n;
-    parser_->sink_len = 0;
-    error_code ec;
-    std::size_t used = in_.begin < in_.end || parser_->chunked() ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
-    in_.begin += used;
-    if (ec && ec != http::error::need_more) {
-      req_.keep_alive = false;
-      if (ec == http::error::body_limit)
-        throw PayloadTooLarge("request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
-      throw BadRequest("malformed request body: " + ec.message());
-    }
-    got = parser_->sink_len;
-    if (got > 0 || parser_->is_done()) return true;
-    if (used > 0) continue;
-    if (!make_room()) {
-      req_.keep_alive = false;
-      throw BadRequest("chunk header too long");
-    }
-    return false;
-  }
-}
-
-// Waits (poll, bounded by body_timeout) for body bytes and appends them to the buffer.
-void Conn::recv_blocking() {
-  for (;;) {
-    ssize_t r = tls_ ? tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end)
-                     : ::recv(fd_, in_.buf.get() + in_.end, in_.cap - in_.end, 0);
-    if (r > 0) {
-      in_.end += static_cast<std::size_t>(r);
-      return;
-    }
-    if (r == 0) {
-      req_.keep_alive = false;
-      link_.peer_eof = true;
-      throw BadRequest("client closed the connection before the end of the body");
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      req_.keep_alive = false;
-      link_.dead = true;
-      throw BadRequest("connection error while reading the body");
-    }
-    pollfd p{fd_, tls_poll_events(POLLIN), 0};
-    int pr = ::poll(&p, 1, static_cast<int>(sh_.opt.body_timeout.count()));
-    if (pr == 0) {
-      req_.keep_alive = false;
-      throw HttpError(408, "timed out reading the request body");
-    }
-    if (tls_ && pr > 0 && !tls_fill()) {
-      req_.keep_alive = false;
-      link_.dead = true;
-      throw BadRequest("connection error while reading the body");
-    }
-  }
 }
 
 bool Conn::blocking_send(std::string_view data) {
@@ -824,7 +676,6 @@ int Conn::take_here(std::string& pending) {
   if (out_.pos < out_.size()) blocking_send(std::string_view(out_.buf).substr(out_.pos));
   out_.buf.clear();
   out_.pos = 0;
-  if (prebody_ready()) pending.append(in_.prebody, in_.prebody_pos);
   pending.append(in_.unparsed());
   in_.begin = in_.end;
   link_.hijacked = true;

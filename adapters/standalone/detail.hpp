@@ -21,6 +21,7 @@
 #include "csgi/adapters/standalone/inline_watch.hpp"
 #include "csgi/adapters/standalone/listen.hpp"
 #include "csgi/adapters/standalone/proxy_protocol.hpp"
+#include "csgi/adapters/standalone/request_body.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/log_files.hpp"
@@ -91,6 +92,8 @@ struct Shared {
   std::shared_ptr<LogErrorStream> errors_owner = std::make_shared<LogErrorStream>(error_log);
   LogErrorStream& errors = *errors_owner;
   std::atomic<std::size_t> connections{0};
+  std::unique_ptr<BodyMemory> body_memory;  // request bodies in memory, process-wide (request_body.hpp)
+  BodyLimits body_limits;
   ServerStats* stats = nullptr;  // the server's own (Server::stats()), in the env as csgix.server_stats
   std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
   std::atomic<unsigned> accepting{0};  // io threads that have not closed their acceptors yet

@@ -278,7 +278,9 @@ void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   conn.remote_port = c_.peer_.port;
   conn.url_scheme = url_scheme_;
   conn.script_name = c_.sh_.opt.script_name;
-  session_ = std::make_unique<H2Session>(*this, H2Limits::from(c_.sh_.opt), conn);
+  H2Limits limits = H2Limits::from(c_.sh_.opt);
+  limits.body = c_.sh_.body_limits;
+  session_ = std::make_unique<H2Session>(*this, limits, conn);
   rbuf_.reset(new char[read_size]);
 }
 
@@ -337,6 +339,7 @@ void H2Conn::on_read(error_code ec, std::size_t n) {
 // (a 103) is written at once, but the connection does not end under the session's feet.
 bool H2Conn::receive(const char* data, std::size_t n) {
   receiving_ = true;
+  if (pacing_) pace_.received(n);
   bool ok = session_->receive(data, n);
   receiving_ = false;
   return ok;
@@ -374,7 +377,9 @@ void H2Conn::on_written(error_code ec) {
 // The connection's deadline: the send timeout while bytes wait for the peer (a write in flight, or a
 // response held by the peer's window: one never opened is a slow read), renewed only by response body
 // bytes going out (a peer that keeps the window shut and sends PINGs is not making progress); the body
-// timeout while a request is incomplete; the idle timeout with nothing open; none while only apps run.
+// timeout while a request is incomplete, within what --body-min-rate allows for the bytes received since
+// requests began to wait (the same pace as an HTTP/1 body's); the idle timeout with nothing open; none
+// while only apps run.
 void H2Conn::update_deadline() {
   bool blocked = writing_ || session_->blocked_on_window();
   bool progress = session_->data_sent() != data_sent_;
@@ -382,12 +387,15 @@ void H2Conn::update_deadline() {
   if (blocked) {
     if (!blocked_ || progress) c_.set_deadline(c_.sh_.opt.send_timeout);
   } else if (session_->awaiting_request()) {
-    c_.set_deadline(c_.sh_.opt.body_timeout);
+    if (!pacing_) pace_.begin(c_.t_.now);
+    pacing_ = true;
+    c_.deadline_ = pace_.deadline(c_.t_.now, c_.sh_.opt.body_timeout, c_.sh_.opt.body_min_rate);
   } else if (session_->open_streams() == 0 && in_app_ == 0) {
     c_.set_deadline(c_.sh_.opt.idle_timeout);
   } else {
     c_.clear_deadline();
   }
+  if (blocked || !session_->awaiting_request()) pacing_ = false;
   blocked_ = blocked;
 }
 
@@ -395,6 +403,9 @@ void H2Conn::on_timeout() {
   if (!session_) return c_.close_now();
   c_.clear_deadline();
   bool idle = session_->open_streams() == 0 && in_app_ == 0 && !writing_;
+  if (pacing_ && pace_.too_slow(c_.t_.now, c_.sh_.opt.body_timeout, c_.sh_.opt.body_min_rate))
+    log_error("HTTP/2 request bodies slower than " + std::to_string(c_.sh_.opt.body_min_rate) +
+              " bytes/s: connection closed");
   if (!idle) return c_.close_now();  // a stalled peer
   session_->shutdown();
   pump();
@@ -685,7 +696,7 @@ bool has_token(std::string_view list, std::string_view token) {
 // and the request is served as stream 1 of an HTTP/2 connection. Anything else is served as HTTP/1.1.
 // Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
 bool Conn::try_h2c_upgrade() {
-  if (tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done()) return false;
+  if (tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
       !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||

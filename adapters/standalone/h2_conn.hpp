@@ -109,6 +109,9 @@ private:
   bool finishing_ = false;    // close once the write in flight is done
   bool blocked_ = false;      // the last update_deadline() saw bytes waiting on the peer
   std::uint64_t data_sent_ = 0;  // the session's data_sent() at the last update_deadline()
+  // While requests are incomplete: the bytes received since they began, for --body-min-rate.
+  BodyPace pace_;
+  bool pacing_ = false;
   bool stopping_ = false;
   std::shared_ptr<H2Interim> interim_;
   std::shared_ptr<const TlsInfo> tls_info_;       // the connection's, shared by its requests' envs

@@ -64,13 +64,6 @@ bool H2Request::upgrade(websocket::Handler handler) {
   return true;
 }
 
-std::size_t H2Request::read(char* buf, std::size_t n) {
-  std::size_t k = std::min(n, body.size() - body_pos);
-  if (k) std::memcpy(buf, body.data() + body_pos, k);
-  body_pos += k;
-  return k;
-}
-
 H2Limits H2Limits::from(const ServerOptions& opt) {
   H2Limits l;
   l.max_streams = opt.h2_max_streams;
@@ -80,6 +73,7 @@ H2Limits H2Limits::from(const ServerOptions& opt) {
   l.max_request_line = opt.max_request_line;
   l.max_body_bytes = opt.max_body_bytes;
   l.websocket = opt.h2_websocket;
+  l.body.memory_bytes = opt.body_buffer_bytes;
   return l;
 }
 
@@ -265,18 +259,19 @@ struct H2Callbacks {
     H2Session& h = self(p);
     auto* s = static_cast<H2Session::Stream*>(nghttp2_session_get_stream_user_data(ng, id));
     if (s && s->ws) return ws_data(h, *s, data, len);
-    // A request body is buffered whole (within the limits): its window goes back as it comes.
+    // A request body is read whole (within the limits) into its store, memory then a temporary file:
+    // its window goes back as it comes.
     nghttp2_session_consume(ng, id, len);
     if (!s || s->body_over || s->bad_status || s->responded || s->refused) return 0;
     try {
-      std::string& body = s->req->body;
+      RequestBody& body = s->req->body;
       if (body.size() + len <= h.limits_.max_body_bytes && h.buffered_ + len > h.limits_.max_body_bytes) {
         // The bodies buffered on this connection at once stay within one --max-body-bytes: this one is
         // refused unprocessed (the client may retry it).
         s->refused = true;
         h.buffered_ -= s->buffered;
         s->buffered = 0;
-        std::string().swap(body);
+        body.reset();
         nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
         return 0;
       }
@@ -284,13 +279,24 @@ struct H2Callbacks {
         s->body_over = true;
         h.buffered_ -= s->buffered;
         s->buffered = 0;
-        std::string().swap(body);
+        body.reset();
         s->bad_status = 413;
         s->why = "request body larger than " + std::to_string(h.limits_.max_body_bytes) + " bytes";
         h.ready_.push_back(s->id);
         return 0;
       }
-      body.append(reinterpret_cast<const char*>(data), len);
+      std::string why;
+      if (!body.append(reinterpret_cast<const char*>(data), len, h.limits_.body, why)) {
+        h.host_.log_error(why);
+        s->body_over = true;
+        h.buffered_ -= s->buffered;
+        s->buffered = 0;
+        body.reset();
+        s->bad_status = 500;
+        s->why = "cannot store the request body";
+        h.ready_.push_back(s->id);
+        return 0;
+      }
       s->buffered += len;
       h.buffered_ += len;
     } catch (...) {
@@ -765,6 +771,10 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
     } else if (s.content_length && *s.content_length > limits_.max_body_bytes) {
       s.bad_status = 413;
       s.why = "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes";
+    } else if (std::string why; s.content_length && !s.req->body.expect(*s.content_length, limits_.body, why)) {
+      host_.log_error(why);
+      s.bad_status = 500;
+      s.why = "cannot store the request body";
     }
   }
   // RFC 8441: an extended CONNECT for a WebSocket is presented as the HTTP/1.1 GET handshake (EXT-11).

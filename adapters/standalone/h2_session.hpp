@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "csgi/adapters/standalone/request_body.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/extensions.hpp"
@@ -53,8 +54,7 @@ struct H2Request final : Input, Informational, websocket::Upgrade {
   std::shared_ptr<const void> keep_conn, keep_tls;
   std::unique_ptr<Env> env;
   CleanupHandlers cleanup;
-  std::string body;
-  std::size_t body_pos = 0;
+  RequestBody body;  // memory, then a temporary file (request_body.hpp)
   bool head = false;
   // Handed to another thread (the app pool, a Responder or Writer): its env is never recycled, since
   // the last holder may be on that thread.
@@ -64,9 +64,9 @@ struct H2Request final : Input, Informational, websocket::Upgrade {
   std::atomic<bool> in_app{false};
   std::unique_ptr<websocket::Handler> ws_handler;
   ~H2Request() override;
-  std::size_t read(char* buf, std::size_t n) override;
+  std::size_t read(char* buf, std::size_t n) override { return body.read(buf, n); }
   bool seekable() const override { return true; }
-  void rewind() override { body_pos = 0; }
+  void rewind() override { body.rewind(); }
   bool send(int status, const Headers& headers) override { return interim && interim->send(id, status, headers); }
   bool upgrade(websocket::Handler handler) override;
 };
@@ -97,6 +97,7 @@ struct H2Limits {
   std::size_t max_request_line = 8192;
   std::uint64_t max_body_bytes = 64ull << 20;
   bool websocket = true;  // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over a stream (RFC 8441)
+  BodyLimits body;        // where request bodies go (the server's, with its process-wide memory cap)
   static H2Limits from(const ServerOptions& opt);
 };
 

@@ -1,7 +1,7 @@
 // The app on the pool (--app-threads N, app_pool.hpp): the io thread posts the request, the app runs on a
-// pool thread, and everything the app asks of the connection (csgi.input, csgix.informational, csgix.io)
-// is done by the io thread while the app's thread waits. The pool thread touches only the env and what
-// it gets back from the io thread (see conn.hpp).
+// pool thread, and what the app asks of the connection (csgix.informational, csgix.io) is done by the io
+// thread while the app's thread waits. The pool thread touches only the env, the request body (complete
+// before the app runs) and what it gets back from the io thread (see conn.hpp).
 #include "csgi/adapters/standalone/app_pool.hpp"
 #include "csgi/adapters/standalone/conn.hpp"
 
@@ -10,12 +10,6 @@ namespace csgi::standalone::detail {
 namespace {
 // How often an app thread waiting on its io thread looks whether that thread has stopped.
 constexpr std::chrono::milliseconds exit_check{100};
-
-[[noreturn]] void throw_status(int status, const std::string& why) {
-  if (status == 400) throw BadRequest(why);
-  if (status == 413) throw PayloadTooLarge(why);
-  throw HttpError(status, why);
-}
 }  // namespace
 
 // On the io thread: the env is complete; the app runs on the pool. Until it returns, the env and the
@@ -99,7 +93,6 @@ void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
     after_app(Response{}, 0);
     return;
   }
-  if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   phase_ = Phase::delayed;
   self_hold_ = shared_from_this();
 }
@@ -221,18 +214,6 @@ void Conn::close_pool_stream(const StreamPtr& stream) noexcept {
   }
 }
 
-// csgi.input from the app's pool thread: the io thread reads (serve_read), this thread waits.
-std::size_t Conn::read_from_pool(char* buf, std::size_t n) {
-  if (n == 0) return 0;
-  auto c = std::make_shared<PoolCall>();
-  c->buf = buf;
-  c->n = n;
-  auto call = [self = shared_from_this(), c] { self->serve_read(c); };
-  if (!t_.mailbox->post(call) || !wait_call(*c)) throw BadRequest("the server stopped while the body was read");
-  if (c->error_status) throw_status(c->error_status, c->error_why);
-  return c->got;
-}
-
 // Waits until the io thread has done the call; false (the call abandoned) when the io thread stopped.
 bool Conn::wait_call(PoolCall& c) {
   std::unique_lock lock(c.mu);
@@ -261,68 +242,9 @@ void Conn::run_on_io(const std::function<void()>& f) {
   if (t_.mailbox->post(call)) wait_call(*c);
 }
 
-// On the io thread: a read for the app's pool thread. Served from the buffer when bytes are there,
-// otherwise an asynchronous read (body_timeout) continues it (on_read, or pooled_timeout).
-void Conn::serve_read(const std::shared_ptr<PoolCall>& c) {
-  std::lock_guard lock(c->mu);
-  if (c->abandoned) return;
-  try {
-    if (phase_ == Phase::pooled && body_readable()) {
-      if (req_.continue_pending) {
-        req_.continue_pending = false;
-        out_.append("HTTP/1.1 100 Continue\r\n\r\n");
-        if (!flush() && !link_.dead) wait_write();
-      }
-      if (link_.dead) {
-        req_.keep_alive = false;
-        throw HttpError(400, "client gone");
-      }
-      if (!read_buffered(c->buf, c->n, c->got)) {
-        if (link_.peer_eof) {
-          req_.keep_alive = false;
-          throw BadRequest("client closed the connection before the end of the body");
-        }
-        call_ = c;
-        set_deadline(sh_.opt.body_timeout);
-        wait_read();
-        return;
-      }
-    }
-  } catch (const HttpError& e) {
-    c->error_status = e.status();
-    c->error_why = e.what();
-  } catch (const std::exception& e) {
-    c->error_status = 400;
-    c->error_why = e.what();
-  }
-  if (phase_ == Phase::pooled && !call_ && !out_.pending()) clear_deadline();
-  c->done = true;
-  c->cv.notify_all();
-}
-
-// Ends the app thread's pending read with an error.
-void Conn::finish_call(int status, std::string_view why) noexcept {
-  auto c = std::exchange(call_, nullptr);
-  if (!c) return;
-  std::lock_guard lock(c->mu);
-  if (c->abandoned) return;
-  c->error_status = status;
-  try {
-    c->error_why = why;
-  } catch (...) {
-  }
-  c->done = true;
-  c->cv.notify_all();
-}
-
-// A deadline passed while the app runs on the pool: a body read waited too long (408), or the client
-// stopped reading an interim response (closed). Otherwise the app may take its time.
+// A deadline passed while the app runs on the pool: the client stopped reading an interim response
+// (closed). Otherwise the app may take its time.
 void Conn::pooled_timeout() {
-  if (call_) {
-    req_.keep_alive = false;
-    finish_call(408, "timed out reading the request body");
-    return;
-  }
   if (out_.pending()) close_now();
 }
 

@@ -36,7 +36,6 @@ void RequestParser::refuse(int status, const char* why, error_code& ec, http::er
 }
 
 std::size_t RequestParser::take(boost::beast::string_view body) {
-  if (discard) return body.size();
   std::size_t n = std::min(body.size(), sink_cap - sink_len);
   if (n) std::memcpy(sink + sink_len, body.data(), n);
   sink_len += n;

@@ -22,11 +22,10 @@ public:
   /// lives. `conn` is copied. Header and body limits come from `opt`.
   RequestParser(Env& env, const ServerOptions& opt, const csgi::Connection& conn);
 
-  // Body sink for the current put(): decoded body bytes go to sink (or are dropped when discarding).
+  // Body sink for the current put(): decoded body bytes go to sink.
   char* sink = nullptr;
   std::size_t sink_cap = 0;
   std::size_t sink_len = 0;
-  bool discard = false;
 
   // What the head said; valid once the header is parsed.
   int reject_status = 0;         // the status for a request refused by a framing rule (else 0)

@@ -103,12 +103,8 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append("\r\n");
 }
 
-// Starts the response's body by its kind. A complete body waits while the request's unread body is
-// discarded (hold_for_body).
+// Starts the response's body by its kind.
 void Conn::start_body(Response& res) {
-  if (body_unread() && (std::holds_alternative<std::string>(res.body) ||
-                        std::holds_alternative<SharedBytes>(res.body) || std::holds_alternative<FileBody>(res.body)))
-    return hold_for_body(std::move(res));
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;
   if (auto* s = std::get_if<std::string>(&res.body)) return send_text(*s, status, res.headers);
   if (auto* b = std::get_if<SharedBytes>(&res.body)) return send_bytes(*b, status, res.headers);
@@ -447,26 +443,13 @@ void Conn::end_request() {
   phase_ = Phase::reading;
 }
 
-// What is left of the request's body once its response is complete: nothing (read before the app ran,
-// or all read), a small rest to discard before the next request (process()), or too much: then the
-// connection closes after the response.
+// The request's body once its response is complete: read whole before the app ran, it goes now. A
+// request answered before its body was read (a framing error, an unsupported expectation) closes the
+// connection after the response.
 void Conn::settle_request_body() {
-  if (prebody_ready()) parser_.reset();  // the whole body was read: none of it is left on the wire
-  if (!in_.prebody.empty()) {
-    std::string().swap(in_.prebody);
-    in_.prebody_pos = 0;
-  }
-  if (req_.keep_alive && parser_ && !parser_->is_done()) {
-    auto left = parser_->content_length_remaining();
-    if (parser_->chunked() || (left && *left <= sh_.opt.discard_body_bytes)) {
-      parser_->discard = true;
-      req_.stage = Request::draining;
-      req_.discarded = 0;
-    } else {
-      req_.keep_alive = false;
-    }
-  }
-  if (req_.stage != Request::draining) parser_.reset();
+  if (parser_ && !parser_->is_done()) req_.keep_alive = false;
+  parser_.reset();
+  body_in_.reset();
 }
 
 void Conn::log_error(std::string_view what) {

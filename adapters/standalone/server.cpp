@@ -695,6 +695,11 @@ int Server::Impl::run() {
   Shared sh;
   sh.app = app;
   sh.opt = opt;
+  sh.body_memory = std::make_unique<BodyMemory>(opt.body_memory_bytes);
+  sh.body_limits.memory_bytes = opt.body_buffer_bytes;
+  sh.body_limits.memory = sh.body_memory.get();
+  if (!opt.body_temp_dir.empty()) sh.body_limits.temp_dir = opt.body_temp_dir;
+  else if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) sh.body_limits.temp_dir = tmp;
   sh.proxy = ProxyTrust(opt.proxy_protocol, opt.trusted_proxies);
   sh.init_status_lines();
   sh.multithread = opt.threads > 1 || opt.app_threads > 0;

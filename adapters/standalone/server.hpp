@@ -4,10 +4,11 @@
 /// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats / csgix.websocket extensions.
 ///
 /// Threads and workers. Each of `threads` io threads runs its own io_context with its own connections;
-/// the app is called on the io thread that owns the connection. An app that blocks (or reads a slow
-/// request body) holds up only the connections of its own thread; the other threads keep serving.
-/// Bodies that fit the connection's buffer are read in full before the app is called; larger or chunked
-/// bodies are read from the socket as the app reads csgi.input, each read bounded by body_timeout.
+/// the app is called on the io thread that owns the connection. An app that blocks holds up only the
+/// connections of its own thread; the other threads keep serving.
+/// Request bodies are read whole by the io thread before the app is called (in memory up to
+/// body_buffer_bytes, then in a temporary file), bounded by body_timeout and body_min_rate: csgi.input
+/// never waits on the network.
 /// With `workers` > 0 a master process opens the listening sockets, forks the workers (each with
 /// `threads` io threads), restarts a worker that dies, and keeps the sockets open throughout. In a worker,
 /// a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in the app's code fails only the request that raised it: the
@@ -77,17 +78,22 @@ struct ServerOptions {
   std::size_t max_header_bytes = 16384;       // 431 (request line + fields)
   std::size_t max_header_count = 100;         // 431
   std::uint64_t max_body_bytes = 64ull << 20; // 413, for Content-Length and chunked bodies alike
-  // A Content-Length body up to this size is read (without holding a thread) before the app runs, so a
-  // slow client cannot stall the io thread; larger and chunked bodies are read as the app reads them.
+  // Every request body (HTTP/1 Content-Length or chunked, HTTP/2 DATA) is read by the io thread before
+  // the app runs, so no app ever waits on the network. A body is kept in memory up to body_buffer_bytes
+  // (nginx's client_body_buffer_size) while the bodies in memory of the whole process stay within
+  // body_memory_bytes; past either it goes to an unlinked temporary file in body_temp_dir (empty: $TMPDIR,
+  // else /tmp).
   std::uint64_t body_buffer_bytes = 1ull << 20;
-  // A request body the app did not read is discarded up to this many bytes and the connection kept; a
-  // longer one (Content-Length or chunked) ends the connection after the response (Connection: close).
-  std::uint64_t discard_body_bytes = 1ull << 20;
+  std::uint64_t body_memory_bytes = 64ull << 20;
+  std::string body_temp_dir;
+  // A body slower than this many bytes a second, on average since its first byte, after a grace of
+  // body_timeout, is refused with 408 (Apache mod_reqtimeout's body=N,MinRate=R); 0: no minimum rate.
+  std::uint64_t body_min_rate = 500;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
   // HTTP/2 (h2 by ALPN on TLS listeners; h2c with prior knowledge or Upgrade: h2c on plain ones): streams a
   // connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; 0: no HTTP/2 at all), and each
   // stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE). The header list size is max_header_bytes;
-  // request bodies are read whole (up to max_body_bytes) before the app runs.
+  // request bodies are read whole (up to max_body_bytes) before the app runs, as HTTP/1 bodies are.
   std::uint32_t h2_max_streams = 100;
   std::uint32_t h2_initial_window = 65535;
   // WebSocket over an HTTP/2 stream (RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL, an extended CONNECT);

@@ -33,7 +33,6 @@ void Conn::begin_websocket(Response& res) {
   WsStart st;
   st.handler = std::move(*std::exchange(ws_handler_, nullptr));
   st.handshake = ws_handshake_text(*env_);
-  if (prebody_ready()) st.handshake.append(in_.prebody, in_.prebody_pos);
   st.handshake.append(in_.unparsed());
   st.pending_out = out_.take();  // what earlier pipelined responses still have to write
   st.headers = std::move(res.headers);
@@ -46,7 +45,7 @@ void Conn::begin_websocket(Response& res) {
   log_access();
   drop_env();
   parser_.reset();
-  in_.prebody = {};
+  body_in_.reset();
   in_.buf.reset();
   in_.cap = in_.begin = in_.end = 0;
   clear_deadline();

@@ -625,3 +625,73 @@ def test_scope_headers_keep_to_the_header_rule(server_factory, tmp_path):
     fields = eval(body)  # noqa: S307 - the test app's repr
     assert (b"x-remote-user", b"alice") in fields, body
     assert not any(b"_" in n or n in (b"proxy", b"content-length") for n, _ in fields), body
+
+
+SLOW_BODY_APP = r'''
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            m = await receive()
+            if m["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif m["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    if scope["type"] != "http":
+        return
+    body = b""
+    if scope["path"] == "/upload":
+        while True:
+            m = await receive()
+            body += m.get("body", b"")
+            if not m.get("more_body"):
+                break
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"got %d" % len(body)})
+'''
+
+
+BIG_UPLOAD = 2 << 20
+
+
+@pytest.mark.parametrize("framing", ["chunked", "length"])
+def test_a_slow_upload_does_not_stop_other_clients(server_factory, csgi_bin, tmp_path, framing):
+    """An upload that comes slowly to an ASGI app that reads it holds no io thread: another client is
+    answered while the upload is still under way (one io thread). Chunked, and a Content-Length past
+    --body-buffer-bytes."""
+    (tmp_path / "slow_body_app.py").write_text(SLOW_BODY_APP)
+    port = free_port()
+    srv = server_factory([csgi_bin, "serve", "--asgi", "slow_body_app:app", "--threads", "1",
+                          "--listen", "127.0.0.1:%d" % port],
+                         port, cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join([str(tmp_path), HERE]),
+                                                  "CSGI_TEST_APPS": ""})
+    if framing == "chunked":
+        head, first, rest, size = (b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                   b"5\r\nhello\r\n", b"6\r\n world\r\n0\r\n\r\n", 11)
+    else:
+        head, first, rest, size = (b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % BIG_UPLOAD,
+                                   b"u" * 1000, b"u" * (BIG_UPLOAD - 1000), BIG_UPLOAD)
+    want = b"got %d" % size
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as a:
+        a.sendall(head + first)
+        time.sleep(0.3)  # the upload's head is in before the other client asks
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as b:
+            b.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            got = b""
+            try:
+                while not got.endswith(b"got 0"):
+                    more = b.recv(65536)
+                    if not more:
+                        break
+                    got += more
+            except socket.timeout:
+                pass
+        assert got.startswith(b"HTTP/1.1 200") and got.endswith(b"got 0"), (got, srv.output()[-2000:])
+        a.sendall(rest)
+        data = b""
+        while not data.endswith(want):
+            more = a.recv(65536)
+            if not more:
+                break
+            data += more
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(want), data

@@ -327,21 +327,14 @@ TEST_CASE("pool: a client that closes while the app runs leaves the env to the a
   CHECK(get(run.port, "/ok").find("\r\n\r\nok") != std::string::npos);
 }
 
-TEST_CASE("pool: a client that closes while the app reads its body fails the read, not the server") {
-  std::promise<std::string> outcome;
-  auto outcome_f = outcome.get_future();
+TEST_CASE("pool: a client that closes before the end of its body never reaches the app, nor stops the server") {
+  std::atomic<int> called{0};
   auto opt = one_io_thread(2);
   opt.body_buffer_bytes = 16;
   Running run(
       [&](Env& env) {
         if (env.get(csgi::keys::PATH_INFO) == "/ok") return Response::text(200, "ok");
-        try {
-          env.input().read_all();
-          outcome.set_value("read");
-        } catch (const csgi::HttpError& e) {
-          outcome.set_value(std::to_string(e.status()));
-          throw;
-        }
+        ++called;
         return Response::text(200, "?");
       },
       opt);
@@ -349,9 +342,8 @@ TEST_CASE("pool: a client that closes while the app reads its body fails the rea
   send_all(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n" + std::string(1000, 'b'));
   std::this_thread::sleep_for(100ms);
   ::close(fd);
-  REQUIRE(outcome_f.wait_for(5s) == std::future_status::ready);
-  CHECK(outcome_f.get() == "400");
   CHECK(get(run.port, "/ok").find("\r\n\r\nok") != std::string::npos);
+  CHECK(called == 0);
 }
 
 TEST_CASE("pool: a graceful stop waits for the request in the pool") {

@@ -366,6 +366,66 @@ def empty_data_flood(port):
     return closed and "closed, GOAWAY %s" % goaway_code(data)
 
 
+def unfinished_bodies(srv, conns=8, mib=24):
+    """`conns` connections each send `mib` MiB of DATA on one stream without END_STREAM, all at once,
+    and stay open: the server's RSS growth in MB, measured while they are open (the bodies past
+    --body-buffer-bytes are in their temporary files, not in memory)."""
+    rss0 = srv.rss_mb()
+    clients = [Client(srv.port, timeout=30) for _ in range(conns)]
+    chunk = b"u" * 16384
+    left = {}
+    for c in clients:
+        sid = c.h2.get_next_available_stream_id()
+        c.streams[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None, "interim": []}
+        c.h2.send_headers(sid, [(":method", "POST"), (":path", "/hello"), (":scheme", "http"),
+                                (":authority", "127.0.0.1")], end_stream=False)
+        c.flush()
+        left[c] = (sid, mib << 20)
+    deadline = time.time() + 120
+    while any(n for _, n in left.values()) and time.time() < deadline:
+        for c in clients:
+            sid, n = left[c]
+            if not n:
+                continue
+            room = min(c.h2.local_flow_control_window(sid), c.h2.max_outbound_frame_size, n)
+            if room <= 0:
+                if not c.pump() or c.streams[sid]["reset"] is not None:
+                    left[c] = (sid, 0)
+                continue
+            c.h2.send_data(sid, chunk[:room], end_stream=False)
+            c.flush()
+            left[c] = (sid, n - room)
+    time.sleep(0.5)  # the last DATA read by the server
+    grown = srv.rss_mb() - rss0
+    for c in clients:
+        c.close()
+    return grown
+
+
+def trickled_body(port):
+    """A request body trickled in small DATA frames, each well within --body-timeout (1 s), far below
+    --body-min-rate (1000 bytes/s): the connection is closed while the trickle goes on."""
+    s = raw(port)
+    enc = hpack.Encoder()
+    block = enc.encode([(":method", "POST"), (":path", "/hello"), (":scheme", "http"), (":authority", "x")])
+    s.sendall(HeadersFrame(1, block, flags=["END_HEADERS"]).serialize())
+    s.settimeout(0.2)
+    for sent in range(50):
+        try:
+            s.sendall(DataFrame(1, b"0123456789").serialize())
+            while s.recv(65536):
+                pass
+            s.close()
+            return "closed after %d pieces" % sent
+        except socket.timeout:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            s.close()
+            return "reset after %d pieces" % sent
+    s.close()
+    return False
+
+
 def zero_window(port):
     # Slow read: the client's windows are 0 and never open; --send-timeout 2 must end it.
     s = connect(port)
@@ -584,6 +644,20 @@ def main():
                          ("HPACK bomb", hpack_bomb), ("SETTINGS flood", settings_flood), ("PING flood", ping_flood),
                          ("empty DATA flood", empty_data_flood), ("stream-id exhaustion", stream_id_exhaustion)]:
         hostile(srv, name, attack)
+    check(srv.stop() == 0, "demo server exits 0 after SIGTERM")
+
+    # A trickled body that keeps re-arming --body-timeout is ended by --body-min-rate.
+    srv = Server(["--demo", "--body-timeout", "1", "--body-min-rate", "1000"])
+    hostile(srv, "trickled body", trickled_body)
+    check(srv.stop() == 0, "demo server exits 0 after SIGTERM")
+
+    # Unfinished request bodies on many connections are held past --body-buffer-bytes in temporary files,
+    # within the process's --body-memory-bytes in memory, not whole in RAM.
+    srv = Server(["--demo", "--h2-initial-window", "1048576", "--body-memory-bytes", "8388608"])
+    grown = unfinished_bodies(srv)
+    check(grown < 48, "8 unfinished HTTP/2 bodies of 24 MiB: server RSS grew %.1f MB (< 48)" % grown)
+    status, body = get(srv.port, "/hello")
+    check(status == 200 and body == b"Hello, world!", "unfinished bodies: another client is served")
     check(srv.stop() == 0, "demo server exits 0 after SIGTERM")
 
     # The conformance app on a pool: many streams on one connection, several in the app at once.
