@@ -236,6 +236,12 @@ std::vector<OptionSpec> make_table() {
    "HTTP/2: no WebSocket over a stream (RFC 8441 extended CONNECT; SETTINGS_ENABLE_CONNECT_PROTOCOL is not "
    "sent), so that clients open their WebSockets on an HTTP/1.1 connection",
    off, [](Options& o, const std::string&) { o.server.h2_websocket = false; }},
+  {"h2c-upgrade", 0, nullptr, H, false,
+   "HTTP/2: take HTTP/1.1 `Upgrade: h2c` (deprecated by RFC 9113) on plain connections; off, it is ignored "
+   "(h2c with prior knowledge is always taken). Risk: behind a proxy that forwards Upgrade (as WebSocket "
+   "setups do), the client's later requests reach the server as HTTP/2 frames the proxy does not inspect, "
+   "past its per-path rules",
+   off, [](Options& o, const std::string&) { o.server.h2c_upgrade = true; }},
   {"header-timeout", 0, "SECONDS", H, false, "to receive a request head; then 408",
    [](const Options& d) { return show_seconds(d.server.header_timeout); },
    [](Options& o, const std::string& v) { o.server.header_timeout = seconds(v); }},

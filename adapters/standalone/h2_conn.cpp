@@ -681,11 +681,11 @@ bool has_token(std::string_view list, std::string_view token) {
 }
 }  // namespace
 
-// HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a body: answered 101,
-// and the request is served as stream 1 of an HTTP/2 connection. Anything else is served as HTTP/1.1.
-// Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
+// With h2c_upgrade on, HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a
+// body: answered 101, and the request is served as stream 1 of an HTTP/2 connection. Anything else is
+// served as HTTP/1.1. Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
 bool Conn::try_h2c_upgrade() {
-  if (tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done()) return false;
+  if (!sh_.opt.h2c_upgrade || tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done()) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
       !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||

@@ -84,7 +84,7 @@ struct ServerOptions {
   // longer one (Content-Length or chunked) ends the connection after the response (Connection: close).
   std::uint64_t discard_body_bytes = 1ull << 20;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
-  // HTTP/2 (h2 by ALPN on TLS listeners; h2c with prior knowledge or Upgrade: h2c on plain ones): streams a
+  // HTTP/2 (h2 by ALPN on TLS listeners; h2c with prior knowledge on plain ones): streams a
   // connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; 0: no HTTP/2 at all), and each
   // stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE). The header list size is max_header_bytes;
   // request bodies are read whole (up to max_body_bytes) before the app runs.
@@ -93,6 +93,11 @@ struct ServerOptions {
   // WebSocket over an HTTP/2 stream (RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL, an extended CONNECT);
   // off: HTTP/2 clients open their WebSockets on an HTTP/1.1 connection.
   bool h2_websocket = true;
+  // HTTP/1.1 `Upgrade: h2c` (RFC 7540 §3.2, deprecated by RFC 9113 §3.1). Off: the Upgrade header is
+  // ignored and the request answered in HTTP/1.1. On, behind a proxy that forwards Upgrade (WebSocket
+  // configurations do), the client speaks HTTP/2 straight to the server and its further requests pass
+  // the proxy's per-request rules unseen.
+  bool h2c_upgrade = false;
 
   // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
   // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start
