@@ -640,7 +640,7 @@ void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t bo
   Shared& sh = c_.sh_;
   sh.stats->record_response(status, body_bytes);
   if (!sh.access_log.enabled() || !req.env) return;
-  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes));
+  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes, std::time(nullptr)));
 }
 
 void H2Conn::log_error(std::string_view what) {
