@@ -286,6 +286,12 @@ std::vector<OptionSpec> make_table() {
    "WebSocket messages queued for a slow client up to this size; past it send() returns false",
    [](const Options& d) { return show_bytes(d.server.ws_send_queue_bytes); },
    [](Options& o, const std::string& v) { o.server.ws_send_queue_bytes = whole(v, 1, 1ull << 40); }},
+  {"ws-allowed-origin", 0, "ORIGIN", H, true,
+   "a browser origin (https://app.example, http://localhost:3000; * for any) whose pages may open a WebSocket "
+   "besides the same origin; repeatable. A handshake whose Origin is neither gets 403; one without Origin "
+   "(not a browser) is allowed",
+   [](const Options&) { return std::string("same origin"); },
+   [](Options& o, const std::string& v) { o.server.ws_allowed_origins.push_back(v); }},
   {"ws-idle-timeout", 0, "SECONDS", H, false,
    "a silent WebSocket client is pinged after half of this and closed after all of it",
    [](const Options& d) { return show_seconds(d.server.ws_idle_timeout); },

@@ -178,6 +178,7 @@ public:
   bool send(int status, const Headers& headers) override;
   // csgix.websocket (websocket_upgrade.cpp)
   bool upgrade(websocket::Handler handler) override;
+  const std::vector<std::string>& allowed_origins() const override { return sh_.opt.ws_allowed_origins; }
 
   // Delayed responses (called on the io thread, posted by the responder / writer).
   void on_delayed(Response r);

@@ -69,6 +69,10 @@ struct H2Request final : Input, Informational, websocket::Upgrade {
   void rewind() override { body_pos = 0; }
   bool send(int status, const Headers& headers) override { return interim && interim->send(id, status, headers); }
   bool upgrade(websocket::Handler handler) override;
+  const std::vector<std::string>* origins = nullptr;  // ServerOptions::ws_allowed_origins
+  const std::vector<std::string>& allowed_origins() const override {
+    return origins ? *origins : websocket::Upgrade::allowed_origins();
+  }
 };
 
 struct H2WsPipe;
@@ -97,6 +101,7 @@ struct H2Limits {
   std::size_t max_request_line = 8192;
   std::uint64_t max_body_bytes = 64ull << 20;
   bool websocket = true;  // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over a stream (RFC 8441)
+  const std::vector<std::string>* ws_allowed_origins = nullptr;  // the options' own, which outlive sessions
   static H2Limits from(const ServerOptions& opt);
 };
 

@@ -124,6 +124,9 @@ struct ServerOptions {
   std::size_t ws_max_message_bytes = 16ull << 20;     // a bigger message is closed with 1009
   std::size_t ws_send_queue_bytes = 16ull << 20;      // Connection::send returns false past this much queued
   std::chrono::milliseconds ws_idle_timeout{60000};   // a ping after half of it; closed after all of it in silence (0: never)
+  // Origins ("https://app.example", "*": any) whose pages may open a WebSocket besides the request's own
+  // origin; a browser's handshake from another Origin is answered 403 (websocket::origin_problem).
+  std::vector<std::string> ws_allowed_origins;
 
   /// Development reload (csgi serve --reload; docs/standalone.md, "Reload on change"). With `load` set,
   /// each prefork worker calls it after its fork, before it listens (the app's library or module is
