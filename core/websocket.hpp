@@ -67,6 +67,7 @@ inline constexpr int invalid_payload = 1007;
 inline constexpr int policy_violation = 1008;
 inline constexpr int too_big = 1009;
 inline constexpr int internal_error = 1011;
+inline constexpr int try_again_later = 1013;
 }  // namespace close_code
 
 /// True for a code an endpoint may send in a close frame: 1000…1003, 1007…1014, 3000…4999.

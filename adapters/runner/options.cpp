@@ -292,6 +292,16 @@ std::vector<OptionSpec> make_table() {
    "(not a browser) is allowed",
    [](const Options&) { return std::string("same origin"); },
    [](Options& o, const std::string& v) { o.server.ws_allowed_origins.push_back(v); }},
+  {"ws-connection-buffer-bytes", 0, "BYTES", H, false,
+   "HTTP/2: memory for unfinished incoming WebSocket messages across the streams of one connection; a "
+   "stream whose message would pass it is closed with 1009",
+   [](const Options& d) { return show_bytes(d.server.ws_connection_buffer_bytes); },
+   [](Options& o, const std::string& v) { o.server.ws_connection_buffer_bytes = whole(v, 4096, 1ull << 40); }},
+  {"ws-process-buffer-bytes", 0, "BYTES", H, false,
+   "memory for unfinished incoming WebSocket messages across every WebSocket of a process (HTTP/1.1 and "
+   "HTTP/2); one whose message would pass it is closed with 1013 (try again later)",
+   [](const Options& d) { return show_bytes(d.server.ws_process_buffer_bytes); },
+   [](Options& o, const std::string& v) { o.server.ws_process_buffer_bytes = whole(v, 4096, 1ull << 40); }},
   {"ws-idle-timeout", 0, "SECONDS", H, false,
    "a silent WebSocket client is pinged after half of this and closed after all of it",
    [](const Options& d) { return show_seconds(d.server.ws_idle_timeout); },

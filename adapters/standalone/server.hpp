@@ -123,6 +123,12 @@ struct ServerOptions {
   // WebSocket (csgix.websocket, core/websocket.hpp).
   std::size_t ws_max_message_bytes = 16ull << 20;     // a bigger message is closed with 1009
   std::size_t ws_send_queue_bytes = 16ull << 20;      // Connection::send returns false past this much queued
+  // Memory held for incoming messages not yet complete (the read buffers' capacity), counted across the
+  // WebSocket streams of one HTTP/2 connection, and across every WebSocket of the process (HTTP/1.1 and
+  // HTTP/2). A read that would pass the first is closed with 1009, one that would pass the second with
+  // 1013 (try again later); other WebSockets and requests go on.
+  std::size_t ws_connection_buffer_bytes = 32ull << 20;
+  std::size_t ws_process_buffer_bytes = 256ull << 20;
   std::chrono::milliseconds ws_idle_timeout{60000};   // a ping after half of it; closed after all of it in silence (0: never)
   // Origins ("https://app.example", "*": any) whose pages may open a WebSocket besides the request's own
   // origin; a browser's handshake from another Origin is answered 403 (websocket::origin_problem).
