@@ -184,7 +184,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check(ref == body, "Beast and the reference decode the same bytes");
     } else {
       // The env's CONTENT_LENGTH (one field of digits: a list or a repeated field is refused) frames the body.
-      std::string_view cl = env.get(keys::CONTENT_LENGTH);
+      std::string_view cl = trim_ows(env.get(keys::CONTENT_LENGTH));
       std::uint64_t n = 0;
       auto r = std::from_chars(cl.data(), cl.data() + cl.size(), n);
       check(r.ec == std::errc() && r.ptr == cl.data() + cl.size(), "CONTENT_LENGTH is a number");
