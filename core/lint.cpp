@@ -469,6 +469,7 @@ public:
     ex_->upgraded = inner_.upgrade(std::move(handler));
     return ex_->upgraded;
   }
+  const std::vector<std::string>& allowed_origins() const override { return inner_.allowed_origins(); }
 
 private:
   websocket::Upgrade& inner_;

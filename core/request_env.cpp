@@ -233,6 +233,16 @@ bool valid_host(std::string_view host) noexcept {
   return true;
 }
 
+std::string_view target_authority(std::string_view target) noexcept {
+  if (target.empty() || target.front() == '/') return {};
+  std::size_t scheme_end = target.find("://");
+  if (scheme_end == std::string_view::npos) return {};
+  std::string_view scheme = target.substr(0, scheme_end);
+  if (!iequals(scheme, "http") && !iequals(scheme, "https")) return {};
+  std::string_view rest = target.substr(scheme_end + 3);
+  return rest.substr(0, rest.find_first_of("/?#"));
+}
+
 void set_server_from_host(Env& env) {
   std::string_view host = env.get(keys::HTTP_HOST);
   if (host.empty()) return;

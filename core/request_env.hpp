@@ -64,6 +64,10 @@ bool add_header(Env& env, std::string_view name, std::string_view value);
 /// reg-name, IPv4 address or bracketed IP literal, and an all-digit port. Empty is invalid for http(s).
 bool valid_host(std::string_view host) noexcept;
 
+/// The authority of an absolute-form request target ("http://a.example:8080/x" → "a.example:8080"), or
+/// "" for any other form. RFC 9112 §3.2.2: it replaces the Host field.
+std::string_view target_authority(std::string_view target) noexcept;
+
 /// Sets SERVER_NAME from Host when present (without the port), as CGI servers do.
 void set_server_from_host(Env& env);
 

@@ -58,6 +58,45 @@ std::string handshake_problem(const Env& env) {
   return {};
 }
 
+const std::vector<std::string>& Upgrade::allowed_origins() const {
+  static const std::vector<std::string> none;
+  return none;
+}
+
+namespace {
+/// `authority` ("host[:port]") without the port that `scheme` implies.
+std::string_view without_default_port(std::string_view authority, std::string_view scheme) {
+  std::string_view port = iequals(scheme, "https") || iequals(scheme, "wss") ? ":443"
+                          : iequals(scheme, "http") || iequals(scheme, "ws") ? ":80"
+                                                                              : "";
+  if (!port.empty() && authority.size() > port.size() && authority.ends_with(port))
+    authority.remove_suffix(port.size());
+  return authority;
+}
+}  // namespace
+
+std::string origin_problem(const Env& env, const std::vector<std::string>& allowed) {
+  const Value* v = env.find("HTTP_ORIGIN");
+  if (!v || !v->is_text()) return {};
+  std::string_view origin = trim_ows(v->text());
+  for (const std::string& a : allowed)
+    if (a == "*" || iequals(a, origin)) return {};
+  std::size_t sep = origin.find("://");
+  if (sep != std::string_view::npos) {
+    std::string_view scheme = origin.substr(0, sep), authority = origin.substr(sep + 3);
+    std::string_view host = env.get(keys::HTTP_HOST);
+    if (!authority.empty() && authority.find('/') == std::string_view::npos &&
+        iequals(without_default_port(authority, scheme), without_default_port(host, env.get(keys::url_scheme))))
+      return {};
+  }
+  std::string why = "WebSocket from Origin ";
+  why.append(origin.substr(0, 200));
+  why += " refused: only the same origin";
+  if (!allowed.empty()) why += " and the allowed origins";
+  why += " may connect";
+  return why;
+}
+
 Response accept(Env& env, Handler handler) {
   auto* up = env.object<Upgrade>(keys::x::websocket);
   if (!up)
@@ -66,6 +105,8 @@ Response accept(Env& env, Handler handler) {
   if (std::string why = handshake_problem(env); !why.empty())
     return upgrade_required(why, !env.get("HTTP_SEC_WEBSOCKET_VERSION").empty() &&
                                      trim_ows(env.get("HTTP_SEC_WEBSOCKET_VERSION")) != "13");
+  const std::vector<std::string>& origins = handler.allowed_origins.empty() ? up->allowed_origins() : handler.allowed_origins;
+  if (std::string why = origin_problem(env, origins); !why.empty()) return Response::error(403, why);
   std::string_view length = env.get(keys::CONTENT_LENGTH);
   if ((!length.empty() && length != "0") || !env.get("HTTP_TRANSFER_ENCODING").empty())
     return Response::error(400, "a WebSocket handshake has no body");

@@ -18,6 +18,8 @@
 ///    RFC 8441, which the adapter presents as the same GET, EXT-11), `Upgrade: websocket`,
 ///    `Connection: Upgrade`, a `Sec-WebSocket-Key` of 16 base64 bytes, `Sec-WebSocket-Version: 13`;
 ///    400 when it has a body;
+///  - 403 when the request carries an `Origin` (a browser's) that may not open a WebSocket here (see
+///    origin_problem below): a page on another site cannot use the visitor's cookies to talk to the app;
 ///  - otherwise 101 with `Upgrade: websocket`: the adapter writes the handshake response (adding
 ///    `Connection` and `Sec-WebSocket-Accept`; headers the app adds to the 101, e.g.
 ///    `Sec-WebSocket-Protocol` or `Set-Cookie`, go with it) and runs the handler.
@@ -42,6 +44,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "csgi/core/response.hpp"
 #include "csgi/core/text.hpp"
@@ -64,6 +67,7 @@ inline constexpr int invalid_payload = 1007;
 inline constexpr int policy_violation = 1008;
 inline constexpr int too_big = 1009;
 inline constexpr int internal_error = 1011;
+inline constexpr int try_again_later = 1013;
 }  // namespace close_code
 
 /// True for a code an endpoint may send in a close frame: 1000…1003, 1007…1014, 3000…4999.
@@ -95,6 +99,9 @@ struct Handler {
   /// The largest message accepted (bigger: closed with 1009); 0 takes the adapter's limit, and a value
   /// above the adapter's limit is cut to it.
   std::size_t max_message_bytes = 0;
+  /// Origins ("https://app.example", "http://localhost:3000"; "*" for any) that may open this WebSocket
+  /// besides the request's own origin. Empty: the adapter's list (Upgrade::allowed_origins).
+  std::vector<std::string> allowed_origins;
 };
 
 /// csgix.websocket: offered by an adapter that can turn this request's connection into a WebSocket (EXT-8).
@@ -104,10 +111,20 @@ public:
   /// Takes the handler for this request (called during the app call, on the app's thread). Returns false
   /// when it cannot (called twice, or not during the app call). The app then returns a 101 (EXT-9).
   virtual bool upgrade(Handler handler) = 0;
+  /// The origins the server allows besides the same origin (`csgi serve --ws-allowed-origin`); none by
+  /// default.
+  virtual const std::vector<std::string>& allowed_origins() const;
 };
 
 /// Why `env` is not a valid opening handshake (RFC 6455 §4.2.1), or "" when it is.
 std::string handshake_problem(const Env& env);
+
+/// Why the request's `Origin` may not open a WebSocket, or "" when it may. A request without Origin (not
+/// from a browser) may; so may one whose Origin names the request's own host and port (its `Host`, the
+/// default port of the Origin's scheme left out), as gorilla/websocket and Django Channels check it; and one
+/// whose Origin is in `allowed` (compared without case; "*" allows every origin). "null" (a sandboxed page,
+/// a file) is allowed only by "*".
+std::string origin_problem(const Env& env, const std::vector<std::string>& allowed);
 
 /// Answers a WebSocket upgrade request with `handler` (see the top of this header).
 Response accept(Env& env, Handler handler);

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <stdexcept>
 
+#include "csgi/core/access_log_line.hpp"
 #include "csgi/core/json.hpp"
 #include "csgi/core/on_response.hpp"
 
@@ -174,70 +175,8 @@ private:
   std::size_t size_ = 0;
 };
 
-/// Bytes Apache's ap_escape_logitem leaves as they are: printable ASCII but `"` and `\`.
-constexpr auto plain_bytes = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c < 0x7f; ++c) t[c] = c != '"' && c != '\\';
-  return t;
-}();
-
-void append_escaped_byte(Line& out, unsigned char c) {
-  static const char hexd[] = "0123456789abcdef";
-  char esc[4] = {'\\', 0, 0, 0};
-  std::size_t n = 2;
-  switch (c) {
-    case '"': esc[1] = '"'; break;
-    case '\\': esc[1] = '\\'; break;
-    case '\b': esc[1] = 'b'; break;
-    case '\n': esc[1] = 'n'; break;
-    case '\r': esc[1] = 'r'; break;
-    case '\t': esc[1] = 't'; break;
-    case '\v': esc[1] = 'v'; break;
-    default:
-      esc[1] = 'x';
-      esc[2] = hexd[c >> 4];
-      esc[3] = hexd[c & 15];
-      n = 4;
-  }
-  out.append(esc, n);
-}
-
-/// True when none of the 8 bytes in `w` needs escaping (each test is exact for "some byte is ...").
-[[gnu::always_inline]] inline bool eight_plain(std::uint64_t w) noexcept {
-  constexpr std::uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-  auto has_zero = [&](std::uint64_t x) { return (x - ones) & ~x & highs; };
-  std::uint64_t control = (w - ones * 0x20) & ~w & highs;  // a byte below 0x20
-  return !(control | (w & highs) | has_zero(w ^ (ones * 0x7f)) | has_zero(w ^ (ones * '"')) |
-           has_zero(w ^ (ones * '\\')));
-}
-
-/// Where the run of plain bytes starting at `i` ends.
-std::size_t plain_run_end(std::string_view s, std::size_t i) noexcept {
-  std::uint64_t w;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::memcpy(&w, s.data() + i, 8);
-    if (!eight_plain(w)) break;
-  }
-  if (i < s.size() && s.size() >= 8 && s.size() - i < 8) {  // a tail: its last eight bytes, overlapping
-    std::memcpy(&w, s.data() + s.size() - 8, 8);
-    if (eight_plain(w)) return s.size();
-  }
-  while (i < s.size() && plain_bytes[static_cast<unsigned char>(s[i])]) ++i;
-  return i;
-}
-
-/// Apache's ap_escape_logitem: `"` and `\` escaped, non-printable bytes as \xhh (\n \t etc. by name).
-/// Runs of plain bytes are copied at once.
-void append_escaped_bytes(Line& out, std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    std::size_t plain_end = plain_run_end(s, i);
-    out.append(s.data() + i, plain_end - i);
-    if (plain_end == s.size()) break;
-    append_escaped_byte(out, static_cast<unsigned char>(s[plain_end]));
-    i = plain_end + 1;
-  }
-}
+/// A text field escaped once for every access log (core/access_log_line.hpp).
+void append_escaped_bytes(Line& out, std::string_view s) { append_log_escaped(out, s); }
 
 /// A JSON string (nlohmann's escaping); a byte of no valid UTF-8 sequence becomes U+FFFD, so every
 /// line parses as JSON.
@@ -245,7 +184,7 @@ void append_json_string(Line& out, std::string_view s) {
   out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-/// Text made of `parts` as the item wants it: Apache-escaped ("-" when empty) or a JSON string.
+/// Text made of `parts` as the item wants it: escaped ("-" when empty) or a JSON string.
 void append_text(Line& out, std::initializer_list<std::string_view> parts, const Item& item) {
   if (item.json) {
     std::string whole;

@@ -7,7 +7,8 @@
 /// %{strftime}t, %{sec|msec|usec}t) %r (first line) %m %U %q %H %v %V %p %>s %s %b (body bytes, "-" for
 /// none) %B (body bytes) %D (µs taken) %T (s taken; %{ms}T %{us}T %{s}T) %{Name}i (request header)
 /// %{Name}o (response header) %{key}e (env text value) %L (request id: env request_id.id) %%. Text is
-/// escaped as Apache does it (`"`→`\"`, `\`→`\\`, controls and bytes ≥ 0x7f → \xhh); missing values "-".
+/// escaped as nginx does it, by the one escaping of core/access_log_line.hpp that the standalone server's
+/// own log uses too (`"`, `\`, controls and bytes ≥ 0x7f → \xHH); missing values "-".
 ///
 /// "json" writes one JSON object per line, its fields named as nginx's variables: time_iso8601, msec (log
 /// time, s.mmm), remote_addr, remote_user, request, request_method, request_uri, server_protocol, host,

@@ -239,6 +239,12 @@ std::vector<OptionSpec> make_table() {
    "HTTP/2: no WebSocket over a stream (RFC 8441 extended CONNECT; SETTINGS_ENABLE_CONNECT_PROTOCOL is not "
    "sent), so that clients open their WebSockets on an HTTP/1.1 connection",
    off, [](Options& o, const std::string&) { o.server.h2_websocket = false; }},
+  {"h2c-upgrade", 0, nullptr, H, false,
+   "HTTP/2: take HTTP/1.1 `Upgrade: h2c` (deprecated by RFC 9113) on plain connections; off, it is ignored "
+   "(h2c with prior knowledge is always taken). Risk: behind a proxy that forwards Upgrade (as WebSocket "
+   "setups do), the client's later requests reach the server as HTTP/2 frames the proxy does not inspect, "
+   "past its per-path rules",
+   off, [](Options& o, const std::string&) { o.server.h2c_upgrade = true; }},
   {"header-timeout", 0, "SECONDS", H, false, "to receive a request head; then 408",
    [](const Options& d) { return show_seconds(d.server.header_timeout); },
    [](Options& o, const std::string& v) { o.server.header_timeout = seconds(v); }},
@@ -288,6 +294,22 @@ std::vector<OptionSpec> make_table() {
    "WebSocket messages queued for a slow client up to this size; past it send() returns false",
    [](const Options& d) { return show_bytes(d.server.ws_send_queue_bytes); },
    [](Options& o, const std::string& v) { o.server.ws_send_queue_bytes = whole(v, 1, 1ull << 40); }},
+  {"ws-allowed-origin", 0, "ORIGIN", H, true,
+   "a browser origin (https://app.example, http://localhost:3000; * for any) whose pages may open a WebSocket "
+   "besides the same origin; repeatable. A handshake whose Origin is neither gets 403; one without Origin "
+   "(not a browser) is allowed",
+   [](const Options&) { return std::string("same origin"); },
+   [](Options& o, const std::string& v) { o.server.ws_allowed_origins.push_back(v); }},
+  {"ws-connection-buffer-bytes", 0, "BYTES", H, false,
+   "HTTP/2: memory for unfinished incoming WebSocket messages across the streams of one connection; a "
+   "stream whose message would pass it is closed with 1009",
+   [](const Options& d) { return show_bytes(d.server.ws_connection_buffer_bytes); },
+   [](Options& o, const std::string& v) { o.server.ws_connection_buffer_bytes = whole(v, 4096, 1ull << 40); }},
+  {"ws-process-buffer-bytes", 0, "BYTES", H, false,
+   "memory for unfinished incoming WebSocket messages across every WebSocket of a process (HTTP/1.1 and "
+   "HTTP/2); one whose message would pass it is closed with 1013 (try again later)",
+   [](const Options& d) { return show_bytes(d.server.ws_process_buffer_bytes); },
+   [](Options& o, const std::string& v) { o.server.ws_process_buffer_bytes = whole(v, 4096, 1ull << 40); }},
   {"ws-idle-timeout", 0, "SECONDS", H, false,
    "a silent WebSocket client is pinged after half of this and closed after all of it",
    [](const Options& d) { return show_seconds(d.server.ws_idle_timeout); },

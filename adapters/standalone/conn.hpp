@@ -42,6 +42,7 @@
 #include "csgi/adapters/standalone/request_parser.hpp"
 #include "csgi/adapters/standalone/websocket_session.hpp"
 #include "csgi/adapters/standalone/tls.hpp"
+#include "csgi/core/access_log_line.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -169,6 +170,7 @@ public:
   bool send(int status, const Headers& headers) override;
   // csgix.websocket (websocket_upgrade.cpp)
   bool upgrade(websocket::Handler handler) override;
+  const std::vector<std::string>& allowed_origins() const override { return sh_.opt.ws_allowed_origins; }
 
   // Delayed responses (called on the io thread, posted by the responder / writer).
   void on_delayed(Response r);
@@ -478,9 +480,6 @@ private:
   std::unique_ptr<char[]> tls_out_;   // 16 KiB, for gathered small segments
   std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
-
-/// One access-log line in the combined format (respond.cpp); SERVER_PROTOCOL names the protocol.
-std::string combined_log_line(std::string_view remote_addr, const Env& env, int status, std::uint64_t body_bytes);
 
 /// The Responder handed to the app for a delayed response (delayed.cpp).
 std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,

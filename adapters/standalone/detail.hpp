@@ -94,6 +94,9 @@ struct Shared {
   std::atomic<std::size_t> connections{0};
   std::unique_ptr<BodyMemory> body_memory;  // request bodies in memory, process-wide (request_body.hpp)
   BodyLimits body_limits;
+  // Incoming WebSocket message bytes of the whole process (ServerOptions::ws_process_buffer_bytes); set
+  // with the options, shared with the sessions, which may end after the server.
+  std::shared_ptr<class ByteBudget> ws_budget;
   ServerStats* stats = nullptr;  // the server's own (Server::stats()), in the env as csgix.server_stats
   std::atomic<bool> stopping{false};  // set as soon as a stop is asked: responses say Connection: close
   std::atomic<unsigned> accepting{0};  // io threads that have not closed their acceptors yet

@@ -651,7 +651,7 @@ void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t bo
   Shared& sh = c_.sh_;
   sh.stats->record_response(status, body_bytes);
   if (!sh.access_log.enabled() || !req.env) return;
-  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes));
+  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes, std::time(nullptr)));
 }
 
 void H2Conn::log_error(std::string_view what) {
@@ -692,11 +692,11 @@ bool has_token(std::string_view list, std::string_view token) {
 }
 }  // namespace
 
-// HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a body: answered 101,
-// and the request is served as stream 1 of an HTTP/2 connection. Anything else is served as HTTP/1.1.
-// Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
+// With h2c_upgrade on, HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a
+// body: answered 101, and the request is served as stream 1 of an HTTP/2 connection. Anything else is
+// served as HTTP/1.1. Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
 bool Conn::try_h2c_upgrade() {
-  if (tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
+  if (!sh_.opt.h2c_upgrade || tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
       !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||

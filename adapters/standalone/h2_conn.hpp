@@ -20,6 +20,7 @@ namespace csgi::standalone::detail {
 using boost::system::error_code;
 class Conn;
 class WsSession;
+class ByteBudget;
 
 /// The byte stream under a session: the plain socket (h2_conn.cpp), or a TLS stream whose ALPN chose
 /// "h2". Each call starts one operation and returns; its completion comes back on the io thread as
@@ -118,6 +119,7 @@ private:
   std::vector<std::unique_ptr<Env>> spare_envs_;  // envs of closed streams, for the next ones
   std::size_t in_app_ = 0;  // requests whose app call (or delayed response's callable) has not returned
   std::unordered_map<std::int32_t, std::shared_ptr<WsSession>> ws_;  // the WebSocket sessions of streams
+  std::shared_ptr<ByteBudget> ws_budget_;  // their incoming bytes (ServerOptions::ws_connection_buffer_bytes)
 };
 
 }  // namespace csgi::standalone::detail

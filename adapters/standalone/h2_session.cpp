@@ -74,6 +74,7 @@ H2Limits H2Limits::from(const ServerOptions& opt) {
   l.max_body_bytes = opt.max_body_bytes;
   l.websocket = opt.h2_websocket;
   l.body.memory_bytes = opt.body_buffer_bytes;
+  l.ws_allowed_origins = &opt.ws_allowed_origins;
   return l;
 }
 
@@ -827,6 +828,7 @@ void H2Session::finish_head(Stream& s, bool end_stream) {
   if (ws && !s.bad_status) {
     // The app runs now: the stream's DATA is the WebSocket's, not a body to wait for.
     s.ws = s.req->websocket = true;
+    s.req->origins = limits_.ws_allowed_origins;
     if (awaiting_ > 0) --awaiting_;
     ready_.push_back(s.id);
     return;

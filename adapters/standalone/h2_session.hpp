@@ -69,6 +69,10 @@ struct H2Request final : Input, Informational, websocket::Upgrade {
   void rewind() override { body.rewind(); }
   bool send(int status, const Headers& headers) override { return interim && interim->send(id, status, headers); }
   bool upgrade(websocket::Handler handler) override;
+  const std::vector<std::string>* origins = nullptr;  // ServerOptions::ws_allowed_origins
+  const std::vector<std::string>& allowed_origins() const override {
+    return origins ? *origins : websocket::Upgrade::allowed_origins();
+  }
 };
 
 struct H2WsPipe;
@@ -98,6 +102,7 @@ struct H2Limits {
   std::uint64_t max_body_bytes = 64ull << 20;
   bool websocket = true;  // SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSocket over a stream (RFC 8441)
   BodyLimits body;        // where request bodies go (the server's, with its process-wide memory cap)
+  const std::vector<std::string>* ws_allowed_origins = nullptr;  // the options' own, which outlive sessions
   static H2Limits from(const ServerOptions& opt);
 };
 

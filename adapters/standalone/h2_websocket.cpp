@@ -72,6 +72,8 @@ void H2Conn::begin_websocket(std::int32_t id, Response& res, websocket::Handler 
   st.handler = std::move(handler);
   st.handshake = ws_handshake_text(*req->env);
   st.remote_addr = c_.peer_.addr;
+  if (!ws_budget_) ws_budget_ = std::make_shared<ByteBudget>(c_.sh_.opt.ws_connection_buffer_bytes);
+  st.connection_budget = ws_budget_;
   st.on_end = [wc, id] {
     if (auto c = wc.lock(); c && c->h2()) c->h2()->ws_ended(id);
   };

@@ -71,10 +71,12 @@ void RequestParser::on_field_impl(http::field f, boost::beast::string_view name,
   switch (f) {
     case http::field::host: ++host_count_; break;
     case http::field::content_length:
-      // Differing repeated Content-Length (RFC 9112 §6.3): refuse.
-      if (!cl_value_.empty() && trim_ows(v) != cl_value_)
-        return refuse(400, "conflicting Content-Length fields", ec, http::error::bad_content_length);
+      // One field of one number (RFC 9112 §6.3): a list ("5, 5") or a repeated field is refused, as
+      // nginx does, so no app sees a CONTENT_LENGTH that is not a number.
+      if (!cl_value_.empty()) return refuse(400, "repeated Content-Length", ec, http::error::bad_content_length);
       cl_value_ = trim_ows(v);
+      if (cl_value_.empty() || cl_value_.find_first_not_of("0123456789") != std::string_view::npos)
+        return refuse(400, "Content-Length is not a number", ec, http::error::bad_content_length);
       break;
     case http::field::transfer_encoding: {
       // RFC 9112 §6.1: chunked must be the final coding, once; any other coding is not implemented.
@@ -108,6 +110,11 @@ void RequestParser::on_header_impl(error_code& ec) {
   if (!http10 && host_count_ != 1) return fail(400, host_count_ ? "repeated Host" : "missing Host");
   if (http10 && host_count_ > 1) return fail(400, "repeated Host");
   if (host_count_ == 1 && !valid_host(env_.get(keys::HTTP_HOST))) return fail(400, "malformed Host");
+  // RFC 9112 §3.2.2: the authority of an absolute-form target replaces Host.
+  if (std::string_view authority = target_authority(env_.get(keys::REQUEST_URI)); !authority.empty()) {
+    if (!valid_host(authority)) return fail(400, "malformed authority in the request target");
+    env_.set_view(keys::HTTP_HOST, authority);
+  }
   set_server_from_host(env_);
 }
 

@@ -467,32 +467,6 @@ void Conn::log_error(std::string_view what) {
   sh_.errors.write(line);
 }
 
-std::string combined_log_line(std::string_view remote_addr, const Env& env, int status, std::uint64_t body_bytes) {
-  auto field = [](std::string_view v) { return v.empty() ? std::string("-") : std::string(v); };
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char when[40];
-  std::strftime(when, sizeof when, "%d/%b/%Y:%H:%M:%S +0000", &tm);
-  std::string line;
-  line.reserve(256);
-  line += remote_addr.empty() ? std::string_view("-") : remote_addr;
-  line += " - - [";
-  line += when;
-  line += "] \"";
-  line += env.get(keys::REQUEST_METHOD);
-  line += ' ';
-  line += env.get(keys::REQUEST_URI);
-  line += ' ';
-  line += env.get(keys::SERVER_PROTOCOL);
-  line += "\" ";
-  line += std::to_string(status);
-  line += ' ';
-  line += std::to_string(body_bytes);
-  line += " \"" + field(env.get(keys::HTTP_REFERER)) + "\" \"" + field(env.get(keys::HTTP_USER_AGENT)) + "\"\n";
-  return line;
-}
-
 // The connection closes with the response's head written and its body not complete: counted and logged
 // with the body bytes it got, as the complete ones are.
 void Conn::log_cut_short() noexcept {
@@ -506,7 +480,7 @@ void Conn::log_cut_short() noexcept {
 
 void Conn::log_access() {
   if (!sh_.access_log.enabled() || !env_) return;
-  sh_.access_log.write(combined_log_line(peer_.addr, *env_, req_.status, req_.sent_body));
+  sh_.access_log.write(combined_log_line(peer_.addr, *env_, req_.status, req_.sent_body, std::time(nullptr)));
 }
 
 // Output.

@@ -34,6 +34,7 @@
 #include "csgi/adapters/standalone/recycle.hpp"
 #include "csgi/adapters/standalone/systemd_notify.hpp"
 #include "csgi/adapters/standalone/upgrade.hpp"
+#include "csgi/adapters/standalone/websocket_session.hpp"
 #include "csgi/adapters/standalone/worker_reports.hpp"
 #include "csgi/adapters/standalone/tls.hpp"
 #include "csgi/core/response.hpp"
@@ -700,6 +701,7 @@ int Server::Impl::run() {
   sh.body_limits.memory = sh.body_memory.get();
   if (!opt.body_temp_dir.empty()) sh.body_limits.temp_dir = opt.body_temp_dir;
   else if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) sh.body_limits.temp_dir = tmp;
+  sh.ws_budget = std::make_shared<ByteBudget>(opt.ws_process_buffer_bytes);
   sh.proxy = ProxyTrust(opt.proxy_protocol, opt.trusted_proxies);
   sh.init_status_lines();
   sh.multithread = opt.threads > 1 || opt.app_threads > 0;

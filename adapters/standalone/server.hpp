@@ -90,7 +90,7 @@ struct ServerOptions {
   // body_timeout, is refused with 408 (Apache mod_reqtimeout's body=N,MinRate=R); 0: no minimum rate.
   std::uint64_t body_min_rate = 500;
   std::size_t max_connections = 10000;        // per process; accepting pauses at the limit
-  // HTTP/2 (h2 by ALPN on TLS listeners; h2c with prior knowledge or Upgrade: h2c on plain ones): streams a
+  // HTTP/2 (h2 by ALPN on TLS listeners; h2c with prior knowledge on plain ones): streams a
   // connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; 0: no HTTP/2 at all), and each
   // stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE). The header list size is max_header_bytes;
   // request bodies are read whole (up to max_body_bytes) before the app runs, as HTTP/1 bodies are.
@@ -99,6 +99,11 @@ struct ServerOptions {
   // WebSocket over an HTTP/2 stream (RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL, an extended CONNECT);
   // off: HTTP/2 clients open their WebSockets on an HTTP/1.1 connection.
   bool h2_websocket = true;
+  // HTTP/1.1 `Upgrade: h2c` (RFC 7540 §3.2, deprecated by RFC 9113 §3.1). Off: the Upgrade header is
+  // ignored and the request answered in HTTP/1.1. On, behind a proxy that forwards Upgrade (WebSocket
+  // configurations do), the client speaks HTTP/2 straight to the server and its further requests pass
+  // the proxy's per-request rules unseen.
+  bool h2c_upgrade = false;
 
   // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
   // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start
@@ -124,7 +129,16 @@ struct ServerOptions {
   // WebSocket (csgix.websocket, core/websocket.hpp).
   std::size_t ws_max_message_bytes = 16ull << 20;     // a bigger message is closed with 1009
   std::size_t ws_send_queue_bytes = 16ull << 20;      // Connection::send returns false past this much queued
+  // Memory held for incoming messages not yet complete (the read buffers' capacity), counted across the
+  // WebSocket streams of one HTTP/2 connection, and across every WebSocket of the process (HTTP/1.1 and
+  // HTTP/2). A read that would pass the first is closed with 1009, one that would pass the second with
+  // 1013 (try again later); other WebSockets and requests go on.
+  std::size_t ws_connection_buffer_bytes = 32ull << 20;
+  std::size_t ws_process_buffer_bytes = 256ull << 20;
   std::chrono::milliseconds ws_idle_timeout{60000};   // a ping after half of it; closed after all of it in silence (0: never)
+  // Origins ("https://app.example", "*": any) whose pages may open a WebSocket besides the request's own
+  // origin; a browser's handshake from another Origin is answered 403 (websocket::origin_problem).
+  std::vector<std::string> ws_allowed_origins;
 
   /// Development reload (csgi serve --reload; docs/standalone.md, "Reload on change"). With `load` set,
   /// each prefork worker calls it after its fork, before it listens (the app's library or module is

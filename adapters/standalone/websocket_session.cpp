@@ -138,6 +138,7 @@ public:
     std::size_t limit = sh_.opt.ws_max_message_bytes;
     if (st_.handler.max_message_bytes > 0) limit = std::min(limit, st_.handler.max_message_bytes);
     ws_.read_message_max(limit);
+    message_max_ = limit;
     ws_.auto_fragment(false);
     bws::stream_base::timeout to{};
     to.handshake_timeout = sh_.opt.header_timeout;
@@ -159,6 +160,11 @@ public:
       if (!named) res.set(beast::http::field::server, "csgi");
     }));
     ch_ = std::make_shared<Channel>(std::move(st_.remote_addr), sh_.opt.ws_send_queue_bytes, t_.mailbox);
+  }
+
+  ~Session() override {
+    if (st_.connection_budget) st_.connection_budget->give(charged_);
+    budget_->give(charged_);
   }
 
   void start() {
@@ -197,13 +203,63 @@ private:
     });
   }
 
+  // A message is read piece by piece into in_, whose room is charged to the budgets before it is
+  // allocated (so a refused message never held the memory).
   void read() {
-    if (ended_) return;
-    ws_.async_read(in_, [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+    if (ended_ || refused_) return;
+    if (!make_room()) return;
+    ws_.async_read_some(in_, in_.capacity() - in_.size(),
+                        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  static constexpr std::size_t min_room = 4096;  // a read is never smaller (Beast reads a frame head in 1536)
+  static constexpr std::size_t kept = 64 * 1024;  // a buffer up to this size stays between messages
+
+  /// Room for the next read: in_ grows (doubling, at most to the message limit and min_room) only when
+  /// the connection's and the process's budgets give the bytes. Past one, the WebSocket is closed: 1009
+  /// for the connection's, 1013 (try again later) for the process's.
+  bool make_room() {
+    if (in_.capacity() - in_.size() >= min_room) return true;
+    std::size_t cap = std::min(std::max(in_.size() + min_room, in_.capacity() * 2), message_max_ + min_room);
+    std::size_t more = cap > charged_ ? cap - charged_ : 0;
+    if (st_.connection_budget && !st_.connection_budget->take(more)) {
+      refuse(websocket::close_code::too_big, "message too big for this connection's WebSocket buffers");
+      return false;
+    }
+    if (!budget_->take(more)) {
+      if (st_.connection_budget) st_.connection_budget->give(more);
+      refuse(websocket::close_code::try_again_later, "server busy: too many WebSocket bytes buffered, try again later");
+      return false;
+    }
+    charged_ += more;
+    in_.max_size(cap);
+    in_.reserve(cap);
+    return true;
+  }
+
+  /// Gives back what the budgets hold beyond in_'s capacity now.
+  void settle() noexcept {
+    std::size_t keep = std::min(charged_, in_.capacity());
+    if (charged_ > keep) {
+      if (st_.connection_budget) st_.connection_budget->give(charged_ - keep);
+      budget_->give(charged_ - keep);
+      charged_ = keep;
+    }
+  }
+
+  /// The message being read goes (its memory at once) and the WebSocket closes with `code` after what
+  /// the app has queued; the app's on_close gets the peer's answer.
+  void refuse(int code, const char* reason) {
+    refused_ = true;
+    in_.consume(in_.size());
+    in_.shrink_to_fit();
+    settle();
+    ch_->close(code, reason);
   }
 
   void on_read(error_code ec) {
     if (ec) return end(ec);
+    if (!ws_.is_message_done()) return read();
     bool binary = ws_.got_binary();
     auto self = this->shared_from_this();
     call([self, binary] {
@@ -212,7 +268,8 @@ private:
       self->st_.handler.on_message(*self->ch_, std::string_view(static_cast<const char*>(d.data()), d.size()), binary);
     }, [self] {
       self->in_.consume(self->in_.size());
-      if (self->in_.capacity() > 64 * 1024) self->in_.shrink_to_fit();
+      if (self->in_.capacity() > kept) self->in_.shrink_to_fit();
+      self->settle();
       self->read();
     });
   }
@@ -300,6 +357,9 @@ private:
   }
 
   void finish() {
+    in_.consume(in_.size());
+    in_.shrink_to_fit();
+    settle();
     abort();
     if (auto f = std::exchange(st_.on_end, nullptr)) f();
   }
@@ -309,8 +369,11 @@ private:
   bws::stream<Next> ws_;
   WsStart st_;
   beast::flat_buffer in_;
+  std::shared_ptr<ByteBudget> budget_ = sh_.ws_budget;  // the process's
+  std::size_t charged_ = 0;      // bytes of in_'s capacity held in budget_ (and the connection's)
+  std::size_t message_max_ = 0;  // read_message_max
   std::shared_ptr<Channel> ch_;
-  bool opened_ = false, writing_ = false, close_sent_ = false, ended_ = false;
+  bool opened_ = false, writing_ = false, close_sent_ = false, ended_ = false, refused_ = false;
 };
 
 }  // namespace

@@ -10,6 +10,8 @@
 // The stream type is the session's template parameter (websocket_session.cpp): the plain socket, or, on a
 // TLS connection, the socket and its TlsSession as one stream (TlsStream, tls_stream.hpp), or an HTTP/2
 // stream's DATA frames (H2WsStream, h2_websocket.hpp).
+#include <atomic>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +21,27 @@
 #include "csgi/core/websocket.hpp"
 
 namespace csgi::standalone::detail {
+
+/// Bytes held against a limit, shared by the WebSocket sessions of an HTTP/2 connection or of a process;
+/// take() and give() from any thread.
+class ByteBudget {
+public:
+  explicit ByteBudget(std::size_t limit) noexcept : limit_(limit) {}
+  /// Takes `n` bytes; false (nothing taken) when that would pass the limit.
+  bool take(std::size_t n) noexcept {
+    std::size_t used = used_.load(std::memory_order_relaxed);
+    do {
+      if (n > limit_ || used > limit_ - n) return false;
+    } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+    return true;
+  }
+  void give(std::size_t n) noexcept { used_.fetch_sub(n, std::memory_order_relaxed); }
+  std::size_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+
+private:
+  const std::size_t limit_;
+  std::atomic<std::size_t> used_{0};
+};
 
 /// What a connection knows of its WebSocket session (called on the io thread).
 class WsSession {
@@ -38,6 +61,7 @@ struct WsStart {
   Headers headers;          // the app's 101 headers, sent with the handshake response
   std::string remote_addr;
   std::function<void()> on_end;  // called once on the io thread when the session has ended
+  std::shared_ptr<ByteBudget> connection_budget;  // HTTP/2: shared by the connection's streams (else null)
 };
 
 class TlsSession;

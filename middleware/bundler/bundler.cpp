@@ -317,6 +317,7 @@ public:
         ++invalidations;
         if (live) live->broadcast();
       });
+      if (live) w->on_tick(opt.live_reload_keepalive, [hub = live] { hub->keep_alive(); });
     }
     if (opt.prebuild) {
       std::lock_guard lock(graph.mu);

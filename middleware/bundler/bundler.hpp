@@ -31,6 +31,7 @@
 ///
 /// Thread-safe: one instance serves every thread; caches are shared and locked, nothing per request is
 /// kept in members. Copies share the same caches.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -104,6 +105,9 @@ struct BundlerOptions {
   /// worker's watcher feeds the streams that worker holds, and a stream watches the whole tree but
   /// node_modules/ and dot-directories when it opens.
   bool live_reload = false;
+  /// live_reload: a comment line goes to every stream this often, so a client that has gone is dropped
+  /// (and a proxy does not take the stream for idle) without waiting for an edit.
+  std::chrono::milliseconds live_reload_keepalive{15000};
 };
 
 class Bundler {

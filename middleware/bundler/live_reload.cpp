@@ -22,7 +22,15 @@ bool LiveHub::add(const WriterPtr& w) {
 
 std::size_t LiveHub::broadcast() {
   std::lock_guard lock(mu_);
-  std::string msg = "event: change\ndata: " + std::to_string(++seq_) + "\n\n";
+  return send_all("event: change\ndata: " + std::to_string(++seq_) + "\n\n");
+}
+
+std::size_t LiveHub::keep_alive() {
+  std::lock_guard lock(mu_);
+  return send_all(": keep-alive\n\n");
+}
+
+std::size_t LiveHub::send_all(const std::string& msg) {
   std::vector<WriterPtr> kept;
   kept.reserve(subs_.size());
   for (auto& w : subs_)

@@ -1,8 +1,9 @@
 #pragma once
 /// The bundler's live-reload channel (BundlerOptions::live_reload): the Server-Sent Events streams of
 /// one process, fed by that process's inotify watcher. Each subscriber is the Writer of a delayed
-/// response; a change is one `event: change` to each; a subscriber whose client has gone (write()
-/// false) is dropped then.
+/// response; a change is one `event: change` to each. A subscriber whose client has gone (write()
+/// false) is dropped at the next write: a change, or the keep-alive comment the watcher's thread
+/// sends every BundlerOptions::live_reload_keepalive, so a closed tab does not stay on the list.
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -23,9 +24,15 @@ public:
   bool add(const WriterPtr& w);
   /// One `event: change` with a sequence number to every subscriber; returns how many got it.
   std::size_t broadcast();
+  /// A comment line (ignored by EventSource) to every subscriber, dropping those whose client has
+  /// gone; returns how many are left.
+  std::size_t keep_alive();
   std::size_t subscribers();
 
 private:
+  /// Writes `msg` to every subscriber and keeps those that took it.
+  std::size_t send_all(const std::string& msg);
+
   std::mutex mu_;
   std::vector<WriterPtr> subs_;
   std::uint64_t seq_ = 0;

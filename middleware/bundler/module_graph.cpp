@@ -117,15 +117,28 @@ void Watcher::start_locked() {
   if (fd_ < 0) return;
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   if (stop_fd_ < 0) return;
-  thread_ = std::thread([this, cb = on_change_] {
+  thread_ = std::thread([this, cb = on_change_, tick = on_tick_, every = tick_every_] {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    auto next_tick = std::chrono::steady_clock::now() + every;
     while (true) {
-      int n = ::poll(fds, 2, -1);
+      int timeout = -1;
+      if (tick) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - std::chrono::steady_clock::now());
+        timeout = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 3600000));
+      }
+      int n = ::poll(fds, 2, timeout);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 || (fds[1].revents & POLLIN)) return;
-      if (drain() > 0) {
+      if (n > 0 && drain() > 0) {
         try {
           cb();
+        } catch (...) {
+        }
+      }
+      if (tick && std::chrono::steady_clock::now() >= next_tick) {
+        next_tick = std::chrono::steady_clock::now() + every;
+        try {
+          tick();
         } catch (...) {
         }
       }

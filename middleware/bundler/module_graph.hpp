@@ -4,6 +4,7 @@
 ///
 /// Not thread-safe by itself: the owner (Bundler::Impl) holds `mu` around every call except
 /// Watcher::drain(), which may run concurrently.
+#include <chrono>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -65,6 +66,12 @@ public:
   ~Watcher();
   /// What to call after a batch of events; set before the first ensure_running().
   void on_change(std::function<void()> fn) { on_change_ = std::move(fn); }
+  /// What to call at least every `every` on the same thread, events or not; set before the first
+  /// ensure_running().
+  void on_tick(std::chrono::milliseconds every, std::function<void()> fn) {
+    tick_every_ = every;
+    on_tick_ = std::move(fn);
+  }
   /// Starts (or, in a forked process, restarts) the thread. Cheap when it runs: one atomic load.
   void ensure_running();
   /// Stops the thread (also done by the destructor).
@@ -85,6 +92,8 @@ private:
   int stop_fd_ = -1;
   std::thread thread_;
   std::function<void()> on_change_;
+  std::chrono::milliseconds tick_every_{0};
+  std::function<void()> on_tick_;
   std::mutex start_mu_;
   std::atomic<unsigned> running_in_{0};  // fork generation + 1 of the process whose thread runs; 0: none
   unsigned fd_generation_ = 0;           // fork generation of the process that made fd_

@@ -20,6 +20,8 @@ namespace {
 struct FakeUpgrade final : ws::Upgrade {
   int taken = 0;
   ws::Handler handler;
+  std::vector<std::string> origins;  // the server's allowed origins
+  const std::vector<std::string>& allowed_origins() const override { return origins; }
   bool upgrade(ws::Handler h) override {
     if (taken++ > 0) return false;
     handler = std::move(h);
@@ -214,4 +216,39 @@ TEST_CASE("websocket::valid_utf8", "[websocket]") {
 TEST_CASE("websocket::sendable_close_code", "[websocket]") {
   for (int c : {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 3000, 4999}) CHECK(ws::sendable_close_code(c));
   for (int c : {0, 999, 1004, 1005, 1006, 1015, 2000, 2999, 5000}) CHECK_FALSE(ws::sendable_close_code(c));
+}
+
+TEST_CASE("websocket::accept: a browser's Origin must be the same origin or an allowed one, else 403", "[websocket]") {
+  auto status = [](Fields f, std::vector<std::string> server = {}) {
+    FakeUpgrade up;
+    up.origins = std::move(server);
+    auto r = call_accept(&up, with(std::move(f), "Host", "a.example:8080"));
+    if (r.status == 403) CHECK(r.body.find("Origin") != std::string::npos);
+    CHECK((r.status == 101) == (up.taken == 1));
+    return r.status;
+  };
+  CHECK(status(handshake()) == 101);  // no Origin: not a browser
+  CHECK(status(with(handshake(), "Origin", "http://a.example:8080")) == 101);
+  CHECK(status(with(handshake(), "Origin", "HTTP://A.EXAMPLE:8080")) == 101);
+  CHECK(status(with(handshake(), "Origin", "http://evil.example")) == 403);
+  CHECK(status(with(handshake(), "Origin", "http://a.example:8081")) == 403);
+  CHECK(status(with(handshake(), "Origin", "http://a.example")) == 403);
+  CHECK(status(with(handshake(), "Origin", "null")) == 403);
+  CHECK(status(with(handshake(), "Origin", "http://evil.example"), {"http://evil.example"}) == 101);
+  CHECK(status(with(handshake(), "Origin", "http://evil.example"), {"*"}) == 101);
+  CHECK(status(with(handshake(), "Origin", "http://other.example"), {"http://evil.example"}) == 403);
+}
+
+TEST_CASE("websocket::origin_problem: the default port of the Origin's scheme is left out", "[websocket]") {
+  Env env;
+  env.set(keys::HTTP_HOST, "a.example");
+  env.set(keys::url_scheme, "http");
+  env.set("HTTP_ORIGIN", "https://a.example");  // behind a TLS-terminating proxy
+  CHECK(ws::origin_problem(env, {}).empty());
+  env.set("HTTP_ORIGIN", "https://a.example:443");
+  CHECK(ws::origin_problem(env, {}).empty());
+  env.set("HTTP_ORIGIN", "https://a.example:8443");
+  CHECK_FALSE(ws::origin_problem(env, {}).empty());
+  env.set("HTTP_ORIGIN", "https://a.example/path");
+  CHECK_FALSE(ws::origin_problem(env, {}).empty());
 }

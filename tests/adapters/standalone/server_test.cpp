@@ -341,6 +341,24 @@ TEST_CASE("standalone: the access log gets one combined-format line per request"
   ::unlink(log.c_str());
 }
 
+TEST_CASE("standalone: the access log escapes quotes and control bytes of the request line and fields") {
+  std::string log = "/tmp/csgi-standalone-escape-" + std::to_string(::getpid()) + ".log";
+  ::unlink(log.c_str());
+  csgi::standalone::ServerOptions opt;
+  opt.access_log = log;
+  {
+    Running run([](Env&) { return Response::text(200, "ok"); }, opt);
+    get(run.port, "/a\"b", "User-Agent: x\" 999 \"forged\tz\\\r\nReferer: r\xc3\xa9\xff\r\n");
+  }
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  INFO(ss.str());
+  CHECK(ss.str().find(R"("GET /a\x22b HTTP/1.1" 200 2 "r\xC3\xA9\xFF" "x\x22 999 \x22forged\x09z\x5C")") != std::string::npos);
+  CHECK(ss.str().find("\"forged") == std::string::npos);
+  ::unlink(log.c_str());
+}
+
 namespace {
 
 // Reads the head and about 100 KB of `path`'s body, then resets the connection.

@@ -594,21 +594,35 @@ def graceful_stop(srv, label):
     check(rc == 0, label + "server exits 0 after SIGTERM (%s)" % rc)
 
 
-def main():
-    # Real clients against the demo.
-    srv = Server(["--demo"])
+def h2c_upgrade_ignored(port):
+    """Default options: an HTTP/1.1 request asking for Upgrade: h2c is answered in HTTP/1.1, no 101, and the
+    HTTP/2 bytes a client sends after it are no HTTP/2 stream (they would pass a front proxy unseen)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /hello HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+              b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+              b"GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    closed, data = drain_until_closed(s, 10)
+    s.close()
+    check(closed and data.startswith(b"HTTP/1.1 200 ") and b" 101 " not in data and data.count(b"HTTP/1.1 200 ") == 2
+          and data.count(b"Hello, world!") == 2,
+          "default: Upgrade: h2c + HTTP2-Settings ignored, both requests answered in HTTP/1.1 (%r)" % data[:60])
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    enc = hpack.Encoder()
+    s.sendall(b"GET /hello HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+              b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n" + PREFACE + SettingsFrame(0).serialize() +
+              HeadersFrame(3, headers_block(enc, "/env"), flags=["END_HEADERS", "END_STREAM"]).serialize())
+    closed, data = drain_until_closed(s, 10)
+    s.close()
+    check(data.startswith(b"HTTP/1.1 200 ") and b" 101 " not in data and b"SERVER_PROTOCOL" not in data,
+          "default: the HTTP/2 stream 3 after an ignored Upgrade: h2c is not served (%r)" % data[:60])
+
+
+def h2c_upgrade_on():
+    """--h2c-upgrade: Upgrade: h2c (RFC 7540 §3.2) is taken: 101, then the request's answer on stream 1; one
+    with a body stays HTTP/1.1."""
+    srv = Server(["--demo", "--h2c-upgrade"])
     base = "http://127.0.0.1:%d" % srv.port
     if shutil.which("curl"):
-        r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-w", "\n%{http_version}", base + "/hello"],
-                           capture_output=True, text=True, timeout=20)
-        check(r.stdout == "Hello, world!\n2", "curl --http2-prior-knowledge: %r" % r.stdout)
-        r = subprocess.run(["curl", "-sI", "--http2-prior-knowledge", base + "/hello"], capture_output=True, text=True,
-                           timeout=20)
-        check(r.stdout.startswith("HTTP/2 200") and "content-length: 13" in r.stdout, "curl HEAD: %r" % r.stdout[:80])
-        r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", base + "/stream"], capture_output=True, text=True,
-                           timeout=20)
-        check(r.stdout.count("written by a delayed writer") == 10, "curl: the demo's delayed writer streams 10 lines")
-        # Upgrade: h2c (RFC 7540 §3.2): 101, then the request's answer on stream 1; one with a body stays HTTP/1.1.
         r = subprocess.run(["curl", "-s", "--http2", "-w", "\n%{http_version}", base + "/hello"], capture_output=True,
                            text=True, timeout=20)
         check(r.stdout == "Hello, world!\n2", "curl --http2 (Upgrade: h2c): upgraded: %r" % r.stdout)
@@ -625,6 +639,28 @@ def main():
         r = subprocess.run(["nghttp", "-u", "-v", base + "/hello"], capture_output=True, text=True, timeout=20)
         check(r.returncode == 0 and "HTTP Upgrade success" in r.stdout and "Hello, world!" in r.stdout,
               "nghttp -u (Upgrade: h2c): exit %d" % r.returncode)
+    check(srv.stop() == 0, "--h2c-upgrade: exits 0 after SIGTERM")
+
+
+def main():
+    # Real clients against the demo.
+    srv = Server(["--demo"])
+    base = "http://127.0.0.1:%d" % srv.port
+    if shutil.which("curl"):
+        r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-w", "\n%{http_version}", base + "/hello"],
+                           capture_output=True, text=True, timeout=20)
+        check(r.stdout == "Hello, world!\n2", "curl --http2-prior-knowledge: %r" % r.stdout)
+        r = subprocess.run(["curl", "-sI", "--http2-prior-knowledge", base + "/hello"], capture_output=True, text=True,
+                           timeout=20)
+        check(r.stdout.startswith("HTTP/2 200") and "content-length: 13" in r.stdout, "curl HEAD: %r" % r.stdout[:80])
+        r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", base + "/stream"], capture_output=True, text=True,
+                           timeout=20)
+        check(r.stdout.count("written by a delayed writer") == 10, "curl: the demo's delayed writer streams 10 lines")
+        # Upgrade: h2c is off by default: the curl that would upgrade gets HTTP/1.1.
+        r = subprocess.run(["curl", "-s", "--http2", "-w", "\n%{http_version}", base + "/hello"], capture_output=True,
+                           text=True, timeout=20)
+        check(r.stdout == "Hello, world!\n1.1", "default: curl --http2 (Upgrade: h2c) answered in HTTP/1.1: %r" % r.stdout)
+    h2c_upgrade_ignored(srv.port)
     if shutil.which("nghttp"):
         r = subprocess.run(["nghttp", "-n", "-s", "-m", "20", base + "/hello"], capture_output=True, text=True, timeout=20)
         check(r.returncode == 0 and r.stdout.count("200") >= 1, "nghttp -m 20: exit %d" % r.returncode)
@@ -645,6 +681,7 @@ def main():
                          ("empty DATA flood", empty_data_flood), ("stream-id exhaustion", stream_id_exhaustion)]:
         hostile(srv, name, attack)
     check(srv.stop() == 0, "demo server exits 0 after SIGTERM")
+    h2c_upgrade_on()
 
     # A trickled body that keeps re-arming --body-timeout is ended by --body-min-rate.
     srv = Server(["--demo", "--body-timeout", "1", "--body-min-rate", "1000"])
@@ -895,7 +932,7 @@ def h2_off(certs):
         check("NO APPLICATION PROTOCOL" in str(e).upper().replace("_", " "),
               "--h2-max-streams 0, TLS: ALPN h2 alone refused (%s)" % e)
     check(srv.stop() == 0, "--h2-max-streams 0, TLS: exits 0 after SIGTERM")
-    srv = Server(["--demo", "--h2-max-streams", "0"])
+    srv = Server(["--demo", "--h2-max-streams", "0", "--h2c-upgrade"])
     s = raw(srv.port)
     _, data = drain_until_closed(s, 3)
     s.close()

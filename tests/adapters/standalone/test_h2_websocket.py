@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 
+import h2.exceptions
 import h2.settings
 from hyperframe.frame import DataFrame
 
@@ -198,6 +199,91 @@ def graceful_stop(srv, label=""):
     c.close()
 
 
+def close_code_of(m):
+    """The code of a close frame (fin, opcode, payload), or None."""
+    return struct.unpack("!H", m[2][:2])[0] if m and m[1] == CLOSE and len(m[2]) >= 2 else None
+
+
+def send_some(c, sid, data):
+    """Sends `data` on `sid`; False when the stream or the connection ended first."""
+    try:
+        return c.send(sid, data)
+    except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError, OSError):
+        return False
+
+
+def connection_budget():
+    """--ws-connection-buffer-bytes: the streams of one connection share one budget for unfinished
+    messages; the stream whose message goes past it is closed with 1009, the others finish theirs, and
+    another connection is served."""
+    srv = Server(["--ws-connection-buffer-bytes", str(8 << 20), "--ws-max-message-bytes", str(8 << 20)])
+    c = Conn(srv.port)
+    s1, s2, s3 = c.open("/echo"), c.open("/echo"), c.open("/echo")
+    m1, m2 = os.urandom(3 << 20), os.urandom(3 << 20)
+    f1, f2, f3 = frame(BINARY, m1), frame(BINARY, m2), frame(BINARY, b"x" * (6 << 20))
+    half = 3 << 19
+    check(send_some(c, s1, f1[:half]) and send_some(c, s2, f2[:half]), "budget: two streams hold 1.5 MiB each")
+    send_some(c, s3, f3[:5 << 20])  # past 4 MiB its buffer would pass the 8 MiB the three share
+    got = c.message(s3)
+    check(close_code_of(got) == 1009 and b"connection" in got[2],
+          "budget: the stream going past --ws-connection-buffer-bytes is closed with 1009 and a reason (%r)"
+          % (got[2][:80] if got else None,))
+    check(send_some(c, s1, f1[half:]) and c.message(s1) == (True, BINARY, m1),
+          "budget: the first stream's message completes and is echoed")
+    check(send_some(c, s2, f2[half:]) and c.message(s2) == (True, BINARY, m2),
+          "budget: the second stream's message completes and is echoed")
+    other = Conn(srv.port)
+    sid = other.open("/echo")
+    other.send(sid, frame(TEXT, b"still here"))
+    check(other.message(sid) == (True, TEXT, b"still here"), "budget: another connection is served")
+    other.close()
+    c.close()
+    check(srv.stop() == 0, "budget: server exits 0 after SIGTERM")
+
+
+def process_budget():
+    """--ws-process-buffer-bytes: every WebSocket of the process shares one budget; the one whose message
+    goes past it is closed with 1013 (try again later) while the others go on."""
+    srv = Server(["--ws-process-buffer-bytes", str(4 << 20), "--ws-max-message-bytes", str(8 << 20)])
+    a, b = Conn(srv.port), Conn(srv.port)
+    sa, sb = a.open("/echo"), b.open("/echo")
+    ma = os.urandom(3 << 20)
+    fa, fb = frame(BINARY, ma), frame(BINARY, b"y" * (6 << 20))
+    half = 3 << 19
+    check(send_some(a, sa, fa[:half]), "process budget: one connection holds 1.5 MiB")
+    send_some(b, sb, fb[:3 << 20])
+    got = b.message(sb)
+    check(close_code_of(got) == 1013, "process budget: the WebSocket going past it is closed with 1013 (%r)"
+          % (got[2][:80] if got else None,))
+    check(send_some(a, sa, fa[half:]) and a.message(sa) == (True, BINARY, ma),
+          "process budget: the other WebSocket's message completes and is echoed")
+    a.close()
+    b.close()
+    check(srv.stop() == 0, "process budget: server exits 0 after SIGTERM")
+
+
+def many_unfinished(srv):
+    """16 streams of one connection each hold 5 MiB of an unfinished 8 MiB message: with the default
+    --ws-connection-buffer-bytes (32 MiB) the server's memory grows by well under the 80 MiB sent."""
+    c = Conn(srv.port)
+    rss0 = srv.rss_mb()
+    body = frame(BINARY, b"z" * (8 << 20))[:5 << 20]
+    closed = 0
+    for _ in range(16):
+        sid = c.open("/echo")
+        if c.streams[sid]["status"] != 200:
+            break
+        send_some(c, sid, body)
+    c.wait(lambda: False, 1)
+    for st in c.streams.values():
+        closed += b"\x88" in st["data"][:1]
+    rss1 = srv.rss_mb()
+    check(rss1 - rss0 < 48, "16 streams x 5 MiB unfinished: server RSS %.1f -> %.1f MB (%d closed with 1009)"
+          % (rss0, rss1, closed))
+    check(closed >= 8, "16 streams x 5 MiB unfinished: the streams past the budget are closed (%d)" % closed)
+    c.close()
+
+
 def main():
     log = tempfile.NamedTemporaryFile(prefix="csgi-h2ws-", suffix=".log", delete=False).name
     srv = Server(["--access-log", log])
@@ -210,6 +296,12 @@ def main():
     os.unlink(log)
     check(re.search(r'"GET /echo HTTP/2" 200 ', lines) is not None,
           "the access log has the extended CONNECT as GET ... HTTP/2 200 (EXT-11)")
+
+    srv = Server([])
+    many_unfinished(srv)
+    check(srv.stop() == 0, "server exits 0 after SIGTERM")
+    connection_budget()
+    process_budget()
 
     srv = Server(["--app-threads", "4"])
     ws_checks(srv, label="pool: ")

@@ -96,6 +96,63 @@ def raw_upgrade(port, path="/echo", before=b""):
     return s, data[:j + 4], data[j + 4:]
 
 
+def origin_answer(port, origin=None, host="t"):
+    """A handshake for /echo with `origin` (None: no Origin field); returns the response head and body read
+    until the head of a 101 or the end of a refusal."""
+    s = connect(port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET /echo HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n%s"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+               % (host, "" if origin is None else "Origin: %s\r\n" % origin, key)).encode())
+    data = b""
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            if data.startswith(b"HTTP/1.1 101"):
+                break
+            m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", data[:head_end])
+            if not m or len(data) >= head_end + 4 + int(m.group(1)):
+                break
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    s.close()
+    return data.decode("latin-1")
+
+
+def origins():
+    """Browsers' Origin: same origin only by default (403 with the reason otherwise), no Origin allowed,
+    --ws-allowed-origin adds origins."""
+    p, port, errlog = start()
+    try:
+        r = origin_answer(port, "http://evil.example")
+        check(r.startswith("HTTP/1.1 403") and "Origin http://evil.example" in r,
+              "cross-origin browser handshake: 403 with the reason (%r)" % r[:80])
+        check(origin_answer(port, "http://t").startswith("HTTP/1.1 101"), "same-origin handshake: 101")
+        check(origin_answer(port, "https://t:443", host="t").startswith("HTTP/1.1 101"),
+              "same origin, default port written out: 101")
+        check(origin_answer(port, "http://t:8080").startswith("HTTP/1.1 403"), "same host, another port: 403")
+        check(origin_answer(port, "null").startswith("HTTP/1.1 403"), "Origin null: 403")
+        check(origin_answer(port).startswith("HTTP/1.1 101"), "no Origin (not a browser): 101")
+        check(serving(port), "plain HTTP served after the refusals")
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(10)
+        os.unlink(errlog)
+    p, port, errlog = start("--ws-allowed-origin", "https://app.example", "--ws-allowed-origin", "http://localhost:3000")
+    try:
+        check(origin_answer(port, "https://app.example").startswith("HTTP/1.1 101"), "a listed origin: 101")
+        check(origin_answer(port, "http://localhost:3000").startswith("HTTP/1.1 101"), "another listed origin: 101")
+        check(origin_answer(port, "http://t").startswith("HTTP/1.1 101"), "with a list, the same origin still: 101")
+        check(origin_answer(port, "https://evil.example").startswith("HTTP/1.1 403"), "an unlisted origin: 403")
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(10)
+        os.unlink(errlog)
+
+
 def frame(opcode, payload, mask=True):
     head = bytes([0x80 | opcode])
     n = len(payload)
@@ -262,6 +319,7 @@ def idle_timeout():
 
 
 def main():
+    origins()
     idle_timeout()
     access = tempfile.NamedTemporaryFile(prefix="csgi-ws-access-", delete=False).name
     p, port, errlog = start("--ws-max-message-bytes", "8388608", "--graceful-timeout", "5", "--ws-send-queue-bytes",

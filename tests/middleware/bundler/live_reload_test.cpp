@@ -110,6 +110,27 @@ TEST_CASE("bundler live reload: an edit is an event on every open stream, also b
   CHECK_THAT(call(app, "GET /bundle/index.js").body, Catch::Contains("module.exports = 2;"));
 }
 
+TEST_CASE("bundler live reload: a client that has gone is dropped without an edit", "[bundler][live]") {
+  Tree t;
+  t.write("index.js", "module.exports = 1;");
+  BundlerOptions o;
+  o.live_reload = true;
+  o.live_reload_keepalive = std::chrono::milliseconds(20);
+  Bundler b(csgi::App([](csgi::Env&) { return csgi::Response::text(200, "site"); }), t.root(), o);
+  csgi::App app = [&b](csgi::Env& env) { return b(env); };
+  call(app, "GET /bundle/index.js");  // starts the watcher's thread
+  auto stays = open_stream(b), goes = open_stream(b);
+  {
+    std::lock_guard lock(goes->client->mu);
+    goes->client->gone = true;
+  }
+  // No file changes: the keep-alive comment finds the gone client and the hub lets it go.
+  CHECK(eventually([&] { return goes->client.use_count() == 1; }));
+  CHECK(stays->client.use_count() == 2);
+  CHECK_THAT(stays->client->text(), Catch::Contains(": keep-alive\n\n"));
+  CHECK(stays->client->text().find("event: change") == std::string::npos);
+}
+
 TEST_CASE("bundler live reload: off by default, and only with inotify", "[bundler][live]") {
   Tree t;
   t.write("index.js", "");
