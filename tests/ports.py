@@ -1,8 +1,10 @@
 """free_port(): a free TCP port below 32768, outside the kernel's ephemeral range (clients draw their
-ports there), for a server that cannot take port 0 and report the one it got. Shared by the Python tests
-(the cli, bindings and reliability suites put this directory on sys.path)."""
+ports there), for a server that cannot take port 0 and report the one it got; wait_port(): until a server
+accepts on a port. Shared by the Python tests (the cli, bindings and reliability suites put this directory
+on sys.path)."""
 import os
 import socket
+import time
 
 
 def free_port(host="127.0.0.1"):
@@ -15,3 +17,15 @@ def free_port(host="127.0.0.1"):
                 continue
             return port
     raise RuntimeError("no free port below 32768")
+
+
+def wait_port(port, host="127.0.0.1", timeout=10.0):
+    """True once a connection to host:port is accepted, False when `timeout` seconds pass first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False

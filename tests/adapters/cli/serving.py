@@ -6,7 +6,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from ports import free_port  # noqa: E402,F401
+from ports import free_port, wait_port  # noqa: E402,F401
 
 failures = []
 

@@ -18,7 +18,7 @@ import h2.events
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, free_port, start  # noqa: E402
+from serving import check, failures, free_port, start, wait_port  # noqa: E402
 
 CONFIG = """
 global
@@ -36,17 +36,6 @@ frontend web
 backend csgi
     server csgi 127.0.0.1:{csgi}
 """
-
-
-def wait_port(port):
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 def read_head(s, buf=b""):

@@ -21,7 +21,7 @@ import time
 
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, free_port, start  # noqa: E402
+from serving import check, failures, free_port, start, wait_port  # noqa: E402
 
 CLIENT = "127.0.0.3"  # not HAProxy's own address (127.0.0.1): what the app sees can only come from the header
 
@@ -49,17 +49,6 @@ backend v2ssl
 backend v1
     server csgi 127.0.0.1:{csgi} send-proxy check inter 200ms check-send-proxy
 """
-
-
-def wait_port(port):
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 def get_env(port, tls=False):
