@@ -150,13 +150,13 @@ inline std::uint64_t key_bytes(const char* in, std::size_t n, char* out) noexcep
 constexpr std::string_view kContentType = "HTTP_CONTENT_TYPE", kContentLength = "HTTP_CONTENT_LENGTH",
                            kProxy = "HTTP_PROXY";
 
-// Appends `value` to a repeated field's text, joined with ", " (ENV-9).
-void join_field(Env& env, Value& existing, std::string_view value) {
+// Appends `value` to a repeated field's text, joined with `sep` (ENV-9).
+void join_field(Env& env, Value& existing, std::string_view value, const char* sep) {
   std::string_view old = existing.text();
   char* joined = env.allocate(old.size() + 2 + value.size());
   // An empty view may have a null data(): memcpy must not see it, even for 0 bytes.
   if (!old.empty()) std::memcpy(joined, old.data(), old.size());
-  std::memcpy(joined + old.size(), ", ", 2);
+  std::memcpy(joined + old.size(), sep, 2);
   if (!value.empty()) std::memcpy(joined + old.size() + 2, value.data(), value.size());
   existing = Value::of_text({joined, old.size() + 2 + value.size()});
 }
@@ -181,7 +181,9 @@ bool add_header(Env& env, std::string_view name, std::string_view value) {
   }
   auto [existing, inserted] = env.emplace(k, Value::of_text(value), false);
   // Repeated Content-Type/Content-Length: adapters reject differing values before this point.
-  if (!inserted && existing->is_text() && k.data() == key) join_field(env, *existing, value);
+  // Cookie pairs are separated by "; " (RFC 6265 §4.2.1; RFC 9113 §8.2.3), every other list by ", ".
+  if (!inserted && existing->is_text() && k.data() == key)
+    join_field(env, *existing, value, k == keys::HTTP_COOKIE ? "; " : ", ");
   return true;
 }
 

@@ -45,7 +45,7 @@ std::string_view without_dot_segments(Env& env, std::string_view decoded);
 std::string_view canonical_script_name(Env& env, std::string_view decoded);
 
 /// Adds one request header field. Content-Type/Content-Length become CONTENT_TYPE/CONTENT_LENGTH; other
-/// names become HTTP_<UPPER_WITH_UNDERSCORES>; a repeated field is joined with ", " (ENV-9). Names holding
+/// names become HTTP_<UPPER_WITH_UNDERSCORES>; a repeated field is joined with ", " (Cookie: "; ") (ENV-9). Names holding
 /// '_' and the `Proxy` header (httpoxy) are dropped (ENV-10). Returns false when the field was dropped.
 bool add_header(Env& env, std::string_view name, std::string_view value);
 
