@@ -50,7 +50,7 @@ nlohmann::json read_json(Env& env, const JsonLimits& limits) {
     return nlohmann::json::parse(text, depth_check);
   } catch (const TooDeep&) {
     throw BadRequest("JSON nested deeper than " + std::to_string(max_depth) + " levels");
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number overflow
     throw BadRequest(parse_reason(e));
   }
 }

@@ -10,9 +10,9 @@
 /// such as charset are ignored; JSON text is UTF-8, RFC 8259). It throws csgi::HttpError(415) for
 /// another or a missing Content-Type, csgi::PayloadTooLarge (413) for a body over `max_bytes` (or the
 /// csgix.body_limit key, whichever is smaller), and csgi::BadRequest (400) with the parser's reason for
-/// malformed JSON, invalid UTF-8 or nesting deeper than `max_depth`. Adapters answer an HttpError with its
-/// status and reason (ADP-6). The body is read through csgi::Request::content(), so it is read once and
-/// stays available to Request.
+/// malformed JSON, invalid UTF-8, a number too large for a double (`1e999999`) or nesting deeper than
+/// `max_depth`. Adapters answer an HttpError with its status and reason (ADP-6). The body is read
+/// through csgi::Request::content(), so it is read once and stays available to Request.
 /// Reads: CONTENT_TYPE, CONTENT_LENGTH, csgi.input, csgix.body_limit. Writes: csgi.request.content.
 #include <cstddef>
 #include <string>

@@ -68,6 +68,19 @@ TEST_CASE("read_json answers 400 with the parser's reason for malformed JSON") {
   CHECK(post("[\"a\xff\"]", "application/json").status == 400);
 }
 
+TEST_CASE("read_json answers 400 with the reason for a number too large for a double") {
+  for (const char* big : {"[1e999999999]", "1e400", "{\"n\":-1e309}"}) {
+    INFO(big);
+    auto r = post(big, "application/json");
+    CHECK(r.status == 400);
+    CHECK_THAT(r.reason, Catch::StartsWith("malformed JSON: "));
+    CHECK_THAT(r.reason, Catch::Contains("number overflow"));
+    CHECK_THAT(r.reason, !Catch::Contains("[json.exception"));
+  }
+  // Large but finite numbers and big integers still parse.
+  CHECK(post("[1e308, 18446744073709551615, 99999999999999999999999]", "application/json").status == 200);
+}
+
 TEST_CASE("read_json refuses a body over its size limit with 413") {
   JsonLimits small;
   small.max_bytes = 8;
