@@ -16,6 +16,7 @@
 /// Reads: CONTENT_TYPE, CONTENT_LENGTH, csgi.input, csgix.body_limit. Writes: csgi.request.content.
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -38,5 +39,18 @@ Response json_response(int status, const nlohmann::json& body);
 
 /// `body` serialised as json_response() does (compact, always valid UTF-8).
 std::string to_json_text(const nlohmann::json& body);
+
+/// An RFC 9457 problem document for an error status, `Content-Type: application/problem+json`:
+/// {"type":"about:blank","title":<reason phrase>,"status":N,"detail":<detail>} ("detail" only when
+/// `detail` is not empty). 1xx, 204 and 304 get no body, as Response::error() gives them.
+Response problem_response(int status, std::string_view detail = {});
+
+/// True when the Accept field value `accept` ranks application/problem+json or application/json above
+/// text/plain (the type of Response::error()): "application/json" yes, "*/*" or no Accept no.
+bool prefers_problem_json(std::string_view accept) noexcept;
+
+/// The error response for a request: problem_response() when its Accept prefers JSON
+/// (prefers_problem_json), else Response::error().
+Response error_response(const Env& env, int status, std::string_view detail = {});
 
 }  // namespace csgi

@@ -135,3 +135,36 @@ TEST_CASE("json_response serialises with the library: escapes, UTF-8, Content-Ty
   CHECK(bad.body == "[\"a\xEF\xBF\xBD" "b\"]");
   CHECK_NOTHROW(json::parse(bad.body));
 }
+
+TEST_CASE("problem_response: an RFC 9457 document with the reason phrase as title") {
+  Response r = problem_response(422, "name: required");
+  CHECK(r.status == 422);
+  CHECK(r.headers.get("Content-Type") == "application/problem+json");
+  CHECK(json::parse(std::get<std::string>(r.body)) ==
+        json{{"type", "about:blank"}, {"title", "Unprocessable Content"}, {"status", 422}, {"detail", "name: required"}});
+  CHECK(json::parse(std::get<std::string>(problem_response(404).body)) ==
+        json{{"type", "about:blank"}, {"title", "Not Found"}, {"status", 404}});
+  // Invalid UTF-8 in a detail still makes valid JSON.
+  CHECK_NOTHROW(json::parse(std::get<std::string>(problem_response(400, "bad \xff byte").body)));
+  Response none = problem_response(304);
+  CHECK(none.status == 304);
+  CHECK_FALSE(none.headers.has("Content-Type"));
+}
+
+TEST_CASE("prefers_problem_json and error_response follow Accept") {
+  CHECK(prefers_problem_json("application/json"));
+  CHECK(prefers_problem_json("application/problem+json"));
+  CHECK(prefers_problem_json("Application/JSON; charset=utf-8"));
+  CHECK(prefers_problem_json("text/plain;q=0.5, application/json"));
+  CHECK(prefers_problem_json("application/*"));
+  CHECK_FALSE(prefers_problem_json(""));
+  CHECK_FALSE(prefers_problem_json("*/*"));
+  CHECK_FALSE(prefers_problem_json("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"));
+  CHECK_FALSE(prefers_problem_json("application/json;q=0"));
+  CHECK_FALSE(prefers_problem_json("application/json;q=0.5, text/*"));
+  CHECK_FALSE(prefers_problem_json("application/json;q=bogus"));
+  Env env;
+  CHECK(error_response(env, 404, "x").headers.get("Content-Type") == "text/plain; charset=utf-8");
+  env.set(keys::HTTP_ACCEPT, "application/json");
+  CHECK(error_response(env, 404, "x").headers.get("Content-Type") == "application/problem+json");
+}
