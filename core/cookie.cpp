@@ -60,10 +60,10 @@ void parse_cookies_into(std::string_view h, Params& out) {
   std::size_t i = 0;
   const std::size_t n = h.size();
   while (i < n) {
-    while (i < n && (is_space(h[i]) || h[i] == ';' || h[i] == ',')) ++i;
+    while (i < n && (is_space(h[i]) || h[i] == ';')) ++i;
     if (i >= n) break;
     std::size_t name_start = i;
-    while (i < n && h[i] != '=' && h[i] != ';' && h[i] != ',') ++i;
+    while (i < n && h[i] != '=' && h[i] != ';') ++i;
     if (i >= n || h[i] != '=') continue;  // no '=': a bad pair, skipped
     std::string_view name = trim_ows(h.substr(name_start, i - name_start));
     ++i;  // '='
@@ -89,18 +89,18 @@ void parse_cookies_into(std::string_view h, Params& out) {
         value = lenient_decode(inner);
         i = j + 1;
         // Anything between the closing quote and the next separator makes the pair malformed.
-        std::size_t semi = h.find_first_of(";,", i);
+        std::size_t semi = h.find(';', i);
         if (semi == std::string_view::npos) semi = n;
         if (!trim_ows(h.substr(i, semi - i)).empty()) ok = false;
         i = semi;
       } else {
-        std::size_t semi = h.find_first_of(";,", i);
+        std::size_t semi = h.find(';', i);
         if (semi == std::string_view::npos) semi = n;
         value = lenient_decode(trim_ows(h.substr(i, semi - i)));
         i = semi;
       }
     } else {
-      std::size_t semi = h.find_first_of(";,", i);
+      std::size_t semi = h.find(';', i);
       if (semi == std::string_view::npos) semi = n;
       value = lenient_decode(trim_ows(h.substr(i, semi - i)));
       i = semi;

@@ -9,9 +9,10 @@
 ///   res.headers.add("Set-Cookie", sc.to_string());
 ///
 /// Values are percent-encoded on the way out (every byte outside RFC 6265's cookie-octet, and '%') and
-/// percent-decoded on the way in, so any bytes round-trip. Pairs are separated by ';' and also by ','
-/// (ENV-9 joins repeated Cookie fields with ", "; RFC 6265 keeps ',' out of cookie values; a ',' inside a
-/// double-quoted value is data). Reading is lenient: pairs without '=' or with
+/// percent-decoded on the way in, so any bytes round-trip. Pairs are separated by ';' only, as browsers
+/// send them (RFC 6265 §4.2.1): a ',' is part of the value it stands in ("x=a,b=c" is one cookie "x"), so
+/// no value can smuggle a pair of its own; ENV-9 joins repeated Cookie fields with "; " for that reason.
+/// Reading is lenient: pairs without '=' or with
 /// an empty or invalid name are skipped, a '%' not followed by two hex digits is kept as it is, a
 /// double-quoted value loses its quotes; nothing in a Cookie header makes parse_cookies() throw.
 #include <chrono>

@@ -1,7 +1,9 @@
 #include "csgi/core/json.hpp"
 
+#include <algorithm>
 #include <string_view>
 
+#include "csgi/core/accept.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/request.hpp"
 
@@ -50,7 +52,7 @@ nlohmann::json read_json(Env& env, const JsonLimits& limits) {
     return nlohmann::json::parse(text, depth_check);
   } catch (const TooDeep&) {
     throw BadRequest("JSON nested deeper than " + std::to_string(max_depth) + " levels");
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number overflow
     throw BadRequest(parse_reason(e));
   }
 }
@@ -61,6 +63,23 @@ std::string to_json_text(const nlohmann::json& body) {
 
 Response json_response(int status, const nlohmann::json& body) {
   return Response::text(status, to_json_text(body), "application/json");
+}
+
+Response problem_response(int status, std::string_view detail) {
+  if (status_has_no_body(status)) return Response::error(status);
+  nlohmann::json doc = {{"type", "about:blank"}, {"title", reason_phrase(status)}, {"status", status}};
+  if (!detail.empty()) doc["detail"] = detail;
+  return Response::text(status, to_json_text(doc), "application/problem+json");
+}
+
+bool prefers_problem_json(std::string_view accept) noexcept {
+  double json = std::max(accept_q(accept, "application/problem+json"), accept_q(accept, "application/json"));
+  return json > 0 && json > accept_q(accept, "text/plain");
+}
+
+Response error_response(const Env& env, int status, std::string_view detail) {
+  return prefers_problem_json(env.get(keys::HTTP_ACCEPT)) ? problem_response(status, detail)
+                                                          : Response::error(status, detail);
 }
 
 }  // namespace csgi

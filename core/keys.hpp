@@ -21,6 +21,7 @@ inline constexpr K REMOTE_PORT = "REMOTE_PORT";
 inline constexpr K REMOTE_USER = "REMOTE_USER";
 inline constexpr K HTTP_HOST = "HTTP_HOST";
 inline constexpr K HTTP_COOKIE = "HTTP_COOKIE";
+inline constexpr K HTTP_ACCEPT = "HTTP_ACCEPT";
 inline constexpr K HTTP_ACCEPT_ENCODING = "HTTP_ACCEPT_ENCODING";
 inline constexpr K HTTP_AUTHORIZATION = "HTTP_AUTHORIZATION";
 inline constexpr K HTTP_IF_NONE_MATCH = "HTTP_IF_NONE_MATCH";

@@ -18,7 +18,8 @@
 /// multipart/form-data bodies are streamed through csgi::MultipartParser, files above the memory
 /// threshold landing in temp files that are removed when the env is cleared; other bodies give no
 /// parameters. The `csgix.body_limit` env key, when set, caps every read. Malformed input throws
-/// csgi::BadRequest, oversized input csgi::PayloadTooLarge (adapters answer 400/413).
+/// csgi::BadRequest, oversized input csgi::PayloadTooLarge (adapters answer 400/413). docs/request.md
+/// shows it all with examples.
 /// Reads: the CGI keys, HTTP_*, csgi.url_scheme, csgi.input, csgix.body_limit.
 /// Writes: csgi.request.query, csgi.request.body, csgi.request.params, csgi.request.cookies,
 ///         csgi.request.content.
@@ -95,7 +96,8 @@ public:
   /// CONTENT_LENGTH, when present and a number.
   std::optional<std::uint64_t> content_length() const noexcept;
 
-  /// One request header by its HTTP name ("User-Agent"); repeated fields come joined with ", ".
+  /// One request header by its HTTP name ("User-Agent"); repeated fields come joined with ", " (Cookie:
+  /// "; ").
   std::optional<std::string_view> header(std::string_view name) const noexcept;
   /// Every request header, rebuilt from CONTENT_* and HTTP_* ("HTTP_X_FOO" → "X-Foo").
   Headers headers() const;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "csgi/core/http_error.hpp"
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/request_env.hpp"
 
@@ -54,7 +55,10 @@ private:
   std::shared_ptr<Collected> c_;
 };
 
-void drain_into(Response r, TestResponse& out, milliseconds timeout);
+/// Answers an exception from the app or a delayed callable before it answered; empty: rethrow it.
+using OnError = std::function<Response()>;
+
+void drain_into(Response r, TestResponse& out, milliseconds timeout, const OnError& on_error);
 
 class CollectResponder final : public ResponderImpl {
 public:
@@ -67,7 +71,7 @@ public:
   void respond(Response r) override {
     claim();
     TestResponse got;
-    drain_into(std::move(r), got, timeout_);  // outside the lock: a stream may take its time
+    drain_into(std::move(r), got, timeout_, {});  // outside the lock: a stream may take its time
     std::lock_guard lock(c_->mu);
     c_->res = std::move(got);
     c_->responded = true;
@@ -92,6 +96,30 @@ private:
   milliseconds timeout_;
 };
 
+/// What an adapter answers for the exception being handled (ADP-5, ADP-6); what it logs goes to `errors`.
+Response adapter_answer(ErrorStream& errors, const std::string& request_line) {
+  auto log = [&](std::string_view status, std::string_view what) {
+    errors.write("csgi: " + std::string(status) + " for \"" + request_line + "\": " + std::string(what));
+  };
+  try {
+    throw;
+  } catch (const HttpError& e) {
+    int status = e.status();
+    if (status < 100 || status > 999) {
+      log("500", e.what());
+      return Response::error(500);
+    }
+    if (status < 500) return Response::error(status, e.what());
+    log(std::to_string(status), e.what());
+    return Response::error(status);
+  } catch (const std::exception& e) {
+    log("500", e.what());
+  } catch (...) {
+    log("500", "non-standard exception");
+  }
+  return Response::error(500);
+}
+
 std::string seconds_text(milliseconds t) {
   std::string s = std::to_string(t.count() / 1000.0);
   return s.substr(0, s.find('.') + 2) + " s";
@@ -99,9 +127,21 @@ std::string seconds_text(milliseconds t) {
 
 /// Calls a delayed response's callable and waits, up to `timeout`, until it is answered and its body is
 /// complete: respond() done, or start()'s writer closed or dropped. It may be answered from any thread.
-TestResponse collect_delayed(const Delayed& d, milliseconds timeout) {
+TestResponse collect_delayed(const Delayed& d, milliseconds timeout, const OnError& on_error) {
   auto c = std::make_shared<Collected>();
-  d(Responder(std::make_shared<CollectResponder>(c, timeout)));
+  try {
+    d(Responder(std::make_shared<CollectResponder>(c, timeout)));
+  } catch (...) {
+    bool answered = false;
+    {
+      std::lock_guard lock(c->mu);
+      answered = c->answered;
+    }
+    if (answered || !on_error) throw;
+    TestResponse out;
+    drain_into(on_error(), out, timeout, {});
+    return out;
+  }
   std::unique_lock lock(c->mu);
   // The response is complete when respond() returned or the writer was closed or dropped; it can never
   // be answered once every Responder copy is gone unanswered.
@@ -116,12 +156,12 @@ TestResponse collect_delayed(const Delayed& d, milliseconds timeout) {
   return std::move(c->res);
 }
 
-void drain_into(Response r, TestResponse& out, milliseconds timeout) {
+void drain_into(Response r, TestResponse& out, milliseconds timeout, const OnError& on_error) {
   out.status = r.status;
   out.headers = std::move(r.headers);
   if (auto* d = std::get_if<Delayed>(&r.body)) {
     std::string errors = std::move(out.errors);
-    out = collect_delayed(*d, timeout);
+    out = collect_delayed(*d, timeout, on_error);
     out.errors = std::move(errors);
     return;
   }
@@ -153,7 +193,7 @@ void drain_into(Response r, TestResponse& out, milliseconds timeout) {
 
 TestResponse drain(Response res, std::chrono::milliseconds delayed_timeout) {
   TestResponse out;
-  drain_into(std::move(res), out, delayed_timeout);
+  drain_into(std::move(res), out, delayed_timeout, {});
   return out;
 }
 
@@ -192,10 +232,19 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
   env.set_bool(keys::streaming, true);
   env.set_bool(keys::x::input_buffered, true);
   if (options.setup) options.setup(env);
-  Response r = app(env);
+  OnError on_error;
+  if (!options.rethrow)
+    on_error = [&errors, line = method + " " + target + " " + protocol] { return adapter_answer(errors, line); };
+  Response r;
+  try {
+    r = app(env);
+  } catch (...) {
+    if (!on_error) throw;
+    r = on_error();
+  }
   if (options.inspect) options.inspect(env);
   TestResponse out;
-  drain_into(std::move(r), out, options.delayed_timeout);
+  drain_into(std::move(r), out, options.delayed_timeout, on_error);
   out.errors = errors.text();
   return out;
 }

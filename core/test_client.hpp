@@ -8,6 +8,9 @@
 ///
 ///   auto res = csgi::testing::call(app, "GET /x?y=1", {{"Cookie", "a=1"}}, "");
 ///   CHECK(res.status == 200);
+///
+/// An exception from the app is rethrown by default; with `Options::rethrow = false` the client answers
+/// it as an adapter does (see Options::rethrow), so a test sees the 400 a client would get.
 #include <chrono>
 #include <functional>
 #include <string>
@@ -40,9 +43,17 @@ struct Options {
   std::function<void(Env&)> setup;         // runs after the env is built, before the app
   std::function<void(const Env&)> inspect; // runs after the app returned (env still intact)
   std::chrono::milliseconds delayed_timeout{30000};  // longest wait for a delayed response to complete
+  /// false: an exception thrown by the app, or by a delayed response's callable before it answers,
+  /// becomes the response an adapter sends for it (ADP-5, ADP-6) instead of being rethrown: an
+  /// HttpError's status with Response::error()'s text page ("404 Not Found: <message>"; 5xx show the
+  /// status only and log the message to `errors`), anything else 500 with its message logged. One
+  /// thrown after a response has started (a Writer, a stream's next()) is still rethrown: an adapter
+  /// would cut the connection there.
+  bool rethrow = true;
 };
 
-/// `request` is "METHOD /target" (optionally followed by " HTTP/1.x"). Throws what the app throws.
+/// `request` is "METHOD /target" (optionally followed by " HTTP/1.x"). Throws what the app throws
+/// (unless `options.rethrow` is false).
 TestResponse call(const App& app, std::string_view request, std::vector<std::pair<std::string, std::string>> headers = {},
                   std::string body = {}, const Options& options = {});
 

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <system_error>
@@ -86,6 +88,50 @@ double yescrypt_work(std::string_view params) {
   return std::ldexp(static_cast<double>(r), static_cast<int>(n_log2));
 }
 
+constexpr std::string_view kItoa64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Settings of `costliest`'s scheme (its own salt) whose checks cost about `gap` together (see checks()).
+std::vector<std::string> pads_for(std::string_view costliest, double gap) {
+  std::vector<std::string> pads;
+  if (!(gap > 0)) return pads;
+  auto take = [&](const std::string& setting) {
+    double c = Htpasswd::cost(setting);
+    if (c > gap * (1 + 1e-9)) return;  // a gap of exactly c, up to rounding
+    pads.push_back(setting);
+    gap -= c;
+  };
+  if (costliest.starts_with("$2") && costliest.size() >= 29) {
+    // "$2y$NN$" + 22 salt characters; bcrypt's work doubles with each cost step.
+    std::string setting(costliest.substr(0, 29));
+    unsigned top = static_cast<unsigned>((setting[4] - '0') * 10 + (setting[5] - '0'));
+    for (unsigned k = std::min(top, 32u); k-- > 4;) {
+      setting[4] = static_cast<char>('0' + k / 10);
+      setting[5] = static_cast<char>('0' + k % 10);
+      take(setting);
+    }
+  } else if (costliest.starts_with("$5$") || costliest.starts_with("$6$")) {
+    std::string_view rest = costliest.substr(3);
+    if (rest.starts_with("rounds=")) rest.remove_prefix(std::min(rest.size(), rest.find('$') + 1));
+    std::string prefix(costliest.substr(0, 3));
+    std::string_view salt = rest.substr(0, rest.find('$'));
+    double per_round = Htpasswd::cost(prefix + "rounds=1000000$") / 1000000;
+    auto rounds = static_cast<std::uint64_t>(gap / per_round * (1 + 1e-9));
+    if (rounds >= 1000) take(prefix + "rounds=" + std::to_string(rounds) + "$" + std::string(salt) + "$");
+  } else if (costliest.starts_with("$y$")) {
+    // "$y$" + flavour, N_log2 - 1, r - 1 (+ more parameters) "$" salt "$": work N * r, N down to 4.
+    std::string_view rest = costliest.substr(3);
+    std::string params(rest.substr(0, rest.find('$')));
+    rest.remove_prefix(std::min(rest.size(), params.size() + 1));
+    std::string salt(rest.substr(0, rest.find('$')));
+    if (params.size() < 3 || itoa64_index(params[1]) >= 64) return pads;
+    for (unsigned i = itoa64_index(params[1]); i-- > 1;) {
+      params[1] = kItoa64[i];
+      take("$y$" + params + "$" + salt + "$");
+    }
+  }
+  return pads;
+}
+
 }  // namespace
 
 double Htpasswd::cost(std::string_view hash) {
@@ -144,9 +190,18 @@ Htpasswd Htpasswd::parse(std::string_view text, std::string_view source) {
     if (!supported(hash))
       throw std::invalid_argument(where() + "unsupported or malformed hash for '" + std::string(user) +
                                   "' (plain text is not accepted; use htpasswd -B)");
-    if (!h.users_.emplace(std::string(user), std::string(hash)).second)
+    if (!h.users_.emplace(std::string(user), Entry{std::string(hash), nullptr}).second)
       throw std::invalid_argument(where() + "duplicate user '" + std::string(user) + "'");
     if (h.dummy_.empty() || cost(hash) > cost(h.dummy_)) h.dummy_ = hash;
+  }
+  // Users of a cheaper hash than the costliest check pads after their own (see checks()).
+  const double top = h.dummy_.empty() ? 0 : cost(h.dummy_);
+  std::map<double, std::shared_ptr<const std::vector<std::string>>> by_cost;
+  for (auto& [name, entry] : h.users_) {
+    double own = cost(entry.hash);
+    auto& pads = by_cost[own];
+    if (!pads) pads = std::make_shared<const std::vector<std::string>>(pads_for(h.dummy_, top - own));
+    entry.pads = pads;
   }
   return h;
 }
@@ -179,13 +234,27 @@ Htpasswd Htpasswd::load(const std::string& path) {
   return parse(text, path);
 }
 
-bool Htpasswd::verify(std::string_view user, std::string_view password) const {
+std::vector<std::string_view> Htpasswd::checks(std::string_view user) const {
+  std::vector<std::string_view> out;
   auto it = users_.find(std::string(user));
   if (it == users_.end()) {
-    if (!dummy_.empty()) (void)verify_hash(dummy_, password);  // same cost as a known user
-    return false;
+    if (!dummy_.empty()) out.push_back(dummy_);
+    return out;
   }
-  return verify_hash(it->second, password);
+  out.reserve(1 + it->second.pads->size());
+  out.push_back(it->second.hash);
+  for (const auto& pad : *it->second.pads) out.push_back(pad);
+  return out;
+}
+
+bool Htpasswd::verify(std::string_view user, std::string_view password) const {
+  std::vector<std::string_view> list = checks(user);
+  bool ok = false;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    bool match = verify_hash(list[i], password);  // every check runs, whatever the first one said
+    if (i == 0) ok = match && contains(user);
+  }
+  return ok;
 }
 
 }  // namespace csgi::mw

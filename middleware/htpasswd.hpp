@@ -5,9 +5,11 @@
 /// characters). Hashing is libcrypt's (crypt_ra, thread-safe) and OpenSSL's (SHA-1); comparisons are
 /// constant-time. Apache's own MD5 variant ($apr1$, `htpasswd -m`) and plain-text entries are refused
 /// when the file is read: regenerate those entries with `htpasswd -B`.
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace csgi::mw {
 
@@ -20,13 +22,21 @@ public:
   /// Parses file content; `source` names it in error messages.
   static Htpasswd parse(std::string_view text, std::string_view source = "htpasswd");
 
-  /// True when `user` exists and `password` matches. An unknown user costs one check of dummy_hash().
+  /// True when `user` exists and `password` matches. Every call runs the checks of checks(user), so
+  /// that each user, known or not, costs about one check of the file's costliest hash.
   bool verify(std::string_view user, std::string_view password) const;
   bool contains(std::string_view user) const { return users_.count(std::string(user)) != 0; }
   std::size_t size() const noexcept { return users_.size(); }
   /// The hash checked for an unknown user: the file's costliest (by cost()), so that an unknown user
   /// takes as long as the slowest known one; empty for a file without users.
   std::string_view dummy_hash() const noexcept { return dummy_; }
+  /// The hashes verify() checks for `user`, in order: the user's own (an unknown user: dummy_hash()),
+  /// then, for a hash cheaper than dummy_hash(), settings of dummy_hash()'s scheme whose costs make up
+  /// the difference: bcrypt at each lower cost the gap needs (exactly, between bcrypt costs), SHA-crypt
+  /// at the missing rounds, yescrypt at each lower N. Only the first decides; the rest are checked and
+  /// ignored. A gap below the cheapest setting of the scheme (bcrypt cost 4, 1000 SHA-crypt rounds) is
+  /// left, as is any gap under an MD5-crypt, DES or {SHA} costliest hash (at most ~0.1 ms).
+  std::vector<std::string_view> checks(std::string_view user) const;
 
   /// Checks `password` against one stored hash of a supported scheme.
   static bool verify_hash(std::string_view hash, std::string_view password);
@@ -37,7 +47,11 @@ public:
   static bool supported(std::string_view hash);
 
 private:
-  std::unordered_map<std::string, std::string> users_;
+  struct Entry {
+    std::string hash;
+    std::shared_ptr<const std::vector<std::string>> pads;  // shared by the users of one cost
+  };
+  std::unordered_map<std::string, Entry> users_;
   std::string dummy_;  // the costliest hash in the file, checked for unknown users
 };
 

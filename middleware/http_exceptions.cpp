@@ -3,6 +3,8 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "csgi/core/json.hpp"
+
 namespace csgi::mw {
 
 HttpException HttpException::redirect(std::string location, int status) {
@@ -14,13 +16,26 @@ HttpException HttpException::redirect(std::string location, int status) {
   return HttpException(status, {}, {{"Location", std::move(location)}});
 }
 
-Response HttpExceptions::to_response(const HttpError& e, ErrorStream& errors, const HttpExceptionsOptions& options) {
+namespace {
+bool problem_json(const HttpExceptionsOptions& options, std::string_view accept) noexcept {
+  switch (options.format) {
+    case ErrorFormat::text: return false;
+    case ErrorFormat::problem_json: return true;
+    case ErrorFormat::by_accept: break;
+  }
+  return prefers_problem_json(accept);
+}
+
+Response render(const HttpError& e, ErrorStream& errors, const HttpExceptionsOptions& options, bool json) {
   int status = e.status();
   std::string_view message = e.what();
+  auto page = [json](int s, std::string_view detail) {
+    return json ? problem_response(s, detail) : Response::error(s, detail);
+  };
   if (status < 100 || status > 999) {
     errors.write("http_exceptions: HttpError with invalid status " + std::to_string(status) + ": " +
                  std::string(message));
-    return Response::error(500);
+    return page(500, {});
   }
   bool server = status >= 500;
   if (server && !message.empty()) errors.write("http_exceptions: " + std::to_string(status) + ": " + std::string(message));
@@ -31,7 +46,7 @@ Response HttpExceptions::to_response(const HttpError& e, ErrorStream& errors, co
     r.body = *rich->body();
     if (!rich->headers().has("Content-Type")) r.headers.add("Content-Type", "text/plain; charset=utf-8");
   } else {
-    r = Response::error(status, server && !options.show_server_errors ? std::string_view{} : message);
+    r = page(status, server && !options.show_server_errors ? std::string_view{} : message);
   }
   if (rich) {
     for (const auto& h : rich->headers()) {
@@ -42,6 +57,12 @@ Response HttpExceptions::to_response(const HttpError& e, ErrorStream& errors, co
     }
   }
   return r;
+}
+}  // namespace
+
+Response HttpExceptions::to_response(const HttpError& e, ErrorStream& errors, const HttpExceptionsOptions& options,
+                                     std::string_view accept) {
+  return render(e, errors, options, problem_json(options, accept));
 }
 
 namespace {
@@ -76,16 +97,18 @@ Response HttpExceptions::operator()(Env& env) {
   try {
     res = next_(env);
   } catch (const HttpError& e) {
-    return to_response(e, errors, options_);
+    return to_response(e, errors, options_, env.get(keys::HTTP_ACCEPT));
   }
   if (auto* d = std::get_if<Delayed>(&res.body)) {
-    return Response::delayed([inner = std::move(*d), &errors, opts = options_](Responder outer) {
+    // Decided while the env is at hand: the callable may run later, on another thread.
+    bool json = problem_json(options_, env.get(keys::HTTP_ACCEPT));
+    return Response::delayed([inner = std::move(*d), &errors, opts = options_, json](Responder outer) {
       auto tracking = std::make_shared<TrackingResponder>(outer);
       try {
         inner(Responder(tracking));
       } catch (const HttpError& e) {
         if (tracking->answered()) throw;
-        outer.respond(to_response(e, errors, opts));
+        outer.respond(render(e, errors, opts, json));
       }
     });
   }

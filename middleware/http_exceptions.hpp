@@ -7,12 +7,16 @@
 ///   throw csgi::mw::HttpException(405, "no", {{"Allow", "GET"}});
 ///
 /// For 4xx the message is shown in the body; for 5xx it is written to csgi.errors and the body only
-/// says the status (no internals leak). Any other exception passes up untouched, as does an HttpError
+/// says the status (no internals leak). The body is text/plain (Response::error), or an RFC 9457
+/// application/problem+json document (csgi::problem_response) when the request's Accept prefers JSON
+/// or the `format` option says so. Any other exception passes up untouched, as does an HttpError
 /// thrown after a streaming response has started (its status line is already gone).
-/// Reads:  csgi.errors. Writes: nothing in the env.
+/// Reads:  csgi.errors, HTTP_ACCEPT. Writes: nothing in the env.
 /// Order:  inside anything that should see the converted response (access_log, error_document).
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "csgi/core/app.hpp"
 #include "csgi/core/http_error.hpp"
@@ -36,9 +40,17 @@ private:
   std::optional<std::string> body_;
 };
 
+/// The body of a converted error (an HttpException with a body of its own keeps it).
+enum class ErrorFormat : std::uint8_t {
+  by_accept,     // problem+json when Accept prefers JSON (csgi::prefers_problem_json), else text/plain
+  text,          // always text/plain: "404 Not Found: <message>"
+  problem_json,  // always application/problem+json
+};
+
 struct HttpExceptionsOptions {
   /// Show the message of 5xx errors in the body too (development only).
   bool show_server_errors = false;
+  ErrorFormat format = ErrorFormat::by_accept;
 };
 
 class HttpExceptions {
@@ -46,8 +58,10 @@ public:
   explicit HttpExceptions(App next, HttpExceptionsOptions options = {});
   Response operator()(Env& env);
 
-  /// The response for `e` (also used by adapters' catch-alls if they like); logs 5xx messages to `errors`.
-  static Response to_response(const HttpError& e, ErrorStream& errors, const HttpExceptionsOptions& options = {});
+  /// The response for `e` to a request whose Accept field is `accept` (also used by adapters'
+  /// catch-alls if they like); logs 5xx messages to `errors`.
+  static Response to_response(const HttpError& e, ErrorStream& errors, const HttpExceptionsOptions& options = {},
+                              std::string_view accept = {});
 
 private:
   App next_;

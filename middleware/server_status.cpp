@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "csgi/core/accept.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/on_response.hpp"
 
@@ -14,37 +15,6 @@ namespace csgi::mw {
 
 namespace {
 
-
-/// The q-value Accept gives `type` (exact match, then type/*, then */*); 0 when absent.
-double accept_q(std::string_view accept, std::string_view type) {
-  double best = -1;
-  int best_rank = -1;
-  std::string_view major = type.substr(0, type.find('/'));
-  while (!accept.empty()) {
-    auto comma = accept.find(',');
-    std::string_view item = csgi::trim_ows(accept.substr(0, comma));
-    accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
-    std::string_view range = csgi::trim_ows(item.substr(0, item.find(';')));
-    double q = 1;
-    for (auto semi = item.find(';'); semi != std::string_view::npos; semi = item.find(';', semi + 1)) {
-      std::string_view param = csgi::trim_ows(item.substr(semi + 1, item.find(';', semi + 1) - semi - 1));
-      if (param.size() > 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
-        std::string v(param.substr(2));
-        char* end = nullptr;
-        q = std::strtod(v.c_str(), &end);
-        if (end == v.c_str() || q < 0 || q > 1) q = 0;
-      }
-    }
-    int rank = -1;
-    if (iequals(range, type)) rank = 2;
-    else if (range.size() == major.size() + 2 && iequals(range.substr(0, major.size()), major) &&
-             range.substr(major.size()) == "/*")
-      rank = 1;
-    else if (range == "*/*") rank = 0;
-    if (rank > best_rank) best_rank = rank, best = q;
-  }
-  return best < 0 ? 0 : best;
-}
 
 bool query_has(std::string_view query, std::string_view name, std::string_view value = {}) {
   while (!query.empty()) {
@@ -90,7 +60,7 @@ ServerStatusApp::Format ServerStatusApp::negotiate(const Env& env) {
   if (query_has(q, "json") || query_has(q, "format", "json")) return Format::json;
   if (query_has(q, "auto") || query_has(q, "format", "text")) return Format::text;
   if (query_has(q, "format", "html")) return Format::html;
-  std::string_view accept = env.get("HTTP_ACCEPT");
+  std::string_view accept = env.get(keys::HTTP_ACCEPT);
   if (accept.empty()) return Format::html;
   double json = accept_q(accept, "application/json");
   double html = accept_q(accept, "text/html");

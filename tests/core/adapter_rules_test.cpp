@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "csgi/core/cookie.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -108,6 +109,17 @@ TEST_CASE("ENV-9: header keys are upper-cased and repeats joined in order", "[ad
       [](Env& e) { return Response::text(200, std::string(e.get("HTTP_FOO")) + "|" + (e.contains("HTTP_COOKIE") ? "c" : "-")); },
       "GET /", {{"Foo", "bar"}, {"Foo", "baz"}});
   CHECK(res.body == "bar, baz|-");
+}
+
+TEST_CASE("ENV-9: repeated Cookie fields are joined with \"; \"", "[adapter_rules][ENV-9]") {
+  Env env;
+  CHECK(add_header(env, "Cookie", "x=a,__Host-sid=evil"));
+  CHECK(add_header(env, "cookie", "__Host-sid=real"));
+  CHECK(env.get(keys::HTTP_COOKIE) == "x=a,__Host-sid=evil; __Host-sid=real");
+  CHECK(parse_cookies(env.get(keys::HTTP_COOKIE)).get("__Host-sid") == "real");
+  auto res = testing::call([](Env& e) { return Response::text(200, std::string(e.get(keys::HTTP_COOKIE))); }, "GET /",
+                           {{"Cookie", "a=1"}, {"Cookie", "b=2"}});
+  CHECK(res.body == "a=1; b=2");
 }
 
 TEST_CASE("ENV-10: names with '_' and the Proxy header are dropped", "[adapter_rules][ENV-10]") {

@@ -42,13 +42,24 @@ TEST_CASE("parse_cookies: bad pairs are ignored, never thrown", "[cookie]") {
   CHECK_NOTHROW(parse_cookies(std::string("a=\0\x01\xff;b", 8)));
 }
 
-TEST_CASE("parse_cookies: ',' separates pairs too (repeated Cookie fields joined by ENV-9)", "[cookie]") {
+TEST_CASE("parse_cookies: only ';' separates pairs; a ',' is part of the value", "[cookie]") {
   Params c = parse_cookies("a=1; b=2, c=3,d=\"x,y\"");
   CHECK(c.get("a") == "1");
-  CHECK(c.get("b") == "2");
-  CHECK(c.get("c") == "3");
-  CHECK(c.get("d") == "x,y");
-  CHECK(c.size() == 4);
+  CHECK(c.get("b") == "2, c=3,d=\"x,y\"");
+  CHECK_FALSE(c.contains("c"));
+  CHECK_FALSE(c.contains("d"));
+  CHECK(c.size() == 2);
+  // A value cannot plant a pair that comes before the real one.
+  Params h = parse_cookies("x=a,__Host-sid=evil; __Host-sid=real");
+  CHECK(h.get("__Host-sid") == "real");
+  CHECK(h.get_all("__Host-sid").size() == 1);
+  CHECK(h.get("x") == "a,__Host-sid=evil");
+  // A quoted value keeps its ','; text after the closing quote up to ';' still spoils the pair.
+  Params q = parse_cookies(R"(q="x,y"; r="v",s=1; t=2)");
+  CHECK(q.get("q") == "x,y");
+  CHECK_FALSE(q.contains("r"));
+  CHECK_FALSE(q.contains("s"));
+  CHECK(q.get("t") == "2");
 }
 
 TEST_CASE("parse_cookies: the first of repeated names wins", "[cookie]") {

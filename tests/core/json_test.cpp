@@ -68,6 +68,19 @@ TEST_CASE("read_json answers 400 with the parser's reason for malformed JSON") {
   CHECK(post("[\"a\xff\"]", "application/json").status == 400);
 }
 
+TEST_CASE("read_json answers 400 with the reason for a number too large for a double") {
+  for (const char* big : {"[1e999999999]", "1e400", "{\"n\":-1e309}"}) {
+    INFO(big);
+    auto r = post(big, "application/json");
+    CHECK(r.status == 400);
+    CHECK_THAT(r.reason, Catch::StartsWith("malformed JSON: "));
+    CHECK_THAT(r.reason, Catch::Contains("number overflow"));
+    CHECK_THAT(r.reason, !Catch::Contains("[json.exception"));
+  }
+  // Large but finite numbers and big integers still parse.
+  CHECK(post("[1e308, 18446744073709551615, 99999999999999999999999]", "application/json").status == 200);
+}
+
 TEST_CASE("read_json refuses a body over its size limit with 413") {
   JsonLimits small;
   small.max_bytes = 8;
@@ -121,4 +134,37 @@ TEST_CASE("json_response serialises with the library: escapes, UTF-8, Content-Ty
   auto bad = testing::drain(json_response(200, json::array({std::string("a\xff" "b")})));
   CHECK(bad.body == "[\"a\xEF\xBF\xBD" "b\"]");
   CHECK_NOTHROW(json::parse(bad.body));
+}
+
+TEST_CASE("problem_response: an RFC 9457 document with the reason phrase as title") {
+  Response r = problem_response(422, "name: required");
+  CHECK(r.status == 422);
+  CHECK(r.headers.get("Content-Type") == "application/problem+json");
+  CHECK(json::parse(std::get<std::string>(r.body)) ==
+        json{{"type", "about:blank"}, {"title", "Unprocessable Content"}, {"status", 422}, {"detail", "name: required"}});
+  CHECK(json::parse(std::get<std::string>(problem_response(404).body)) ==
+        json{{"type", "about:blank"}, {"title", "Not Found"}, {"status", 404}});
+  // Invalid UTF-8 in a detail still makes valid JSON.
+  CHECK_NOTHROW(json::parse(std::get<std::string>(problem_response(400, "bad \xff byte").body)));
+  Response none = problem_response(304);
+  CHECK(none.status == 304);
+  CHECK_FALSE(none.headers.has("Content-Type"));
+}
+
+TEST_CASE("prefers_problem_json and error_response follow Accept") {
+  CHECK(prefers_problem_json("application/json"));
+  CHECK(prefers_problem_json("application/problem+json"));
+  CHECK(prefers_problem_json("Application/JSON; charset=utf-8"));
+  CHECK(prefers_problem_json("text/plain;q=0.5, application/json"));
+  CHECK(prefers_problem_json("application/*"));
+  CHECK_FALSE(prefers_problem_json(""));
+  CHECK_FALSE(prefers_problem_json("*/*"));
+  CHECK_FALSE(prefers_problem_json("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"));
+  CHECK_FALSE(prefers_problem_json("application/json;q=0"));
+  CHECK_FALSE(prefers_problem_json("application/json;q=0.5, text/*"));
+  CHECK_FALSE(prefers_problem_json("application/json;q=bogus"));
+  Env env;
+  CHECK(error_response(env, 404, "x").headers.get("Content-Type") == "text/plain; charset=utf-8");
+  env.set(keys::HTTP_ACCEPT, "application/json");
+  CHECK(error_response(env, 404, "x").headers.get("Content-Type") == "application/problem+json");
 }

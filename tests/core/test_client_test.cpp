@@ -3,8 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <string>
 #include <stdexcept>
 #include <thread>
+
+#include "csgi/core/http_error.hpp"
 
 using namespace csgi;
 using namespace std::chrono_literals;
@@ -78,4 +81,52 @@ TEST_CASE("test client: a writer dropped without close() ends the body", "[test_
   auto res = testing::call(app, "GET /");
   CHECK(res.body == "cut");
   CHECK_FALSE(res.closed);
+}
+
+TEST_CASE("test client: rethrow = false answers as an adapter does", "[test_client][ADP-5][ADP-6]") {
+  testing::Options answer;
+  answer.rethrow = false;
+  App bad = [](Env&) -> Response { throw BadRequest("no such field"); };
+  CHECK_THROWS_AS(testing::call(bad, "GET /"), BadRequest);  // the default: rethrown
+  auto res = testing::call(bad, "GET /x", {}, "", answer);
+  CHECK(res.status == 400);
+  CHECK(res.header("Content-Type") == "text/plain; charset=utf-8");
+  CHECK(res.body == "400 Bad Request: no such field\n");
+  CHECK(res.errors.empty());
+  // 5xx: the status only; the message goes to the error log with the request line.
+  res = testing::call([](Env&) -> Response { throw HttpError(503, "db down at 10.0.0.5"); }, "GET /x", {}, "", answer);
+  CHECK(res.status == 503);
+  CHECK(res.body == "503 Service Unavailable\n");
+  CHECK(res.errors == "csgi: 503 for \"GET /x HTTP/1.1\": db down at 10.0.0.5\n");
+  res = testing::call([](Env&) -> Response { throw std::runtime_error("boom"); }, "POST /y", {}, "", answer);
+  CHECK(res.status == 500);
+  CHECK(res.body == "500 Internal Server Error\n");
+  CHECK(res.errors == "csgi: 500 for \"POST /y HTTP/1.1\": boom\n");
+  res = testing::call([](Env&) -> Response { throw 7; }, "GET /", {}, "", answer);
+  CHECK(res.status == 500);
+  CHECK(res.errors.find("non-standard exception") != std::string::npos);
+  // A body read past its limit: the 413 the server would send.
+  App reader = [](Env& env) {
+    env.input().read_all(4);
+    return Response::text(200, "read");
+  };
+  CHECK(testing::call(reader, "POST /", {}, "too long", answer).status == 413);
+}
+
+TEST_CASE("test client: rethrow = false answers a delayed callable's exception before it answers", "[test_client]") {
+  testing::Options answer;
+  answer.rethrow = false;
+  App before = [](Env&) { return Response::delayed([](Responder) { throw HttpError(403, "nope"); }); };
+  auto res = testing::call(before, "GET /", {}, "", answer);
+  CHECK(res.status == 403);
+  CHECK(res.body == "403 Forbidden: nope\n");
+  // Once the writer has started, an adapter cuts the connection: the exception still comes up.
+  App after = [](Env&) {
+    return Response::delayed([](Responder r) {
+      auto w = r.start(200, {{"Content-Type", "text/plain"}});
+      w->write("partial");
+      throw HttpError(500, "late");
+    });
+  };
+  CHECK_THROWS_AS(testing::call(after, "GET /", {}, "", answer), HttpError);
 }

@@ -1,5 +1,7 @@
 #include "csgi/middleware/auth_basic.hpp"
 
+#include <crypt.h>
+
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <cstdlib>
@@ -266,6 +268,79 @@ TEST_CASE("htpasswd: an unknown user is checked against the file's costliest has
   for (const auto& h : {des, md5, sha256, sha512, sha512_20k, bcrypt4, bcrypt6, yescrypt}) {
     INFO(h);
     CHECK(mw::Htpasswd::verify_hash(h, "pw"));
+  }
+}
+
+TEST_CASE("htpasswd: a user with a cheaper hash pays the costliest hash's cost too") {
+  const std::string sha = "{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=";  // "password"
+  const std::string sha512 = "$6$u/8OlDpovUz0rHfR$f7AGpFt2tUb0IZqKGmKNqEI95SfgW61VTotZFJs1Ysdmfy8sMYhIh8vBe3gRjVdBOAqYLExKaRhUj07gJSpiP.";
+  const std::string sha512_20k = "$6$rounds=20000$xJ8AzP9KiVwhIZ2o$NOJKH8Rfu8cTMRS3XW0lIQqLiAuaTRV2QZDf/idn1LRoXJcudi3p9SG9EjJ3bzhJZnLl0GvrXHHjd6O7kRh4c/";
+  const std::string bcrypt4 = "$2y$04$BsFfZ3l93MNE1yg3lE7fW.JQnCyypTNieDBtIcnxpI9XJ8FTWs5nm";
+  const std::string bcrypt6 = "$2y$06$IVqkLEcV6h14qygXPAJMpuk./Zx/HgkeRoR74Z0wa5yS.hIrtQzm.";
+  const std::string yescrypt = "$y$j9T$TmjMgt9yJpAio9SxSpo6K1$zuUF0aw/HIDdStf3vQbcc9jI8yiJLQq2RWnuDITvAs4";
+  const std::string yescrypt_big = "$y$jBT$GCjsE7g28KyJRPg0GnlL.1$k6EtMLYNT5YUU6Ac..8Q.GHjh/O07.BuEv8.eTJUT73";
+  auto total = [](const mw::Htpasswd& h, std::string_view user) {
+    double sum = 0;
+    for (auto c : h.checks(user)) sum += mw::Htpasswd::cost(c);
+    return sum;
+  };
+  // Each pad is a setting libcrypt really computes (a refused one would cost nothing).
+  auto computes = [](std::string_view setting) {
+    std::string s(setting);
+    void* data = nullptr;
+    int size = 0;
+    const char* out = crypt_ra("pw", s.c_str(), &data, &size);
+    bool ok = out && out[0] != '*';
+    std::free(data);
+    return ok;
+  };
+
+  SECTION("bcrypt of two costs: the cheaper user's checks add up to the costlier's exactly") {
+    auto h = mw::Htpasswd::parse("cheap:" + bcrypt4 + "\ndear:" + bcrypt6 + "\n");
+    auto cheap = h.checks("cheap");
+    REQUIRE(cheap.size() == 3);
+    CHECK(cheap[0] == bcrypt4);
+    CHECK(cheap[1].substr(0, 7) == "$2y$05$");
+    CHECK(cheap[2].substr(0, 7) == "$2y$04$");
+    CHECK(total(h, "cheap") == mw::Htpasswd::cost(bcrypt6));  // 2^4 + 2^5 + 2^4 = 2^6
+    CHECK(h.checks("dear") == std::vector<std::string_view>{bcrypt6});
+    CHECK(h.checks("nobody") == std::vector<std::string_view>{bcrypt6});
+    for (std::size_t i = 1; i < cheap.size(); ++i) CHECK(computes(cheap[i]));
+    CHECK(h.verify("cheap", "pw"));
+    CHECK(h.verify("dear", "pw"));
+    CHECK_FALSE(h.verify("cheap", "pW"));
+    CHECK_FALSE(h.verify("nobody", "pw"));  // the dummy hash's own password opens nothing
+  }
+  SECTION("{SHA} and SHA-512 users in a file with a 20000-round SHA-512 entry") {
+    auto h = mw::Htpasswd::parse("s:" + sha + "\nq:" + sha512 + "\nr:" + sha512_20k + "\n");
+    const double top = mw::Htpasswd::cost(sha512_20k);
+    for (const char* u : {"s", "q", "r", "nobody"}) {
+      INFO(u);
+      CHECK(total(h, u) <= top);
+      CHECK(total(h, u) > top - mw::Htpasswd::cost("$6$rounds=1000$x$"));
+    }
+    auto q = h.checks("q");
+    REQUIRE(q.size() == 2);
+    CHECK(q[1].substr(0, 19) == "$6$rounds=15000$xJ8");
+    CHECK(computes(q[1]));
+    CHECK(h.verify("s", "password"));
+    CHECK(h.verify("q", "pw"));
+  }
+  SECTION("yescrypt of two N and a bcrypt user") {
+    auto h = mw::Htpasswd::parse("y:" + yescrypt + "\nb:" + bcrypt6 + "\nbig:" + yescrypt_big + "\n");
+    const double top = mw::Htpasswd::cost(yescrypt_big);
+    CHECK(total(h, "y") == Approx(top));  // N 4096 + pads 8192 and 4096 = 16384
+    CHECK(total(h, "b") <= top);
+    CHECK(total(h, "b") > top * 0.99);
+    for (auto c : h.checks("b")) CHECK(computes(c));
+    CHECK(h.verify("y", "pw"));
+    CHECK(h.verify("b", "pw"));
+  }
+  SECTION("a file of one cost has no pads") {
+    auto h = mw::Htpasswd::parse("a:" + bcrypt4 + "\nb:" + bcrypt4 + "\n");
+    CHECK(h.checks("a").size() == 1);
+    CHECK(h.checks("b").size() == 1);
+    CHECK(mw::Htpasswd::parse("").checks("x").empty());
   }
 }
 

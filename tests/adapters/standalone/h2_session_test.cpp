@@ -87,3 +87,24 @@ TEST_CASE("h2 session: a request's env keeps the connection's values after the s
     CHECK(host.ready[i]->id == (i == 0 ? 1 : 3));
   }
 }
+
+TEST_CASE("h2 session: split cookie fields reach the app joined with \"; \" (ENV-9)", "[h2][ENV-9]") {
+  Host host;
+  H2Session session(host, H2Limits{}, csgi::Connection{});
+  // GET / with two cookie fields (HPACK literals with a new name, not indexed).
+  std::string block = "\x82\x86\x84";
+  block += '\x01';
+  block += static_cast<char>(std::string_view("example.com").size());
+  block += "example.com";
+  for (std::string_view value : {"x=a,__Host-sid=evil", "__Host-sid=real"}) {
+    block += '\x00';
+    block += '\x06';
+    block += "cookie";
+    block += static_cast<char>(value.size());
+    block += value;
+  }
+  std::string in = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(0x4, 0, 0, "") + frame(0x1, 0x5, 1, block);
+  REQUIRE(session.receive(in.data(), in.size()));
+  REQUIRE(host.ready.size() == 1);
+  CHECK(host.ready[0]->env->get(keys::HTTP_COOKIE) == "x=a,__Host-sid=evil; __Host-sid=real");
+}

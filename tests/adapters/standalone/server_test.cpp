@@ -458,6 +458,13 @@ TEST_CASE("standalone: a response header with CR/LF is dropped, not sent (no res
   CHECK(got.find("Set-Cookie") == std::string::npos);
 }
 
+TEST_CASE("standalone: repeated Cookie fields reach the app joined with \"; \"", "[ENV-9]") {
+  Running run([](Env& env) { return Response::text(200, "[" + std::string(env.get(csgi::keys::HTTP_COOKIE)) + "]"); }, {});
+  std::string got = get(run.port, "/", "Cookie: x=a,__Host-sid=evil\r\nCookie: __Host-sid=real\r\n");
+  CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(got.find("\r\n\r\n[x=a,__Host-sid=evil; __Host-sid=real]") != std::string::npos);
+}
+
 TEST_CASE("standalone: options are checked") {
   csgi::standalone::ServerOptions opt;
   opt.script_name = "/bad/";
