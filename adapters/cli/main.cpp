@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cl.command == "version") {
-    print(stdout, "csgi 0.1.0 (spec 1.0)\n");
+    print(stdout, csgi::runner::version_line());
     return 0;
   }
   cgi = cl.options.adapter == csgi::runner::Adapter::cgi;

@@ -48,6 +48,7 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
     throw UsageError("unknown command '" + cl.command + "' (commands: serve, help, version)");
 
   runner::Parsed parsed = runner::parse(argc, argv, first, mode_options(), program.adapter);
+  if (parsed.version && !parsed.help) cl.command = "version";
   cl.help = parsed.help || cl.command == "help";
   if (cl.help || cl.command == "version") return cl;
 

@@ -1,4 +1,6 @@
+#include <arpa/inet.h>
 #include <fcgiapp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -9,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -257,6 +260,37 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
   return 0;
 }
 
+// "csgi: listening on unix:/run/app.sock (FastCGI, socket mode 0660)" once the socket is open, as the
+// HTTP server prints; a unix socket only its owner may write to gets the option that opens it.
+void print_listening(int fd, const std::string& spec) {
+  std::string where = spec, note = "FastCGI";
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    where = std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  } else if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    where = "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  } else if (ss.ss_family == AF_UNIX) {
+    std::string path = spec.rfind("unix:", 0) == 0 ? spec.substr(5) : spec;
+    where = "unix:" + path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      note += ", socket mode " + std::string(mode);
+      if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
+        note += ": only its owner may connect; a front server running as another user needs --socket-mode, e.g. 0660";
+    }
+  }
+  std::printf("csgi: listening on %s (%s)\n", where.c_str(), note.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 bool is_fastcgi_socket(int fd) noexcept {
@@ -309,6 +343,7 @@ int serve(App app, const Options& options) {
       stderr_stream().write("csgi fastcgi: cannot listen on " + options.listen + ": " + std::strerror(errno));
       return 1;
     }
+    print_listening(fd, options.listen);
   }
   int rc = options.workers > 0 ? serve_workers(std::move(app), options, fd, spawned)
                                : serve_threads(std::move(app), options, fd, spawned);

@@ -2,10 +2,12 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
 
+#include "csgi/adapters/standalone/listen.hpp"
 #include "csgi/middleware/cidr.hpp"
 
 namespace csgi::runner {
@@ -313,7 +315,38 @@ std::vector<Known> known_options(const std::vector<ExtraOption>& extra) {
   for (const ExtraOption& e : extra) known.push_back({e.name, 0, e.value_name != nullptr, e.repeatable});
   for (const auto& [old, now] : deprecated) known.push_back({old, 0, true, false});
   known.push_back({"help", 'h', false, true});
+  known.push_back({"version", 0, false, true});
   return known;
+}
+
+// Levenshtein distance between two option names.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --workers?)" for the known name nearest to `word` ("--wrokers"), when one is near enough.
+std::string suggestion(std::string_view word, const std::vector<Known>& known) {
+  while (!word.empty() && word.front() == '-') word.remove_prefix(1);
+  if (word.empty()) return {};
+  const Known* best = nullptr;
+  std::size_t best_distance = word.size() / 3 + 1;
+  for (const Known& k : known)
+    if (std::size_t d = edit_distance(word, k.name); d <= best_distance && (!best || d < best_distance)) {
+      best = &k;
+      best_distance = d;
+    }
+  return best ? " (did you mean --" + best->name + "?)" : std::string();
 }
 
 // getopt_long's error for the word at argv[optind - 1]: the option as written, without its value.
@@ -355,7 +388,10 @@ void read_words(std::vector<std::string>& words, const std::vector<Known>& known
       others.emplace_back(optarg);
       continue;
     }
-    if (c == '?') throw UsageError("unknown or ambiguous option '" + offending(argv.data(), optind - 1, optopt) + "'");
+    if (c == '?') {
+      std::string word = offending(argv.data(), optind - 1, optopt);
+      throw UsageError("unknown or ambiguous option '" + word + "'" + suggestion(word, known));
+    }
     if (c == ':') {
       const Known* k = optopt >= 1000 ? &known[static_cast<std::size_t>(optopt - 1000)] : by_letter(optopt);
       throw UsageError("--" + (k ? k->name : offending(argv.data(), optind - 1, optopt)) + " needs a value");
@@ -504,7 +540,8 @@ Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& e
   std::vector<std::string> others;
   read_words(words, known_options(extra), p, others);
   p.help = p.has("help");
-  if (p.help) return p;
+  p.version = p.has("version");
+  if (p.help || p.version) return p;
 
   bool fastcgi = p.has("fastcgi"), cgi = p.has("cgi");
   if (fastcgi && cgi) throw UsageError("give only one of --fastcgi and --cgi");
@@ -544,6 +581,23 @@ void validate_recycling(const Options& o) {
 
 void validate(Options& o) {
   auto& s = o.server;
+  for (const std::string& l : s.listen) {
+    standalone::ListenAddress a;
+    try {
+      a = standalone::parse_listen(l);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    // libfcgi takes HOST:0 for a unix socket of that name.
+    if (o.adapter == Adapter::fastcgi && a.kind == standalone::ListenAddress::Kind::tcp && std::stoul(a.port) == 0)
+      throw UsageError("--listen " + l + ": FastCGI cannot listen on port 0; give a port");
+  }
+  for (const auto& c : s.tls_certificates) {
+    if (c.key_file.empty()) throw UsageError("--tls-cert " + c.cert_file + ": no --tls-key given for it (they come in pairs)");
+    if (c.cert_file.empty()) throw UsageError("--tls-key " + c.key_file + ": no --tls-cert given for it (they come in pairs)");
+  }
+  if (!s.tls_client_ca.empty() && s.tls_certificates.empty())
+    throw UsageError("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
   if (s.max_request_line > s.max_header_bytes) s.max_request_line = s.max_header_bytes;
   if (o.adapter == Adapter::fastcgi && s.listen.size() > 1)
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");

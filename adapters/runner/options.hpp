@@ -108,6 +108,7 @@ struct Parsed {
   std::vector<GivenOption> given;     // every option given, the caller's `extra` ones included, in order
   std::vector<std::string> warnings;  // deprecated spellings used, one line each
   bool help = false;                  // -h / --help
+  bool version = false;               // --version
   /// Whether the option named `name` was given.
   bool has(std::string_view name) const;
   /// The values given for `name`, in order.

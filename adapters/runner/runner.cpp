@@ -6,6 +6,7 @@
 
 #include "csgi/adapters/cgi/cgi.hpp"
 #include "csgi/adapters/standalone/server.hpp"
+#include "csgi/core/keys.hpp"
 #include "csgi/middleware/access_log.hpp"
 #if CSGI_HAVE_FASTCGI
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
@@ -84,6 +85,10 @@ std::string usage(const std::string& program) {
   return o.str();
 }
 
+std::string version_line() {
+  return "csgi " CSGI_VERSION " (spec " + std::string(keys::spec_version) + ")\n";
+}
+
 }  // namespace csgi::runner
 
 namespace csgi {
@@ -98,6 +103,10 @@ int run(App app, int argc, char** argv) {
     for (const std::string& w : p.warnings) print(stderr, program + ": " + w + "\n");
     if (p.help) {
       print(stdout, usage(program));
+      return 0;
+    }
+    if (p.version) {
+      print(stdout, version_line());
       return 0;
     }
     if (p.options.reload)

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +59,8 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
     return csgi::Response::text(200, PROCESS_APP_HELLO);
   };
   app = csgi::wrap<csgi::mw::ServerStatus>(std::move(app));
+  for (const std::string& a : args)
+    if (a == "throw") throw std::runtime_error("need a config file");
   for (const std::string& a : args)
     if (a.rfind("access-log=", 0) == 0) {
       csgi::mw::AccessLogOptions o;

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""The `csgi` program's command line and its messages, on the real binary:
+- command-line errors exit 2 (docs: EXIT STATUS), and are found before the app's factory runs;
+- --version prints the CMake project's version; an unknown option gets the nearest known one;
+- an exception from an --app library's factory names the library and says its factory threw;
+- `csgi serve --fastcgi --listen` prints a "listening" line (the socket's mode, and --socket-mode when only
+  its owner may connect);
+- SIGTERM, SIGHUP and SIGUSR1 each log what the server does, in one process and under a master.
+Usage: test_command_line.py CSGI_EXE PROCESS_APP_SO SOURCE_DIR"""
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serving import check, failures, free_port, start  # noqa: E402
+
+CSGI, APP, SOURCE = (os.path.abspath(a) for a in sys.argv[1:4])
+work = tempfile.mkdtemp(prefix="csgi-cli-")
+
+
+def run(*args):
+    """The program's exit status (None when it still ran after 30 s: it started serving), stdout, stderr."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CSGI_APP", "GATEWAY_INTERFACE")}
+    try:
+        return subprocess.run([CSGI] + list(args), capture_output=True, text=True, timeout=30, env=env,
+                              stdin=subprocess.DEVNULL, cwd=work)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(e.cmd, None, "", "")
+
+
+# --version: the CMake project's version, one source.
+with open(os.path.join(SOURCE, "CMakeLists.txt")) as f:
+    version = re.search(r"project\(csgi VERSION ([\d.]+)", f.read()).group(1)
+for args in (["--version"], ["serve", "--version"], ["version"]):
+    r = run(*args)
+    check(r.returncode == 0 and r.stdout == "csgi %s (spec 1.0)\n" % version,
+          "csgi %s prints the version %s: %r %r" % (" ".join(args), version, r.stdout, r.stderr))
+
+# Command-line errors exit 2, checked before the factory runs (the factory here throws: its message must
+# not appear).
+throwing = ["serve", "--app", APP, "--app-arg", "throw"]
+for what, args, expected in [
+    ("a port out of range", throwing + ["--listen", "127.0.0.1:99999"], "bad port"),
+    ("a malformed address", throwing + ["--listen", "::1:80"], "brackets"),
+    ("a --tls-cert without --tls-key", throwing + ["--tls-cert", "cert.pem"], "no --tls-key"),
+    ("a --tls-key without --tls-cert", throwing + ["--tls-key", "key.pem"], "no --tls-cert"),
+    ("a misspelt option", throwing + ["--wrokers", "2"], "did you mean --workers?"),
+    ("a misspelt switch", ["serve", "--demo", "--reuseprot"], "did you mean --reuseport?"),
+    ("a misspelt mode", ["serve", "--dmeo"], "did you mean --demo?"),
+]:
+    r = run(*args)
+    check(r.returncode == 2 and expected in r.stderr and "factory" not in r.stderr and len(r.stderr.splitlines()) == 1,
+          "%s exits 2 before the factory runs, saying %r: exit %d, %r" % (what, expected, r.returncode, r.stderr.strip()))
+r = run("serve", "--demo", "--zzzzzzzz")
+check(r.returncode == 2 and "did you mean" not in r.stderr, "no suggestion for a word unlike any option: %r" % r.stderr.strip())
+
+# The factory's exception: named as such, with the library.
+r = run(*throwing, "--listen", "127.0.0.1:0")
+check(r.returncode == 1 and APP in r.stderr and "factory" in r.stderr and "threw" in r.stderr and
+      "need a config file" in r.stderr, "a throwing factory is named with its library: %r" % r.stderr.strip())
+
+
+def read_line(proc, pattern, limit=10):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if not select.select([proc.stdout], [], [], 0.2)[0]:
+            continue
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = re.search(pattern, line)
+        if m:
+            return m
+    return None
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# FastCGI prints where it listens, as HTTP does.
+os.umask(0o022)
+for mode, expected_mode, hint in [(None, "0755", True), ("0660", "0660", False)]:
+    sock = os.path.join(work, "fcgi-%s.sock" % (mode or "default"))
+    args = ["serve", "--fastcgi", "--demo", "--listen", "unix:" + sock] + (["--socket-mode", mode] if mode else [])
+    p = subprocess.Popen([CSGI] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    m = read_line(p, r"csgi: listening on unix:(\S+) \(FastCGI, socket mode (\d+)(.*)\)")
+    check(m is not None and m.group(1) == sock and m.group(2) == expected_mode and ("--socket-mode" in m.group(3)) == hint,
+          "csgi serve --fastcgi %s prints its socket and mode %s%s: %s" %
+          (" ".join(args[3:]), expected_mode, " with the --socket-mode hint" if hint else "", m and m.group(0)))
+    stop(p)
+port = free_port()
+p = subprocess.Popen([CSGI, "serve", "--fastcgi", "--demo", "--listen", "127.0.0.1:%d" % port], stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL, text=True)
+m = read_line(p, r"csgi: listening on 127\.0\.0\.1:(\d+) \(FastCGI\)")
+check(m is not None and int(m.group(1)) == port, "csgi serve --fastcgi --listen 127.0.0.1:PORT prints its address")
+stop(p)
+r = run("serve", "--fastcgi", "--demo", "--listen", "127.0.0.1:0")
+check(r.returncode == 2 and "port 0" in r.stderr, "FastCGI refuses port 0 (libfcgi would make a unix socket of that "
+      "name): %r" % r.stderr.strip())
+
+
+# Signals are logged.
+def wait_for(path, text, limit=10):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with open(path) as f:
+            if text in f.read():
+                return True
+        time.sleep(0.05)
+    return False
+
+
+for extra in ([], ["--workers", "2"]):
+    log = os.path.join(work, "errors-%d.log" % len(extra))
+    open(log, "w").close()
+    p, port = start(CSGI, ["--demo", "--error-log", log] + extra)
+    p.send_signal(signal.SIGUSR1)
+    check(wait_for(log, "csgi: SIGUSR1: reopened the log files"), "SIGUSR1 is logged %s" % extra)
+    p.send_signal(signal.SIGHUP)
+    hup = "csgi: SIGHUP: started 2 new workers" if extra else "csgi: SIGHUP: reopened the log files"
+    check(wait_for(log, hup), "SIGHUP is logged %s: %r" % (extra, hup))
+    p.send_signal(signal.SIGTERM)
+    check(wait_for(log, "csgi: SIGTERM: stopping gracefully"), "SIGTERM is logged %s" % extra)
+    p.wait(timeout=20)
+    with open(log) as f:
+        check(f.read().count("SIGTERM") == 1, "one SIGTERM line %s, not one per worker" % extra)
+
+sys.exit(1 if failures else 0)
