@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -315,8 +316,8 @@ int open_socket(const std::string& spec, int backlog, int socket_mode) {
   if (unix_socket) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
-  } else if (path.find(':') == std::string::npos) {
-    errno = EINVAL;
+  } else if (auto colon = path.rfind(':'); colon == std::string::npos || std::atoi(path.c_str() + colon + 1) == 0) {
+    errno = EINVAL;  // libfcgi takes HOST:0 for a unix socket of that name
     return -1;
   }
   int fd = FCGX_OpenSocket(path.c_str(), backlog);
@@ -340,7 +341,9 @@ int serve(App app, const Options& options) {
   } else {
     fd = open_socket(options.listen, options.backlog, options.socket_mode);
     if (fd < 0) {
-      stderr_stream().write("csgi fastcgi: cannot listen on " + options.listen + ": " + std::strerror(errno));
+      stderr_stream().write("csgi fastcgi: cannot listen on " + options.listen + ": " +
+                            (errno == EINVAL ? "give unix:/PATH or HOST:PORT with a port from 1 to 65535"
+                                             : std::strerror(errno)));
       return 1;
     }
     print_listening(fd, options.listen);

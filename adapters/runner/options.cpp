@@ -582,15 +582,11 @@ void validate_recycling(const Options& o) {
 void validate(Options& o) {
   auto& s = o.server;
   for (const std::string& l : s.listen) {
-    standalone::ListenAddress a;
     try {
-      a = standalone::parse_listen(l);
+      standalone::parse_listen(l);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    // libfcgi takes HOST:0 for a unix socket of that name.
-    if (o.adapter == Adapter::fastcgi && a.kind == standalone::ListenAddress::Kind::tcp && std::stoul(a.port) == 0)
-      throw UsageError("--listen " + l + ": FastCGI cannot listen on port 0; give a port");
   }
   for (const auto& c : s.tls_certificates) {
     if (c.key_file.empty()) throw UsageError("--tls-cert " + c.cert_file + ": no --tls-key given for it (they come in pairs)");

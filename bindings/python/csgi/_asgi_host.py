@@ -364,4 +364,4 @@ def load_asgi_app(spec, workers=0):
     """``csgi serve --asgi``: imports ``module:app`` as gunicorn would and returns it as a csgi.App. With
     workers, the master starts nothing: each worker starts its loop and lifespan when it is forked."""
     from ._wsgi import import_wsgi_app
-    return from_asgi(import_wsgi_app(spec), start=workers == 0, start_in_children=workers > 0)
+    return from_asgi(import_wsgi_app(spec, kind="asgi"), start=workers == 0, start_in_children=workers > 0)
