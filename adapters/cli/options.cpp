@@ -83,7 +83,8 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
 std::string help_text() {
   std::ostringstream o;
   o << "NAME\n"
-       "    csgi - serve a C++ web app (csgi) over HTTP/1.1\n\n"
+       "    csgi - serve a C++ web app (csgi) or a Python WSGI/ASGI app over HTTP/1.1, HTTP/2, TLS and\n"
+       "    WebSocket, or to a front server over FastCGI or CGI\n\n"
        "SYNOPSIS\n"
        "    csgi serve (" << mode_list(is_source, " | ", " | ") << ") [--app-arg ARG]...\n"
        "               [" << mode_list([](const Mode& m) { return !is_source(m); }, "] [", "] [") << "]\n"
@@ -94,10 +95,13 @@ std::string help_text() {
        "    csgi help | csgi --help\n"
        "    csgi version\n\n"
        "DESCRIPTION\n"
-       "    csgi serve runs one csgi app in the standalone HTTP/1.1 server, as plackup does for Perl.\n"
-       "    The server speaks HTTP/1.0 and 1.1 with keep-alive and pipelining, reads chunked request\n"
-       "    bodies, sends files with sendfile(2) (with single Range requests), streams delayed\n"
-       "    responses, and refuses malformed or ambiguous framing with 400 and a closed connection.\n"
+       "    csgi serve runs one csgi app in the standalone server, as plackup does for Perl.\n"
+       "    The server speaks HTTP/1.0 and 1.1 with keep-alive and pipelining, and HTTP/2 (h2 by ALPN\n"
+       "    over TLS, h2c in the clear; --h2-max-streams 0 turns it off); serves TLS 1.2/1.3 with\n"
+       "    --tls-cert/--tls-key (SNI, client certificates, reloaded on SIGHUP); upgrades to WebSocket\n"
+       "    (HTTP/1.1, and RFC 8441 over HTTP/2) for apps that ask; reads chunked request bodies, sends\n"
+       "    files with sendfile(2) (with single Range requests), streams delayed responses, and refuses\n"
+       "    malformed or ambiguous framing with 400 and a closed connection.\n"
        "    Each io thread runs its own event loop; the app is called on the thread that owns the\n"
        "    connection. With --workers a master process forks N workers and restarts any that dies.\n"
        "    --fastcgi serves the app to a front server (nginx, Apache mod_fcgid, lighttpd) over FastCGI,\n"
@@ -112,13 +116,7 @@ std::string help_text() {
   std::ostringstream opts;
   opts << runner::describe("App options", mode_options()) << "\n" << runner::describe();
   o << "OPTIONS\n" << opts.str() << "\n";
-  o << "SIGNALS\n"
-       "    TERM, INT  stop accepting, finish in-flight requests (up to --graceful-timeout), exit 0\n"
-       "    HUP        with --workers: start new workers, then stop the old ones gracefully;\n"
-       "               without: reopen the log files\n"
-       "    USR1       reopen the log files (after logrotate)\n"
-       "    USR2       with --workers: start the csgi binary now at this one's path on the same sockets;\n"
-       "               the old master leaves once the new one is ready, and stays if it fails\n\n"
+  o << "SIGNALS\n" << runner::describe_signals() << "\n"
        "ENVIRONMENT\n"
        "    LISTEN_PID, LISTEN_FDS  sockets passed by systemd socket activation; used instead of --listen\n"
        "    CSGI_APP                the --app LIB.so when the command line gives no mode\n"

@@ -289,7 +289,10 @@ std::vector<OptionSpec> make_table() {
   {"backlog", 0, "N", F, false, "listen() backlog of the socket opened for --listen",
    [](const Options& d) { return show(static_cast<std::uint64_t>(d.backlog)); },
    [](Options& o, const std::string& v) { o.backlog = static_cast<int>(whole(v, 1, 65535)); }},
-  {"socket-mode", 0, "OCTAL", F, false, "permissions of the unix socket created for --listen unix:/PATH",
+  {"socket-mode", 0, "OCTAL", F, false,
+   "permissions of the unix socket created for --listen unix:/PATH: 0660 lets a front server in the socket's "
+   "group (nginx's www-data) connect; under umask 022 the socket is 0755 and only its owner may connect "
+   "(nginx answers 502)",
    [](const Options&) { return std::string("as the umask leaves them"); },
    [](Options& o, const std::string& v) { o.socket_mode = static_cast<int>(whole(v, 0, 07777, 8)); }},
   };
@@ -519,6 +522,39 @@ std::vector<std::string> Parsed::values(std::string_view name) const {
   std::vector<std::string> out;
   for (const GivenOption& g : given)
     if (g.name == name) out.push_back(g.value);
+  return out;
+}
+
+const std::vector<SignalSpec>& signal_table() {
+  static const std::vector<SignalSpec> table = {
+      {"TERM, INT",
+       "stop accepting and finish the requests in flight (they say Connection: close; an idle keep-alive "
+       "connection stays open until its next request or its idle timeout, so a request already on its way is "
+       "never dropped), then exit 0; after --graceful-timeout the rest are cut, and a second TERM/INT closes "
+       "idle connections at once",
+       "forwarded to the workers, which do the same; the master exits 0 when all have"},
+      {"HUP", "reopen the log files; re-read the TLS certificates and keys for new connections",
+       "re-read the TLS certificates, start N new workers, then stop the old ones gracefully: zero failed "
+       "requests; reopen the log files"},
+      {"USR1", "reopen the log files (after logrotate)", "reopen the log files and forward: each worker reopens its own"},
+      {"USR2", "ignored, with a line in the error log (an upgrade needs a master)",
+       "binary upgrade: start the csgi binary now at the path this one was started from, on the same sockets; "
+       "the old master leaves once the new one is ready, and stays if it fails"},
+  };
+  return table;
+}
+
+std::string describe_signals() {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const SignalSpec& row : signal_table())
+    entries.emplace_back(row.names, std::string("Single process: ") + row.single + ". With --workers: " + row.master + ".");
+  return help_list("Signals (each is logged: csgi: SIGTERM: …)", entries);
+}
+
+std::string signals_markdown() {
+  std::string out = "| signal | single process | with `--workers` (master) |\n|---|---|---|\n";
+  for (const SignalSpec& row : signal_table())
+    out += "| " + std::string(row.names) + " | " + row.single + " | " + row.master + " |\n";
   return out;
 }
 

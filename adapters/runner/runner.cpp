@@ -76,12 +76,11 @@ void print(std::FILE* to, std::string_view text) {
 std::string usage(const std::string& program) {
   std::ostringstream o;
   o << "Usage: " << program << " [OPTIONS]\n\n"
-    << "Serves this program's csgi app over HTTP/1.1, or over FastCGI (--fastcgi) or CGI (--cgi). Started\n"
-       "by a front server, it serves FastCGI when fd 0 is a listening socket and one CGI request when\n"
-       "GATEWAY_INTERFACE is set.\n\n"
+    << "Serves this program's csgi app over HTTP/1.1 and HTTP/2 (TLS with --tls-cert, WebSocket for apps\n"
+       "that ask), or over FastCGI (--fastcgi) or CGI (--cgi). Started by a front server, it serves FastCGI\n"
+       "when fd 0 is a listening socket and one CGI request when GATEWAY_INTERFACE is set.\n\n"
     << describe()
-    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files; USR2 (with\n"
-       "--workers) upgrades to the binary now at this program's path.\n";
+    << "\n" << describe_signals();
   return o.str();
 }
 

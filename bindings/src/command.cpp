@@ -37,8 +37,8 @@ std::string help_text(const std::string& program) {
        "those of csgi serve (docs/standalone.md). MODULE is imported from the current directory first.\n\n"
     << runner::describe("App options", app_options()) << "\n"
     << runner::describe()
-    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files.\n"
-       "Exit status: 0 after a graceful stop, 1 when the app or the server cannot start, 2 for a usage error.\n";
+    << "\n" << runner::describe_signals()
+    << "\nExit status: 0 after a graceful stop, 1 when the app or the server cannot start, 2 for a usage error.\n";
   return o.str();
 }
 
