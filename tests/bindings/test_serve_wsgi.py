@@ -123,6 +123,7 @@ def test_exceptions_give_500_with_traceback_and_close_is_always_called(server_fa
     assert server.request("GET", "/argv")[2] == b"csgi one two"
     out = server.output()
     assert "Traceback (most recent call last)" in out and "KeyError: 'raised by the WSGI app'" in out
+    assert 'csgi: 500 for "GET /raise HTTP/1.1": the WSGI app raised:\nTraceback (most recent call last)' in out, out
     assert "ValueError: failed in the iterable" in out
     server.stop()
     assert server.proc.returncode == 0

@@ -76,14 +76,14 @@ def _call_type():
                         self._log("csgi: ASGI app raised after its response ended:\n" + _traceback(e))
                     else:
                         self.finished = True
-                        self._fail("csgi: ASGI app raised:\n" + _traceback(e))
+                        self._fail("the ASGI app raised:\n" + _traceback(e))
                 self.end()
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 return
             if not self.finished and not self.gone:
                 self.finished = True
-                self._fail("csgi: the ASGI app returned " +
+                self._fail("the ASGI app returned " +
                            ("before its trailers ended" if self.body_ended else
                             "before its response body ended" if self.started else "without sending a response"))
             if self.ended is not None:

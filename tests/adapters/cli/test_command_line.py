@@ -5,19 +5,21 @@
 - an exception from an --app library's factory names the library and says its factory threw;
 - `csgi serve --fastcgi --listen` prints a "listening" line (the socket's mode, and --socket-mode when only
   its owner may connect);
+- a request the app failed is logged in one format by the HTTP server and under CGI;
 - SIGTERM, SIGHUP and SIGUSR1 each log what the server does, in one process and under a master.
 Usage: test_command_line.py CSGI_EXE PROCESS_APP_SO SOURCE_DIR"""
 import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serving import check, failures, free_port, start  # noqa: E402
+from serving import check, exchange, failures, free_port, start  # noqa: E402
 
 CSGI, APP, SOURCE = (os.path.abspath(a) for a in sys.argv[1:4])
 work = tempfile.mkdtemp(prefix="csgi-cli-")
@@ -108,6 +110,27 @@ stop(p)
 r = run("serve", "--fastcgi", "--demo", "--listen", "127.0.0.1:0")
 check(r.returncode == 1 and "127.0.0.1:0" in r.stderr and not os.path.exists(os.path.join(work, "127.0.0.1:0")),
       "FastCGI refuses port 0 (libfcgi would make a unix socket of that name): %r" % r.stderr.strip())
+
+
+# One format for a request the app failed, in every adapter: the HTTP server (HTTP/2 calls the app through
+# the same function) and CGI (whose call FastCGI shares).
+failed_line = 'csgi: 500 for "GET /throw?x=1 HTTP/1.1": the app raised: thrown by the app'
+log = os.path.join(work, "app-errors.log")
+p, port = start(CSGI, ["--app", APP, "--error-log", log])
+with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    status, _, _ = exchange(s, "/throw?x=1", close=True)
+stop(p)
+with open(log) as f:
+    logged = f.read()
+check(status == 500 and failed_line + "\n" in logged, "HTTP logs the failed request as %r: %r" % (failed_line, logged))
+cgi_env = dict(os.environ, GATEWAY_INTERFACE="CGI/1.1", REQUEST_METHOD="GET", REQUEST_URI="/throw?x=1",
+               SCRIPT_NAME="", PATH_INFO="/throw", QUERY_STRING="x=1", SERVER_PROTOCOL="HTTP/1.1",
+               SERVER_NAME="localhost", SERVER_PORT="80", REMOTE_ADDR="127.0.0.1")
+cgi_env.pop("CSGI_APP", None)
+r = subprocess.run([CSGI, "serve", "--cgi", "--app", APP], env=cgi_env, capture_output=True, text=True, timeout=30,
+                   stdin=subprocess.DEVNULL, cwd=work)
+check(r.stdout.startswith("Status: 500") and failed_line + "\n" in r.stderr,
+      "CGI logs the failed request as HTTP does: %r" % r.stderr)
 
 
 # Signals are logged.

@@ -40,6 +40,7 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
   csgi::App app = [](csgi::Env& env) {
     std::string_view path = env.get("PATH_INFO");
     if (path == "/crash") ::raise(SIGSEGV);
+    if (path == "/throw") throw std::runtime_error("thrown by the app");
     if (path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
     if (path == "/sleep") {
