@@ -11,8 +11,14 @@ std::vector<runner::ExtraOption> mode_options() {
   std::vector<runner::ExtraOption> o;
   for (const Mode& m : modes()) o.push_back({m.option, m.value_name, true, m.summary});
   o.push_back({"app-arg", "ARG", true, "an argument for the app's factory; repeatable, in order"});
+  o.push_back({"metrics-token-file", "FILE", false,
+               "with --metrics: a scrape must send Authorization: Bearer <the token in FILE> (Prometheus: "
+               "authorization: credentials_file), and then may come from any address, through a proxy too"});
   return o;
 }
+
+// The mode an option of the mode_options() table (other than the modes themselves) belongs to.
+constexpr std::pair<const char*, const char*> option_of_mode[] = {{"metrics-token-file", "metrics"}};
 
 // "--app LIB.so, --demo or --static DIR" for the rows of the mode table that `pick` selects, each once.
 template <class Pick>
@@ -72,6 +78,13 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
   if (cl.modes.empty())
     throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
   cl.app_args = parsed.values("app-arg");
+  for (const auto& [option, mode] : option_of_mode) {
+    if (!parsed.has(option)) continue;
+    bool given = false;
+    for (const auto& c : cl.modes) given = given || std::string_view(c.mode->option) == mode;
+    if (!given) throw UsageError("--" + std::string(option) + " applies with --" + mode);
+    cl.mode_options.push_back({option, parsed.values(option).front()});
+  }
   cl.options = std::move(parsed.options);
   // A WSGI app may block on I/O: it moves to a pool once it does, unless --app-threads says (docs/standalone.md).
   for (const auto& c : cl.modes)
