@@ -106,7 +106,7 @@ std::string help_text() {
        "    csgi-fcgi [OPTIONS]     the same as csgi serve --fastcgi [OPTIONS]\n"
        "    csgi-cgi [OPTIONS]      the same as csgi serve --cgi [OPTIONS]\n"
        "    csgi help | csgi --help\n"
-       "    csgi version\n\n"
+       "    csgi version | csgi --version\n\n"
        "DESCRIPTION\n"
        "    csgi serve runs one csgi app in the standalone server, as plackup does for Perl.\n"
        "    The server speaks HTTP/1.0 and 1.1 with keep-alive and pipelining, and HTTP/2 (h2 by ALPN\n"
