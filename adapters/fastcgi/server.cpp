@@ -151,6 +151,18 @@ void reopen_logs() {
   for (const std::string& failure : log_files::reopen_all()) stderr_stream().write("csgi fastcgi: " + failure);
 }
 
+// "csgi fastcgi: SIGTERM: …": what the adapter does on a signal, on stderr (once, by the master with workers).
+void log_signal(int sig, const std::string& what) {
+  const char* name = ::sigabbrev_np(sig);
+  stderr_stream().write("csgi fastcgi: SIG" + (name ? std::string(name) : std::to_string(sig)) + ": " + what);
+}
+
+std::string stopping_text(const Options& o) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(o.graceful_timeout.count()) / 1000.0);
+  return std::string("stopping gracefully: requests in flight get up to ") + seconds + " s";
+}
+
 void prepare_signals() {
   ::signal(SIGPIPE, SIG_IGN);
   struct sigaction sa {};
@@ -190,8 +202,14 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
   timespec tick{0, 200 * 1000 * 1000};
   while (s.running.load() > 0) {
     int sig = ::sigtimedwait(&set, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGINT) break;
-    if (sig == SIGUSR1) reopen_logs();
+    if (sig == SIGTERM || sig == SIGINT) {
+      if (o.workers == 0) log_signal(sig, stopping_text(o));
+      break;
+    }
+    if (sig == SIGUSR1) {
+      reopen_logs();
+      if (o.workers == 0) log_signal(sig, "reopened the log files");
+    }
   }
   s.stopping.store(true);
   s.stats.begin_drain();
@@ -232,6 +250,7 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
   while (stop_sig == 0) {
     int sig = ::sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) {
+      log_signal(sig, stopping_text(o) + ", in each of the " + std::to_string(children.size()) + " workers");
       stop_sig = sig;
       break;
     }
@@ -239,6 +258,7 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
       reopen_logs();
       for (pid_t pid : children)
         if (pid > 0) ::kill(pid, SIGUSR1);
+      log_signal(sig, "reopened the log files (the workers reopen theirs)");
     }
     for (std::size_t i = 0; i < children.size(); ++i) {
       if (children[i] > 0) {
@@ -346,6 +366,7 @@ int serve(App app, const Options& options) {
                                              : std::strerror(errno)));
       return 1;
     }
+    prepare_signals();  // before the line: a signal sent once it is seen is handled, not fatal
     print_listening(fd, options.listen);
   }
   int rc = options.workers > 0 ? serve_workers(std::move(app), options, fd, spawned)

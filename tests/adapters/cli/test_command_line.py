@@ -159,4 +159,28 @@ for extra in ([], ["--workers", "2"]):
     with open(log) as f:
         check(f.read().count("SIGTERM") == 1, "one SIGTERM line %s, not one per worker" % extra)
 
+# FastCGI logs them too (on stderr), once under a master.
+for extra in ([], ["--workers", "2"]):
+    sock = os.path.join(work, "fcgi-signals-%d.sock" % len(extra))
+    p = subprocess.Popen([CSGI, "serve", "--fastcgi", "--demo", "--listen", "unix:" + sock] + extra,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    listening = read_line(p, r"csgi: listening on unix:")
+    p.send_signal(signal.SIGUSR1)
+    err, deadline = "", time.monotonic() + 10
+    while "SIGUSR1" not in err and time.monotonic() < deadline:
+        if select.select([p.stderr], [], [], 0.2)[0]:
+            line = p.stderr.readline()
+            if not line:
+                break
+            err += line
+    p.send_signal(signal.SIGTERM)
+    try:
+        err += p.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        err += p.communicate()[1]
+    check(listening is not None and err.count("csgi fastcgi: SIGUSR1: reopened the log files") == 1 and
+          err.count("csgi fastcgi: SIGTERM: stopping gracefully") == 1,
+          "FastCGI %s logs SIGUSR1 and SIGTERM once each: %r" % (extra, err))
+
 sys.exit(1 if failures else 0)
