@@ -4,8 +4,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include <array>
 #include <atomic>
 #include <cctype>
@@ -210,7 +208,12 @@ bool bearer_matches(std::string_view authorization, const std::string& token) {
   if (authorization.size() != scheme.size() + token.size()) return false;
   for (std::size_t i = 0; i < scheme.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return false;
-  return CRYPTO_memcmp(authorization.data() + scheme.size(), token.data(), token.size()) == 0;
+  // Every byte is compared whatever the first difference (libcrypto's CRYPTO_memcmp would map libcrypto
+  // into every csgi process for this one call).
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < token.size(); ++i)
+    difference |= static_cast<unsigned char>(authorization[scheme.size() + i] ^ token[i]);
+  return difference == 0;
 }
 
 }  // namespace
