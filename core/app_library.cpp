@@ -30,7 +30,14 @@ App load_app(const std::string& path, const AppArgs& args) {
     throw std::runtime_error(path + ": built against a different C++ standard library ABI; rebuild it");
   if (e->core_layout != detail::core_layout_tag())
     throw std::runtime_error(path + ": built against a different version of csgi's core headers; rebuild it");
-  App app = e->factory(args);
+  App app;
+  try {
+    app = e->factory(args);
+  } catch (const std::exception& x) {
+    throw std::runtime_error(path + ": the app's factory (CSGI_APP) threw: " + x.what());
+  } catch (...) {
+    throw std::runtime_error(path + ": the app's factory (CSGI_APP) threw an exception that is not a std::exception");
+  }
   if (!app) throw std::runtime_error(path + ": the factory returned an empty app");
   // The library's log files (its own copy of csgi::log_files) reopen and flush with the loader's.
   std::shared_ptr<void> logs;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -197,6 +198,24 @@ Response answer(int status, std::string body, std::string content_type = "text/p
   return r;
 }
 
+bool forwarded(const Env& env) {
+  return env.find(keys::HTTP_FORWARDED) || env.find(keys::HTTP_X_FORWARDED_FOR) || env.find(keys::HTTP_X_REAL_IP);
+}
+
+// Whether `authorization` is "Bearer <token>" (the scheme in any case), the token compared in constant time.
+bool bearer_matches(std::string_view authorization, const std::string& token) {
+  constexpr std::string_view scheme = "bearer ";
+  if (authorization.size() != scheme.size() + token.size()) return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return false;
+  // Every byte is compared whatever the first difference (libcrypto's CRYPTO_memcmp would map libcrypto
+  // into every csgi process for this one call).
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < token.size(); ++i)
+    difference |= static_cast<unsigned char>(authorization[scheme.size() + i] ^ token[i]);
+  return difference == 0;
+}
+
 }  // namespace
 
 Metrics::Metrics(App next, MetricsOptions options)
@@ -226,6 +245,12 @@ Response Metrics::operator()(Env& env) {
       res = next_(env);
     } else if (!allow_.empty() && !allow_.contains(env.get(keys::REMOTE_ADDR))) {
       res = answer(403, "403 Forbidden\n");
+    } else if (!options_.bearer_token.empty() &&
+               !bearer_matches(env.get(keys::HTTP_AUTHORIZATION), options_.bearer_token)) {
+      res = answer(401, "401 Unauthorized: send Authorization: Bearer <token>\n");
+      res.headers.set("WWW-Authenticate", "Bearer realm=\"metrics\"");
+    } else if (options_.bearer_token.empty() && !options_.trust_forwarded && forwarded(env)) {
+      res = answer(403, "403 Forbidden: a forwarded request (a proxy's client) may not scrape without a token\n");
     } else if (method != "GET" && method != "HEAD") {
       res = answer(405, "405 Method Not Allowed\n");
       res.headers.add("Allow", "GET, HEAD");

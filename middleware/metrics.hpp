@@ -27,8 +27,14 @@
 ///                                                 each TCP listening socket's accept queue (Linux TCP_INFO)
 ///
 /// Scrapes are answered only to clients whose REMOTE_ADDR is in `allow_from` (default loopback; empty
-/// list: any client); others get 403. GET and HEAD only (405 with Allow otherwise).
-/// Reads:  PATH_INFO (compared whole), REQUEST_METHOD, REMOTE_ADDR, CONTENT_LENGTH, csgix.server_stats (and its board).
+/// list: any client); others get 403. A reverse proxy on the same host connects from loopback for every
+/// client it forwards, so a request that carries a forwarding header (Forwarded, X-Forwarded-For,
+/// X-Real-IP) is refused too (403) unless `trust_forwarded` (set it when a reverse_proxy layer in front
+/// has put the client's address in REMOTE_ADDR). With `bearer_token` set, a scrape must also carry
+/// `Authorization: Bearer <token>` (compared in constant time; 401 with WWW-Authenticate otherwise), and
+/// then a forwarded one is accepted. GET and HEAD only (405 with Allow otherwise).
+/// Reads:  PATH_INFO (compared whole), REQUEST_METHOD, REMOTE_ADDR, HTTP_AUTHORIZATION, HTTP_FORWARDED,
+///         HTTP_X_FORWARDED_FOR, HTTP_X_REAL_IP, CONTENT_LENGTH, csgix.server_stats (and its board).
 /// Writes: nothing in the env; the scrape's response.
 /// Order:  outermost (or just inside access_log), so that it counts what every other layer answers.
 #include <memory>
@@ -44,6 +50,10 @@ struct MetricsOptions {
   std::string path = "/metrics";
   /// Client addresses (CIDR blocks) that may scrape; empty: any client.
   std::vector<std::string> allow_from = {"127.0.0.0/8", "::1"};
+  /// Non-empty: a scrape needs `Authorization: Bearer <bearer_token>` as well.
+  std::string bearer_token;
+  /// A request with a forwarding header may scrape without the token (REMOTE_ADDR is the client's).
+  bool trust_forwarded = false;
 };
 
 class Metrics {

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "csgi/core/app_failure.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
@@ -362,13 +363,10 @@ Response call_app(const App& app, Env& env) noexcept {
     try {
       return app(env);
     } catch (const HttpError& e) {
-      if (e.status() >= 500) log_error(env, std::string("app raised: ") + e.what());
+      if (e.status() >= 500) env.errors().write(app_exception_line(env, e.status(), std::current_exception()));
       return Response::error(e.status(), e.status() < 500 ? std::string_view(e.what()) : std::string_view{});
-    } catch (const std::exception& e) {
-      log_error(env, std::string("app raised: ") + e.what());
-      return Response::error(500);
     } catch (...) {
-      log_error(env, "app raised a non-standard exception");
+      env.errors().write(app_exception_line(env, 500, std::current_exception()));
       return Response::error(500);
     }
   } catch (...) {  // building the error response itself failed (out of memory)

@@ -1,5 +1,11 @@
 #include "csgi/adapters/cli/layer_modes.hpp"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
 #include "csgi/middleware/bundler/bundler.hpp"
 #include "csgi/middleware/directory.hpp"
 #include "csgi/middleware/health.hpp"
@@ -7,6 +13,24 @@
 #include "csgi/middleware/static_prefix.hpp"
 
 namespace csgi::cli {
+
+namespace {
+// The token in `path`: its first line, without surrounding whitespace; throws when unreadable or empty.
+std::string read_token(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "re");
+  if (!f) throw std::runtime_error("--metrics-token-file " + path + ": " + std::strerror(errno));
+  char line[4096];
+  std::string token = std::fgets(line, sizeof line, f) ? line : "";
+  std::fclose(f);
+  auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!token.empty() && space(static_cast<unsigned char>(token.back()))) token.pop_back();
+  std::size_t start = 0;
+  while (start < token.size() && space(static_cast<unsigned char>(token[start]))) ++start;
+  token.erase(0, start);
+  if (token.empty()) throw std::runtime_error("--metrics-token-file " + path + ": no token in it");
+  return token;
+}
+}  // namespace
 
 App make_static_layer(const ModeArgs& args, App inner) {
   mw::StaticOptions files;
@@ -36,9 +60,15 @@ App make_health_layer(const ModeArgs&, App inner) {
   return wrap<mw::Health>(std::move(inner));
 }
 
-App make_metrics_layer(const ModeArgs&, App inner) {
+App make_metrics_layer(const ModeArgs& args, App inner) {
   if (!inner) inner = [](Env&) { return Response::error(404); };
-  return wrap<mw::Metrics>(std::move(inner));
+  mw::MetricsOptions o;
+  for (const runner::GivenOption& g : args.given)
+    if (g.name == "metrics-token-file") {
+      o.bearer_token = read_token(g.value);
+      o.allow_from.clear();  // the token says who may scrape
+    }
+  return wrap<mw::Metrics>(std::move(inner), std::move(o));
 }
 
 }  // namespace csgi::cli

@@ -32,7 +32,7 @@ int fail(bool cgi, int status, const char* why) {
 csgi::App build_source(const csgi::cli::CommandLine& cl) {
   using namespace csgi::cli;
   csgi::App app;
-  ModeArgs args{{}, cl.app_args, &cl.options};
+  ModeArgs args{{}, cl.app_args, &cl.options, cl.mode_options};
   for (const auto& c : cl.modes)
     if (c.mode->kind == Mode::Kind::source) {
       args.value = c.value;
@@ -44,7 +44,7 @@ csgi::App build_source(const csgi::cli::CommandLine& cl) {
 // The layers wrapped around `app` in reverse order, so that the first given is outermost.
 csgi::App wrap_layers(const csgi::cli::CommandLine& cl, csgi::App app) {
   using namespace csgi::cli;
-  ModeArgs args{{}, cl.app_args, &cl.options};
+  ModeArgs args{{}, cl.app_args, &cl.options, cl.mode_options};
   for (auto it = cl.modes.rbegin(); it != cl.modes.rend(); ++it)
     if (it->mode->kind == Mode::Kind::layer) {
       args.value = it->value;
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cl.command == "version") {
-    print(stdout, "csgi 0.1.0 (spec 1.0)\n");
+    print(stdout, csgi::runner::version_line());
     return 0;
   }
   cgi = cl.options.adapter == csgi::runner::Adapter::cgi;

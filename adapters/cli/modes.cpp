@@ -61,12 +61,17 @@ const std::vector<Mode>& modes() {
        "sending before connections close; GET /livez answers 200 while the process answers. Put it first "
        "to keep the checks in front of every other layer. See docs/middleware/health.md.",
        make_health_layer},
-      {"metrics", nullptr, Mode::Kind::layer, "serve Prometheus metrics at /metrics (loopback clients only)",
+      {"metrics", nullptr, Mode::Kind::layer,
+       "serve Prometheus metrics at /metrics (loopback clients, not through a proxy; or --metrics-token-file)",
        "GET /metrics answers the request counters by method and status class, requests in flight, body "
        "bytes in and out and a request duration histogram in the Prometheus text format, summed over all "
        "--workers (the counters are shared memory made before the workers fork), and the server's gauges "
        "over all workers: workers, restarts by cause, open and idle connections, the app executor's queue "
-       "and busy threads, the accept queues. Only loopback clients may scrape (403 otherwise). Put it first, or "
+       "and busy threads, the accept queues. Only loopback clients may scrape (403 otherwise), and not "
+       "through a proxy: a reverse proxy on the same host connects from loopback, so a request with a "
+       "Forwarded, X-Forwarded-For or X-Real-IP header is refused too. With --metrics-token-file FILE a "
+       "scrape must send Authorization: Bearer and the token in FILE (401 otherwise), from any address. Put "
+       "it first, or "
        "right after --health, so that it counts what every other layer answers. See "
        "docs/middleware/metrics.md.",
        make_metrics_layer},

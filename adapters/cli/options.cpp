@@ -11,8 +11,14 @@ std::vector<runner::ExtraOption> mode_options() {
   std::vector<runner::ExtraOption> o;
   for (const Mode& m : modes()) o.push_back({m.option, m.value_name, true, m.summary});
   o.push_back({"app-arg", "ARG", true, "an argument for the app's factory; repeatable, in order"});
+  o.push_back({"metrics-token-file", "FILE", false,
+               "with --metrics: a scrape must send Authorization: Bearer <the token in FILE> (Prometheus: "
+               "authorization: credentials_file), and then may come from any address, through a proxy too"});
   return o;
 }
+
+// The mode an option of the mode_options() table (other than the modes themselves) belongs to.
+constexpr std::pair<const char*, const char*> option_of_mode[] = {{"metrics-token-file", "metrics"}};
 
 // "--app LIB.so, --demo or --static DIR" for the rows of the mode table that `pick` selects, each once.
 template <class Pick>
@@ -48,6 +54,7 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
     throw UsageError("unknown command '" + cl.command + "' (commands: serve, help, version)");
 
   runner::Parsed parsed = runner::parse(argc, argv, first, mode_options(), program.adapter);
+  if (parsed.version && !parsed.help) cl.command = "version";
   cl.help = parsed.help || cl.command == "help";
   if (cl.help || cl.command == "version") return cl;
 
@@ -71,6 +78,13 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
   if (cl.modes.empty())
     throw UsageError("nothing to serve: give " + mode_list([](const Mode&) { return true; }, ", ", " or "));
   cl.app_args = parsed.values("app-arg");
+  for (const auto& [option, mode] : option_of_mode) {
+    if (!parsed.has(option)) continue;
+    bool given = false;
+    for (const auto& c : cl.modes) given = given || std::string_view(c.mode->option) == mode;
+    if (!given) throw UsageError("--" + std::string(option) + " applies with --" + mode);
+    cl.mode_options.push_back({option, parsed.values(option).front()});
+  }
   cl.options = std::move(parsed.options);
   // A WSGI app may block on I/O: it moves to a pool once it does, unless --app-threads says (docs/standalone.md).
   for (const auto& c : cl.modes)
@@ -82,7 +96,8 @@ CommandLine parse_command_line(int argc, char** argv, const Program& program) {
 std::string help_text() {
   std::ostringstream o;
   o << "NAME\n"
-       "    csgi - serve a C++ web app (csgi) over HTTP/1.1\n\n"
+       "    csgi - serve a C++ web app (csgi) or a Python WSGI/ASGI app over HTTP/1.1, HTTP/2, TLS and\n"
+       "    WebSocket, or to a front server over FastCGI or CGI\n\n"
        "SYNOPSIS\n"
        "    csgi serve (" << mode_list(is_source, " | ", " | ") << ") [--app-arg ARG]...\n"
        "               [" << mode_list([](const Mode& m) { return !is_source(m); }, "] [", "] [") << "]\n"
@@ -91,12 +106,15 @@ std::string help_text() {
        "    csgi-fcgi [OPTIONS]     the same as csgi serve --fastcgi [OPTIONS]\n"
        "    csgi-cgi [OPTIONS]      the same as csgi serve --cgi [OPTIONS]\n"
        "    csgi help | csgi --help\n"
-       "    csgi version\n\n"
+       "    csgi version | csgi --version\n\n"
        "DESCRIPTION\n"
-       "    csgi serve runs one csgi app in the standalone HTTP/1.1 server, as plackup does for Perl.\n"
-       "    The server speaks HTTP/1.0 and 1.1 with keep-alive and pipelining, reads chunked request\n"
-       "    bodies, sends files with sendfile(2) (with single Range requests), streams delayed\n"
-       "    responses, and refuses malformed or ambiguous framing with 400 and a closed connection.\n"
+       "    csgi serve runs one csgi app in the standalone server, as plackup does for Perl.\n"
+       "    The server speaks HTTP/1.0 and 1.1 with keep-alive and pipelining, and HTTP/2 (h2 by ALPN\n"
+       "    over TLS, h2c in the clear; --h2-max-streams 0 turns it off); serves TLS 1.2/1.3 with\n"
+       "    --tls-cert/--tls-key (SNI, client certificates, reloaded on SIGHUP); upgrades to WebSocket\n"
+       "    (HTTP/1.1, and RFC 8441 over HTTP/2) for apps that ask; reads chunked request bodies, sends\n"
+       "    files with sendfile(2) (with single Range requests), streams delayed responses, and refuses\n"
+       "    malformed or ambiguous framing with 400 and a closed connection.\n"
        "    Each io thread runs its own event loop; the app is called on the thread that owns the\n"
        "    connection. With --workers a master process forks N workers and restarts any that dies.\n"
        "    --fastcgi serves the app to a front server (nginx, Apache mod_fcgid, lighttpd) over FastCGI,\n"
@@ -111,13 +129,7 @@ std::string help_text() {
   std::ostringstream opts;
   opts << runner::describe("App options", mode_options()) << "\n" << runner::describe();
   o << "OPTIONS\n" << opts.str() << "\n";
-  o << "SIGNALS\n"
-       "    TERM, INT  stop accepting, finish in-flight requests (up to --graceful-timeout), exit 0\n"
-       "    HUP        with --workers: start new workers, then stop the old ones gracefully;\n"
-       "               without: reopen the log files\n"
-       "    USR1       reopen the log files (after logrotate)\n"
-       "    USR2       with --workers: start the csgi binary now at this one's path on the same sockets;\n"
-       "               the old master leaves once the new one is ready, and stays if it fails\n\n"
+  o << "SIGNALS\n" << runner::describe_signals() << "\n"
        "ENVIRONMENT\n"
        "    LISTEN_PID, LISTEN_FDS  sockets passed by systemd socket activation; used instead of --listen\n"
        "    CSGI_APP                the --app LIB.so when the command line gives no mode\n"

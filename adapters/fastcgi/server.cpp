@@ -1,4 +1,6 @@
+#include <arpa/inet.h>
 #include <fcgiapp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -9,6 +11,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -147,6 +151,18 @@ void reopen_logs() {
   for (const std::string& failure : log_files::reopen_all()) stderr_stream().write("csgi fastcgi: " + failure);
 }
 
+// "csgi fastcgi: SIGTERM: …": what the adapter does on a signal, on stderr (once, by the master with workers).
+void log_signal(int sig, const std::string& what) {
+  const char* name = ::sigabbrev_np(sig);
+  stderr_stream().write("csgi fastcgi: SIG" + (name ? std::string(name) : std::to_string(sig)) + ": " + what);
+}
+
+std::string stopping_text(const Options& o) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(o.graceful_timeout.count()) / 1000.0);
+  return std::string("stopping gracefully: requests in flight get up to ") + seconds + " s";
+}
+
 void prepare_signals() {
   ::signal(SIGPIPE, SIG_IGN);
   struct sigaction sa {};
@@ -186,8 +202,14 @@ int serve_threads(App app, const Options& o, int listen_fd, bool spawned) {
   timespec tick{0, 200 * 1000 * 1000};
   while (s.running.load() > 0) {
     int sig = ::sigtimedwait(&set, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGINT) break;
-    if (sig == SIGUSR1) reopen_logs();
+    if (sig == SIGTERM || sig == SIGINT) {
+      if (o.workers == 0) log_signal(sig, stopping_text(o));
+      break;
+    }
+    if (sig == SIGUSR1) {
+      reopen_logs();
+      if (o.workers == 0) log_signal(sig, "reopened the log files");
+    }
   }
   s.stopping.store(true);
   s.stats.begin_drain();
@@ -228,6 +250,7 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
   while (stop_sig == 0) {
     int sig = ::sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) {
+      log_signal(sig, stopping_text(o) + ", in each of the " + std::to_string(children.size()) + " workers");
       stop_sig = sig;
       break;
     }
@@ -235,6 +258,7 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
       reopen_logs();
       for (pid_t pid : children)
         if (pid > 0) ::kill(pid, SIGUSR1);
+      log_signal(sig, "reopened the log files (the workers reopen theirs)");
     }
     for (std::size_t i = 0; i < children.size(); ++i) {
       if (children[i] > 0) {
@@ -255,6 +279,37 @@ int serve_workers(App app, const Options& o, int listen_fd, bool spawned) {
   for (pid_t pid : children)
     if (pid > 0) ::waitpid(pid, nullptr, 0);
   return 0;
+}
+
+// "csgi: listening on unix:/run/app.sock (FastCGI, socket mode 0660)" once the socket is open, as the
+// HTTP server prints; a unix socket only its owner may write to gets the option that opens it.
+void print_listening(int fd, const std::string& spec) {
+  std::string where = spec, note = "FastCGI";
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    where = std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  } else if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    where = "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  } else if (ss.ss_family == AF_UNIX) {
+    std::string path = spec.rfind("unix:", 0) == 0 ? spec.substr(5) : spec;
+    where = "unix:" + path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      note += ", socket mode " + std::string(mode);
+      if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
+        note += ": only its owner may connect; a front server running as another user needs --socket-mode, e.g. 0660";
+    }
+  }
+  std::printf("csgi: listening on %s (%s)\n", where.c_str(), note.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -281,8 +336,8 @@ int open_socket(const std::string& spec, int backlog, int socket_mode) {
   if (unix_socket) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
-  } else if (path.find(':') == std::string::npos) {
-    errno = EINVAL;
+  } else if (auto colon = path.rfind(':'); colon == std::string::npos || std::atoi(path.c_str() + colon + 1) == 0) {
+    errno = EINVAL;  // libfcgi takes HOST:0 for a unix socket of that name
     return -1;
   }
   int fd = FCGX_OpenSocket(path.c_str(), backlog);
@@ -306,9 +361,13 @@ int serve(App app, const Options& options) {
   } else {
     fd = open_socket(options.listen, options.backlog, options.socket_mode);
     if (fd < 0) {
-      stderr_stream().write("csgi fastcgi: cannot listen on " + options.listen + ": " + std::strerror(errno));
+      stderr_stream().write("csgi fastcgi: cannot listen on " + options.listen + ": " +
+                            (errno == EINVAL ? "give unix:/PATH or HOST:PORT with a port from 1 to 65535"
+                                             : std::strerror(errno)));
       return 1;
     }
+    prepare_signals();  // before the line: a signal sent once it is seen is handled, not fatal
+    print_listening(fd, options.listen);
   }
   int rc = options.workers > 0 ? serve_workers(std::move(app), options, fd, spawned)
                                : serve_threads(std::move(app), options, fd, spawned);

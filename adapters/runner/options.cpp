@@ -2,10 +2,12 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
 
+#include "csgi/adapters/standalone/listen.hpp"
 #include "csgi/middleware/cidr.hpp"
 
 namespace csgi::runner {
@@ -317,7 +319,10 @@ std::vector<OptionSpec> make_table() {
   {"backlog", 0, "N", F, false, "listen() backlog of the socket opened for --listen",
    [](const Options& d) { return show(static_cast<std::uint64_t>(d.backlog)); },
    [](Options& o, const std::string& v) { o.backlog = static_cast<int>(whole(v, 1, 65535)); }},
-  {"socket-mode", 0, "OCTAL", F, false, "permissions of the unix socket created for --listen unix:/PATH",
+  {"socket-mode", 0, "OCTAL", F, false,
+   "permissions of the unix socket created for --listen unix:/PATH: 0660 lets a front server in the socket's "
+   "group (nginx's www-data) connect; under umask 022 the socket is 0755 and only its owner may connect "
+   "(nginx answers 502)",
    [](const Options&) { return std::string("as the umask leaves them"); },
    [](Options& o, const std::string& v) { o.socket_mode = static_cast<int>(whole(v, 0, 07777, 8)); }},
   };
@@ -343,7 +348,38 @@ std::vector<Known> known_options(const std::vector<ExtraOption>& extra) {
   for (const ExtraOption& e : extra) known.push_back({e.name, 0, e.value_name != nullptr, e.repeatable});
   for (const auto& [old, now] : deprecated) known.push_back({old, 0, true, false});
   known.push_back({"help", 'h', false, true});
+  known.push_back({"version", 0, false, true});
   return known;
+}
+
+// Levenshtein distance between two option names.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --workers?)" for the known name nearest to `word` ("--wrokers"), when one is near enough.
+std::string suggestion(std::string_view word, const std::vector<Known>& known) {
+  while (!word.empty() && word.front() == '-') word.remove_prefix(1);
+  if (word.empty()) return {};
+  const Known* best = nullptr;
+  std::size_t best_distance = word.size() / 3 + 1;
+  for (const Known& k : known)
+    if (std::size_t d = edit_distance(word, k.name); d <= best_distance && (!best || d < best_distance)) {
+      best = &k;
+      best_distance = d;
+    }
+  return best ? " (did you mean --" + best->name + "?)" : std::string();
 }
 
 // getopt_long's error for the word at argv[optind - 1]: the option as written, without its value.
@@ -385,7 +421,10 @@ void read_words(std::vector<std::string>& words, const std::vector<Known>& known
       others.emplace_back(optarg);
       continue;
     }
-    if (c == '?') throw UsageError("unknown or ambiguous option '" + offending(argv.data(), optind - 1, optopt) + "'");
+    if (c == '?') {
+      std::string word = offending(argv.data(), optind - 1, optopt);
+      throw UsageError("unknown or ambiguous option '" + word + "'" + suggestion(word, known));
+    }
     if (c == ':') {
       const Known* k = optopt >= 1000 ? &known[static_cast<std::size_t>(optopt - 1000)] : by_letter(optopt);
       throw UsageError("--" + (k ? k->name : offending(argv.data(), optind - 1, optopt)) + " needs a value");
@@ -516,6 +555,39 @@ std::vector<std::string> Parsed::values(std::string_view name) const {
   return out;
 }
 
+const std::vector<SignalSpec>& signal_table() {
+  static const std::vector<SignalSpec> table = {
+      {"TERM, INT",
+       "stop accepting and finish the requests in flight (they say Connection: close; an idle keep-alive "
+       "connection stays open until its next request or its idle timeout, so a request already on its way is "
+       "never dropped), then exit 0; after --graceful-timeout the rest are cut, and a second TERM/INT closes "
+       "idle connections at once",
+       "forwarded to the workers, which do the same; the master exits 0 when all have"},
+      {"HUP", "reopen the log files; re-read the TLS certificates and keys for new connections",
+       "re-read the TLS certificates, start N new workers, then stop the old ones gracefully: zero failed "
+       "requests; reopen the log files"},
+      {"USR1", "reopen the log files (after logrotate)", "reopen the log files and forward: each worker reopens its own"},
+      {"USR2", "ignored, with a line in the error log (an upgrade needs a master)",
+       "binary upgrade: start the csgi binary now at the path this one was started from, on the same sockets; "
+       "the old master leaves once the new one is ready, and stays if it fails"},
+  };
+  return table;
+}
+
+std::string describe_signals() {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const SignalSpec& row : signal_table())
+    entries.emplace_back(row.names, std::string("Single process: ") + row.single + ". With --workers: " + row.master + ".");
+  return help_list("Signals (each is logged: csgi: SIGTERM: …)", entries);
+}
+
+std::string signals_markdown() {
+  std::string out = "| signal | single process | with `--workers` (master) |\n|---|---|---|\n";
+  for (const SignalSpec& row : signal_table())
+    out += "| " + std::string(row.names) + " | " + row.single + " | " + row.master + " |\n";
+  return out;
+}
+
 std::string options_markdown() {
   std::string out = "| option | default | adapters | meaning |\n|---|---|---|---|\n";
   for (const OptionSpec& row : option_table()) {
@@ -534,7 +606,8 @@ Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& e
   std::vector<std::string> others;
   read_words(words, known_options(extra), p, others);
   p.help = p.has("help");
-  if (p.help) return p;
+  p.version = p.has("version");
+  if (p.help || p.version) return p;
 
   bool fastcgi = p.has("fastcgi"), cgi = p.has("cgi");
   if (fastcgi && cgi) throw UsageError("give only one of --fastcgi and --cgi");
@@ -574,6 +647,19 @@ void validate_recycling(const Options& o) {
 
 void validate(Options& o) {
   auto& s = o.server;
+  for (const std::string& l : s.listen) {
+    try {
+      standalone::parse_listen(l);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  for (const auto& c : s.tls_certificates) {
+    if (c.key_file.empty()) throw UsageError("--tls-cert " + c.cert_file + ": no --tls-key given for it (they come in pairs)");
+    if (c.cert_file.empty()) throw UsageError("--tls-key " + c.key_file + ": no --tls-cert given for it (they come in pairs)");
+  }
+  if (!s.tls_client_ca.empty() && s.tls_certificates.empty())
+    throw UsageError("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
   if (s.max_request_line > s.max_header_bytes) s.max_request_line = s.max_header_bytes;
   if (o.adapter == Adapter::fastcgi && s.listen.size() > 1)
     throw UsageError("--listen: FastCGI (--fastcgi) listens on one address; give it once");

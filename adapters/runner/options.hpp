@@ -92,6 +92,19 @@ std::string describe(std::string_view title, const std::vector<ExtraOption>& opt
 /// The table as the Markdown table of docs/standalone.md ("| option | default | adapters | meaning |").
 std::string options_markdown();
 
+/// One row of the signal table: what a signal does in a single process and under a master (--workers).
+/// The SIGNALS of --help and the table of docs/standalone.md's "Signals" are made from it.
+struct SignalSpec {
+  const char* names;   // "TERM, INT"
+  const char* single;  // in a single process
+  const char* master;  // with --workers, in the master
+};
+const std::vector<SignalSpec>& signal_table();
+/// The signal table as --help shows it: one entry per row, the two cases each in a sentence, wrapped.
+std::string describe_signals();
+/// The signal table as the Markdown table of docs/standalone.md ("| signal | single process | ... |").
+std::string signals_markdown();
+
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -108,6 +121,7 @@ struct Parsed {
   std::vector<GivenOption> given;     // every option given, the caller's `extra` ones included, in order
   std::vector<std::string> warnings;  // deprecated spellings used, one line each
   bool help = false;                  // -h / --help
+  bool version = false;               // --version
   /// Whether the option named `name` was given.
   bool has(std::string_view name) const;
   /// The values given for `name`, in order.

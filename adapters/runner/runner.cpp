@@ -6,6 +6,7 @@
 
 #include "csgi/adapters/cgi/cgi.hpp"
 #include "csgi/adapters/standalone/server.hpp"
+#include "csgi/core/keys.hpp"
 #include "csgi/middleware/access_log.hpp"
 #if CSGI_HAVE_FASTCGI
 #include "csgi/adapters/fastcgi/fastcgi.hpp"
@@ -75,13 +76,16 @@ void print(std::FILE* to, std::string_view text) {
 std::string usage(const std::string& program) {
   std::ostringstream o;
   o << "Usage: " << program << " [OPTIONS]\n\n"
-    << "Serves this program's csgi app over HTTP/1.1, or over FastCGI (--fastcgi) or CGI (--cgi). Started\n"
-       "by a front server, it serves FastCGI when fd 0 is a listening socket and one CGI request when\n"
-       "GATEWAY_INTERFACE is set.\n\n"
+    << "Serves this program's csgi app over HTTP/1.1 and HTTP/2 (TLS with --tls-cert, WebSocket for apps\n"
+       "that ask), or over FastCGI (--fastcgi) or CGI (--cgi). Started by a front server, it serves FastCGI\n"
+       "when fd 0 is a listening socket and one CGI request when GATEWAY_INTERFACE is set.\n\n"
     << describe()
-    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files; USR2 (with\n"
-       "--workers) upgrades to the binary now at this program's path.\n";
+    << "\n" << describe_signals();
   return o.str();
+}
+
+std::string version_line() {
+  return "csgi " CSGI_VERSION " (spec " + std::string(keys::spec_version) + ")\n";
 }
 
 }  // namespace csgi::runner
@@ -98,6 +102,10 @@ int run(App app, int argc, char** argv) {
     for (const std::string& w : p.warnings) print(stderr, program + ": " + w + "\n");
     if (p.help) {
       print(stdout, usage(program));
+      return 0;
+    }
+    if (p.version) {
+      print(stdout, version_line());
       return 0;
     }
     if (p.options.reload)

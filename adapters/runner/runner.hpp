@@ -24,6 +24,9 @@ int serve(App app, const Options& options);
 /// The help text of a csgi::run() program named `program`.
 std::string usage(const std::string& program);
 
+/// What --version prints: "csgi 0.1.0 (spec 1.0)\n", the version being the CMake project's.
+std::string version_line();
+
 /// Writes `text` to `to` (stdout or stderr) with stdio: the programs use no iostreams, whose
 /// initialisation alone maps about half a megabyte of libstdc++ into every server process.
 void print(std::FILE* to, std::string_view text);

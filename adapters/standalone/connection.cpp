@@ -1,5 +1,6 @@
 // One connection of the standalone server: reading requests, the env and the app call, closing (see conn.hpp).
 #include "csgi/adapters/standalone/conn.hpp"
+#include "csgi/core/app_failure.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -420,13 +421,8 @@ Response Conn::call_app(Env& env, int& failed) {
   } catch (const HttpError& e) {
     failed = e.status();
     return Response::error(e.status(), e.what());
-  } catch (const std::exception& e) {
-    sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
-                     std::string(env.get(keys::REQUEST_URI)) + " " + std::string(env.get(keys::SERVER_PROTOCOL)) +
-                     "\": " + e.what());
   } catch (...) {
-    sh_.errors.write(std::string("csgi: 500 for \"") + std::string(env.get(keys::REQUEST_METHOD)) + " " +
-                     std::string(env.get(keys::REQUEST_URI)) + "\": non-standard exception");
+    sh_.errors.write(app_exception_line(env, 500, std::current_exception()));
   }
   return Response::error(500);
 }

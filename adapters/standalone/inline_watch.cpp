@@ -40,16 +40,19 @@ InlineWatch::Call::~Call() {
   long switches = 0;
   std::int64_t cpu_us = 0;
   if (!thread_usage(switches, cpu_us)) return;
-  if (switches > switches_) w_->move(held, "it waited");
-  else if (cpu_us - cpu_us_ > kLimit.count()) w_->move(held, "it computed");
+  if (switches > switches_) w_->move(held, "waited");
+  else if (cpu_us - cpu_us_ > kLimit.count()) w_->move(held, "computed");
 }
 
 void InlineWatch::move(std::chrono::microseconds held, const char* why) noexcept {
   if (!inline_.exchange(false)) return;
   try {
-    log_.write("csgi: an app call held an io thread for " + std::to_string(held.count() / 1000) + "." +
-               std::to_string(held.count() % 1000 / 100) + " ms (" + why + "): the app runs on the pool of " +
-               std::to_string(pool_threads_) + " app threads from now on");
+    std::string pool = std::to_string(pool_threads_);
+    log_.write("csgi: info: an app call " + std::string(why) + " on an io thread for " +
+               std::to_string(held.count() / 1000) + "." + std::to_string(held.count() % 1000 / 100) +
+               " ms, so the app runs on the pool of " + pool + " app threads from now on, as suits an app that "
+               "blocks or streams (--app-threads " + pool + " puts it there from the start, --app-threads 0 "
+               "keeps it on the io threads)");
   } catch (...) {
   }
 }

@@ -103,6 +103,18 @@ namespace {
 void reopen_logs(Shared& sh) {
   for (const std::string& e : log_files::reopen_all()) sh.errors.write("csgi: " + e);
 }
+
+// "csgi: SIGTERM: stopping gracefully…": what the server does on a signal, in the error log.
+void log_signal(Shared& sh, int sig, const std::string& what) {
+  const char* name = ::sigabbrev_np(sig);
+  sh.errors.write("csgi: SIG" + std::string(name ? name : std::to_string(sig)) + ": " + what);
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  std::string n = std::to_string(d.count() / 1000);
+  if (d.count() % 1000) n += "." + std::to_string(d.count() % 1000 + 1000).substr(1);
+  return n + " s";
+}
 }  // namespace
 
 void LogErrorStream::write(std::string_view message) {
@@ -811,7 +823,11 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGTERM || sig == SIGINT) {
-      if (!in_worker) sd.stopping("stopping: finishing the requests in flight");
+      if (!in_worker) {
+        sd.stopping("stopping: finishing the requests in flight");
+        log_signal(sh, sig, "stopping gracefully: no new connections; requests in flight get up to " +
+                                seconds_text(opt.graceful_timeout));
+      }
       std::lock_guard lock(mu);
       stop_requested = true;
       for (auto& t : threads) t->stop();
@@ -825,6 +841,9 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
       // SIGHUP also re-reads the TLS certificates.
       if (sig == SIGHUP && !in_worker) sd.reloading("reopening the log files");
       reopen_logs(sh);
+      if (!in_worker)
+        log_signal(sh, sig, sig == SIGHUP && sh.tls ? "reopened the log files; re-reading the TLS certificates"
+                                                    : "reopened the log files");
       if (sig == SIGHUP && sh.tls) {
         try {
           if (!tls_reload.valid() || tls_reload.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
@@ -1059,6 +1078,8 @@ int Server::Impl::master(Shared& sh) {
     if (sig == SIGTERM || sig == SIGINT) {
       if (!stopping) {
         sd.stopping("stopping: the workers finish the requests in flight");
+        log_signal(sh, sig, "stopping gracefully: " + std::to_string(workers.size()) +
+                                " workers finish the requests in flight, for up to " + seconds_text(opt.graceful_timeout));
         stopping = true;
         stop_deadline = Clock::now() + opt.graceful_timeout + std::chrono::seconds(1);
       }
@@ -1080,8 +1101,11 @@ int Server::Impl::master(Shared& sh) {
         if (pid_t p = spawn(); p > 0) workers[p] = generation;
       for (pid_t p : old_pids) ::kill(p, SIGTERM);
       reopen_logs(sh);
+      log_signal(sh, sig, "started " + std::to_string(opt.workers) + " new workers; the " +
+                              std::to_string(old_pids.size()) + " old ones finish their requests and exit");
     } else if (sig == SIGUSR1) {
       reopen_logs(sh);
+      log_signal(sh, sig, "reopened the log files (the workers reopen theirs)");
       for (auto& [pid, g] : workers) ::kill(pid, SIGUSR1);
     }
   }

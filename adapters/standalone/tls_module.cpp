@@ -234,7 +234,23 @@ SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca, boo
     if (!use_ffdhe2048(ctx)) throw std::runtime_error("TLS: cannot set the DHE group: " + tls_error_text());
     if (SSL_CTX_use_certificate_chain_file(ctx, c.cert_file.c_str()) != 1)
       fail("--tls-cert", c.cert_file, "not a PEM certificate chain (" + tls_error_text() + ")");
-    if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL's default passphrase callback prompts on the terminal: this one refuses at once, noting that
+    // the key asked for a passphrase.
+    bool encrypted = false;
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, &encrypted);
+    SSL_CTX_set_default_passwd_cb(ctx, [](char*, int, int, void* asked) {
+      if (asked) *static_cast<bool*>(asked) = true;
+      return 0;
+    });
+    int loaded = SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, nullptr);
+    if (loaded != 1 && encrypted) {
+      ERR_clear_error();
+      fail("--tls-key", c.key_file,
+           "not an unencrypted PEM private key (it is protected by a passphrase, which csgi does not ask for; "
+           "decrypt it: openssl pkey -in KEY -out PLAIN_KEY)");
+    }
+    if (loaded != 1) {
       bool mismatch = ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH ||
                       ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
       std::string why = tls_error_text();

@@ -37,9 +37,20 @@ std::string help_text(const std::string& program) {
        "those of csgi serve (docs/standalone.md). MODULE is imported from the current directory first.\n\n"
     << runner::describe("App options", app_options()) << "\n"
     << runner::describe()
-    << "\nSignals: TERM/INT stop gracefully; HUP restarts workers; USR1 reopens log files.\n"
-       "Exit status: 0 after a graceful stop, 1 when the app or the server cannot start, 2 for a usage error.\n";
+    << "\n" << runner::describe_signals()
+    << "\nExit status: 0 after a graceful stop, 1 when the app or the server cannot start, 2 for a usage error.\n";
   return o.str();
+}
+
+// The modes of `csgi serve` that this program has not (it serves one Python app, with no layers): named
+// here so that they are refused as such rather than as unknown options. tests/bindings checks the list
+// against the MODES of `csgi --help`.
+const std::vector<runner::ExtraOption>& csgi_only_options() {
+  static const std::vector<runner::ExtraOption> options = {
+      {"app", "LIB.so", true, ""},  {"demo", nullptr, true, ""},  {"static", "DIR", true, ""},
+      {"bundle", "DIR", true, ""}, {"health", nullptr, true, ""}, {"metrics", nullptr, true, ""},
+  };
+  return options;
 }
 
 struct Command {
@@ -60,7 +71,14 @@ Command parse_command(std::vector<std::string>& words) {
   }
   if (!c.command.empty() && c.command != "serve" && c.command != "help" && c.command != "version")
     throw UsageError("unknown command '" + c.command + "' (commands: serve, help, version)");
-  c.parsed = runner::parse(argc, argv.data(), first, app_options());
+  std::vector<runner::ExtraOption> known = app_options();
+  known.insert(known.end(), csgi_only_options().begin(), csgi_only_options().end());
+  c.parsed = runner::parse(argc, argv.data(), first, known);
+  for (const runner::ExtraOption& o : csgi_only_options())
+    if (c.parsed.has(o.name))
+      throw UsageError("--" + std::string(o.name) + " is not available here: python3 -m csgi serve serves one --wsgi or "
+                       "--asgi app; the csgi program has it (csgi serve --" + o.name + " ... --wsgi MODULE:APP)");
+  if (c.parsed.version) c.command = "version";
   if (c.parsed.help || (!c.command.empty() && c.command != "serve")) return c;
   if (c.command.empty()) throw UsageError("give a command: serve, help or version");
   bool wsgi = c.parsed.has("wsgi");
@@ -135,7 +153,7 @@ int run_command(std::vector<std::string> words, const std::string& process_name)
     return 0;
   }
   if (c.command == "version") {
-    runner::print(stdout, "csgi 0.1.0 (spec 1.0)\n");
+    runner::print(stdout, runner::version_line());
     return 0;
   }
   runner::Options& o = c.parsed.options;

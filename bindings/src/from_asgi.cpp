@@ -33,6 +33,7 @@
 #include "asgi_websocket.hpp"
 #include "awaitable.hpp"
 #include "common.hpp"
+#include "csgi/core/app_failure.hpp"
 #include "csgi/core/keys.hpp"
 #include "gil.hpp"
 #include "structmember.h"
@@ -159,9 +160,10 @@ public:
       w->close();
     }
   }
-  /// Ends the response as failed: a 500 before it started, an aborted body after (ADP-4).
-  void fail(const std::string& message) {
-    log(message);
+  /// Ends the response as failed: a 500 before it started, an aborted body after (ADP-4). `reason` is
+  /// logged in the adapters' one format (core/app_failure.hpp).
+  void fail(const std::string& reason) {
+    log(env_ ? app_failure_line(*env_, responder_ ? 500 : 0, reason) : "csgi: " + reason);
     if (responder_) {
       Responder res = std::move(responder_);
       answered();
@@ -814,7 +816,7 @@ PyObject* take_calls(AsgiQueue& q, PyObject* type, PyObject* host, PyObject* sta
       scope = req->scope(state);
     } catch (...) {
       set_python_error();
-      req->fail("csgi: cannot build the ASGI scope:\n" + take_python_error_text());
+      req->fail("cannot build the ASGI scope:\n" + take_python_error_text());
       continue;
     }
     Ref s(scope);

@@ -23,6 +23,7 @@
 
 #include "common.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/app_failure.hpp"
 #include "gil.hpp"
 #include "py_streams.hpp"
 
@@ -829,7 +830,7 @@ Response PyApp::call(Env& env) {
     close_result(result, env.errors());
     Py_XDECREF(result);
     io.detach();
-    env.errors().write(std::string("csgi: WSGI app failed: ") + e.what());
+    env.errors().write(app_failure_line(env, 500, std::string("the WSGI app failed: ") + e.what()));
     return Response::error(500);
   }
 }
@@ -848,7 +849,7 @@ Response python_failure(Env& env, PyObject* result, Streams& io) {
     return Response::error(input_status, input_status < 500 ? std::string_view(reason) : std::string_view());
   }
   io.detach();
-  env.errors().write("csgi: the WSGI app raised:\n" + tb);
+  env.errors().write(app_failure_line(env, 500, "the WSGI app raised:\n" + tb));
   return Response::error(500);
 }
 

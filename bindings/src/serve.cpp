@@ -234,7 +234,7 @@ App load_spec(const char* spec, int asgi_workers) {
     return to_app(mod.attr("load_asgi_app")(spec, asgi_workers));
   }
   py::object mod = py::module_::import("csgi._wsgi");
-  py::object obj = mod.attr("import_wsgi_app")(spec);
+  py::object obj = mod.attr("import_wsgi_app")(spec, py::none(), "wsgi");
   return to_app(obj);
 }
 

@@ -3,6 +3,7 @@ command line of `csgi serve` (the runner's option table): WSGI and ASGI apps, wo
 SIGTERM, usage errors and exit statuses, --reload; and csgi.serve(options=[...]) read by the same parser."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -144,6 +145,53 @@ def test_usage_errors_exit_2_and_a_broken_app_exits_1(tmp_path):
         port = busy.getsockname()[1]
         r = run(tmp_path, "serve", "--wsgi", "wapp:application", "--listen", "127.0.0.1:%d" % port)
     assert r.returncode == 1 and r.stderr.strip(), r.stderr
+
+
+def csgi_modes():
+    """The modes of `csgi serve` (the MODES of `csgi --help`), from the built csgi program when there is one."""
+    csgi = os.path.join(os.environ.get("CSGI_BUILD_DIR", ""), "adapters", "cli", "csgi")
+    if not os.path.exists(csgi):
+        return ["app", "demo", "static", "bundle", "health", "metrics"]
+    manual = subprocess.run([csgi, "--help"], capture_output=True, text=True, timeout=30).stdout
+    section = manual.split("\nMODES\n", 1)[1].split("\nOPTIONS\n", 1)[0]
+    return re.findall(r"^    --([\w-]+)", section, re.M)
+
+
+def test_the_modes_of_csgi_serve_are_refused_as_not_available_here(tmp_path):
+    (tmp_path / "wapp.py").write_text(WSGI_APP)
+    listen = ["--listen", "127.0.0.1:%d" % free_port()]
+    modes = [m for m in csgi_modes() if m not in ("wsgi", "asgi")]
+    assert "static" in modes
+    for mode in modes:
+        value = [] if mode in ("demo", "health", "metrics") else ["x"]
+        r = run(tmp_path, "serve", "--wsgi", "wapp:application", "--" + mode, *value, *listen)
+        assert r.returncode == 2 and ("--%s is not available here" % mode) in r.stderr, (mode, r.stderr)
+
+
+def test_version_and_did_you_mean(tmp_path):
+    r = run(tmp_path, "--version")
+    assert r.returncode == 0 and re.fullmatch(r"csgi \d+\.\d+\.\d+ \(spec 1\.0\)\n", r.stdout), (r.stdout, r.stderr)
+    r = run(tmp_path, "serve", "--wsgi", "wapp:application", "--wrokers", "2")
+    assert r.returncode == 2 and "did you mean --workers?" in r.stderr, r.stderr
+
+
+ASGI_HELLO = """
+async def app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"asgi"})
+"""
+
+
+@pytest.mark.parametrize("given, module, kind", [("--asgi", "wapp:application", "a WSGI"),
+                                                 ("--wsgi", "aapp:app", "an ASGI")])
+def test_an_app_of_the_other_kind_is_refused_at_start(tmp_path, given, module, kind):
+    (tmp_path / "wapp.py").write_text(WSGI_APP)
+    (tmp_path / "aapp.py").write_text(ASGI_HELLO)
+    listen = ["--listen", "127.0.0.1:%d" % free_port()]
+    r = run(tmp_path, "serve", given, module, *listen)
+    other = "--wsgi" if given == "--asgi" else "--asgi"
+    assert r.returncode == 1 and ("%s is %s app" % (module, kind)) in r.stderr and \
+        ("serve it with %s" % other) in r.stderr, r.stderr
 
 
 def test_reload_imports_the_changed_module_in_new_workers(server_factory, tmp_path):

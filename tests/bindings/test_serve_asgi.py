@@ -266,6 +266,8 @@ def test_raise_after_response_start(server_factory, csgi_bin, tmp_path):
     while "raised after http.response.start" not in srv.output() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "raised after http.response.start" in srv.output()
+    assert 'csgi: response cut short for "GET /raise-after-start/ HTTP/1.1": the ASGI app raised:\nTraceback' \
+        in srv.output(), srv.output()
 
 
 def test_request_body_disconnect_reaches_the_app(server_factory, csgi_bin, tmp_path):

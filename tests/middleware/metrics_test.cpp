@@ -129,6 +129,38 @@ TEST_CASE("metrics: scrapes from loopback only by default, GET and HEAD only, pa
   CHECK_THROWS_AS(wrap<Metrics>(routes(calls), MetricsOptions{"/metrics", {"not-an-address"}}), std::invalid_argument);
 }
 
+TEST_CASE("metrics: a forwarded request may not scrape on its loopback address; a bearer token opens it", "[metrics]") {
+  std::atomic<int> calls{0};
+  App app = wrap<Metrics>(routes(calls));
+  // A reverse proxy on the same host connects from 127.0.0.1 for every client it forwards.
+  for (const char* header : {"X-Forwarded-For", "Forwarded", "X-Real-IP"}) {
+    INFO(header);
+    CHECK(testing::call(app, "GET /metrics", {{header, "203.0.113.9"}}).status == 403);
+  }
+  CHECK(testing::call(app, "GET /metrics").status == 200);
+  MetricsOptions trusting;
+  trusting.trust_forwarded = true;
+  CHECK(testing::call(wrap<Metrics>(routes(calls), trusting), "GET /metrics", {{"X-Forwarded-For", "10.0.0.1"}}).status ==
+        200);
+
+  MetricsOptions o;
+  o.bearer_token = "s3cret-token";
+  o.allow_from = {};
+  App guarded = wrap<Metrics>(routes(calls), o);
+  testing::Options remote;
+  remote.remote_addr = "192.0.2.7";
+  auto none = testing::call(guarded, "GET /metrics", {}, "", remote);
+  CHECK(none.status == 401);
+  CHECK(none.header("WWW-Authenticate") == "Bearer realm=\"metrics\"");
+  for (const char* wrong : {"Bearer s3cret-toke", "Bearer s3cret-token2", "Basic s3cret-token", "s3cret-token", ""})
+    CHECK(testing::call(guarded, "GET /metrics", {{"Authorization", wrong}}, "", remote).status == 401);
+  CHECK(testing::call(guarded, "GET /metrics", {{"Authorization", "Bearer s3cret-token"}}, "", remote).status == 200);
+  CHECK(testing::call(guarded, "GET /metrics", {{"Authorization", "bearer s3cret-token"}, {"X-Forwarded-For", "1.2.3.4"}})
+            .status == 200);
+  CHECK(testing::call(guarded, "GET /other", {}, "", remote).body == "hello");
+  CHECK(calls == 1);
+}
+
 TEST_CASE("metrics: a process forked after the layer was built adds into the same counters", "[metrics]") {
   std::atomic<int> calls{0};
   App app = wrap<Metrics>(routes(calls));

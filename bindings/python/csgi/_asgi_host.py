@@ -76,14 +76,14 @@ def _call_type():
                         self._log("csgi: ASGI app raised after its response ended:\n" + _traceback(e))
                     else:
                         self.finished = True
-                        self._fail("csgi: ASGI app raised:\n" + _traceback(e))
+                        self._fail("the ASGI app raised:\n" + _traceback(e))
                 self.end()
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 return
             if not self.finished and not self.gone:
                 self.finished = True
-                self._fail("csgi: the ASGI app returned " +
+                self._fail("the ASGI app returned " +
                            ("before its trailers ended" if self.body_ended else
                             "before its response body ended" if self.started else "without sending a response"))
             if self.ended is not None:
@@ -364,4 +364,4 @@ def load_asgi_app(spec, workers=0):
     """``csgi serve --asgi``: imports ``module:app`` as gunicorn would and returns it as a csgi.App. With
     workers, the master starts nothing: each worker starts its loop and lifespan when it is forked."""
     from ._wsgi import import_wsgi_app
-    return from_asgi(import_wsgi_app(spec), start=workers == 0, start_in_children=workers > 0)
+    return from_asgi(import_wsgi_app(spec, kind="asgi"), start=workers == 0, start_in_children=workers > 0)

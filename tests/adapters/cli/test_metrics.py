@@ -6,6 +6,7 @@
   * a real Prometheus server scrapes it (`up` is 1 and csgi_http_requests_total is stored);
   * the worker gauges (workers, restarts by cause, open and idle connections, app executor, accept queue)
     are summed over both workers.
+  * scrapes forwarded by a proxy on the same host are refused; --metrics-token-file requires a bearer token.
 Without promtool/prometheus those two checks are skipped with a message (exit 0 if the rest passed).
 Usage: test_metrics.py CSGI_EXE"""
 import json
@@ -28,10 +29,10 @@ def start(args):
     return start_csgi(CSGI, args)
 
 
-def get(port, path):
-    """One request on a new connection (Connection: close); returns (status, body)."""
+def get(port, path, extra=""):
+    """One request on a new connection (Connection: close), with `extra` header lines; returns (status, body)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+        s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n" % (path, extra)).encode())
         data = b""
         while True:
             chunk = s.recv(65536)
@@ -182,7 +183,49 @@ def prometheus_scrape(port):
                 p.wait()
 
 
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def access_rules():
+    """A reverse proxy on the same host connects from loopback: its forwarded requests are refused unless a
+    --metrics-token-file token comes with them; with a token, every scrape needs it."""
+    p, port = start(["--metrics", "--demo"])
+    try:
+        check(get(port, "/metrics")[0] == 200, "a loopback client scrapes")
+        for header in ("X-Forwarded-For: 203.0.113.9", "Forwarded: for=203.0.113.9", "X-Real-IP: 203.0.113.9"):
+            status = get(port, "/metrics", header + "\r\n")[0]
+            check(status == 403, "a request forwarded by a local proxy (%s) may not scrape: %d" % (header, status))
+        check(get(port, "/", "X-Forwarded-For: 203.0.113.9\r\n")[0] == 200, "forwarded requests reach the app")
+    finally:
+        stop(p)
+    work = tempfile.mkdtemp(prefix="csgi-metrics-")
+    token_file = os.path.join(work, "token")
+    with open(token_file, "w") as f:
+        f.write("  Zm9vYmFyYmF6-token\n")
+    p, port = start(["--metrics", "--metrics-token-file", token_file, "--demo"])
+    try:
+        check(get(port, "/metrics")[0] == 401, "with --metrics-token-file a scrape without the token gets 401")
+        check(get(port, "/metrics", "Authorization: Bearer wrong\r\n")[0] == 401, "a wrong token gets 401")
+        status, text = get(port, "/metrics", "Authorization: Bearer Zm9vYmFyYmF6-token\r\nX-Forwarded-For: 1.2.3.4\r\n")
+        check(status == 200 and "csgi_http_requests_total" in text, "the token scrapes, through a proxy too: %d" % status)
+    finally:
+        stop(p)
+    r = subprocess.run([CSGI, "serve", "--demo", "--metrics-token-file", token_file], capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 2 and "applies with --metrics" in r.stderr, "--metrics-token-file alone: %r" % r.stderr)
+    r = subprocess.run([CSGI, "serve", "--demo", "--metrics", "--metrics-token-file", os.path.join(work, "none"),
+                        "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 1 and "--metrics-token-file" in r.stderr, "a missing token file: %r" % r.stderr.strip())
+
+
 def main():
+    access_rules()
     p, port = start(["--metrics", "--demo", "--workers", "2"])
     try:
         text = sum_over_workers(port)
@@ -191,12 +234,7 @@ def main():
             promtool(worker_gauges(port))
             prometheus_scrape(port)
     finally:
-        p.terminate()
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p)
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)

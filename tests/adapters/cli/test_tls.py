@@ -16,7 +16,9 @@
 Usage: test_tls.py CSGI_EXE"""
 import html
 import os
+import pty
 import re
+import select
 import shutil
 import signal
 import socket
@@ -90,7 +92,46 @@ for what, args, file, reason in [
 rc, err = start_error(["--listen", "https://127.0.0.1:0"])
 check(rc != 0 and "--tls-cert" in err and len(err.splitlines()) == 1, "https:// without a certificate: %r" % err)
 rc, err = start_error(["--tls-cert", SERVER_CERT])
-check(rc != 0 and "--tls-key" in err, "a --tls-cert without its --tls-key: %r" % err)
+check(rc == 2 and "--tls-key" in err, "a --tls-cert without its --tls-key is a command-line error (exit 2): %r" % err)
+
+
+def start_on_terminal(args, limit=20):
+    """Runs `csgi serve --demo ARGS` with a pseudo-terminal as its controlling terminal (where OpenSSL's
+    default passphrase prompt would read); returns (exit status or None when it still ran after `limit`
+    seconds, everything it wrote)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(CSGI, [CSGI, "serve", "--demo", "--listen", "127.0.0.1:0"] + args)
+    out, deadline = b"", time.monotonic() + limit
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            out += chunk
+    for _ in range(100):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            os.close(fd)
+            return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return None, out.decode(errors="replace")
+
+
+# An encrypted key: refused at once with one line, never a passphrase prompt on the terminal.
+encrypted_key = os.path.join(certs.dir, "encrypted-key.pem")
+subprocess.run(["openssl", "pkey", "-in", SERVER_KEY, "-aes256", "-passout", "pass:x", "-out", encrypted_key],
+               check=True, capture_output=True, timeout=30)
+rc, out = start_on_terminal(["--tls-cert", SERVER_CERT, "--tls-key", encrypted_key])
+check(rc == 1 and "pass phrase" not in out.lower() and "passphrase" in out and encrypted_key in out,
+      "an encrypted --tls-key fails at once without a prompt: exit %r, %r" % (rc, out.strip()))
 
 static_dir = os.path.join(certs.dir, "static")
 os.mkdir(static_dir)

@@ -116,5 +116,21 @@ if SOURCE:
         if t not in known and t not in deprecated:
             check(False, "%s: --%s is no option of csgi serve" % (where, t))
 
+# The manual's NAME and DESCRIPTION name what the server speaks.
+name = manual.split("NAME\n", 1)[1].split("\nSYNOPSIS\n", 1)[0]
+description = " ".join(manual.split("\nDESCRIPTION\n", 1)[1].split("\nMODES\n", 1)[0].split())
+for what in ("HTTP/1.1", "HTTP/2", "TLS", "WebSocket", "FastCGI", "CGI"):
+    check(what in name and what in description, "the manual's NAME and DESCRIPTION name %s" % what)
+
+# The manual's SIGNALS say what docs/standalone.md's signal table says (both made from one table).
+if SOURCE:
+    signals = " ".join(manual.split("\nSIGNALS\n", 1)[1].split("\nENVIRONMENT\n", 1)[0].split())
+    with open(os.path.join(SOURCE, "docs/standalone.md"), encoding="utf-8") as f:
+        rows = re.findall(r"^\| ([A-Z0-9, ]+) \| (.+?) \| (.+?) \|$", f.read(), re.M)
+    check(len(rows) >= 4 and {"HUP", "USR1", "USR2"} <= {r[0] for r in rows}, "docs/standalone.md has a signal table")
+    for names, single, master in rows:
+        check("%s Single process: %s. With --workers: %s." % (names, single, master) in signals,
+              "the manual's SIGNALS give %s as docs/standalone.md does" % names)
+
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -63,6 +63,10 @@ std::vector<std::string> companion(const OptionSpec& row) {
   // Options that replace workers need a master; the jitter needs its limit.
   if (name == "max-requests" || name == "max-worker-memory" || name == "request-timeout") return {"--workers", "2"};
   if (name == "max-requests-jitter") return {"--workers", "2", "--max-requests", "9"};
+  // TLS files come in pairs, and a client CA needs them.
+  if (name == "tls-cert") return {"--tls-key", "k.pem"};
+  if (name == "tls-key") return {"--tls-cert", "c.pem"};
+  if (name == "tls-client-ca") return {"--tls-cert", "c.pem", "--tls-key", "k.pem"};
   return {};
 }
 
@@ -206,23 +210,56 @@ TEST_CASE("the words as getopt_long reads them: =VALUE, -lVALUE, prefixes; repea
   CHECK(parse_args({"-h"}).help);
 }
 
-TEST_CASE("docs/standalone.md's options table is the option table") {
+// The part of docs/standalone.md between "<!-- NAME table: generated from …-->" and "<!-- end of NAME table -->",
+// rewritten to `want` first when CSGI_UPDATE_DOCS is set.
+std::string generated_section(const std::string& name, const std::string& want) {
   std::string doc = read_file(CSGI_SOURCE_DIR "/docs/standalone.md");
-  const std::string begin = "<!-- options table: generated from adapters/runner/options.cpp -->\n";
-  const std::string end = "<!-- end of options table -->";
+  const std::string begin = "<!-- " + name + " table: generated from adapters/runner/options.cpp -->\n";
+  const std::string end = "<!-- end of " + name + " table -->";
   auto b = doc.find(begin), e = doc.find(end);
   REQUIRE(b != std::string::npos);
   REQUIRE(e != std::string::npos);
   std::string section = doc.substr(b + begin.size(), e - b - begin.size());
-  std::string want = options_markdown();
   if (section != want && std::getenv("CSGI_UPDATE_DOCS")) {
     doc.replace(b + begin.size(), section.size(), want);
     std::ofstream(CSGI_SOURCE_DIR "/docs/standalone.md") << doc;
     section = want;
   }
+  return section;
+}
+
+TEST_CASE("addresses and TLS pairs are checked with the command line, and an unknown option gets the nearest one") {
+  CHECK(usage_error({"--listen", "127.0.0.1:99999"}) == "bad port in --listen 127.0.0.1:99999");
+  CHECK(usage_error({"--listen", "unix:"}).find("bad unix socket path") == 0);
+  CHECK(usage_error({"--tls-cert", "c.pem"}) == "--tls-cert c.pem: no --tls-key given for it (they come in pairs)");
+  CHECK(usage_error({"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-cert", "d.pem"}) ==
+        "--tls-cert d.pem: no --tls-key given for it (they come in pairs)");
+  CHECK(usage_error({"--graceful-timout", "3"}) == "unknown or ambiguous option '--graceful-timout' (did you mean --graceful-timeout?)");
+  CHECK(usage_error({"--treads", "3"}).find("did you mean --threads?") != std::string::npos);
+  CHECK(usage_error({"--qqqqqqq"}) == "unknown or ambiguous option '--qqqqqqq'");
+  CHECK(parse_args({"--version"}).version);
+}
+
+TEST_CASE("docs/standalone.md's options table is the option table") {
+  std::string want = options_markdown();
+  std::string section = generated_section("options", want);
   INFO("regenerate with CSGI_UPDATE_DOCS=1 cli_options_tests; the table is:\n" << want);
   CHECK(section == want);
   for (const OptionSpec& row : option_table()) CHECK(section.find("| `--" + std::string(row.name)) != std::string::npos);
+}
+
+TEST_CASE("docs/standalone.md's signals table and --help's SIGNALS are the signal table") {
+  std::string want = signals_markdown();
+  std::string section = generated_section("signals", want);
+  INFO("regenerate with CSGI_UPDATE_DOCS=1 cli_options_tests; the table is:\n" << want);
+  CHECK(section == want);
+  std::string help;  // unwrapped
+  std::istringstream in(describe_signals());
+  for (std::string word; in >> word;) help += (help.empty() ? "" : " ") + word;
+  for (const SignalSpec& row : signal_table()) {
+    CHECK(help.find(std::string(row.names) + " Single process: " + row.single + ". With --workers: " + row.master) !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("--help lists every option with its default(s) and the adapters it applies to") {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +40,7 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
   csgi::App app = [](csgi::Env& env) {
     std::string_view path = env.get("PATH_INFO");
     if (path == "/crash") ::raise(SIGSEGV);
+    if (path == "/throw") throw std::runtime_error("thrown by the app");
     if (path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (path == "/pid") return csgi::Response::text(200, std::to_string(::getpid()));
     if (path == "/sleep") {
@@ -58,6 +60,8 @@ csgi::App make_process_app(const csgi::AppArgs& args) {
     return csgi::Response::text(200, PROCESS_APP_HELLO);
   };
   app = csgi::wrap<csgi::mw::ServerStatus>(std::move(app));
+  for (const std::string& a : args)
+    if (a == "throw") throw std::runtime_error("need a config file");
   for (const std::string& a : args)
     if (a.rfind("access-log=", 0) == 0) {
       csgi::mw::AccessLogOptions o;
