@@ -49,12 +49,13 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              ctest:standalone_h2 ctest:conformance_standalone_h2c ctest:conformance_standalone_h2c_pool \
              ctest:websocket_conformance ctest:websocket_conformance_pool ctest:websocket_examples \
              ctest:cli_tls ctest:conformance_standalone_tls ctest:cli_proxy_protocol ctest:standalone_workers \
-             ctest:cli_metrics ctest:standalone_h2_websocket ctest:cli_h2c_haproxy fastcgi_socket_tests
+             ctest:cli_metrics ctest:standalone_h2_websocket ctest:cli_h2c_haproxy fastcgi_socket_tests \
+             cli_options_tests ctest:cli_command_line
 TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads \
              ctest:standalone_test_pool ctest:conformance_standalone_pool \
              standalone_process_app standalone_websocket_app ctest:standalone_h2 ctest:conformance_standalone_h2c_pool \
              ctest:websocket_conformance_pool ctest:cli_tls ctest:conformance_standalone_tls ctest:standalone_workers \
-             ctest:cli_metrics ctest:cli_proxy_protocol ctest:standalone_h2_websocket
+             ctest:cli_metrics ctest:cli_proxy_protocol ctest:standalone_h2_websocket ctest:cli_command_line
 SOAK_SECONDS ?= 60
 # The AddressSanitizer tree is built by clang and instrumented for libFuzzer too (CSGI_FUZZ): its fuzz
 # targets are libFuzzer programs beside their replay tests, and `make fuzz FUZZ_BUILD=build-asan` fuzzes

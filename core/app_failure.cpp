@@ -1,6 +1,9 @@
 #include "csgi/core/app_failure.hpp"
 
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/json.hpp"
 #include "csgi/core/keys.hpp"
+#include "csgi/core/response.hpp"
 
 namespace csgi {
 
@@ -26,6 +29,20 @@ std::string app_exception_line(const Env& env, int status, std::exception_ptr e)
   } catch (...) {
   }
   return app_failure_line(env, status, "the app raised a non-standard exception");
+}
+
+Response app_failure_response(const Env& env, std::exception_ptr e) {
+  int status = 500;
+  std::string detail;
+  try {
+    if (e) std::rethrow_exception(e);
+  } catch (const HttpError& x) {
+    if (x.status() >= 100 && x.status() <= 999) status = x.status();
+    if (status < 500) detail = x.what();
+  } catch (...) {
+  }
+  if (status >= 500) env.errors().write(app_exception_line(env, status, e));
+  return error_response(env, status, detail);
 }
 
 }  // namespace csgi

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "csgi/core/http_error.hpp"
+#include "csgi/core/app_failure.hpp"
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/request_env.hpp"
 
@@ -95,30 +95,6 @@ private:
   std::shared_ptr<Collected> c_;
   milliseconds timeout_;
 };
-
-/// What an adapter answers for the exception being handled (ADP-5, ADP-6); what it logs goes to `errors`.
-Response adapter_answer(ErrorStream& errors, const std::string& request_line) {
-  auto log = [&](std::string_view status, std::string_view what) {
-    errors.write("csgi: " + std::string(status) + " for \"" + request_line + "\": " + std::string(what));
-  };
-  try {
-    throw;
-  } catch (const HttpError& e) {
-    int status = e.status();
-    if (status < 100 || status > 999) {
-      log("500", e.what());
-      return Response::error(500);
-    }
-    if (status < 500) return Response::error(status, e.what());
-    log(std::to_string(status), e.what());
-    return Response::error(status);
-  } catch (const std::exception& e) {
-    log("500", e.what());
-  } catch (...) {
-    log("500", "non-standard exception");
-  }
-  return Response::error(500);
-}
 
 std::string seconds_text(milliseconds t) {
   std::string s = std::to_string(t.count() / 1000.0);
@@ -234,7 +210,7 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
   if (options.setup) options.setup(env);
   OnError on_error;
   if (!options.rethrow)
-    on_error = [&errors, line = method + " " + target + " " + protocol] { return adapter_answer(errors, line); };
+    on_error = [&env] { return app_failure_response(env, std::current_exception()); };
   Response r;
   try {
     r = app(env);

@@ -362,12 +362,8 @@ Response call_app(const App& app, Env& env) noexcept {
   try {
     try {
       return app(env);
-    } catch (const HttpError& e) {
-      if (e.status() >= 500) env.errors().write(app_exception_line(env, e.status(), std::current_exception()));
-      return Response::error(e.status(), e.status() < 500 ? std::string_view(e.what()) : std::string_view{});
     } catch (...) {
-      env.errors().write(app_exception_line(env, 500, std::current_exception()));
-      return Response::error(500);
+      return app_failure_response(env, std::current_exception());
     }
   } catch (...) {  // building the error response itself failed (out of memory)
     Response r;

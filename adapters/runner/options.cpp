@@ -331,6 +331,10 @@ std::vector<OptionSpec> make_table() {
 
 // Spellings kept from the former csgi-fcgi/csgi-cgi parsers: deprecated name → row.
 constexpr std::pair<const char*, const char*> deprecated[] = {{"max-body", "max-body-bytes"}};
+// Options that no longer do anything, still taken (with their value) so that a command line that gives
+// them keeps working: name → the warning's reason.
+constexpr std::pair<const char*, const char*> retired[] = {
+    {"discard-body-bytes", "every request body is read before the app runs (--body-buffer-bytes, --max-body-bytes)"}};
 
 // Every option getopt_long is told about: the table's rows, the caller's, the deprecated spellings and
 // --help, each with its long name, short letter (or 0), whether it takes a value and may repeat.
@@ -347,6 +351,7 @@ std::vector<Known> known_options(const std::vector<ExtraOption>& extra) {
     known.push_back({row.name, row.short_name, row.value_name != nullptr, row.repeatable});
   for (const ExtraOption& e : extra) known.push_back({e.name, 0, e.value_name != nullptr, e.repeatable});
   for (const auto& [old, now] : deprecated) known.push_back({old, 0, true, false});
+  for (const auto& [old, why] : retired) known.push_back({old, 0, true, false});
   known.push_back({"help", 'h', false, true});
   known.push_back({"version", 0, false, true});
   return known;
@@ -626,6 +631,8 @@ Parsed parse(int argc, char** argv, int first, const std::vector<ExtraOption>& e
     p.warnings.push_back("--" + std::string(old) + " is deprecated; use --" + now);
     apply_row(p.options, *find_option(now), p.values(old), old);
   }
+  for (const auto& [old, why] : retired)
+    if (p.has(old)) p.warnings.push_back("--" + std::string(old) + " has no effect any more: " + why);
   validate(p.options);
   return p;
 }

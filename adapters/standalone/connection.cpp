@@ -411,20 +411,25 @@ void Conn::set_connection_env(Env& env) {
 }
 
 // Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
-// are touched). An exception is logged and becomes an error response; `failed` is the status of an
-// HttpError thrown (0 for none).
+// are touched). An exception becomes the response app_failure_response() gives (logged where the server
+// is at fault); `failed` is its status (0 when the app returned).
 Response Conn::call_app(Env& env, int& failed) {
   try {
     // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
     InlineWatch::Call watch(sh_.inline_watch && sh_.inline_watch->inline_now() ? sh_.inline_watch : nullptr);
     return sh_.app(env);
-  } catch (const HttpError& e) {
-    failed = e.status();
-    return Response::error(e.status(), e.what());
   } catch (...) {
-    sh_.errors.write(app_exception_line(env, 500, std::current_exception()));
+    try {
+      Response res = app_failure_response(env, std::current_exception());
+      failed = res.status;
+      return res;
+    } catch (...) {  // building the answer failed too (out of memory)
+    }
   }
-  return Response::error(500);
+  failed = 500;
+  Response res;
+  res.status = 500;
+  return res;
 }
 
 // Back on the io thread with the app's response.

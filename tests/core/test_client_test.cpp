@@ -97,11 +97,11 @@ TEST_CASE("test client: rethrow = false answers as an adapter does", "[test_clie
   res = testing::call([](Env&) -> Response { throw HttpError(503, "db down at 10.0.0.5"); }, "GET /x", {}, "", answer);
   CHECK(res.status == 503);
   CHECK(res.body == "503 Service Unavailable\n");
-  CHECK(res.errors == "csgi: 503 for \"GET /x HTTP/1.1\": db down at 10.0.0.5\n");
+  CHECK(res.errors == "csgi: 503 for \"GET /x HTTP/1.1\": the app raised: db down at 10.0.0.5\n");
   res = testing::call([](Env&) -> Response { throw std::runtime_error("boom"); }, "POST /y", {}, "", answer);
   CHECK(res.status == 500);
   CHECK(res.body == "500 Internal Server Error\n");
-  CHECK(res.errors == "csgi: 500 for \"POST /y HTTP/1.1\": boom\n");
+  CHECK(res.errors == "csgi: 500 for \"POST /y HTTP/1.1\": the app raised: boom\n");
   res = testing::call([](Env&) -> Response { throw 7; }, "GET /", {}, "", answer);
   CHECK(res.status == 500);
   CHECK(res.errors.find("non-standard exception") != std::string::npos);

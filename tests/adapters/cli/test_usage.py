@@ -82,7 +82,7 @@ if FCGI and CGI:
 # Every --option the docs give a csgi program is in the manual (a renamed or removed option fails here).
 options_section = manual.split("\nOPTIONS\n", 1)[1].split("\nSIGNALS\n", 1)[0]
 known = set(re.findall(r"--([a-z][a-z0-9-]*)", options_section)) | {"help"}
-deprecated = {"max-body"}  # still accepted, with a warning; the docs name it only to say so
+deprecated = {"max-body", "discard-body-bytes"}  # still accepted, with a warning; the docs name them only to say so
 if SOURCE:
     whole = [os.path.join(SOURCE, f) for f in ("docs/standalone.md", "docs/deploy/fastcgi-cgi.md")]
     launch = re.compile(r"(csgi serve|csgi-fcgi|csgi-cgi|@FCGI@|@CGI@|hello_server|csgi::run)")

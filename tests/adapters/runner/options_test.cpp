@@ -159,6 +159,13 @@ TEST_CASE("the gateways take --max-body-bytes; --max-body still works, with a wa
   CHECK(usage_error({"--max-body", "1", "--max-body-bytes", "2"}) == "give only one of --max-body and --max-body-bytes");
 }
 
+TEST_CASE("--discard-body-bytes, which no longer does anything, is still taken, with a warning") {
+  auto p = parse_args({"--discard-body-bytes", "4096", "--threads", "2"});
+  CHECK(p.options.server.threads == 2);
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(p.warnings.front().rfind("--discard-body-bytes has no effect any more: every request body is read", 0) == 0);
+}
+
 TEST_CASE("values are checked: ranges, seconds, the mount point, one FastCGI address") {
   CHECK(usage_error({"--threads", "0"}) == "--threads: '0' is not a whole number from 1 to 1024");
   CHECK(usage_error({"--workers", "-1"}) == "--workers: '-1' is not a whole number from 0 to 1024");

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
 #include "running.hpp"
 #include "csgi/core/server_stats.hpp"
@@ -126,6 +128,26 @@ TEST_CASE("standalone: two servers in one process each show their own counts on 
 TEST_CASE("standalone: a responder dropped unanswered gives 500") {
   Running run([](Env&) { return Response::delayed([](csgi::Responder) {}); }, {});
   CHECK(get(run.port, "/").rfind("HTTP/1.1 500", 0) == 0);
+}
+
+TEST_CASE("standalone: an HttpError is answered as problem+json to a JSON client; a 5xx keeps its message in the log",
+          "[ADP-5][ADP-6]") {
+  Running run([](Env& env) -> Response {
+    if (env.get(csgi::keys::PATH_INFO) == "/db") throw csgi::HttpError(503, "db down at 10.0.0.5");
+    throw csgi::BadRequest("no such field");
+  }, {});
+  std::string text = get(run.port, "/x");
+  CHECK(text.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(text.find("Content-Type: text/plain") != std::string::npos);
+  CHECK(text.find("no such field") != std::string::npos);
+  std::string json = get(run.port, "/x", "Accept: application/json\r\n");
+  CHECK(json.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(json.find("Content-Type: application/problem+json") != std::string::npos);
+  CHECK(json.find("\"detail\":\"no such field\"") != std::string::npos);
+  std::string db = get(run.port, "/db", "Accept: application/json\r\n");
+  CHECK(db.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(db.find("\"status\":503") != std::string::npos);
+  CHECK(db.find("10.0.0.5") == std::string::npos);
 }
 
 TEST_CASE("standalone: writes that outrun the writer's start are framed (chunked) like the rest") {
