@@ -216,14 +216,14 @@ def connection_budget():
     """--ws-connection-buffer-bytes: the streams of one connection share one budget for unfinished
     messages; the stream whose message goes past it is closed with 1009, the others finish theirs, and
     another connection is served."""
-    srv = Server(["--ws-connection-buffer-bytes", str(8 << 20), "--ws-max-message-bytes", str(8 << 20)])
+    srv = Server(["--ws-connection-buffer-bytes", str(2 << 20), "--ws-max-message-bytes", str(2 << 20)])
     c = Conn(srv.port)
     s1, s2, s3 = c.open("/echo"), c.open("/echo"), c.open("/echo")
-    m1, m2 = os.urandom(3 << 20), os.urandom(3 << 20)
-    f1, f2, f3 = frame(BINARY, m1), frame(BINARY, m2), frame(BINARY, b"x" * (6 << 20))
-    half = 3 << 19
-    check(send_some(c, s1, f1[:half]) and send_some(c, s2, f2[:half]), "budget: two streams hold 1.5 MiB each")
-    send_some(c, s3, f3[:5 << 20])  # past 4 MiB its buffer would pass the 8 MiB the three share
+    m1, m2 = os.urandom(768 << 10), os.urandom(768 << 10)
+    f1, f2, f3 = frame(BINARY, m1), frame(BINARY, m2), frame(BINARY, b"x" * (3 << 19))
+    half = 384 << 10
+    check(send_some(c, s1, f1[:half]) and send_some(c, s2, f2[:half]), "budget: two streams hold 384 KiB each")
+    send_some(c, s3, f3[:5 << 18])  # past 1 MiB its buffer would pass the 2 MiB the three share
     got = c.message(s3)
     check(close_code_of(got) == 1009 and b"connection" in got[2],
           "budget: the stream going past --ws-connection-buffer-bytes is closed with 1009 and a reason (%r)"
@@ -244,14 +244,14 @@ def connection_budget():
 def process_budget():
     """--ws-process-buffer-bytes: every WebSocket of the process shares one budget; the one whose message
     goes past it is closed with 1013 (try again later) while the others go on."""
-    srv = Server(["--ws-process-buffer-bytes", str(4 << 20), "--ws-max-message-bytes", str(8 << 20)])
+    srv = Server(["--ws-process-buffer-bytes", str(1 << 20), "--ws-max-message-bytes", str(2 << 20)])
     a, b = Conn(srv.port), Conn(srv.port)
     sa, sb = a.open("/echo"), b.open("/echo")
-    ma = os.urandom(3 << 20)
-    fa, fb = frame(BINARY, ma), frame(BINARY, b"y" * (6 << 20))
-    half = 3 << 19
-    check(send_some(a, sa, fa[:half]), "process budget: one connection holds 1.5 MiB")
-    send_some(b, sb, fb[:3 << 20])
+    ma = os.urandom(768 << 10)
+    fa, fb = frame(BINARY, ma), frame(BINARY, b"y" * (3 << 19))
+    half = 384 << 10
+    check(send_some(a, sa, fa[:half]), "process budget: one connection holds 384 KiB")
+    send_some(b, sb, fb[:768 << 10])
     got = b.message(sb)
     check(close_code_of(got) == 1013, "process budget: the WebSocket going past it is closed with 1013 (%r)"
           % (got[2][:80] if got else None,))
@@ -263,13 +263,14 @@ def process_budget():
 
 
 def many_unfinished(srv):
-    """16 streams of one connection each hold 5 MiB of an unfinished 8 MiB message: with the default
-    --ws-connection-buffer-bytes (32 MiB) the server's memory grows by well under the 80 MiB sent."""
+    """24 streams of one connection each send 1.25 MiB of an unfinished 2 MiB message: with
+    --ws-connection-buffer-bytes 4 MiB the server's memory grows by well under the 30 MiB sent (the same at
+    the defaults' scale, 32 MiB and 60 x 15 MiB: bench/h2_websocket_memory.py)."""
     c = Conn(srv.port)
     rss0 = srv.rss_mb()
-    body = frame(BINARY, b"z" * (8 << 20))[:5 << 20]
+    body = frame(BINARY, b"z" * (2 << 20))[:5 << 18]
     closed = 0
-    for _ in range(16):
+    for _ in range(24):
         sid = c.open("/echo")
         if c.streams[sid]["status"] != 200:
             break
@@ -278,9 +279,9 @@ def many_unfinished(srv):
     for st in c.streams.values():
         closed += b"\x88" in st["data"][:1]
     rss1 = srv.rss_mb()
-    check(rss1 - rss0 < 48, "16 streams x 5 MiB unfinished: server RSS %.1f -> %.1f MB (%d closed with 1009)"
+    check(rss1 - rss0 < 12, "24 streams x 1.25 MiB unfinished: server RSS %.1f -> %.1f MB (%d closed with 1009)"
           % (rss0, rss1, closed))
-    check(closed >= 8, "16 streams x 5 MiB unfinished: the streams past the budget are closed (%d)" % closed)
+    check(closed >= 16, "24 streams x 1.25 MiB unfinished: the streams past the budget are closed (%d)" % closed)
     c.close()
 
 
@@ -297,7 +298,7 @@ def main():
     check(re.search(r'"GET /echo HTTP/2" 200 ', lines) is not None,
           "the access log has the extended CONNECT as GET ... HTTP/2 200 (EXT-11)")
 
-    srv = Server([])
+    srv = Server(["--ws-connection-buffer-bytes", str(4 << 20)])
     many_unfinished(srv)
     check(srv.stop() == 0, "server exits 0 after SIGTERM")
     connection_budget()
