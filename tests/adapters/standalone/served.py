@@ -26,11 +26,21 @@ def check(cond, what):
         failures.append(what)
 
 
+def sanitized(program):
+    """True when `program` is built with AddressSanitizer or ThreadSanitizer: their allocators keep freed
+    memory (ASan's quarantine) and add shadow memory, so the process's RSS says nothing of what the
+    server itself holds."""
+    with open(program, "rb") as f:
+        image = f.read()
+    return b"__asan_init" in image or b"__tsan_init" in image
+
+
 class Server:
     """`argv` (the csgi program and its arguments) run with `--listen LISTEN`; the port is read from the
-    program's "listening on" line."""
+    program's "listening on" line. `sanitized`: see sanitized()."""
 
     def __init__(self, argv, listen="127.0.0.1:0"):
+        self.sanitized = sanitized(argv[0])
         self.p = subprocess.Popen(argv + ["--listen", listen], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         _started.append(self.p)

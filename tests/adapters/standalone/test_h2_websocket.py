@@ -279,8 +279,11 @@ def many_unfinished(srv):
     for st in c.streams.values():
         closed += b"\x88" in st["data"][:1]
     rss1 = srv.rss_mb()
-    check(rss1 - rss0 < 12, "24 streams x 1.25 MiB unfinished: server RSS %.1f -> %.1f MB (%d closed with 1009)"
-          % (rss0, rss1, closed))
+    what = "24 streams x 1.25 MiB unfinished: server RSS %.1f -> %.1f MB (%d closed with 1009)" % (rss0, rss1, closed)
+    if srv.sanitized:
+        print("skip " + what + ": a sanitizer's allocator keeps freed memory, RSS is no measure here")
+    else:
+        check(rss1 - rss0 < 12, what)
     check(closed >= 16, "24 streams x 1.25 MiB unfinished: the streams past the budget are closed (%d)" % closed)
     c.close()
 
