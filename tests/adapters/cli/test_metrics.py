@@ -175,12 +175,7 @@ def prometheus_scrape(port):
             check(up == "1", "Prometheus scrapes csgi (up == 1)")
             check(bool(stored), "Prometheus stored csgi_http_requests_total{method=\"GET\"}")
         finally:
-            p.terminate()
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop(p)
 
 
 def stop(p):
