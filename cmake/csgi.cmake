@@ -1,9 +1,9 @@
-# csgi_add_library(<name> DIR <layer dir> SOURCES ... [PRIVATE_HEADERS ...] [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# csgi_add_library(<name> DIR <layer dir> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
 # Makes target csgi_<name>, alias csgi::<name>, exported; installs the layer's headers under
-# include/csgi/<DIR>/, except PRIVATE_HEADERS (file names in DIR): the layer's internals, which only its
-# own sources and the tests include. The ctest `layering` checks includes against the targets' links.
+# include/csgi/<DIR>/, except those in a `detail/` folder: the layer's internals, which only its own
+# sources and the tests include. The ctest `layering` checks includes against the targets' links.
 function(csgi_add_library name)
-  cmake_parse_arguments(A "" "DIR" "SOURCES;PRIVATE_HEADERS;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(A "" "DIR" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(csgi_${name} ${A_SOURCES})
   add_library(csgi::${name} ALIAS csgi_${name})
   set_target_properties(csgi_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME csgi_${name}
@@ -14,32 +14,20 @@ function(csgi_add_library name)
   target_link_libraries(csgi_${name} PUBLIC ${A_PUBLIC_DEPS} PRIVATE ${A_PRIVATE_DEPS})
   install(TARGETS csgi_${name} EXPORT csgiTargets ARCHIVE DESTINATION lib LIBRARY DESTINATION lib
           RUNTIME DESTINATION bin)
-  set(excluded "")
-  foreach(h IN LISTS A_PRIVATE_HEADERS)
-    if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${A_DIR}/${h})
-      message(FATAL_ERROR "csgi_add_library(${name}): PRIVATE_HEADERS names a missing file ${A_DIR}/${h}")
-    endif()
-    list(APPEND excluded PATTERN ${h} EXCLUDE)
-  endforeach()
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${A_DIR}/ DESTINATION include/csgi/${A_DIR}
-          FILES_MATCHING PATTERN "*.hpp" ${excluded})
+          FILES_MATCHING PATTERN "*.hpp" PATTERN detail EXCLUDE)
   set_property(GLOBAL APPEND PROPERTY CSGI_LAYERS ${name})
-  set_target_properties(csgi_${name} PROPERTIES CSGI_DIR ${A_DIR} CSGI_PRIVATE_HEADERS "${A_PRIVATE_HEADERS}")
+  set_target_properties(csgi_${name} PROPERTIES CSGI_DIR ${A_DIR})
 endfunction()
 
 # Writes <build>/layers.tsv, one line per csgi_add_library target: name, layer directory, the targets it
-# links (public and private), its private headers. Called once every layer is defined.
+# links (public and private). Called once every layer is defined.
 function(csgi_write_layers)
   get_property(layers GLOBAL PROPERTY CSGI_LAYERS)
   set(content "")
   foreach(n IN LISTS layers)
     get_target_property(dir csgi_${n} CSGI_DIR)
-    get_target_property(priv csgi_${n} CSGI_PRIVATE_HEADERS)
-    if(NOT priv)
-      set(priv "")
-    endif()
-    string(REPLACE ";" "," priv "${priv}")
-    string(APPEND content "${n}\t${dir}\t$<JOIN:$<TARGET_PROPERTY:csgi_${n},LINK_LIBRARIES>,$<COMMA>>\t${priv}\n")
+    string(APPEND content "${n}\t${dir}\t$<JOIN:$<TARGET_PROPERTY:csgi_${n},LINK_LIBRARIES>,$<COMMA>>\n")
   endforeach()
   file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/layers.tsv CONTENT "${content}")
 endfunction()

@@ -1,4 +1,4 @@
-// The standalone server's HTTP/2 session (adapters/standalone/h2_session.hpp) on a raw client stream: the
+// The standalone server's HTTP/2 session (adapters/standalone/detail/http2/h2_session.hpp) on a raw client stream: the
 // connection preface, then the fuzzer's bytes (frames) in pieces of fuzzer-chosen sizes, the session's
 // output produced after each piece as the driver would. Every complete request is answered with a body
 // kind picked by its stream id (complete, shared bytes, pull stream, writer, 103 then complete). Invariants
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "csgi/adapters/standalone/h2_session.hpp"
+#include "csgi/adapters/standalone/detail/http2/h2_session.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/lint.hpp"
 #include "fuzz_support.hpp"

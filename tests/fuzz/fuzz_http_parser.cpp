@@ -1,4 +1,4 @@
-// The standalone server's request parser (adapters/standalone/request_parser.hpp) on a raw connection
+// The standalone server's request parser (adapters/standalone/detail/http1/request_parser.hpp) on a raw connection
 // stream, fed the way the connection feeds it: each head whole, bodies in pieces of fuzzer-chosen sizes,
 // pipelined requests one after another until one is refused. Invariants beyond "no crash":
 //  - a refused request has a 4xx/5xx status and ends the stream (framing is lost);
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "csgi/adapters/standalone/request_parser.hpp"
+#include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"

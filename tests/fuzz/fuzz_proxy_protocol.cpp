@@ -1,4 +1,4 @@
-// The PROXY protocol parser (adapters/standalone/proxy_protocol.hpp) on a connection's first bytes, read
+// The PROXY protocol parser (adapters/standalone/detail/transport/proxy_protocol.hpp) on a connection's first bytes, read
 // the way the connection reads them: the whole input, and a fuzzer-chosen prefix of it (the bytes of an
 // earlier peek). Invariants beyond "no crash":
 //  - a decision taken on a prefix (absent, invalid, complete) is final: more bytes never change it, and a
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "csgi/adapters/standalone/proxy_protocol.hpp"
+#include "csgi/adapters/standalone/detail/transport/proxy_protocol.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

@@ -5,8 +5,8 @@ Usage: check_layering.py SOURCE_DIR BUILD_DIR
 
 - A library layer (a csgi_add_library target) includes csgi headers only from itself and from the
   layers it links, directly or through them.
-- A layer's private headers (PRIVATE_HEADERS) are included only by that layer's own directory and the
-  tests; programs (the cli, launchers, examples, bindings) include only public headers.
+- A layer's private headers (those in a `detail/` folder) are included only by that layer's own directory
+  and the tests; programs (the cli, launchers, examples, bindings) include only public headers.
 - An installed (public) header includes no private header, not even of its own layer.
 - The Python module's sources (bindings/src/) are included only from bindings/.
 Prints every violation as "file:line: what" and exits 1 when there is one.
@@ -27,10 +27,15 @@ def read_layers(build_dir):
             line = line.rstrip("\n")
             if not line:
                 continue
-            name, directory, links, private = (line.split("\t") + [""] * 4)[:4]
+            name, directory, links = (line.split("\t") + [""] * 3)[:3]
             deps = {l[len("csgi::"):] for l in links.split(",") if l.startswith("csgi::")}
-            layers[name] = {"dir": directory, "deps": deps, "private": set(filter(None, private.split(",")))}
+            layers[name] = {"dir": directory, "deps": deps}
     return layers
+
+
+def is_private(path_in_layer):
+    """A header in a `detail/` folder of its layer is private (not installed)."""
+    return path_in_layer.startswith("detail/") or "/detail/" in path_in_layer
 
 
 def closure(layers, name):
@@ -89,10 +94,10 @@ def main():
                     if target is None:
                         continue
                     tdir = layers[target]["dir"]
-                    if inc[len(tdir) + 1:] in layers[target]["private"]:
+                    if is_private(inc[len(tdir) + 1:]):
                         if target != mine:
                             problems.append(f"{where}: includes {inc}, private to csgi::{target}")
-                        elif fn.endswith(".hpp") and fn not in layers[mine]["private"]:
+                        elif fn.endswith(".hpp") and not is_private(rel[len(tdir) + 1:]):
                             problems.append(f"{where}: the installed header {rel} includes the private {inc}")
                     if allowed is not None and target not in allowed:
                         problems.append(f"{where}: csgi::{mine} includes {inc} but does not link csgi::{target}")

@@ -1,7 +1,7 @@
 // FileWatch (--reload): a change is reported once the files have been quiet for the debounce interval,
 // a file renamed over a watched one counts, other files in its directory do not, and a tree reports files
 // with the suffix only, in subdirectories made after the watch began too. Times are given, not waited.
-#include "csgi/adapters/standalone/file_watch.hpp"
+#include "csgi/adapters/standalone/detail/process/file_watch.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The HTTP/2 session (adapters/standalone/h2_session.hpp) on hand-made client frames: a request's env
+// The HTTP/2 session (adapters/standalone/detail/http2/h2_session.hpp) on hand-made client frames: a request's env
 // keeps what it says of the connection after the session, the caller's strings and the stream's object
 // (reused by a later stream) are gone (APP-4).
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "csgi/adapters/standalone/h2_session.hpp"
+#include "csgi/adapters/standalone/detail/http2/h2_session.hpp"
 #include "csgi/core/keys.hpp"
 
 namespace {

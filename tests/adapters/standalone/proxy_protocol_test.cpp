@@ -1,6 +1,6 @@
-// The PROXY protocol parser and the trusted-proxy blocks (adapters/standalone/proxy_protocol.hpp), without
+// The PROXY protocol parser and the trusted-proxy blocks (adapters/standalone/detail/transport/proxy_protocol.hpp), without
 // sockets. The connection's use of them is tested on real sockets by tests/adapters/cli/test_proxy_protocol.py.
-#include "csgi/adapters/standalone/proxy_protocol.hpp"
+#include "csgi/adapters/standalone/detail/transport/proxy_protocol.hpp"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>

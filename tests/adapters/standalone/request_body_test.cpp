@@ -2,7 +2,7 @@
 // holds no thread, even under an inline app that reads it; a trickle that keeps re-arming the body
 // timeout ends in 408 at the minimum rate; a body past memory reaches the app intact through a temporary
 // file, and the process-wide memory cap sends bodies there too.
-#include "csgi/adapters/standalone/request_body.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
 
 #include <dirent.h>
 #include <unistd.h>

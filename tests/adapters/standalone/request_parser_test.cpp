@@ -1,6 +1,6 @@
 // The request head as the standalone server reads it, on a real socket: Content-Length must be one field
 // of one number, and an absolute-form target's authority replaces Host (RFC 9112 §3.2.2, §6.3).
-#include "csgi/adapters/standalone/request_parser.hpp"
+#include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,0 +1,68 @@
+// The app executor of the standalone server (see app_pool.hpp).
+#include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
+
+namespace csgi::standalone::detail {
+
+AppPool::AppPool(unsigned threads, WorkerBoard::Slot* board, std::function<void(unsigned)> on_start)
+    : board_(board), on_start_(std::move(on_start)) {
+  try {
+    threads_.reserve(threads);
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, i] { work(i); });
+  } catch (...) {
+    shutdown();  // the threads made so far
+    throw;
+  }
+}
+
+bool AppPool::post(Job job) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(job));
+    if (board_) board_->app_queued.fetch_add(1, std::memory_order_relaxed);
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void AppPool::shutdown() noexcept {
+  std::deque<Job> left;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+    left.swap(queue_);
+    if (board_) board_->app_queued.fetch_sub(left.size(), std::memory_order_relaxed);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  left.clear();
+}
+
+void AppPool::work(unsigned index) {
+  if (on_start_) on_start_(index);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      if (board_) {
+        board_->app_queued.fetch_sub(1, std::memory_order_relaxed);
+        board_->app_busy.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    try {
+      job();
+    } catch (...) {
+      // A job catches what the app throws; this is the last line of defence (out of memory).
+    }
+    if (board_) board_->app_busy.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace csgi::standalone::detail

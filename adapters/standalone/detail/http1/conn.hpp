@@ -1,0 +1,491 @@
+#pragma once
+// One HTTP/1.x connection of the standalone server (internal, not installed). The class is declared here
+// and its members are defined by concern:
+//   connection.cpp  reading requests (parsed by request_parser.hpp), the env, the app call, closing, and
+//                   the io thread's list of connections;
+//   respond.cpp     turning the app's response into bytes: heads, bodies, files, pull streams, writing;
+//   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread;
+//   tls_io.cpp      the TLS connection's reads and writes through its TlsSession (tls.hpp).
+//
+// The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
+// bytes of an active request's header never move; body bytes are read behind the header and go, decoded,
+// into the request's body store (request_body.hpp) before the app runs. Responses are serialised into
+// one output buffer and written with one sendmsg(2) for as many pipelined responses as are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
+//
+// On a TLS listener the connection has a TlsSession (tls_, OpenSSL in libcsgi_tls.so): each place that
+// reads or writes the socket goes through it instead (one branch on tls_, so the plain path makes the same
+// syscalls as without TLS). The handshake is made by the first read, bounded by the header
+// timeout like a slow request head.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/error.hpp>
+#include <charconv>
+#include <condition_variable>
+#include <functional>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "csgi/adapters/standalone/detail/process/shared.hpp"
+#include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
+#include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
+#include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
+#include "csgi/adapters/standalone/detail/tls/tls.hpp"
+#include "csgi/core/access_log_line.hpp"
+#include "csgi/core/extensions.hpp"
+#include "csgi/core/http_date.hpp"
+#include "csgi/core/http_error.hpp"
+#include "csgi/core/request_env.hpp"
+#include "csgi/core/text.hpp"
+
+namespace csgi::standalone::detail {
+
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+inline constexpr std::size_t initial_buffer = 4096;
+inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
+inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
+inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
+inline constexpr std::size_t writer_low_water = 256 * 1024;
+
+inline void append_uint(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+inline void append_hex(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  out.append(buf, r.ptr);
+}
+
+/// Appends body bytes to `out`, as one chunk (RFC 9112 §7.1) when `chunked`.
+inline void append_body(std::string& out, std::string_view data, bool chunked) {
+  if (chunked) {
+    append_hex(out, data.size());
+    out.append("\r\n").append(data).append("\r\n");
+  } else {
+    out.append(data);
+  }
+}
+
+/// Ends a chunked body: the last chunk, the sendable trailer fields (ADP-17), the empty line (respond.cpp).
+void append_last_chunk(std::string& out, const Headers& trailers);
+
+/// The Content-Length the app declared, when it is one well-formed number.
+inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
+  if (const HeaderBlock* b = headers.sealed(); b && b->wire_ok) return b->content_length;
+  auto cl = headers.get("content-length");
+  if (!cl) return std::nullopt;
+  std::uint64_t v = 0;
+  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
+  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
+  return v;
+}
+
+struct WriterState;
+
+/// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
+/// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
+/// unless the app's thread gave up waiting (`abandoned`: its io thread stopped), in which case the
+/// pointers into the app's stack are not touched.
+struct PoolCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;
+};
+
+/// A delayed response's request, kept when its connection closed before the response was complete
+/// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
+/// this is destroyed. It stands in for the connection's csgi.input, csgix.io and csgix.informational,
+/// which fail from then on.
+struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
+  std::unique_ptr<Env> env;
+  std::unique_ptr<char[]> buf;
+  CleanupHandlers cleanup;
+  ~HeldRequest() override {
+    if (env && cleanup.size() > 0) cleanup.run(*env);
+  }
+  std::size_t read(char*, std::size_t) override {
+    throw BadRequest("client closed the connection before the end of the body");
+  }
+  int take(std::string&) override { return -1; }
+  bool send(int, const Headers&) override { return false; }
+  bool upgrade(websocket::Handler) override { return false; }
+};
+
+/// Where a delayed response's Responder, and its Writer, keep the request of a connection that closed
+/// before the response was complete. finish() ends that: the held request is destroyed, and a
+/// connection that closes afterwards tears its env down itself.
+struct RequestKeeper {
+  std::mutex mu;
+  bool complete = false;
+  std::unique_ptr<HeldRequest> held;
+  void finish() noexcept {
+    std::unique_ptr<HeldRequest> h;
+    {
+      std::lock_guard lock(mu);
+      complete = true;
+      h = std::move(held);
+    }
+  }
+};
+
+class Conn final : public std::enable_shared_from_this<Conn>,
+                   public Hijack,
+                   public Informational,
+                   public websocket::Upgrade {
+public:
+  Conn(IoThread& t, Socket s, const ListenSocket& l);
+  ~Conn();
+  void start();
+  void on_timeout();
+  void on_shutdown(bool hurry);
+  std::string abandon(int status) noexcept;
+  friend std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
+  void force_close() { close_now(); }
+  ConnNode& node() noexcept {
+    node_.conn = this;
+    return node_;
+  }
+  bool expired(Clock::time_point now) const noexcept { return deadline_ != Clock::time_point{} && now >= deadline_; }
+
+  // csgix.io
+  int take(std::string& pending) override;
+  // csgix.informational
+  bool send(int status, const Headers& headers) override;
+  // csgix.websocket (websocket/websocket_handshake.cpp)
+  bool upgrade(websocket::Handler handler) override;
+  const std::vector<std::string>& allowed_origins() const override { return sh_.opt.ws_allowed_origins; }
+
+  // Delayed responses (called on the io thread, posted by the responder / writer).
+  void on_delayed(Response r);
+  void on_responder_dropped() {
+    if (phase_ != Phase::delayed) return;
+    log_error("500: the delayed response's Responder was dropped without an answer (ADP-11)");
+    on_delayed(Response::error(500));
+  }
+  void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
+  void on_writer_flush(const std::shared_ptr<WriterState>& st);
+
+  // The app on the pool (--app-threads; pooled.cpp).
+  void pool_job(std::shared_ptr<Conn> self, Env& env);
+  void on_pooled_done(Response r, int failed);
+  void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
+
+  bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
+  /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
+  H2Conn* h2() noexcept { return h2_.get(); }
+
+private:
+  friend class H2Conn;
+  // What the connection is doing; each event handler looks here first.
+  enum class Phase {
+    proxy,       // reading a PROXY header (proxy_header.cpp)
+    reading,     // reading and serving requests (process)
+    app,         // the app runs on the io thread
+    pooled,      // the app runs on the pool (pooled.cpp)
+    delayed,     // a delayed response's Responder has not answered yet (delayed.cpp)
+    writer,      // a streaming Writer's body is being written (delayed.cpp)
+    stream,      // a pull stream's body is being written
+    file,        // a file body is being sent
+    lingering,   // half-closed after the last response, reading until the client closes
+    websocket,   // the socket belongs to a WebSocket session (websocket/websocket_handshake.cpp)
+    closed,
+    h2,          // an HTTP/2 connection, driven by h2_ (h2_conn.cpp)
+  };
+  // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
+  // finished).
+  enum class Request { none, active };
+  // What a step of process() leaves to do: the next step, the loop again, wait for bytes, or nothing.
+  enum class Step { next, again, wait, stop };
+
+  // The PROXY protocol header before the connection's own bytes (proxy_header.cpp).
+  void read_proxy_header();
+  void proxy_from_trusted(std::string_view bytes);
+  void proxy_from_untrusted(std::string_view bytes);
+  void wait_proxy_bytes();
+  void on_proxy_readable(error_code ec);
+  void accept_proxy_header(const proxy_protocol::Header& h, std::size_t length);
+  void refuse_proxy(std::string_view why, std::string_view bytes);
+  void proxy_timeout();
+
+  // Reading and parsing.
+  void serve();
+  void wait_read();
+  void on_read(error_code ec, std::size_t n);
+  void process();
+  Step read_head();
+  Step start_request();
+  Step head_incomplete();
+  Step parse_head();
+  Step read_body();
+  Step store_body(char* chunk, std::size_t cap);
+  void body_deadline();
+  void wait_for_request();
+  bool make_room();
+  void begin_request();
+  void start_h2();
+  bool try_h2c_upgrade();
+  void request_ready();
+  void set_connection_env(Env& env);
+  Response call_app(Env& env, int& failed);
+  void after_app(Response&& res, int failed);
+  void reject(int status, std::string_view why);
+  bool send_interim(int status, const Headers& headers);
+  int take_here(std::string& pending);
+  // WebSocket (websocket/websocket_handshake.cpp): the app's 101 hands the socket to a session.
+  bool upgrade_here(websocket::Handler& handler);
+  void begin_websocket(Response& res);
+
+  // The app on the pool (pooled.cpp).
+  void run_in_pool();
+  void post_done(std::shared_ptr<Conn> self, Response r, int failed);
+  void release_on_io(std::shared_ptr<Conn> self);
+  std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
+  void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
+  void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
+  int pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what);
+  bool pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what);
+  void close_pool_stream(const StreamPtr& stream) noexcept;
+  void run_on_io(const std::function<void()>& f);
+  bool wait_call(PoolCall& c);
+  void pooled_timeout();
+
+  // A streaming Writer's turn on the io thread (delayed.cpp): what it found under the writer's lock.
+  struct WriterTurn {
+    bool fin = false, aborted = false;
+    std::uint64_t declared = 0, left = 0, overrun = 0;
+  };
+  WriterTurn take_writer_bytes(WriterState& st);
+  void writer_failed(bool aborted);
+  void end_writer(const WriterTurn& turn);
+
+  // Responding.
+  void handle(Response&& res);
+  void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
+  void write_fields(const Headers& headers, bool upgrade, bool& has_date);
+  void start_body(Response& res);
+  void send_text(std::string& s, int status, const Headers& headers);
+  void send_bytes(const SharedBytes& b, int status, const Headers& headers);
+  void start_stream(StreamPtr stream, int status, Headers& headers);
+  bool first_chunk(std::string& first, bool& threw);
+  void close_stream() noexcept;
+  void send_file(FileBody& f, int status, Headers& headers);
+  void pump_file();
+  void pump_stream();
+  void end_stream();
+  Headers stream_trailers();
+  bool append_counted(std::string_view chunk);
+  void check_complete_length(const Headers& headers, std::uint64_t length);
+  void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
+  void finish_response();
+  void end_request();
+  void settle_request_body();
+  void log_access();
+  void log_cut_short() noexcept;
+  void log_error(std::string_view what);
+
+  // Writing.
+  bool flush();  // true when everything is written; false when waiting for writability (or dead)
+  void wait_write();
+  void on_writable(error_code ec);
+  void after_flush();
+  void close_now();
+  void set_idle(bool idle) noexcept {
+    if (idle == link_.idle) return;
+    link_.idle = idle;
+    if (sh_.slot) {
+      if (idle) sh_.slot->connections_idle.fetch_add(1, std::memory_order_relaxed);
+      else sh_.slot->connections_idle.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  void drop_env() noexcept;
+  bool hand_over(RequestKeeper& k);
+  void linger();
+  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
+  void clear_deadline() { deadline_ = {}; }
+  bool blocking_send(std::string_view data);
+
+  // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
+  // errno (EAGAIN when the session waits for the socket: readable, or writable when it wants to write).
+  void tls_wait_read();
+  void tls_wait_socket();
+  void tls_on_socket(error_code ec, std::size_t got);
+  bool tls_fill();
+  ssize_t tls_writev(const iovec* iov, int n);
+  ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
+  void tls_begin_request(csgi::Connection& conn);
+  const TlsInfo& tls_connection_info();
+  // HTTP/2 over the TLS session, once ALPN chose h2 (tls_io.cpp).
+  std::unique_ptr<H2Transport> tls_h2_transport();
+  short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
+
+  ConnNode node_;
+  IoThread& t_;
+  Shared& sh_;
+  Socket socket_;
+  int fd_;
+  const ListenSocket& listener_;
+
+  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
+  // proxy's destination port, else the listener's, and TLS to the proxy).
+  struct Peer {
+    char addr[48] = {0};
+    char port[8] = {0};
+    char server_port[8] = {0};
+    bool https = false;
+    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
+  };
+  Peer peer_;
+
+  // The connection's own state, for its whole life.
+  struct Link {
+    bool reading = false;     // a read is pending
+    bool writing = false;     // a wait for writability is pending
+    bool peer_eof = false;    // the client half-closed
+    bool dead = false;        // a write failed: the client is gone
+    bool idle = false;        // a keep-alive connection waiting for its next request (counted on the board)
+    bool hijacked = false;    // the app took the socket (csgix.io)
+    bool h2_possible = true;  // HTTP/2 may still start (h2_preface_match; on TLS, the protocol ALPN chose)
+  };
+  Link link_;
+
+  // The bytes read: [begin, end) unparsed; an active request's header lies before body_base, and its
+  // env's views point into it, so those bytes never move while it is served.
+  struct Inbound {
+    std::unique_ptr<char[]> buf;
+    std::size_t cap = 0, begin = 0, end = 0, body_base = 0;
+    char* at(std::size_t i) const noexcept { return buf.get() + i; }
+    std::string_view unparsed() const noexcept { return {buf.get() + begin, end - begin}; }
+  };
+  Inbound in_;
+
+  // The request being served, from its first byte until the next request's: reset as a whole
+  // (begin_request).
+  struct Exchange {
+    Request stage = Request::none;
+    bool keep_alive = true;
+    bool http10 = false;
+    bool head = false;
+    bool continue_pending = false;  // Expect: 100-continue, not yet answered (the body is not read yet)
+    bool body_begun = false;        // read_body() has begun reading the body (pace_ runs)
+    std::uint64_t content_length = 0;
+    std::size_t scanned = 0;      // head_complete() scanned up to here (relative to in_.begin)
+    bool folded = false;          // head_complete() saw a field line starting with SP or HTAB (obs-fold)
+    std::string_view expect;      // copied from the parser (the parser goes before the response may end)
+    int status = 0;               // the response's, once its head is written
+    std::uint64_t sent_body = 0;
+  };
+  Exchange req_;
+  static_assert(std::is_trivially_copyable_v<Exchange>, "req_ = {} stays a few stores");
+  bool response_started() const noexcept { return req_.status != 0 || phase_ == Phase::h2; }
+
+  // What is to be written, in order: the serialised bytes, with external segments (large bodies) spliced
+  // in before given positions.
+  struct Ext {
+    std::size_t at;  // position in buf before which this segment goes
+    std::string_view data;
+    std::shared_ptr<const void> keep;
+  };
+  struct Output {
+    std::string buf;
+    std::size_t pos = 0;  // written of buf
+    std::vector<Ext> ext;
+    std::size_t ext_done = 0;  // segments already fully written
+    std::size_t ext_off = 0;   // bytes written of segment ext_done
+    Output& append(std::string_view s) {
+      buf.append(s);
+      return *this;
+    }
+    std::size_t size() const noexcept { return buf.size(); }
+    std::size_t unsent() const noexcept { return buf.size() - pos; }
+    bool pending() const noexcept { return pos < buf.size() || !ext.empty(); }
+    void clear() noexcept {
+      buf.clear();
+      pos = 0;
+      ext.clear();
+      ext_done = ext_off = 0;
+    }
+    bool written() const noexcept { return pos == buf.size() && ext_done == ext.size(); }
+    // Fills `iov` (room for `max`, at least 3) with what is unwritten, in order; returns how many it used.
+    int gather(iovec* iov, int max) const noexcept {
+      if (!ext.empty()) return gather_segments(iov, max);
+      if (pos == buf.size()) return 0;
+      iov[0] = {const_cast<char*>(buf.data()) + pos, buf.size() - pos};
+      return 1;
+    }
+    // Moves past `n` written bytes.
+    void advance(std::size_t n) noexcept {
+      if (ext.empty()) pos += n;
+      else advance_segments(n);
+    }
+    int gather_segments(iovec* iov, int max) const noexcept;
+    void advance_segments(std::size_t n) noexcept;
+    std::string take();
+  };
+  Output out_;
+
+  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared and the
+  // bytes it still allows, left), chunked, or ended by closing (HTTP/1.0 without a length).
+  enum class Framing { none, counted, chunked, until_close };
+  // The response body in progress past its head: a file, a pull stream or a streaming writer.
+  struct BodySource {
+    Framing framing = Framing::none;
+    std::uint64_t declared = 0, left = 0;
+    std::shared_ptr<FileHandle> file;
+    std::uint64_t file_off = 0, file_left = 0;
+    StreamPtr stream;
+    std::shared_ptr<WriterState> writer;
+  };
+  BodySource body_;
+
+  std::optional<RequestParser> parser_;
+  std::unique_ptr<Env> env_;
+  CleanupHandlers cleanup_;
+  Phase phase_ = Phase::reading;
+  Clock::time_point deadline_{};
+  // The request's body, read whole before the app runs: the env's csgi.input. Emptied when the next
+  // request begins (a delayed response's app may read it until its response is complete).
+  RequestBody body_in_;
+  BodyPace pace_;
+  // The Responder (and Writer) of a delayed response not yet complete; it takes the env if the
+  // connection closes first (APP-4).
+  std::weak_ptr<RequestKeeper> keeper_;
+  // Keeps the connection alive while only the app's responder or writer refers to it (every entry
+  // point into the connection holds its own reference, so dropping this one never frees it mid-call).
+  std::shared_ptr<Conn> self_hold_;
+  // The handler the app gave csgix.websocket during its call, then the session running it.
+  std::unique_ptr<websocket::Handler> ws_handler_;
+  std::shared_ptr<WsSession> ws_;
+  // HTTP/2 (unless --h2-max-streams 0): the driver, once the connection speaks it.
+  std::unique_ptr<H2Conn> h2_;
+  // TLS: the connection's session, what its env says, and the buffers of its writes.
+  std::unique_ptr<TlsSession> tls_;
+  std::unique_ptr<TlsInfo> tls_info_;
+  std::unique_ptr<char[]> tls_out_;   // 16 KiB, for gathered small segments
+  std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
+};
+
+/// The Responder handed to the app for a delayed response (delayed.cpp).
+std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
+                                              std::chrono::milliseconds send_timeout,
+                                              std::weak_ptr<RequestKeeper>& keeper);
+/// Tells a streaming Writer that its connection is gone: its writes return false from now on (delayed.cpp).
+void writer_gone(WriterState& st) noexcept;
+
+}  // namespace csgi::standalone::detail

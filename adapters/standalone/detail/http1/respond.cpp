@@ -1,0 +1,621 @@
+// The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include "csgi/adapters/standalone/detail/process/recycle.hpp"
+
+namespace csgi::standalone::detail {
+
+// Turns the app's response into bytes (or starts its body), in the order of requests.
+void Conn::handle(Response&& res) {
+  if (link_.hijacked || phase_ == Phase::closed) return;
+  if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
+  if (auto* d = std::get_if<Delayed>(&res.body)) {
+    phase_ = Phase::delayed;
+    self_hold_ = shared_from_this();
+    auto responder = make_responder(weak_from_this(), t_.mailbox, sh_.opt.send_timeout, keeper_);
+    Delayed fn = std::move(*d);
+    try {
+      AppScope scope(t_.fault_slot, this);
+      fn(Responder(std::move(responder)));
+    } catch (const std::exception& e) {
+      log_error(std::string("the delayed response's callable threw: ") + e.what());
+      // The responder's destructor answers 500 when it was not answered.
+    } catch (...) {
+      log_error("the delayed response's callable threw a non-standard exception");
+    }
+    return;
+  }
+  start_body(res);
+}
+
+namespace {
+
+enum class FramingField { other, framing, date };
+
+// Whether a response field is one the server writes itself: Content-Length, Transfer-Encoding,
+// Connection, Keep-Alive (dropped from the app's), or Date (kept, and then not added). Told apart by
+// length first: most fields are compared with nothing.
+FramingField framing_field(std::string_view name) noexcept {
+  switch (name.size()) {
+    case 4: return iequals(name, "date") ? FramingField::date : FramingField::other;
+    case 10:
+      return iequals(name, "connection") || iequals(name, "keep-alive") ? FramingField::framing : FramingField::other;
+    case 14: return iequals(name, "content-length") ? FramingField::framing : FramingField::other;
+    case 17: return iequals(name, "transfer-encoding") ? FramingField::framing : FramingField::other;
+    default: return FramingField::other;
+  }
+}
+
+}  // namespace
+
+// The response's fields as HTTP/1 field lines, less those the server writes itself (ADP-1) and any with
+// a bad name or control characters (logged); `has_date` says whether a Date field went out.
+void Conn::write_fields(const Headers& headers, bool upgrade, bool& has_date) {
+  for (const Header& h : headers) {
+    FramingField f = framing_field(h.name);
+    if (!upgrade && f == FramingField::framing) continue;
+    if (!is_token(h.name) || has_ctl(h.value, true)) {
+      sh_.errors.write("csgi: response header \"" + h.name + "\" has a bad name or control characters; dropped");
+      continue;
+    }
+    if (f == FramingField::date) has_date = true;
+    out_.append(h.name);
+    out_.append(": ");
+    out_.append(h.value);
+    out_.append("\r\n");
+  }
+}
+
+void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
+  req_.status = status;
+  out_.append(sh_.status_line(status));
+  bool has_date = false;
+  bool upgrade = status == 101;
+  bool framed = length.has_value();
+  std::uint64_t n = length.value_or(0);
+  const HeaderBlock* b = headers.sealed();
+  if (b && b->wire_ok && !upgrade && (!b->content_length || b->content_length == length)) {
+    // A list checked when it was sealed: its field lines at once; its Content-Length is the body's.
+    out_.append(b->wire);
+    has_date = b->has_date;
+    if (b->content_length) framed = false, chunked = false;
+  } else {
+    write_fields(headers, upgrade, has_date);
+  }
+  if (!has_date) {
+    out_.append("Date: ");
+    out_.append(http_date_now());
+    out_.append("\r\n");
+  }
+  if (framed) {
+    out_.append("Content-Length: ");
+    append_uint(out_.buf, n);
+    out_.append("\r\n");
+  } else if (chunked) {
+    out_.append("Transfer-Encoding: chunked\r\n");
+  }
+  if (!req_.keep_alive || sh_.stopping.load(std::memory_order_relaxed)) req_.keep_alive = false;
+  if (upgrade) {
+  } else if (!req_.keep_alive) {
+    out_.append("Connection: close\r\n");
+  } else if (req_.http10) {
+    out_.append("Connection: keep-alive\r\n");
+  }
+  out_.append("\r\n");
+}
+
+// Starts the response's body by its kind.
+void Conn::start_body(Response& res) {
+  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
+  if (auto* s = std::get_if<std::string>(&res.body)) return send_text(*s, status, res.headers);
+  if (auto* b = std::get_if<SharedBytes>(&res.body)) return send_bytes(*b, status, res.headers);
+  if (auto* f = std::get_if<FileBody>(&res.body)) return send_file(*f, status, res.headers);
+  if (auto* sp = std::get_if<StreamPtr>(&res.body)) return start_stream(std::move(*sp), status, res.headers);
+  // A Delayed body handed to respond(): refuse it.
+  write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+  finish_response();
+}
+
+void Conn::send_text(std::string& s, int status, const Headers& headers) {
+  bool no_body = status_has_no_body(status);
+  std::optional<std::uint64_t> len = s.size();
+  // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
+  auto d = req_.head && s.empty() ? declared_length(headers) : std::nullopt;
+  if (d) len = d;
+  else if (!no_body && !req_.head) check_complete_length(headers, s.size());
+  write_head(status, headers, no_body ? std::nullopt : len, false);
+  if (!req_.head && !no_body && !s.empty()) {
+    req_.sent_body = s.size();
+    if (s.size() <= inline_body_max) {
+      out_.append(s);
+    } else {
+      auto keep = std::make_shared<std::string>(std::move(s));
+      out_.ext.push_back({out_.size(), *keep, keep});
+    }
+  }
+  finish_response();
+}
+
+void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) {
+  bool no_body = status_has_no_body(status);
+  std::size_t n = b ? b->size() : 0;
+  if (!no_body && !req_.head) check_complete_length(headers, n);
+  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
+  if (!req_.head && !no_body && n > 0) {
+    req_.sent_body = n;
+    if (n <= 2048)
+      out_.append(*b);
+    else
+      out_.ext.push_back({out_.size(), std::string_view(*b), b});
+  }
+  finish_response();
+}
+
+// A pull stream: the head waits for the first non-empty chunk (PEP 3333; ADP-5), so that an exception
+// before it is a 500; then pump_stream writes the chunks as the socket takes them.
+void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
+  body_.stream = std::move(stream);
+  bool no_body = status_has_no_body(status);
+  std::optional<std::uint64_t> declared = declared_length(headers);
+  if (no_body || req_.head || !body_.stream) {
+    write_head(status, headers, no_body ? std::nullopt : declared, false);
+    if (body_.stream) close_stream();
+    finish_response();
+    return;
+  }
+  std::string first;
+  bool threw = false;
+  bool more = first_chunk(first, threw);
+  if (!more || threw) {
+    // Ended (or failed) before any byte: close it, then answer as a complete response; with trailers
+    // (trailers-only) on HTTP/1.1 and no Content-Length, as an empty chunked body that carries them.
+    Headers trailers;
+    if (!threw && !declared && !req_.http10) trailers = stream_trailers();
+    close_stream();
+    if (!trailers.empty()) {
+      write_head(status, headers, std::nullopt, true);
+      append_last_chunk(out_.buf, trailers);
+      finish_response();
+      return;
+    }
+    Response done = threw ? Response::error(500) : Response{status, std::move(headers), std::string()};
+    start_body(done);
+    return;
+  }
+  body_.framing = declared ? Framing::counted : req_.http10 ? Framing::until_close : Framing::chunked;
+  if (body_.framing == Framing::until_close) req_.keep_alive = false;
+  write_head(status, headers, declared, body_.framing == Framing::chunked);
+  body_.declared = body_.left = declared.value_or(0);
+  phase_ = Phase::stream;
+  if (append_counted(first)) pump_stream();
+  else end_stream();
+}
+
+// Pulls the stream's first non-empty chunk: true with it in `first`, false at the end or (`threw`) on an
+// exception, which is logged.
+bool Conn::first_chunk(std::string& first, bool& threw) {
+  try {
+    AppScope scope(t_.fault_slot, this);
+    bool more;
+    do more = body_.stream->next(first);
+    while (more && first.empty());
+    return more;
+  } catch (const std::exception& e) {
+    log_error(std::string("500: the response stream's first next() threw: ") + e.what());
+  } catch (...) {
+    log_error("500: the response stream's first next() threw a non-standard exception");
+  }
+  threw = true;
+  return false;
+}
+
+// Closes the pull stream (its close() may throw: ignored) and lets it go.
+void Conn::close_stream() noexcept {
+  try {
+    body_.stream->close();
+  } catch (...) {
+  }
+  body_.stream.reset();
+}
+
+void Conn::send_file(FileBody& f, int status, Headers& headers) {
+  std::shared_ptr<FileHandle> fh = f.file;
+  if (!fh) {
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      write_head(e == ENOENT ? 404 : e == EACCES ? 403 : 500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+      finish_response();
+      return;
+    }
+    fh = std::make_shared<FileHandle>(fd);
+  }
+  struct stat st {};
+  if (::fstat(fh->fd(), &st) != 0) {
+    write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+    finish_response();
+    return;
+  }
+  std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
+  std::uint64_t off = std::min(f.offset, fsize);
+  std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
+  if (!status_has_no_body(status) && !req_.head) check_complete_length(headers, len);
+  bool no_body = status_has_no_body(status);
+  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
+  if (req_.head || no_body || len == 0) {
+    finish_response();
+    return;
+  }
+  body_.file = std::move(fh);
+  body_.file_off = off;
+  body_.file_left = len;
+  req_.sent_body = len;
+  phase_ = Phase::file;
+  pump_file();
+}
+
+// Sends the head (if any) then the file with sendfile(2), as far as the socket takes it. The head goes
+// with MSG_MORE (flush), so it waits in the socket and fills the first segment with the file's first
+// bytes; sendfile marks each piece but its last "more" itself, so full segments leave as they fill and
+// the last one leaves at once (TCP_NODELAY). That is what TCP_CORK around the response gives, without
+// its two setsockopt calls per response; a body that fills the socket may leave one short segment where
+// a call stopped, one per wait for writability.
+void Conn::pump_file() {
+  if (!flush()) {
+    if (link_.dead) close_now();
+    else wait_write();
+    return;
+  }
+  while (body_.file_left > 0) {
+    off_t off = static_cast<off_t>(body_.file_off);
+    std::size_t want = std::min<std::uint64_t>(body_.file_left, 1 << 30);
+    ssize_t n = tls_ ? tls_sendfile(body_.file->fd(), &off, want) : ::sendfile(fd_, body_.file->fd(), &off, want);
+    if (n > 0) {
+      body_.file_off += static_cast<std::uint64_t>(n);
+      body_.file_left -= static_cast<std::uint64_t>(n);
+      set_deadline(sh_.opt.send_timeout);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      wait_write();
+      return;
+    }
+    // Error, or the file shrank under us: the response cannot be completed.
+    if (n == 0) log_length_error(req_.sent_body, req_.sent_body - body_.file_left, false);
+    req_.keep_alive = false;
+    link_.dead = n < 0;
+    close_now();
+    return;
+  }
+  body_.file.reset();
+  finish_response();
+}
+
+// Pulls chunks from the stream until the output is large, then writes; close() is always called.
+void Conn::pump_stream() {
+  std::string chunk;
+  for (;;) {
+    if (out_.unsent() >= flush_threshold) {
+      if (!flush()) {
+        if (link_.dead) close_now();
+        else wait_write();
+        return;
+      }
+    }
+    bool more = false;
+    try {
+      AppScope scope(t_.fault_slot, this);
+      more = body_.stream->next(chunk);
+    } catch (const std::exception& e) {
+      log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
+      req_.keep_alive = false;
+      try {
+        body_.stream->close();
+      } catch (...) {
+      }
+      body_.stream.reset();
+      // The status is out: end the connection so the client sees an incomplete body.
+      if (flush()) close_now();
+      else phase_ = Phase::lingering, wait_write();
+      return;
+    }
+    if (!more) break;
+    if (chunk.empty()) continue;
+    if (!append_counted(chunk)) break;
+  }
+  end_stream();
+}
+
+// The stream ended (or ran past its declared length): close it and finish the response. A body short of
+// its declared length is not passed off as complete: the connection closes after it (ADP-13).
+void Conn::end_stream() {
+  if (body_.framing == Framing::counted && body_.left > 0) {
+    log_length_error(body_.declared, body_.declared - body_.left, false);
+    req_.keep_alive = false;
+  }
+  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, stream_trailers());
+  try {
+    body_.stream->close();
+  } catch (const std::exception& e) {
+    sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
+  }
+  body_.stream.reset();
+  body_.framing = Framing::none;
+  finish_response();
+}
+
+// The trailer fields of a pull stream that ended (RES-15). One that throws is logged and the body ends
+// without them.
+Headers Conn::stream_trailers() {
+  std::string error;
+  Headers trailers;
+  {
+    AppScope scope(t_.fault_slot, this);
+    trailers = ended_stream_trailers(*body_.stream, error);
+  }
+  if (!error.empty()) log_error(error);
+  return trailers;
+}
+
+void append_last_chunk(std::string& out, const Headers& trailers) {
+  out.append("0\r\n");
+  for (const Header& h : trailers) {
+    if (trailer_field_forbidden(h.name) || !is_token(h.name) || has_ctl(h.value, true)) continue;
+    out.append(h.name);
+    out.append(": ");
+    out.append(h.value);
+    out.append("\r\n");
+  }
+  out.append("\r\n");
+}
+
+// Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
+// excess is dropped and logged, the connection closes after the response, and false says to stop.
+bool Conn::append_counted(std::string_view chunk) {
+  if (body_.framing == Framing::counted) {
+    if (chunk.size() > body_.left) {
+      log_length_error(body_.declared, body_.declared - body_.left + chunk.size(), true);
+      chunk = chunk.substr(0, body_.left);
+      body_.left = 0;
+      req_.keep_alive = false;
+      req_.sent_body += chunk.size();
+      out_.append(chunk);
+      return false;
+    }
+    body_.left -= chunk.size();
+  }
+  req_.sent_body += chunk.size();
+  append_body(out_.buf, chunk, body_.framing == Framing::chunked);
+  return true;
+}
+
+// A complete body is framed by its real length; a Content-Length the app gave that says otherwise is
+// logged (ADP-13).
+void Conn::check_complete_length(const Headers& headers, std::uint64_t length) {
+  auto d = declared_length(headers);
+  if (!d || *d == length) return;
+  log_error("the app's Content-Length (" + std::to_string(*d) + ") differs from its body's length (" +
+            std::to_string(length) + "); the body's length was sent (ADP-13)");
+}
+
+void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
+  std::string what = over ? "the response body ran past its Content-Length: declared "
+                          : "the response body fell short of its Content-Length: declared ";
+  what += std::to_string(declared);
+  what += over ? ", produced at least " : ", produced ";
+  what += std::to_string(produced);
+  what += over ? "; the excess was dropped and the connection is closed (ADP-13)"
+               : "; the connection is closed (ADP-13)";
+  log_error(what);
+}
+
+// The response is complete in the output buffer (maybe not yet written).
+void Conn::finish_response() {
+  end_request();
+  settle_request_body();
+  if (!req_.keep_alive) {
+    in_.begin = in_.end;
+    if (flush()) {
+      linger();
+    } else if (!link_.dead) {
+      phase_ = Phase::lingering;
+      wait_write();
+    } else {
+      close_now();
+    }
+  }
+}
+
+// The request is answered: counted, logged, its cleanup handlers run, its env back to the thread's pool
+// (an idle keep-alive connection holds no env).
+void Conn::end_request() {
+  self_hold_.reset();
+  keeper_.reset();
+  sh_.stats->record_response(req_.status, req_.sent_body);
+  log_access();
+  if (sh_.recycler) sh_.recycler->after_request();
+  if (cleanup_.size() > 0) {
+    // Cleanup handlers run after the response went out: write what we have first.
+    flush();
+    cleanup_.run(*env_);
+  }
+  t_.release_env(std::move(env_));
+  req_.stage = Request::none;
+  phase_ = Phase::reading;
+}
+
+// The request's body once its response is complete: read whole before the app ran, it goes now. A
+// request answered before its body was read (a framing error, an unsupported expectation) closes the
+// connection after the response.
+void Conn::settle_request_body() {
+  if (parser_ && !parser_->is_done()) req_.keep_alive = false;
+  parser_.reset();
+  body_in_.reset();
+}
+
+void Conn::log_error(std::string_view what) {
+  std::string line = "csgi: ";
+  line += what;
+  if (env_) {
+    line += " (\"";
+    line += env_->get(keys::REQUEST_METHOD);
+    line += ' ';
+    line += env_->get(keys::REQUEST_URI);
+    line += ' ';
+    line += env_->get(keys::SERVER_PROTOCOL);
+    line += "\")";
+  }
+  sh_.errors.write(line);
+}
+
+// The connection closes with the response's head written and its body not complete: counted and logged
+// with the body bytes it got, as the complete ones are.
+void Conn::log_cut_short() noexcept {
+  if (body_.file) req_.sent_body -= body_.file_left;
+  try {
+    sh_.stats->record_response(req_.status, req_.sent_body);
+    log_access();
+  } catch (...) {
+  }
+}
+
+void Conn::log_access() {
+  if (!sh_.access_log.enabled() || !env_) return;
+  sh_.access_log.write(combined_log_line(peer_.addr, *env_, req_.status, req_.sent_body, std::time(nullptr)));
+}
+
+// Output.
+
+int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
+  int n = 0;
+  std::size_t at = pos;
+  for (std::size_t i = ext_done; i < ext.size() && n < max - 2; ++i) {
+    if (ext[i].at > at) {
+      iov[n++] = {const_cast<char*>(buf.data()) + at, ext[i].at - at};
+      at = ext[i].at;
+    }
+    std::size_t skip = i == ext_done ? ext_off : 0;
+    iov[n++] = {const_cast<char*>(ext[i].data.data()) + skip, ext[i].data.size() - skip};
+  }
+  if (buf.size() > at && n < max) iov[n++] = {const_cast<char*>(buf.data()) + at, buf.size() - at};
+  return n;
+}
+
+// Moves past `n` written bytes, through buf and the segments (a written segment lets its bytes go).
+void Conn::Output::advance_segments(std::size_t n) noexcept {
+  while (n > 0) {
+    std::size_t next_at = ext_done < ext.size() ? ext[ext_done].at : buf.size();
+    if (pos < next_at) {
+      std::size_t k = std::min(n, next_at - pos);
+      pos += k;
+      n -= k;
+      continue;
+    }
+    if (ext_done == ext.size()) break;
+    Ext& e = ext[ext_done];
+    std::size_t k = std::min(n, e.data.size() - ext_off);
+    ext_off += k;
+    n -= k;
+    if (ext_off == e.data.size()) {
+      e.keep.reset();
+      ++ext_done;
+      ext_off = 0;
+    }
+  }
+}
+
+// What is unwritten, copied out; the output is empty after.
+std::string Conn::Output::take() {
+  std::string o;
+  std::size_t at = pos;
+  for (std::size_t i = ext_done; i < ext.size(); ++i) {
+    if (ext[i].at > at) {
+      o.append(buf, at, ext[i].at - at);
+      at = ext[i].at;
+    }
+    o.append(ext[i].data.substr(i == ext_done ? ext_off : 0));
+  }
+  if (buf.size() > at) o.append(buf, at);
+  clear();
+  return o;
+}
+
+bool Conn::flush() {
+  if (link_.dead) return false;
+  for (;;) {
+    iovec iov[32];
+    int n = out_.gather(iov, 32);
+    if (n == 0) {
+      out_.clear();
+      return true;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    int flags = MSG_NOSIGNAL;
+    if (phase_ == Phase::file && body_.file_left > 0) flags |= MSG_MORE;
+    ssize_t w = tls_ ? tls_writev(iov, n) : ::sendmsg(fd_, &msg, flags);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      link_.dead = true;
+      return false;
+    }
+    set_deadline(sh_.opt.send_timeout);
+    out_.advance(static_cast<std::size_t>(w));
+    if (out_.written()) {
+      out_.clear();
+      if (req_.stage != Request::active && phase_ == Phase::reading) clear_deadline();
+      return true;
+    }
+  }
+}
+
+void Conn::wait_write() {
+  if (link_.writing || phase_ == Phase::closed) return;
+  link_.writing = true;
+  socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) {
+    self->link_.writing = false;
+    self->on_writable(ec);
+  });
+}
+
+void Conn::on_writable(error_code ec) {
+  if (ec == asio::error::operation_aborted && phase_ != Phase::closed) return;
+  if (ec || phase_ == Phase::closed) {
+    close_now();
+    return;
+  }
+  switch (phase_) {
+    case Phase::file:
+    case Phase::stream:
+      // A body that ends here ends a response that process() is not waiting on: what is left of the
+      // output, a pipelined request in the buffer and the next read are taken up here.
+      if (phase_ == Phase::file)
+        pump_file();
+      else
+        pump_stream();
+      if (phase_ == Phase::reading) process();
+      return;
+    case Phase::writer:
+      if (body_.writer) on_writer_flush(body_.writer);
+      return;
+    case Phase::lingering:
+      if (flush()) linger();
+      else if (!link_.dead) wait_write();
+      else close_now();
+      return;
+    default: break;
+  }
+  if (!flush()) {
+    if (link_.dead) close_now();
+    else wait_write();
+    return;
+  }
+  after_flush();
+}
+
+void Conn::after_flush() {
+  if (phase_ == Phase::reading) process();
+}
+
+}  // namespace csgi::standalone::detail
