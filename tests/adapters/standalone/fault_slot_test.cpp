@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "csgi/adapters/standalone/detail/process/shared.hpp"
+#include "csgi/adapters/standalone/detail/process/fault.hpp"
 
 namespace {
 // Reads the thread's alternate stack when the thread's thread_local objects are destroyed; made before

@@ -16,7 +16,7 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/role.hpp>
 
-#include "csgi/adapters/standalone/detail/process/shared.hpp"
+#include "csgi/adapters/standalone/detail/transport/socket.hpp"
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
 
 namespace csgi::standalone::detail {

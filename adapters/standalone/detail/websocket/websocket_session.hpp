@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "csgi/adapters/standalone/detail/process/shared.hpp"
+#include "csgi/adapters/standalone/detail/process/io_thread.hpp"
 #include "csgi/core/response.hpp"
 #include "csgi/core/websocket.hpp"
 
