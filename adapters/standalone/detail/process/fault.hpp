@@ -1,15 +1,22 @@
 #pragma once
-// Crash containment and the request timeout in prefork workers (server.cpp, docs/reliability.md §4):
+// Crash containment and the request timeout in prefork workers (fault.cpp, docs/reliability.md §4):
 // each io thread and app pool thread of a worker has a slot that says which connection's app code it is
 // running, read by the SIGSEGV/SIGBUS/SIGFPE/SIGILL handler on that thread and by the request timeout's
 // watchdog.
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "csgi/core/worker_board.hpp"
 
 namespace csgi::standalone::detail {
 
 class Conn;
+class IoThread;
+struct Shared;
 
 /// One thread's slot. Lock-free atomics only: the handler may read them at any instant.
 struct FaultSlot {
@@ -58,5 +65,21 @@ std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noe
 /// half-closes the socket, and detaches the connection from its thread so that nothing touches it
 /// again. Returns "METHOD URI" of its request for the log.
 std::string abandon_faulted(Conn& c, int status = 500) noexcept;
+
+/// In a worker, before its app pool starts: one slot per io thread (given to each), then one per app
+/// thread. The slots live as long as the process.
+void make_fault_slots(const std::vector<std::unique_ptr<IoThread>>& threads, unsigned app_threads);
+
+/// The slot of app pool thread `i` (after make_fault_slots), which takes it as it starts.
+FaultSlot& app_thread_fault_slot(unsigned io_threads, unsigned i) noexcept;
+
+/// In a worker, before its io threads start: the rescue thread, the fault handlers, and with
+/// --request-timeout the watchdog. `notify_master` tells the master the worker is leaving (the rescue
+/// thread calls it first).
+void arm_fault_containment(Shared& sh, const std::vector<std::unique_ptr<IoThread>>& threads,
+                           std::function<void(WorkerBoard::Cause)> notify_master);
+
+/// Done serving: a fault from here on (teardown) is not contained.
+void disarm_fault_containment() noexcept;
 
 }  // namespace csgi::standalone::detail

@@ -1,5 +1,5 @@
 #pragma once
-// The prefork master's handovers (server.cpp's master loop calls in here): from old workers to new ones
+// The prefork master's handovers (master.cpp's cycle calls in here): from old workers to new ones
 // once the new ones listen (--reload: a changed library or module), from this master to a new binary
 // (SIGUSR2, binary_upgrade.hpp), and what systemd hears of both (READY, RELOADING, STATUS, the watchdog).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// What prefork workers report to their master besides a contained fault (server.cpp): that they listen
+// What prefork workers report to their master besides a contained fault (master.cpp): that they listen
 // with their app loaded (a pipe carrying the worker's pid; the master then tells systemd READY=1, an old
 // master that this one is ready, or retires the workers a reload replaces), and how many requests they
 // have served, summed in one counter in shared memory made before the fork (systemd's STATUS line).
