@@ -37,6 +37,7 @@
 #include <mutex>
 #include <optional>
 
+#include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 #include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
@@ -57,8 +58,6 @@ using boost::system::error_code;
 inline constexpr std::size_t initial_buffer = 4096;
 inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
-inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
-inline constexpr std::size_t writer_low_water = 256 * 1024;
 
 inline void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -96,8 +95,6 @@ inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
   return v;
 }
 
-struct WriterState;
-
 /// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
 /// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
 /// unless the app's thread gave up waiting (`abandoned`: its io thread stopped), in which case the
@@ -128,22 +125,6 @@ struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
   bool upgrade(websocket::Handler) override { return false; }
 };
 
-/// Where a delayed response's Responder, and its Writer, keep the request of a connection that closed
-/// before the response was complete. finish() ends that: the held request is destroyed, and a
-/// connection that closes afterwards tears its env down itself.
-struct RequestKeeper {
-  std::mutex mu;
-  bool complete = false;
-  std::unique_ptr<HeldRequest> held;
-  void finish() noexcept {
-    std::unique_ptr<HeldRequest> h;
-    {
-      std::lock_guard lock(mu);
-      complete = true;
-      h = std::move(held);
-    }
-  }
-};
 
 class Conn final : public std::enable_shared_from_this<Conn>,
                    public Hijack,
@@ -179,7 +160,7 @@ public:
     log_error("500: the delayed response's Responder was dropped without an answer (ADP-11)");
     on_delayed(Response::error(500));
   }
-  void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
+  void on_writer_start(const std::shared_ptr<WriterState>& st, int status, Headers headers);
   void on_writer_flush(const std::shared_ptr<WriterState>& st);
 
   // The app on the pool (--app-threads; pooled.cpp).
@@ -257,23 +238,15 @@ private:
   void post_done(std::shared_ptr<Conn> self, Response r, int failed);
   void release_on_io(std::shared_ptr<Conn> self);
   std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
-  void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
-  void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
-  int pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what);
-  bool pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what);
-  void close_pool_stream(const StreamPtr& stream) noexcept;
   void run_on_io(const std::function<void()>& f);
   bool wait_call(PoolCall& c);
   void pooled_timeout();
 
-  // A streaming Writer's turn on the io thread (delayed.cpp): what it found under the writer's lock.
-  struct WriterTurn {
-    bool fin = false, aborted = false;
-    std::uint64_t declared = 0, left = 0, overrun = 0;
-  };
-  WriterTurn take_writer_bytes(WriterState& st);
+  // Delayed responses (delayed.cpp): this connection as their route.
+  std::shared_ptr<ResponderImpl> delayed_responder(const std::shared_ptr<Conn>& self,
+                                                   std::shared_ptr<RequestKeeper> keeper);
   void writer_failed(bool aborted);
-  void end_writer(const WriterTurn& turn);
+  void end_writer(const WriterState::Turn& turn);
 
   // Responding.
   void handle(Response&& res);
@@ -283,13 +256,12 @@ private:
   void send_text(std::string& s, int status, const Headers& headers);
   void send_bytes(const SharedBytes& b, int status, const Headers& headers);
   void start_stream(StreamPtr stream, int status, Headers& headers);
-  bool first_chunk(std::string& first, bool& threw);
-  void close_stream() noexcept;
+  void drop_stream() noexcept;
   void send_file(FileBody& f, int status, Headers& headers);
   void pump_file();
   void pump_stream();
   void end_stream();
-  Headers stream_trailers();
+  Headers pull_trailers();
   bool append_counted(std::string_view chunk);
   void check_complete_length(const Headers& headers, std::uint64_t length);
   void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
@@ -334,6 +306,14 @@ private:
   // HTTP/2 over the TLS session, once ALPN chose h2 (tls_io.cpp).
   std::unique_ptr<H2Transport> tls_h2_transport();
   short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
+
+  // csgi.errors lines about the request in progress (log_error), for the exchange's pieces.
+  struct Log final : ExchangeLog {
+    Conn* c;
+    explicit Log(Conn* conn) : c(conn) {}
+    void error(std::string_view what) noexcept override;
+  };
+  Log log_{this};
 
   ConnNode node_;
   IoThread& t_;
@@ -481,11 +461,5 @@ private:
   std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
 
-/// The Responder handed to the app for a delayed response (delayed.cpp).
-std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
-                                              std::chrono::milliseconds send_timeout,
-                                              std::weak_ptr<RequestKeeper>& keeper);
-/// Tells a streaming Writer that its connection is gone: its writes return false from now on (delayed.cpp).
-void writer_gone(WriterState& st) noexcept;
 
 }  // namespace csgi::standalone::detail

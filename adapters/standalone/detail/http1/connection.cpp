@@ -45,9 +45,7 @@ Conn::~Conn() {
     }
   }
   drop_env();  // first: a writer that learns the client is gone may read the env at once
-  if (body_.writer) {
-    writer_gone(*body_.writer);
-  }
+  if (body_.writer) body_.writer->gone();
   sh_.connections.fetch_sub(1, std::memory_order_relaxed);
   t_.open.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -500,9 +498,7 @@ void Conn::close_now() {
   // until it returns (on_pooled_done). Otherwise the env goes first: a writer that learns the client is
   // gone may read the env at once.
   if (!app_running) drop_env();
-  if (body_.writer) {
-    writer_gone(*body_.writer);
-  }
+  if (body_.writer) body_.writer->gone();
   if (body_.stream) {
     try {
       body_.stream->close();

@@ -11,17 +11,12 @@ void Conn::handle(Response&& res) {
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     phase_ = Phase::delayed;
     self_hold_ = shared_from_this();
-    auto responder = make_responder(weak_from_this(), t_.mailbox, sh_.opt.send_timeout, keeper_);
+    auto keeper = std::make_shared<RequestKeeper>();
+    keeper_ = keeper;
+    auto responder = delayed_responder(self_hold_, std::move(keeper));
     Delayed fn = std::move(*d);
-    try {
-      AppScope scope(t_.fault_slot, this);
-      fn(Responder(std::move(responder)));
-    } catch (const std::exception& e) {
-      log_error(std::string("the delayed response's callable threw: ") + e.what());
-      // The responder's destructor answers 500 when it was not answered.
-    } catch (...) {
-      log_error("the delayed response's callable threw a non-standard exception");
-    }
+    AppScope scope(t_.fault_slot, this);
+    call_delayed(fn, std::move(responder), log_);  // unanswered, the dropped responder answers 500
     return;
   }
   start_body(res);
@@ -158,19 +153,23 @@ void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
   std::optional<std::uint64_t> declared = declared_length(headers);
   if (no_body || req_.head || !body_.stream) {
     write_head(status, headers, no_body ? std::nullopt : declared, false);
-    if (body_.stream) close_stream();
+    if (body_.stream) drop_stream();
     finish_response();
     return;
   }
   std::string first;
-  bool threw = false;
-  bool more = first_chunk(first, threw);
-  if (!more || threw) {
+  int got;
+  {
+    AppScope scope(t_.fault_slot, this);
+    got = first_chunk(*body_.stream, first, log_);
+  }
+  bool threw = got < 0;
+  if (got <= 0) {
     // Ended (or failed) before any byte: close it, then answer as a complete response; with trailers
     // (trailers-only) on HTTP/1.1 and no Content-Length, as an empty chunked body that carries them.
     Headers trailers;
-    if (!threw && !declared && !req_.http10) trailers = stream_trailers();
-    close_stream();
+    if (!threw && !declared && !req_.http10) trailers = pull_trailers();
+    drop_stream();
     if (!trailers.empty()) {
       write_head(status, headers, std::nullopt, true);
       append_last_chunk(out_.buf, trailers);
@@ -190,30 +189,9 @@ void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
   else end_stream();
 }
 
-// Pulls the stream's first non-empty chunk: true with it in `first`, false at the end or (`threw`) on an
-// exception, which is logged.
-bool Conn::first_chunk(std::string& first, bool& threw) {
-  try {
-    AppScope scope(t_.fault_slot, this);
-    bool more;
-    do more = body_.stream->next(first);
-    while (more && first.empty());
-    return more;
-  } catch (const std::exception& e) {
-    log_error(std::string("500: the response stream's first next() threw: ") + e.what());
-  } catch (...) {
-    log_error("500: the response stream's first next() threw a non-standard exception");
-  }
-  threw = true;
-  return false;
-}
-
-// Closes the pull stream (its close() may throw: ignored) and lets it go.
-void Conn::close_stream() noexcept {
-  try {
-    body_.stream->close();
-  } catch (...) {
-  }
+// Closes the pull stream (a close() that throws is logged) and lets it go.
+void Conn::drop_stream() noexcept {
+  close_stream(*body_.stream, log_);
   body_.stream.reset();
 }
 
@@ -308,11 +286,7 @@ void Conn::pump_stream() {
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
       req_.keep_alive = false;
-      try {
-        body_.stream->close();
-      } catch (...) {
-      }
-      body_.stream.reset();
+      drop_stream();
       // The status is out: end the connection so the client sees an incomplete body.
       if (flush()) close_now();
       else phase_ = Phase::lingering, wait_write();
@@ -332,28 +306,16 @@ void Conn::end_stream() {
     log_length_error(body_.declared, body_.declared - body_.left, false);
     req_.keep_alive = false;
   }
-  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, stream_trailers());
-  try {
-    body_.stream->close();
-  } catch (const std::exception& e) {
-    sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
-  }
-  body_.stream.reset();
+  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, pull_trailers());
+  drop_stream();
   body_.framing = Framing::none;
   finish_response();
 }
 
-// The trailer fields of a pull stream that ended (RES-15). One that throws is logged and the body ends
-// without them.
-Headers Conn::stream_trailers() {
-  std::string error;
-  Headers trailers;
-  {
-    AppScope scope(t_.fault_slot, this);
-    trailers = ended_stream_trailers(*body_.stream, error);
-  }
-  if (!error.empty()) log_error(error);
-  return trailers;
+// The trailer fields of the pull stream that ended (RES-15).
+Headers Conn::pull_trailers() {
+  AppScope scope(t_.fault_slot, this);
+  return stream_trailers(*body_.stream, log_);
 }
 
 void append_last_chunk(std::string& out, const Headers& trailers) {
@@ -398,14 +360,7 @@ void Conn::check_complete_length(const Headers& headers, std::uint64_t length) {
 }
 
 void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
-  std::string what = over ? "the response body ran past its Content-Length: declared "
-                          : "the response body fell short of its Content-Length: declared ";
-  what += std::to_string(declared);
-  what += over ? ", produced at least " : ", produced ";
-  what += std::to_string(produced);
-  what += over ? "; the excess was dropped and the connection is closed (ADP-13)"
-               : "; the connection is closed (ADP-13)";
-  log_error(what);
+  log_error(length_error(declared, produced, over, "the connection is closed"));
 }
 
 // The response is complete in the output buffer (maybe not yet written).
@@ -450,6 +405,13 @@ void Conn::settle_request_body() {
   if (parser_ && !parser_->is_done()) req_.keep_alive = false;
   parser_.reset();
   body_in_.reset();
+}
+
+void Conn::Log::error(std::string_view what) noexcept {
+  try {
+    c->log_error(what);
+  } catch (...) {
+  }
 }
 
 void Conn::log_error(std::string_view what) {

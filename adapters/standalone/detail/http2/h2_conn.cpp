@@ -41,121 +41,38 @@ bool call_on_io(IoThread& t, const std::function<bool()>& f) {
   return result;
 }
 
-/// A streaming Writer of an HTTP/2 stream: bytes go through H2WriterState to the io thread; a producer
-/// on another thread waits while too much is unsent (the stream's flow-control window holds it too).
-class H2Writer final : public Writer {
+/// The route of a delayed response on an HTTP/2 stream: the stream of its connection, if both are still
+/// there. Only the io thread locks the connection.
+class H2Route final : public ResponseRoute {
 public:
-  H2Writer(std::shared_ptr<H2WriterState> st, std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
-           std::int32_t id, std::chrono::milliseconds send_timeout, std::shared_ptr<H2Request> req)
-      : st_(std::move(st)), conn_(std::move(conn)), mailbox_(std::move(mailbox)), id_(id),
-        send_timeout_(send_timeout), req_(std::move(req)) {}
-  ~H2Writer() override {
-    std::lock_guard lock(st_->mu);
-    if (!st_->closed && !st_->dead) {
-      st_->closed = true;
-      st_->aborted = true;
-      post_flush();
-    }
-  }
-  bool write(std::string_view chunk) override {
-    std::unique_lock lock(st_->mu);
-    if (st_->dead || st_->closed) return false;
-    if (chunk.empty() || st_->head_only) return true;
-    st_->pending.append(chunk);
-    post_flush();
-    if (st_->pending.size() + st_->unsent > writer_high_water && !st_->dead && !mailbox_->on_io_thread()) {
-      bool ok = st_->cv.wait_for(lock, send_timeout_, [&] {
-        return st_->dead || st_->pending.size() + st_->unsent < writer_low_water;
-      });
-      if (!ok) st_->dead = true;
-    }
-    return !st_->dead;
-  }
-  void close() override {
-    std::lock_guard lock(st_->mu);
-    if (st_->closed) return;
-    st_->closed = true;
-    if (!st_->dead) post_flush();
-  }
-  void set_trailers(Headers trailers) override {
-    std::lock_guard lock(st_->mu);
-    if (!st_->closed) st_->trailers = std::move(trailers);
-  }
-
-private:
-  // With st_->mu held.
-  void post_flush() {
-    if (st_->flush_posted) return;
-    st_->flush_posted = true;
-    auto call = [c = conn_, id = id_, st = st_] {
-      {
-        std::lock_guard lock(st->mu);
-        st->flush_posted = false;
-      }
-      if (auto conn = c.lock(); conn && conn->h2()) conn->h2()->on_writer_flush(id, st);
-    };
-    if (!mailbox_->post(call)) {
-      st_->dead = true;
-      st_->cv.notify_all();
-    }
-  }
-  std::shared_ptr<H2WriterState> st_;
-  std::weak_ptr<Conn> conn_;
-  std::shared_ptr<Mailbox> mailbox_;
-  std::int32_t id_;
-  std::chrono::milliseconds send_timeout_;
-  std::shared_ptr<H2Request> req_;  // the env lives while the Writer does (APP-4)
-};
-
-/// The Responder of a delayed response on an HTTP/2 stream; it holds the request (APP-4) and reaches
-/// the connection only through the io thread's mailbox.
-class H2Responder final : public ResponderImpl {
-public:
-  H2Responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox, std::shared_ptr<H2Request> req,
-              std::chrono::milliseconds send_timeout)
-      : conn_(std::move(conn)), mailbox_(std::move(mailbox)), req_(std::move(req)), id_(req_->id),
-        send_timeout_(send_timeout) {}
-  ~H2Responder() override {
-    if (answered_.exchange(true)) return;
-    auto call = [c = conn_, id = id_] {
-      if (auto conn = c.lock(); conn && conn->h2()) conn->h2()->on_responder_dropped(id);
-    };
-    try {
-      mailbox_->post(call);
-    } catch (...) {
-    }
-  }
+  H2Route(std::weak_ptr<Conn> c, std::int32_t id) : c_(std::move(c)), id_(id) {}
   void respond(Response r) override {
-    if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
-    if (r.is_delayed()) throw std::logic_error("csgi: Responder::respond given a delayed response");
-    auto call = [c = conn_, id = id_, shared = std::make_shared<Response>(std::move(r))] {
-      if (auto conn = c.lock(); conn && conn->h2()) conn->h2()->on_app_done(id, std::move(*shared));
-    };
-    mailbox_->post(call);
+    with_driver([&](H2Conn& h) { h.on_app_done(id_, std::move(r)); });
   }
-  WriterPtr start(int status, Headers headers) override {
-    if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
-    auto st = std::make_shared<H2WriterState>();
-    auto call = [c = conn_, id = id_, st, status, h = std::make_shared<Headers>(std::move(headers))] {
-      auto conn = c.lock();
-      if (conn && conn->h2()) {
-        conn->h2()->on_writer_start(id, status, std::move(*h), st);
-        return;
-      }
-      std::lock_guard lock(st->mu);
-      st->dead = true;
-    };
-    if (!mailbox_->post(call)) st->dead = true;
-    return std::make_shared<H2Writer>(st, conn_, mailbox_, id_, send_timeout_, req_);
+  void start(const std::shared_ptr<WriterState>& w, int status, Headers headers) override {
+    if (!with_driver([&](H2Conn& h) { h.on_writer_start(id_, status, std::move(headers), w); })) w->gone();
+  }
+  void flush(const std::shared_ptr<WriterState>& w) override {
+    {
+      std::lock_guard lock(w->mu);
+      w->flush_posted = false;
+    }
+    with_driver([&](H2Conn& h) { h.on_writer_flush(id_); });
+  }
+  void dropped() override {
+    with_driver([&](H2Conn& h) { h.on_responder_dropped(id_); });
   }
 
 private:
-  std::weak_ptr<Conn> conn_;
-  std::shared_ptr<Mailbox> mailbox_;
-  std::shared_ptr<H2Request> req_;
+  template <class F>
+  bool with_driver(F&& f) {
+    auto c = c_.lock();
+    if (!c || !c->h2()) return false;
+    f(*c->h2());
+    return true;
+  }
+  std::weak_ptr<Conn> c_;
   std::int32_t id_;
-  std::chrono::milliseconds send_timeout_;
-  std::atomic<bool> answered_{false};
 };
 
 // The WebSocket handler the app gave csgix.websocket during its call, when its answer is the 101 (else
@@ -166,75 +83,6 @@ std::shared_ptr<websocket::Handler> taken_websocket(H2Request& req, const Respon
   return std::shared_ptr<websocket::Handler>(std::move(h));
 }
 
-void call_delayed(Shared& sh, Delayed& fn, std::shared_ptr<ResponderImpl> responder) {
-  try {
-    fn(Responder(std::move(responder)));
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: the delayed response's callable threw: ") + e.what());
-  } catch (...) {
-    sh.errors.write("csgi: the delayed response's callable threw a non-standard exception");
-  }
-}
-
-// The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
-Headers pool_trailers(Shared& sh, Stream& stream) {
-  std::string error;
-  Headers trailers = ended_stream_trailers(stream, error);
-  if (!error.empty()) sh.errors.write("csgi: " + error);
-  return trailers;
-}
-
-// A pull stream on the app's pool thread: pulled there and written through a Writer (its back-pressure
-// holds the thread while the client is slow). An exception before the first chunk is a 500 (ADP-5).
-void pull_through_writer(Shared& sh, StreamPtr stream, int status, Headers headers,
-                         const std::shared_ptr<ResponderImpl>& responder) {
-  auto close_stream = [&] {
-    try {
-      stream->close();
-    } catch (...) {
-    }
-  };
-  std::string chunk;
-  bool more = false;
-  try {
-    do more = stream->next(chunk);
-    while (more && chunk.empty());
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: 500: the response stream's first next() threw: ") + e.what());
-    close_stream();
-    responder->respond(Response::error(500));
-    return;
-  } catch (...) {
-    close_stream();
-    responder->respond(Response::error(500));
-    return;
-  }
-  if (!more) {
-    Headers trailers = pool_trailers(sh, *stream);
-    close_stream();
-    if (trailers.empty()) return responder->respond(Response{status, std::move(headers), std::string()});
-    WriterPtr w = responder->start(status, std::move(headers));  // trailers-only: no DATA, then the trailers
-    w->set_trailers(std::move(trailers));
-    w->close();
-    return;
-  }
-  WriterPtr w = responder->start(status, std::move(headers));
-  try {
-    while (w->write(chunk)) {
-      do more = stream->next(chunk);
-      while (more && chunk.empty());
-      if (!more) {
-        w->set_trailers(pool_trailers(sh, *stream));
-        w->close();
-        break;
-      }
-    }
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: the response stream's next() threw after the head was sent: ") + e.what());
-  } catch (...) {
-  }
-  close_stream();
-}
 }  // namespace
 
 int h2_preface_match(std::string_view bytes) noexcept {
@@ -530,6 +378,20 @@ void H2Conn::on_request(std::shared_ptr<H2Request> req) {
   else run_inline(req);
 }
 
+namespace {
+// The Responder of a delayed response on a stream: it keeps the stream's request until the response is
+// complete (APP-4). Callable from any thread.
+std::shared_ptr<ResponderImpl> stream_responder(std::weak_ptr<Conn> c, std::shared_ptr<Mailbox> mailbox,
+                                                std::chrono::milliseconds send_timeout,
+                                                const std::shared_ptr<H2Request>& req) {
+  req->escaped = true;
+  auto keeper = std::make_shared<RequestKeeper>();
+  keeper->held = req;
+  return make_responder(std::make_shared<H2Route>(std::move(c), req->id), std::move(mailbox), send_timeout,
+                        std::move(keeper));
+}
+}  // namespace
+
 void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   int failed = 0;
   Response res;
@@ -542,10 +404,10 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   auto ws = taken_websocket(*req, res);
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     Delayed fn = std::move(*d);
-    req->escaped = true;
-    auto responder = std::make_shared<H2Responder>(c_.weak_from_this(), c_.t_.mailbox, req, c_.sh_.opt.send_timeout);
+    auto responder = stream_responder(c_.weak_from_this(), c_.t_.mailbox, c_.sh_.opt.send_timeout, req);
+    RequestLog log(c_.sh_.errors, req->env.get());
     AppScope scope(c_.t_.fault_slot, &c_);
-    call_delayed(c_.sh_, fn, std::move(responder));
+    call_delayed(fn, std::move(responder), log);
     on_app_left();
     return;
   }
@@ -554,7 +416,7 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
 }
 
 // On the pool: the app, then its response goes to the io thread (a pull stream and a delayed response's
-// callable run here, writing through a Writer).
+// callable run here, answering through a Responder).
 void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
   req->escaped = true;
   auto job = [self = c_.shared_from_this(), req = req]() mutable {
@@ -567,33 +429,38 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
     auto ws = taken_websocket(*req, res);
     std::weak_ptr<Conn> wc = self;
     std::shared_ptr<Mailbox> mailbox = c->t_.mailbox;
-    auto left = [wc] {
-      if (auto conn = wc.lock(); conn && conn->h2()) conn->h2()->on_app_left();
-    };
-    if (auto* d = std::get_if<Delayed>(&res.body)) {
-      Delayed fn = std::move(*d);
-      call_delayed(sh, fn, std::make_shared<H2Responder>(wc, mailbox, req, sh.opt.send_timeout));
-    } else if (auto* s = std::get_if<StreamPtr>(&res.body); s && *s && !req->head && !status_has_no_body(res.status)) {
-      StreamPtr stream = std::move(*s);
-      auto responder = std::make_shared<H2Responder>(wc, mailbox, req, sh.opt.send_timeout);
-      pull_through_writer(sh, std::move(stream), res.status < 100 || res.status > 999 ? 500 : res.status,
-                          std::move(res.headers), responder);
-    } else {
-      std::int32_t id = req->id;
-      auto call = [wc, id, r = std::make_shared<Response>(std::move(res)), ws = std::move(ws)] {
-        if (auto conn = wc.lock(); conn && conn->h2()) {
-          conn->h2()->on_app_left();
-          conn->h2()->on_app_done(id, std::move(*r), ws);
-        }
-      };
+    int status = res.status < 100 || res.status > 999 ? 500 : res.status;
+    auto* stream = std::get_if<StreamPtr>(&res.body);
+    bool pulled = stream && *stream && !req->head && !status_has_no_body(status);
+    if (std::holds_alternative<Delayed>(res.body) || pulled) {
+      RequestLog log(sh.errors, req->env.get());
+      auto responder = stream_responder(wc, mailbox, sh.opt.send_timeout, req);
+      if (auto* d = std::get_if<Delayed>(&res.body)) {
+        Delayed fn = std::move(*d);
+        call_delayed(fn, std::move(responder), log);
+      } else {
+        pull_on_pool(std::move(*stream), status, std::move(res.headers), responder, true, log);
+        responder.reset();
+      }
       req.reset();
-      // The connection is released on its io thread (the call holds the last reference there).
-      auto release = [self = std::move(self), call = std::move(call)]() mutable { call(); self.reset(); };
+      auto release = [self = std::move(self)]() mutable {
+        if (self->h2()) self->h2()->on_app_left();
+        self.reset();
+      };
       mailbox->post(release);
       return;
     }
+    std::int32_t id = req->id;
     req.reset();
-    auto release = [self = std::move(self), left = std::move(left)]() mutable { left(); self.reset(); };
+    // The connection is released on its io thread (the call holds the last reference there).
+    auto release = [self = std::move(self), id, r = std::make_shared<Response>(std::move(res)),
+                    ws = std::move(ws)]() mutable {
+      if (H2Conn* h = self->h2()) {
+        h->on_app_left();
+        h->on_app_done(id, std::move(*r), ws);
+      }
+      self.reset();
+    };
     mailbox->post(release);
   };
   if (!c_.sh_.pool->post(std::move(job))) {
@@ -624,17 +491,13 @@ void H2Conn::on_app_done(std::int32_t id, Response res, std::shared_ptr<websocke
   pump();
 }
 
-void H2Conn::on_writer_start(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w) {
-  if (!session_) {
-    std::lock_guard lock(w->mu);
-    w->dead = true;
-    return;
-  }
-  session_->start_writer(id, status, std::move(headers), std::move(w));
+void H2Conn::on_writer_start(std::int32_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w) {
+  if (!session_) return w->gone();
+  session_->start_writer(id, status, std::move(headers), w);
   pump();
 }
 
-void H2Conn::on_writer_flush(std::int32_t id, const std::shared_ptr<H2WriterState>&) {
+void H2Conn::on_writer_flush(std::int32_t id) {
   if (!session_) return;
   session_->pull_writer(id);
   pump();

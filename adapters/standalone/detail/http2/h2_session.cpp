@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <fcntl.h>
 
@@ -39,20 +40,6 @@ bool connection_specific(std::string_view name) {
          iequals(name, "transfer-encoding") || iequals(name, "upgrade") || iequals(name, "te");
 }
 }  // namespace
-
-Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept {
-  try {
-    try {
-      return stream.trailers();
-    } catch (const std::exception& e) {
-      error = std::string("the response stream's trailers() threw; the body ends without them: ") + e.what();
-    } catch (...) {
-      error = "the response stream's trailers() threw a non-standard exception; the body ends without them";
-    }
-  } catch (...) {  // no memory for the message
-  }
-  return {};
-}
 
 H2Request::~H2Request() {
   if (env && cleanup.size() > 0) cleanup.run(*env);
@@ -105,7 +92,7 @@ struct H2Session::Stream {
   std::size_t out_pos = 0;
   bool eof = false, deferred = false, data_open = false;
   std::optional<std::uint64_t> declared;  // a pull stream's or writer's Content-Length (ADP-13)
-  std::shared_ptr<H2WriterState> writer;
+  std::shared_ptr<WriterState> writer;
   Headers trailers;  // a pull stream's or writer's, taken at the end of its body (ADP-17)
   // WebSocket (RFC 8441): an extended CONNECT with `:protocol websocket`; its DATA before the app's
   // answer (window held), then the pipe to the WebSocket session.
@@ -121,11 +108,7 @@ struct H2Session::Stream {
       } catch (...) {
       }
     }
-    if (writer) {
-      std::lock_guard lock(writer->mu);
-      writer->dead = true;
-      writer->cv.notify_all();
-    }
+    if (writer) writer->gone();
   }
 };
 
@@ -385,14 +368,14 @@ struct H2Callbacks {
       std::size_t n = fill(h, *s, buf, length);
       if (n == static_cast<std::size_t>(-1)) return NGHTTP2_ERR_DEFERRED;
       if (s->declared && s->sent + n > *s->declared) {
-        h.host_.log_error("the response body ran past its Content-Length; the stream is reset (ADP-13)");
+        h.host_.log_error(length_error(*s->declared, s->sent + n, true, "the stream is reset"));
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       s->sent += n;
       h.data_sent_ += n;
       if (s->eof) {  // nothing left (fill() sets it only then)
         if (s->declared && s->sent < *s->declared) {
-          h.host_.log_error("the response body fell short of its Content-Length; the stream is reset (ADP-13)");
+          h.host_.log_error(length_error(*s->declared, s->sent, false, "the stream is reset"));
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
         *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -403,6 +386,8 @@ struct H2Callbacks {
       (void)ng;
       (void)id;
       return static_cast<ssize_t>(n);
+    } catch (const std::length_error& e) {
+      h.host_.log_error(e.what());
     } catch (const std::exception& e) {
       h.host_.log_error(std::string("the response body failed: ") + e.what() + "; the stream is reset");
     } catch (...) {
@@ -462,6 +447,8 @@ struct H2Callbacks {
           s.out_pos = 0;
         }
         if (s.writer->aborted) throw std::runtime_error("a streaming Writer was dropped without close()");
+        if (s.out_pos == s.out.size() && s.writer->overrun > 0)
+          throw std::length_error(length_error(s.writer->declared, s.writer->overrun, true, "the stream is reset"));
         std::size_t n = take_out(s, buf, length);
         if (s.out_pos == s.out.size() && s.writer->pending.empty() && s.writer->closed) {
           s.eof = true;
@@ -1058,32 +1045,20 @@ void H2Session::respond(std::int32_t id, Response res) {
   submit(s, status, res.headers, !no_body && n > 0, has_length ? &n : nullptr);
 }
 
-void H2Session::start_writer(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w) {
+void H2Session::start_writer(std::int32_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w) {
   Stream* sp = find(id);
-  if (!sp || sp->responded) {
-    std::lock_guard lock(w->mu);
-    w->dead = true;
-    w->cv.notify_all();
-    return;
-  }
+  if (!sp || sp->responded) return w->gone();
   Stream& s = *sp;
   if (status < 200 || status > 999) status = 500;
   bool no_body = status_has_no_body(status) || s.req->head;
   auto v = headers.get("content-length");
   std::optional<std::uint64_t> d = v ? parse_length(*v) : std::nullopt;
-  s.writer = std::move(w);
-  if (no_body) {
-    {
-      std::lock_guard lock(s.writer->mu);
-      s.writer->head_only = true;
-      s.writer->pending.clear();
-    }
-    std::uint64_t dl = d.value_or(0);
-    return submit(s, status, headers, false, d && !status_has_no_body(status) ? &dl : nullptr);
-  }
+  s.writer = w;
+  w->begin(no_body, d);
+  std::uint64_t dl = d.value_or(0);
+  if (no_body) return submit(s, status, headers, false, d && !status_has_no_body(status) ? &dl : nullptr);
   s.src = Stream::Src::writer;
   s.declared = d;
-  std::uint64_t dl = d.value_or(0);
   submit(s, status, headers, true, d ? &dl : nullptr);
 }
 
