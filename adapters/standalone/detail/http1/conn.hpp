@@ -84,16 +84,6 @@ inline void append_body(std::string& out, std::string_view data, bool chunked) {
 /// Ends a chunked body: the last chunk, the sendable trailer fields (ADP-17), the empty line (respond.cpp).
 void append_last_chunk(std::string& out, const Headers& trailers);
 
-/// The Content-Length the app declared, when it is one well-formed number.
-inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
-  if (const HeaderBlock* b = headers.sealed(); b && b->wire_ok) return b->content_length;
-  auto cl = headers.get("content-length");
-  if (!cl) return std::nullopt;
-  std::uint64_t v = 0;
-  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
-  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
-  return v;
-}
 
 /// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
 /// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
@@ -263,7 +253,6 @@ private:
   void end_stream();
   Headers pull_trailers();
   bool append_counted(std::string_view chunk);
-  void check_complete_length(const Headers& headers, std::uint64_t length);
   void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
   void finish_response();
   void end_request();

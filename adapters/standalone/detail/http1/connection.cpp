@@ -1,5 +1,6 @@
 // One connection of the standalone server: reading requests, the env and the app call, closing (see conn.hpp).
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request_env.hpp"
 #include "csgi/core/app_failure.hpp"
 
 namespace csgi::standalone::detail {
@@ -366,7 +367,7 @@ void Conn::request_ready() {
   if (try_h2c_upgrade()) return;
   set_connection_env(env);
   clear_deadline();
-  if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
+  if (!inside_mount(sh_, env)) {
     handle(Response::error(404));
     return;
   }
@@ -384,28 +385,15 @@ void Conn::request_ready() {
   after_app(std::move(res), failed);
 }
 
-namespace {
-/// Sets `key`, a constant of keys.hpp: its bytes are static, so the env keeps the view without copying it.
-inline void put_key(Env& env, std::string_view key, Value v) { *env.emplace(key, v, false).first = v; }
-}  // namespace
-
 void Conn::set_connection_env(Env& env) {
-  put_key(env, keys::input, Value::of_object(static_cast<Input*>(&body_in_)));
-  put_key(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh_.errors)));
-  put_key(env, keys::multithread, Value::of_bool(sh_.multithread));
-  put_key(env, keys::multiprocess, Value::of_bool(sh_.multiprocess));
-  put_key(env, keys::run_once, Value::of_bool(false));
-  put_key(env, keys::nonblocking, Value::of_bool(false));
-  put_key(env, keys::streaming, Value::of_bool(true));
-  if (!tls_) put_key(env, keys::x::io, Value::of_object(static_cast<Hijack*>(this)));  // no raw socket under TLS
-  else if (tls_info_) tls_info_->set_env(env);
-  put_key(env, keys::x::cleanup, Value::of_bool(true));
-  put_key(env, keys::x::cleanup_handlers, Value::of_object(&cleanup_));
-  put_key(env, keys::x::informational, Value::of_object(static_cast<Informational*>(this)));
-  put_key(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(this)));
-  put_key(env, keys::x::request_body_limit, Value::of_int(static_cast<std::int64_t>(sh_.opt.max_body_bytes)));
-  put_key(env, keys::x::server_stats, Value::of_object(sh_.stats));
-  if (peer_.https) env.set_view(keys::HTTPS, "on");
+  RequestObjects o;
+  o.input = &body_in_;
+  o.cleanup = &cleanup_;
+  o.informational = this;
+  o.websocket = this;
+  if (!tls_) o.io = this;  // no raw socket under TLS
+  set_server_env(env, sh_, o, peer_.https);
+  if (tls_ && tls_info_) tls_info_->set_env(env);
 }
 
 // Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state

@@ -116,7 +116,7 @@ void Conn::send_text(std::string& s, int status, const Headers& headers) {
   // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
   auto d = req_.head && s.empty() ? declared_length(headers) : std::nullopt;
   if (d) len = d;
-  else if (!no_body && !req_.head) check_complete_length(headers, s.size());
+  else if (!no_body && !req_.head) check_complete_length(headers, s.size(), log_);
   write_head(status, headers, no_body ? std::nullopt : len, false);
   if (!req_.head && !no_body && !s.empty()) {
     req_.sent_body = s.size();
@@ -133,7 +133,7 @@ void Conn::send_text(std::string& s, int status, const Headers& headers) {
 void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) {
   bool no_body = status_has_no_body(status);
   std::size_t n = b ? b->size() : 0;
-  if (!no_body && !req_.head) check_complete_length(headers, n);
+  if (!no_body && !req_.head) check_complete_length(headers, n, log_);
   write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
   if (!req_.head && !no_body && n > 0) {
     req_.sent_body = n;
@@ -196,27 +196,15 @@ void Conn::drop_stream() noexcept {
 }
 
 void Conn::send_file(FileBody& f, int status, Headers& headers) {
-  std::shared_ptr<FileHandle> fh = f.file;
-  if (!fh) {
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int e = errno;
-      write_head(e == ENOENT ? 404 : e == EACCES ? 403 : 500, Headers{{"Content-Type", "text/plain"}}, 0, false);
-      finish_response();
-      return;
-    }
-    fh = std::make_shared<FileHandle>(fd);
-  }
-  struct stat st {};
-  if (::fstat(fh->fd(), &st) != 0) {
-    write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
+  FileSpan span = open_file_body(f);
+  if (span.status) {
+    write_head(span.status, Headers{{"Content-Type", "text/plain"}}, 0, false);
     finish_response();
     return;
   }
-  std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
-  std::uint64_t off = std::min(f.offset, fsize);
-  std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
-  if (!status_has_no_body(status) && !req_.head) check_complete_length(headers, len);
+  std::shared_ptr<FileHandle> fh = std::move(span.file);
+  std::uint64_t off = span.offset, len = span.length;
+  if (!status_has_no_body(status) && !req_.head) check_complete_length(headers, len, log_);
   bool no_body = status_has_no_body(status);
   write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
   if (req_.head || no_body || len == 0) {
@@ -348,15 +336,6 @@ bool Conn::append_counted(std::string_view chunk) {
   req_.sent_body += chunk.size();
   append_body(out_.buf, chunk, body_.framing == Framing::chunked);
   return true;
-}
-
-// A complete body is framed by its real length; a Content-Length the app gave that says otherwise is
-// logged (ADP-13).
-void Conn::check_complete_length(const Headers& headers, std::uint64_t length) {
-  auto d = declared_length(headers);
-  if (!d || *d == length) return;
-  log_error("the app's Content-Length (" + std::to_string(*d) + ") differs from its body's length (" +
-            std::to_string(length) + "); the body's length was sent (ADP-13)");
 }
 
 void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {

@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request_env.hpp"
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
 #include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
 
@@ -327,36 +328,20 @@ void H2Conn::release_env(std::unique_ptr<Env> env) {
   spare_envs_.push_back(std::move(env));
 }
 
-namespace {
-// A value under a key of keys.hpp (static storage: the key is not copied into the env).
-[[gnu::always_inline]] inline void put_fixed(Env& env, std::string_view key, Value v) {
-  *env.emplace(key, v, false).first = v;
-}
-}  // namespace
-
 void H2Conn::set_env(H2Request& req) {
   Env& env = *req.env;
-  Shared& sh = c_.sh_;
-  put_fixed(env, keys::input, Value::of_object(static_cast<Input*>(&req)));
-  put_fixed(env, keys::x::input_buffered, Value::of_bool(true));
-  put_fixed(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh.errors)));
-  put_fixed(env, keys::multithread, Value::of_bool(sh.multithread));
-  put_fixed(env, keys::multiprocess, Value::of_bool(sh.multiprocess));
-  put_fixed(env, keys::run_once, Value::of_bool(false));
-  put_fixed(env, keys::nonblocking, Value::of_bool(false));
-  put_fixed(env, keys::streaming, Value::of_bool(true));
-  put_fixed(env, keys::x::cleanup, Value::of_bool(true));
-  put_fixed(env, keys::x::cleanup_handlers, Value::of_object(&req.cleanup));
-  put_fixed(env, keys::x::informational, Value::of_object(static_cast<Informational*>(&req)));
-  put_fixed(env, keys::x::request_body_limit, Value::of_int(static_cast<std::int64_t>(sh.opt.max_body_bytes)));
-  put_fixed(env, keys::x::server_stats, Value::of_object(static_cast<ServerStats*>(sh.stats)));
+  RequestObjects o;
+  o.input = &req;
+  o.cleanup = &req.cleanup;
+  o.informational = &req;
+  if (req.websocket) o.websocket = &req;
+  set_server_env(env, c_.sh_, o, c_.peer_.https);
   if (c_.tls_info_) {
     // A copy the request shares: the env may outlive the connection (APP-4).
     if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info_);
     tls_info_->set_env(env);
     req.keep_tls = tls_info_;
   }
-  if (req.websocket) put_fixed(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(&req)));
   if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
   req.interim = interim_;
 }
@@ -369,7 +354,7 @@ bool H2Conn::interim_here(std::int32_t id, int status, const Headers& headers) {
 
 void H2Conn::on_request(std::shared_ptr<H2Request> req) {
   set_env(*req);
-  if (!c_.sh_.opt.script_name.empty() && req->env->get(keys::SCRIPT_NAME).empty()) {
+  if (!inside_mount(c_.sh_, *req->env)) {
     session_->respond(req->id, Response::error(404));
     return;
   }

@@ -430,10 +430,7 @@ struct H2Callbacks {
             s.eof = true;
             s.out.clear();
             s.trailers = pull_trailers(h, *s.pull);
-            try {
-              s.pull->close();
-            } catch (...) {
-            }
+            close_stream(*s.pull, h.log_);
             s.pull.reset();
           }
         }
@@ -486,12 +483,7 @@ struct H2Callbacks {
   }
 
   // A pull stream's trailers() (RES-15); one that throws is logged and the body ends without them.
-  static Headers pull_trailers(H2Session& h, csgi::Stream& pull) {
-    std::string error;
-    Headers trailers = ended_stream_trailers(pull, error);
-    if (!error.empty()) h.host_.log_error(error);
-    return trailers;
-  }
+  static Headers pull_trailers(H2Session& h, csgi::Stream& pull) { return stream_trailers(pull, h.log_); }
 
   static std::size_t take_out(H2Session::Stream& s, std::uint8_t* buf, std::size_t length) {
     std::size_t n = std::min(length, s.out.size() - s.out_pos);
@@ -935,15 +927,12 @@ void H2Session::respond(std::int32_t id, Response res) {
   int status = res.status < 200 || res.status > 999 ? 500 : res.status;
   if (status != res.status) host_.log_error("final response status " + std::to_string(res.status) + " is not one; 500 sent");
   bool no_body = status_has_no_body(status) || s.req->head;
-  auto declared = [&]() -> std::optional<std::uint64_t> {
-    auto v = res.headers.get("content-length");
-    return v ? parse_length(*v) : std::nullopt;
-  };
   std::uint64_t n = 0;
   bool has_length = !status_has_no_body(status);
   if (auto* str = std::get_if<std::string>(&res.body)) {
     n = str->size();
-    if (s.req->head && str->empty()) n = declared().value_or(0);
+    // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
+    if (s.req->head && str->empty()) n = declared_length(res.headers).value_or(0);
     if (!no_body && n > 0) {
       s.out = std::move(*str);
       s.view = s.out;
@@ -957,67 +946,31 @@ void H2Session::respond(std::int32_t id, Response res) {
       s.src = Stream::Src::view;
     }
   } else if (auto* f = std::get_if<FileBody>(&res.body)) {
-    std::shared_ptr<FileHandle> fh = f->file;
-    if (!fh) {
-      int fd = ::open(f->path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) {
-        int e = errno;
-        return respond(id, Response::error(e == ENOENT ? 404 : e == EACCES ? 403 : 500));
-      }
-      fh = std::make_shared<FileHandle>(fd);
-    }
-    struct stat st {};
-    if (::fstat(fh->fd(), &st) != 0) return respond(id, Response::error(500));
-    std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
-    std::uint64_t off = std::min(f->offset, fsize);
-    n = f->length == FileBody::npos ? fsize - off : std::min(f->length, fsize - off);
+    FileSpan span = open_file_body(*f);
+    if (span.status) return respond(id, Response::error(span.status));
+    n = span.length;
     if (!no_body && n > 0) {
-      s.file = std::move(fh);
-      s.file_off = off;
+      s.file = std::move(span.file);
+      s.file_off = span.offset;
       s.file_left = n;
       s.src = Stream::Src::file;
     }
   } else if (auto* sp2 = std::get_if<StreamPtr>(&res.body)) {
     StreamPtr stream = std::move(*sp2);
+    std::optional<std::uint64_t> d = declared_length(res.headers);
+    std::uint64_t dl = d.value_or(0);
     if (no_body || !stream) {
-      if (stream) {
-        try {
-          stream->close();
-        } catch (...) {
-        }
-      }
-      std::optional<std::uint64_t> d = declared();
-      std::uint64_t dl = d.value_or(0);
+      if (stream) detail::close_stream(*stream, log_);
       return submit(s, status, res.headers, false, d && has_length ? &dl : nullptr);
     }
     // ADP-5: the head waits for the first non-empty chunk; an exception before it is a 500.
     std::string first;
-    bool more = false;
-    try {
-      do more = stream->next(first);
-      while (more && first.empty());
-    } catch (const std::exception& e) {
-      host_.log_error(std::string("500: the response stream's first next() threw: ") + e.what());
-      try {
-        stream->close();
-      } catch (...) {
-      }
-      return respond(id, Response::error(500));
-    } catch (...) {
-      try {
-        stream->close();
-      } catch (...) {
-      }
-      return respond(id, Response::error(500));
-    }
-    if (!more) {
-      std::string error;
-      Headers trailers = ended_stream_trailers(*stream, error);
-      if (!error.empty()) host_.log_error(error);
-      try {
-        stream->close();
-      } catch (...) {
-      }
+    int got = first_chunk(*stream, first, log_);
+    if (got <= 0) {
+      Headers trailers;
+      if (got == 0) trailers = stream_trailers(*stream, log_);
+      detail::close_stream(*stream, log_);
+      if (got < 0) return respond(id, Response::error(500));
       if (trailers.empty()) return respond(id, Response{status, std::move(res.headers), std::string()});
       // Trailers-only: an empty data source, whose end submits the trailing HEADERS that ends the stream.
       s.trailers = std::move(trailers);
@@ -1029,19 +982,12 @@ void H2Session::respond(std::int32_t id, Response res) {
     s.out = std::move(first);
     s.out_pos = 0;
     s.src = Stream::Src::pull;
-    s.declared = declared();
-    std::uint64_t dl = s.declared.value_or(0);
-    return submit(s, status, res.headers, true, s.declared ? &dl : nullptr);
+    s.declared = d;
+    return submit(s, status, res.headers, true, d ? &dl : nullptr);
   } else {
     return respond(id, Response::error(500));
   }
-  if (!no_body && n > 0 && s.src == Stream::Src::none) s.src = Stream::Src::view;
-  if (!s.req->head && !no_body) {
-    auto d = declared();
-    if (d && *d != n)
-      host_.log_error("the response's Content-Length " + std::to_string(*d) + " differs from its body of " +
-                      std::to_string(n) + " bytes; the body's length is sent");
-  }
+  if (!s.req->head && !no_body) check_complete_length(res.headers, n, log_);
   submit(s, status, res.headers, !no_body && n > 0, has_length ? &n : nullptr);
 }
 
@@ -1051,8 +997,7 @@ void H2Session::start_writer(std::int32_t id, int status, Headers headers, const
   Stream& s = *sp;
   if (status < 200 || status > 999) status = 500;
   bool no_body = status_has_no_body(status) || s.req->head;
-  auto v = headers.get("content-length");
-  std::optional<std::uint64_t> d = v ? parse_length(*v) : std::nullopt;
+  std::optional<std::uint64_t> d = declared_length(headers);
   s.writer = w;
   w->begin(no_body, d);
   std::uint64_t dl = d.value_or(0);

@@ -176,6 +176,18 @@ private:
   bool submit_trailers(Stream& s);
 
   H2Host& host_;
+  // The host's log, for the exchange's pieces.
+  struct Log final : ExchangeLog {
+    H2Host* host;
+    explicit Log(H2Host* h) : host(h) {}
+    void error(std::string_view what) noexcept override {
+      try {
+        host->log_error(what);
+      } catch (...) {
+      }
+    }
+  };
+  Log log_{&host_};
   H2Limits limits_;
   csgi::Connection conn_;                    // views into conn_text_
   std::shared_ptr<const std::string> conn_text_;
