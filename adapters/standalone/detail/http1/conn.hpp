@@ -37,6 +37,7 @@
 #include <mutex>
 #include <optional>
 
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
@@ -159,11 +160,33 @@ public:
   void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
 
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
+
+  // The transport, for the codec that speaks HTTP/2 on it (H2Conn) and its WebSocket sessions.
+  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
+  // proxy's destination port, else the listener's, and TLS to the proxy).
+  struct Peer {
+    char addr[48] = {0};
+    char port[8] = {0};
+    char server_port[8] = {0};
+    bool https = false;
+    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
+  };
+  Shared& shared() const noexcept { return sh_; }
+  IoThread& thread() const noexcept { return t_; }
+  const Peer& peer() const noexcept { return peer_; }
+  const ListenSocket& listener() const noexcept { return listener_; }
+  const TlsInfo* tls_info() const noexcept { return tls_info_.get(); }
+  bool closed() const noexcept { return phase_ == Phase::closed; }
+  /// A write failed: the client is gone.
+  void mark_dead() noexcept { link_.dead = true; }
+  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
+  void set_deadline_at(Clock::time_point at) { deadline_ = at; }
+  void clear_deadline() { deadline_ = {}; }
+  void close_now();
   /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
   H2Conn* h2() noexcept { return h2_.get(); }
 
 private:
-  friend class H2Conn;
   // What the connection is doing; each event handler looks here first.
   enum class Phase {
     proxy,       // reading a PROXY header (proxy_header.cpp)
@@ -214,7 +237,6 @@ private:
   bool try_h2c_upgrade();
   void request_ready();
   void set_connection_env(Env& env);
-  Response call_app(Env& env, int& failed);
   void after_app(Response&& res, int failed);
   void reject(int status, std::string_view why);
   bool send_interim(int status, const Headers& headers);
@@ -266,7 +288,6 @@ private:
   void wait_write();
   void on_writable(error_code ec);
   void after_flush();
-  void close_now();
   void set_idle(bool idle) noexcept {
     if (idle == link_.idle) return;
     link_.idle = idle;
@@ -278,8 +299,6 @@ private:
   void drop_env() noexcept;
   bool hand_over(RequestKeeper& k);
   void linger();
-  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
-  void clear_deadline() { deadline_ = {}; }
   bool blocking_send(std::string_view data);
 
   // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
@@ -311,15 +330,6 @@ private:
   int fd_;
   const ListenSocket& listener_;
 
-  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
-  // proxy's destination port, else the listener's, and TLS to the proxy).
-  struct Peer {
-    char addr[48] = {0};
-    char port[8] = {0};
-    char server_port[8] = {0};
-    bool https = false;
-    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
-  };
   Peer peer_;
 
   // The connection's own state, for its whole life.

@@ -1,6 +1,6 @@
 // One connection of the standalone server: reading requests, the env and the app call, closing (see conn.hpp).
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
-#include "csgi/adapters/standalone/detail/exchange/request_env.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/core/app_failure.hpp"
 
 namespace csgi::standalone::detail {
@@ -379,7 +379,7 @@ void Conn::request_ready() {
   int failed = 0;
   Response res = [&] {
     AppScope scope(t_.fault_slot, this);
-    return call_app(env, failed);
+    return call_app(sh_, env, failed);
   }();
   if (phase_ == Phase::closed) return;
   after_app(std::move(res), failed);
@@ -394,28 +394,6 @@ void Conn::set_connection_env(Env& env) {
   if (!tls_) o.io = this;  // no raw socket under TLS
   set_server_env(env, sh_, o, peer_.https);
   if (tls_ && tls_info_) tls_info_->set_env(env);
-}
-
-// Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
-// are touched). An exception becomes the response app_failure_response() gives (logged where the server
-// is at fault); `failed` is its status (0 when the app returned).
-Response Conn::call_app(Env& env, int& failed) {
-  try {
-    // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
-    InlineWatch::Call watch(sh_.inline_watch && sh_.inline_watch->inline_now() ? sh_.inline_watch : nullptr);
-    return sh_.app(env);
-  } catch (...) {
-    try {
-      Response res = app_failure_response(env, std::current_exception());
-      failed = res.status;
-      return res;
-    } catch (...) {  // building the answer failed too (out of memory)
-    }
-  }
-  failed = 500;
-  Response res;
-  res.status = 500;
-  return res;
 }
 
 // Back on the io thread with the app's response.

@@ -34,7 +34,7 @@ void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
   Response res;
   {
     AppScope scope(pool_fault_slot, this);
-    res = call_app(env, failed);
+    res = call_app(sh_, env, failed);
   }
   auto* stream = std::get_if<StreamPtr>(&res.body);
   int status = res.status < 100 || res.status > 999 ? 500 : res.status;

@@ -4,7 +4,7 @@
 #include <boost/asio/write.hpp>
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
-#include "csgi/adapters/standalone/detail/exchange/request_env.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
 #include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
 
@@ -96,39 +96,18 @@ H2Conn::H2Conn(Conn& c, std::string_view url_scheme) : c_(c), url_scheme_(url_sc
 
 H2Conn::~H2Conn() = default;
 
-namespace {
-/// The plain socket under a session: Asio's reads and writes on the connection's socket.
-class PlainTransport final : public H2Transport {
-public:
-  PlainTransport(Socket& socket, std::weak_ptr<Conn> conn) : socket_(socket), conn_(std::move(conn)) {}
-  void read_some(char* buf, std::size_t n) override {
-    socket_.async_read_some(asio::buffer(buf, n), [self = conn_.lock()](error_code ec, std::size_t got) {
-      if (self->h2()) self->h2()->on_read(ec, got);
-    });
-  }
-  void write(std::string_view data) override {
-    asio::async_write(socket_, asio::buffer(data.data(), data.size()), [self = conn_.lock()](error_code ec, std::size_t) {
-      if (self->h2()) self->h2()->on_written(ec);
-    });
-  }
-
-private:
-  Socket& socket_;
-  std::weak_ptr<Conn> conn_;
-};
-}  // namespace
 
 void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   transport_ = std::move(transport);
   csgi::Connection conn;
-  conn.server_name = c_.listener_.server_name;
-  conn.server_port = c_.listener_.server_port;
-  conn.remote_addr = c_.peer_.addr;
-  conn.remote_port = c_.peer_.port;
+  conn.server_name = c_.listener().server_name;
+  conn.server_port = c_.listener().server_port;
+  conn.remote_addr = c_.peer().addr;
+  conn.remote_port = c_.peer().port;
   conn.url_scheme = url_scheme_;
-  conn.script_name = c_.sh_.opt.script_name;
-  H2Limits limits = H2Limits::from(c_.sh_.opt);
-  limits.body = c_.sh_.body_limits;
+  conn.script_name = c_.shared().opt.script_name;
+  H2Limits limits = H2Limits::from(c_.shared().opt);
+  limits.body = c_.shared().body_limits;
   session_ = std::make_unique<H2Session>(*this, limits, conn);
   rbuf_.reset(new char[read_size]);
 }
@@ -140,7 +119,7 @@ void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transp
 
 // The bytes read before the session began, then reading.
 void H2Conn::receive_first(std::string_view initial) {
-  if (c_.t_.stopping) {
+  if (c_.thread().stopping) {
     stopping_ = true;
     session_->shutdown();
   }
@@ -165,19 +144,19 @@ void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env,
 }
 
 void H2Conn::wait_read() {
-  if (reading_ || !session_ || c_.phase_ == Conn::Phase::closed) return;
+  if (reading_ || !session_ || c_.closed()) return;
   // Back-pressure: a peer that does not read what it asked for, or keeps more requests in the app than
   // it may have streams (reset streams whose app still runs count: CVE-2023-44487), is not read from.
-  if (writing_ || in_app_ >= c_.sh_.opt.h2_max_streams) return;
+  if (writing_ || in_app_ >= c_.shared().opt.h2_max_streams) return;
   reading_ = true;
   transport_->read_some(rbuf_.get(), read_size);
 }
 
 void H2Conn::on_read(error_code ec, std::size_t n) {
   reading_ = false;
-  if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
+  if (!session_ || c_.closed() || ec == asio::error::operation_aborted) return;
   if (ec) return c_.close_now();
-  c_.t_.now = Clock::now();
+  c_.thread().now = Clock::now();
   bool ok = receive(rbuf_.get(), n);
   pump();
   if (!ok) return finish();
@@ -197,7 +176,7 @@ bool H2Conn::receive(const char* data, std::size_t n) {
 // Produces frames and starts writing them (one write in flight); ends the connection when the session
 // is done and everything is written (not while it is receiving: the next pump() does that).
 void H2Conn::pump() {
-  if (!session_ || c_.phase_ == Conn::Phase::closed || writing_) return;
+  if (!session_ || c_.closed() || writing_) return;
   out_.clear();
   if (!prefix_.empty()) out_.swap(prefix_);  // the 101 of an upgrade goes first
   bool ok = session_->produce(out_, out_high);
@@ -213,9 +192,9 @@ void H2Conn::pump() {
 
 void H2Conn::on_written(error_code ec) {
   writing_ = false;
-  if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
+  if (!session_ || c_.closed() || ec == asio::error::operation_aborted) return;
   if (ec || finishing_) {
-    c_.link_.dead = c_.link_.dead || ec;
+    if (ec) c_.mark_dead();
     if (!ec) transport_->end();
     return c_.close_now();
   }
@@ -234,13 +213,13 @@ void H2Conn::update_deadline() {
   bool progress = session_->data_sent() != data_sent_;
   data_sent_ = session_->data_sent();
   if (blocked) {
-    if (!blocked_ || progress) c_.set_deadline(c_.sh_.opt.send_timeout);
+    if (!blocked_ || progress) c_.set_deadline(c_.shared().opt.send_timeout);
   } else if (session_->awaiting_request()) {
-    if (!pacing_) pace_.begin(c_.t_.now);
+    if (!pacing_) pace_.begin(c_.thread().now);
     pacing_ = true;
-    c_.deadline_ = pace_.deadline(c_.t_.now, c_.sh_.opt.body_timeout, c_.sh_.opt.body_min_rate);
+    c_.set_deadline_at(pace_.deadline(c_.thread().now, c_.shared().opt.body_timeout, c_.shared().opt.body_min_rate));
   } else if (session_->open_streams() == 0 && in_app_ == 0) {
-    c_.set_deadline(c_.sh_.opt.idle_timeout);
+    c_.set_deadline(c_.shared().opt.idle_timeout);
   } else {
     c_.clear_deadline();
   }
@@ -252,8 +231,8 @@ void H2Conn::on_timeout() {
   if (!session_) return c_.close_now();
   c_.clear_deadline();
   bool idle = session_->open_streams() == 0 && in_app_ == 0 && !writing_;
-  if (pacing_ && pace_.too_slow(c_.t_.now, c_.sh_.opt.body_timeout, c_.sh_.opt.body_min_rate))
-    log_error("HTTP/2 request bodies slower than " + std::to_string(c_.sh_.opt.body_min_rate) +
+  if (pacing_ && pace_.too_slow(c_.thread().now, c_.shared().opt.body_timeout, c_.shared().opt.body_min_rate))
+    log_error("HTTP/2 request bodies slower than " + std::to_string(c_.shared().opt.body_min_rate) +
               " bytes/s: connection closed");
   if (!idle) return c_.close_now();  // a stalled peer
   session_->shutdown();
@@ -275,7 +254,7 @@ void H2Conn::on_shutdown(bool hurry) {
 // The session has ended (or must): the connection closes (a write in flight is cut short: the peer has
 // had its GOAWAY unless it stopped reading).
 void H2Conn::finish() {
-  if (c_.phase_ == Conn::Phase::closed) return;
+  if (c_.closed()) return;
   if (writing_) {
     finishing_ = true;  // on_written closes once the last bytes are out
     return;
@@ -315,7 +294,7 @@ private:
 // connection with a hundred streams in flight reuses envs instead of making one for each stream past the
 // pool's. The spares are few (an env holds about 11 KiB) and go with the connection.
 std::unique_ptr<Env> H2Conn::acquire_env() {
-  if (spare_envs_.empty()) return c_.t_.acquire_env();
+  if (spare_envs_.empty()) return c_.thread().acquire_env();
   std::unique_ptr<Env> env = std::move(spare_envs_.back());
   spare_envs_.pop_back();
   return env;
@@ -323,7 +302,7 @@ std::unique_ptr<Env> H2Conn::acquire_env() {
 
 void H2Conn::release_env(std::unique_ptr<Env> env) {
   if (!env) return;
-  if (spare_envs_.size() >= spare_envs_max) return c_.t_.release_env(std::move(env));
+  if (spare_envs_.size() >= spare_envs_max) return c_.thread().release_env(std::move(env));
   env->clear();
   spare_envs_.push_back(std::move(env));
 }
@@ -335,14 +314,14 @@ void H2Conn::set_env(H2Request& req) {
   o.cleanup = &req.cleanup;
   o.informational = &req;
   if (req.websocket) o.websocket = &req;
-  set_server_env(env, c_.sh_, o, c_.peer_.https);
-  if (c_.tls_info_) {
+  set_server_env(env, c_.shared(), o, c_.peer().https);
+  if (c_.tls_info()) {
     // A copy the request shares: the env may outlive the connection (APP-4).
-    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info_);
+    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info());
     tls_info_->set_env(env);
     req.keep_tls = tls_info_;
   }
-  if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
+  if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.thread());
   req.interim = interim_;
 }
 
@@ -354,12 +333,12 @@ bool H2Conn::interim_here(std::int32_t id, int status, const Headers& headers) {
 
 void H2Conn::on_request(std::shared_ptr<H2Request> req) {
   set_env(*req);
-  if (!inside_mount(c_.sh_, *req->env)) {
+  if (!inside_mount(c_.shared(), *req->env)) {
     session_->respond(req->id, Response::error(404));
     return;
   }
   ++in_app_;
-  if (c_.sh_.app_on_pool()) run_pooled(req);
+  if (c_.shared().app_on_pool()) run_pooled(req);
   else run_inline(req);
 }
 
@@ -381,17 +360,17 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   int failed = 0;
   Response res;
   {
-    AppScope scope(c_.t_.fault_slot, &c_);
+    AppScope scope(c_.thread().fault_slot, &c_);
     req->in_app = true;
-    res = c_.call_app(*req->env, failed);
+    res = call_app(c_.shared(), *req->env, failed);
     req->in_app = false;
   }
   auto ws = taken_websocket(*req, res);
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     Delayed fn = std::move(*d);
-    auto responder = stream_responder(c_.weak_from_this(), c_.t_.mailbox, c_.sh_.opt.send_timeout, req);
-    RequestLog log(c_.sh_.errors, req->env.get());
-    AppScope scope(c_.t_.fault_slot, &c_);
+    auto responder = stream_responder(c_.weak_from_this(), c_.thread().mailbox, c_.shared().opt.send_timeout, req);
+    RequestLog log(c_.shared().errors, req->env.get());
+    AppScope scope(c_.thread().fault_slot, &c_);
     call_delayed(fn, std::move(responder), log);
     on_app_left();
     return;
@@ -406,14 +385,14 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
   req->escaped = true;
   auto job = [self = c_.shared_from_this(), req = req]() mutable {
     Conn* c = self.get();
-    Shared& sh = c->sh_;
+    Shared& sh = c->shared();
     int failed = 0;
     req->in_app = true;
-    Response res = c->call_app(*req->env, failed);
+    Response res = call_app(sh, *req->env, failed);
     req->in_app = false;
     auto ws = taken_websocket(*req, res);
     std::weak_ptr<Conn> wc = self;
-    std::shared_ptr<Mailbox> mailbox = c->t_.mailbox;
+    std::shared_ptr<Mailbox> mailbox = c->thread().mailbox;
     int status = res.status < 100 || res.status > 999 ? 500 : res.status;
     auto* stream = std::get_if<StreamPtr>(&res.body);
     bool pulled = stream && *stream && !req->head && !status_has_no_body(status);
@@ -448,7 +427,7 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
     };
     mailbox->post(release);
   };
-  if (!c_.sh_.pool->post(std::move(job))) {
+  if (!c_.shared().pool->post(std::move(job))) {
     on_app_left();
     session_->respond(req->id, Response::error(503, "server stopping"));
   }
@@ -496,96 +475,17 @@ void H2Conn::on_responder_dropped(std::int32_t id) {
 }
 
 void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool) {
-  Shared& sh = c_.sh_;
+  Shared& sh = c_.shared();
   sh.stats->record_response(status, body_bytes);
   if (!sh.access_log.enabled() || !req.env) return;
-  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes, std::time(nullptr)));
+  sh.access_log.write(combined_log_line(c_.peer().addr, *req.env, status, body_bytes, std::time(nullptr)));
 }
 
 void H2Conn::log_error(std::string_view what) {
   std::string line = "csgi: ";
   line += what;
   line += " (HTTP/2)";
-  c_.sh_.errors.write(line);
-}
-
-namespace {
-// RFC 4648 §5 (base64url), padding optional: the token68 of HTTP2-Settings. False on a bad character.
-bool base64url_decode(std::string_view in, std::string& out) {
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : in) {
-    int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26 : ch >= '0' && ch <= '9' ? ch - '0' + 52
-            : ch == '-' ? 62 : ch == '_' ? 63 : -1;
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return true;
-}
-
-// True when the comma-separated `list` holds `token` (case-insensitive).
-bool has_token(std::string_view list, std::string_view token) {
-  while (!list.empty()) {
-    auto comma = list.find(',');
-    if (iequals(trim_ows(list.substr(0, comma)), token)) return true;
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  return false;
-}
-}  // namespace
-
-// With h2c_upgrade on, HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a
-// body: answered 101, and the request is served as stream 1 of an HTTP/2 connection. Anything else is
-// served as HTTP/1.1. Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
-bool Conn::try_h2c_upgrade() {
-  if (!sh_.opt.h2c_upgrade || tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
-  Env& old = *env_;
-  if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
-      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||
-      sh_.opt.h2_max_streams == 0)
-    return false;
-  std::string settings;
-  if (!base64url_decode(trim_ows(old.get("HTTP_HTTP2_SETTINGS")), settings)) return false;
-  // The request's env again, copied out of the read buffer, as HTTP/2 has it (ENV-16).
-  auto env = t_.acquire_env();
-  for (const Env::Entry& e : old) {
-    if (!e.value.is_text() || e.key == "HTTP_UPGRADE" || e.key == "HTTP_CONNECTION" || e.key == "HTTP_HTTP2_SETTINGS" ||
-        e.key == "HTTP_KEEP_ALIVE" || e.key == "HTTP_TE")
-      continue;
-    env->set(e.key, e.value.text());
-  }
-  env->set(keys::SERVER_PROTOCOL, "HTTP/2");
-  bool head = req_.head;
-  std::string rest(in_.unparsed());
-  parser_.reset();
-  t_.release_env(std::move(env_));
-  req_.stage = Request::none;
-  phase_ = Phase::h2;
-  h2_ = std::make_unique<H2Conn>(*this);
-  h2_->start_upgraded(settings, std::move(env), head, rest, std::make_unique<PlainTransport>(socket_, weak_from_this()));
-  return true;
-}
-
-// Conn's side: the connection's first bytes were the HTTP/2 preface, or its TLS handshake chose h2.
-void Conn::start_h2() {
-  phase_ = Phase::h2;  // nothing HTTP/1 is ever written on this connection
-  std::unique_ptr<H2Transport> transport;
-  if (tls_) {
-    tls_connection_info();
-    transport = tls_h2_transport();
-  } else {
-    transport = std::make_unique<PlainTransport>(socket_, weak_from_this());
-  }
-  h2_ = std::make_unique<H2Conn>(*this, tls_ ? "https" : "http");
-  std::string_view initial = in_.unparsed();
-  in_.begin = in_.end = 0;
-  h2_->start(initial, std::move(transport));
+  c_.shared().errors.write(line);
 }
 
 }  // namespace csgi::standalone::detail

@@ -1,6 +1,8 @@
-// The server's env keys and the mount of every protocol's request (see request_env.hpp).
-#include "csgi/adapters/standalone/detail/exchange/request_env.hpp"
+// The server's env keys, the mount and the app call of every protocol's request (see request.hpp).
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
 
+#include "csgi/adapters/standalone/detail/exchange/inline_watch.hpp"
+#include "csgi/core/app_failure.hpp"
 #include "csgi/core/keys.hpp"
 
 namespace csgi::standalone::detail {
@@ -33,6 +35,25 @@ void set_server_env(Env& env, const Shared& sh, const RequestObjects& o, bool ht
 
 bool inside_mount(const Shared& sh, const Env& env) noexcept {
   return sh.opt.script_name.empty() || !env.get(keys::SCRIPT_NAME).empty();
+}
+
+Response call_app(const Shared& sh, Env& env, int& failed) noexcept {
+  try {
+    // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
+    InlineWatch::Call watch(sh.inline_watch && sh.inline_watch->inline_now() ? sh.inline_watch : nullptr);
+    return sh.app(env);
+  } catch (...) {
+    try {
+      Response res = app_failure_response(env, std::current_exception());
+      failed = res.status;
+      return res;
+    } catch (...) {  // building the answer failed too (out of memory)
+    }
+  }
+  failed = 500;
+  Response res;
+  res.status = 500;
+  return res;
 }
 
 }  // namespace csgi::standalone::detail

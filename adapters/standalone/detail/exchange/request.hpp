@@ -1,6 +1,6 @@
 #pragma once
-// What every protocol's request shares before the app runs: the env keys the server sets (the same on
-// HTTP/1 and HTTP/2), and whether the request is inside the server's mount.
+// What every protocol's request shares up to the app's answer: the env keys the server sets (the same on
+// HTTP/1 and HTTP/2), whether the request is inside the server's mount, and the app call.
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/extensions.hpp"
@@ -25,5 +25,10 @@ void set_server_env(Env& env, const Shared& sh, const RequestObjects& objects, b
 /// False when the server is mounted under a prefix (--script-name) and the request is outside it: the
 /// answer is 404, and the app is not called.
 bool inside_mount(const Shared& sh, const Env& env) noexcept;
+
+/// Calls the app on this thread (an io thread, or a pool thread: then only `env` and the shared state
+/// are touched). An exception becomes the response app_failure_response() gives (logged where the
+/// server is at fault); `failed` is its status (0 when the app returned).
+Response call_app(const Shared& sh, Env& env, int& failed) noexcept;
 
 }  // namespace csgi::standalone::detail
