@@ -2,6 +2,8 @@
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
 
 #include "csgi/adapters/standalone/detail/exchange/inline_watch.hpp"
+#include "csgi/adapters/standalone/detail/process/recycle.hpp"
+#include "csgi/core/access_log_line.hpp"
 #include "csgi/core/app_failure.hpp"
 #include "csgi/core/keys.hpp"
 
@@ -54,6 +56,21 @@ Response call_app(const Shared& sh, Env& env, int& failed) noexcept {
   Response res;
   res.status = 500;
   return res;
+}
+
+void response_done(const Shared& sh, const char* client_addr, const Env* env, int status,
+                   std::uint64_t body_bytes) noexcept {
+  sh.stats->record_response(status, body_bytes);
+  try {
+    if (env) log_access(sh, client_addr, *env, status, body_bytes);
+  } catch (...) {  // no memory for the line
+  }
+  if (sh.recycler) sh.recycler->after_request();
+}
+
+void log_access(const Shared& sh, const char* client_addr, const Env& env, int status, std::uint64_t body_bytes) {
+  if (!sh.access_log.enabled()) return;
+  sh.access_log.write(combined_log_line(client_addr, env, status, body_bytes, std::time(nullptr)));
 }
 
 }  // namespace csgi::standalone::detail

@@ -1,6 +1,7 @@
 #pragma once
-// What every protocol's request shares up to the app's answer: the env keys the server sets (the same on
-// HTTP/1 and HTTP/2), whether the request is inside the server's mount, and the app call.
+// What every protocol's request shares from its env to the end of its response: the env keys the server
+// sets (the same on HTTP/1 and HTTP/2), whether the request is inside the server's mount, the app call,
+// and the end: the stats, the access log and --max-requests.
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/extensions.hpp"
@@ -30,5 +31,13 @@ bool inside_mount(const Shared& sh, const Env& env) noexcept;
 /// are touched). An exception becomes the response app_failure_response() gives (logged where the
 /// server is at fault); `failed` is its status (0 when the app returned).
 Response call_app(const Shared& sh, Env& env, int& failed) noexcept;
+
+/// A request's response ended (complete, or cut short by the connection with `body_bytes` sent): counted
+/// in the server's stats and toward the worker's --max-requests, and written to the access log.
+void response_done(const Shared& sh, const char* client_addr, const Env* env, int status,
+                   std::uint64_t body_bytes) noexcept;
+
+/// The access log's line of a request (nothing when there is no access log).
+void log_access(const Shared& sh, const char* client_addr, const Env& env, int status, std::uint64_t body_bytes);
 
 }  // namespace csgi::standalone::detail

@@ -279,7 +279,6 @@ private:
   void finish_response();
   void end_request();
   void settle_request_body();
-  void log_access();
   void log_cut_short() noexcept;
   void log_error(std::string_view what);
 

@@ -1,6 +1,5 @@
 // The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
-#include "csgi/adapters/standalone/detail/process/recycle.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -364,9 +363,7 @@ void Conn::finish_response() {
 void Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
-  sh_.stats->record_response(req_.status, req_.sent_body);
-  log_access();
-  if (sh_.recycler) sh_.recycler->after_request();
+  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();
@@ -412,16 +409,7 @@ void Conn::log_error(std::string_view what) {
 // with the body bytes it got, as the complete ones are.
 void Conn::log_cut_short() noexcept {
   if (body_.file) req_.sent_body -= body_.file_left;
-  try {
-    sh_.stats->record_response(req_.status, req_.sent_body);
-    log_access();
-  } catch (...) {
-  }
-}
-
-void Conn::log_access() {
-  if (!sh_.access_log.enabled() || !env_) return;
-  sh_.access_log.write(combined_log_line(peer_.addr, *env_, req_.status, req_.sent_body, std::time(nullptr)));
+  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
 }
 
 // Output.

@@ -475,10 +475,7 @@ void H2Conn::on_responder_dropped(std::int32_t id) {
 }
 
 void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool) {
-  Shared& sh = c_.shared();
-  sh.stats->record_response(status, body_bytes);
-  if (!sh.access_log.enabled() || !req.env) return;
-  sh.access_log.write(combined_log_line(c_.peer().addr, *req.env, status, body_bytes, std::time(nullptr)));
+  response_done(c_.shared(), c_.peer().addr, req.env.get(), status, body_bytes);
 }
 
 void H2Conn::log_error(std::string_view what) {
