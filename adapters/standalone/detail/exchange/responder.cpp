@@ -2,12 +2,6 @@
 // app's pool (see responder.hpp).
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <stdexcept>
 
 #include "csgi/core/keys.hpp"
@@ -219,47 +213,6 @@ std::shared_ptr<ResponderImpl> make_responder(std::shared_ptr<ResponseRoute> rou
                                               std::chrono::milliseconds send_timeout,
                                               std::shared_ptr<RequestKeeper> keeper) {
   return std::make_shared<ExchangeResponder>(std::move(route), std::move(mailbox), send_timeout, std::move(keeper));
-}
-
-std::optional<std::uint64_t> declared_length(const Headers& headers) noexcept {
-  if (const HeaderBlock* b = headers.sealed(); b && b->wire_ok) return b->content_length;
-  auto cl = headers.get("content-length");
-  if (!cl || cl->empty()) return std::nullopt;
-  std::uint64_t v = 0;
-  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
-  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
-  return v;
-}
-
-FileSpan open_file_body(const FileBody& f) {
-  FileSpan span;
-  span.file = f.file;
-  if (!span.file) {
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int e = errno;
-      span.status = e == ENOENT ? 404 : e == EACCES ? 403 : 500;
-      return span;
-    }
-    span.file = std::make_shared<FileHandle>(fd);
-  }
-  struct stat st {};
-  if (::fstat(span.file->fd(), &st) != 0) {
-    span.file.reset();
-    span.status = 500;
-    return span;
-  }
-  std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  span.offset = std::min(f.offset, size);
-  span.length = f.length == FileBody::npos ? size - span.offset : std::min(f.length, size - span.offset);
-  return span;
-}
-
-void check_complete_length(const Headers& headers, std::uint64_t length, ExchangeLog& log) {
-  auto d = declared_length(headers);
-  if (!d || *d == length) return;
-  log.error("the app's Content-Length (" + std::to_string(*d) + ") differs from its body's length (" +
-            std::to_string(length) + "); the body's length was sent (ADP-13)");
 }
 
 Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept {

@@ -113,27 +113,24 @@ std::shared_ptr<ResponderImpl> make_responder(std::shared_ptr<ResponseRoute> rou
                                               std::chrono::milliseconds send_timeout,
                                               std::shared_ptr<RequestKeeper> keeper);
 
-/// The Content-Length the app declared, when it is one well-formed number.
-std::optional<std::uint64_t> declared_length(const Headers& headers) noexcept;
-
-/// A file body opened for sending: the handle and the span of it to send, or the status to answer
-/// instead (404, 403 or 500: the file cannot be opened or read).
-struct FileSpan {
-  std::shared_ptr<FileHandle> file;
-  std::uint64_t offset = 0, length = 0;
-  int status = 0;
-};
-FileSpan open_file_body(const FileBody& f);
-
 /// The trailer fields of a pull stream that ended (RES-15). When trailers() throws, none: `error` says
 /// why, for the caller's log (the body ends without them).
 Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept;
 
-/// Where the pieces below report: csgi.errors with the request's line, as the protocol writes it.
+struct FaultSlot;
+class Conn;
+
+/// Where the pieces below report (csgi.errors with the request's line, as the protocol writes it), and
+/// the fault scope they call app code in (crash containment in a prefork worker; none by default).
 class ExchangeLog {
 public:
   virtual ~ExchangeLog() = default;
   virtual void error(std::string_view what) noexcept = 0;
+  struct FaultScope {
+    FaultSlot* slot = nullptr;
+    Conn* conn = nullptr;
+  };
+  virtual FaultScope fault_scope() const noexcept { return {}; }
 };
 
 /// csgi.errors lines about one request: `csgi: <what> ("<METHOD> <URI> <PROTOCOL>")`, the request's line
@@ -147,10 +144,6 @@ private:
   ErrorStream* errors_;
   std::string line_;
 };
-
-/// A complete body is framed by its real length; a Content-Length the app gave that says otherwise is
-/// logged (ADP-13).
-void check_complete_length(const Headers& headers, std::uint64_t length, ExchangeLog& log);
 
 /// Calls a delayed response's callable with its Responder; an exception is logged (the Responder,
 /// dropped unanswered, answers 500).

@@ -39,6 +39,7 @@
 
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
+#include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 #include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
@@ -265,11 +266,7 @@ private:
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
   void write_fields(const Headers& headers, bool upgrade, bool& has_date);
   void start_body(Response& res);
-  void send_text(std::string& s, int status, const Headers& headers);
-  void send_bytes(const SharedBytes& b, int status, const Headers& headers);
-  void start_stream(StreamPtr stream, int status, Headers& headers);
   void drop_stream() noexcept;
-  void send_file(FileBody& f, int status, Headers& headers);
   void pump_file();
   void pump_stream();
   void end_stream();
@@ -319,8 +316,22 @@ private:
     Conn* c;
     explicit Log(Conn* conn) : c(conn) {}
     void error(std::string_view what) noexcept override;
+    FaultScope fault_scope() const noexcept override;
   };
   Log log_{this};
+
+  // Where the exchange hands a response (drive_response): written as HTTP/1 bytes (respond.cpp).
+  struct Sink final : ResponseSink {
+    Conn* c;
+    explicit Sink(Conn* conn) : c(conn) {}
+    void head_only(int status, Headers& headers, std::optional<std::uint64_t> length) override;
+    void text(int status, Headers& headers, std::string& body) override;
+    void bytes(int status, Headers& headers, const SharedBytes& body) override;
+    void file(int status, Headers& headers, FileSpan span) override;
+    void stream(int status, Headers& headers, StreamPtr stream, std::string first,
+                std::optional<std::uint64_t> declared) override;
+    void trailers_only(int status, Headers& headers, Headers trailers) override;
+  };
 
   ConnNode node_;
   IoThread& t_;

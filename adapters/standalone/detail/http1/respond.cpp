@@ -97,95 +97,67 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append("\r\n");
 }
 
-// Starts the response's body by its kind.
+// The response's body, resolved by the exchange (response_body.hpp), written as HTTP/1 bytes.
 void Conn::start_body(Response& res) {
-  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-  if (auto* s = std::get_if<std::string>(&res.body)) return send_text(*s, status, res.headers);
-  if (auto* b = std::get_if<SharedBytes>(&res.body)) return send_bytes(*b, status, res.headers);
-  if (auto* f = std::get_if<FileBody>(&res.body)) return send_file(*f, status, res.headers);
-  if (auto* sp = std::get_if<StreamPtr>(&res.body)) return start_stream(std::move(*sp), status, res.headers);
-  // A Delayed body handed to respond(): refuse it.
-  write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
-  finish_response();
+  Sink sink(this);
+  drive_response(res, req_.head, !req_.http10, sink, log_);
 }
 
-void Conn::send_text(std::string& s, int status, const Headers& headers) {
-  bool no_body = status_has_no_body(status);
-  std::optional<std::uint64_t> len = s.size();
-  // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
-  auto d = req_.head && s.empty() ? declared_length(headers) : std::nullopt;
-  if (d) len = d;
-  else if (!no_body && !req_.head) check_complete_length(headers, s.size(), log_);
-  write_head(status, headers, no_body ? std::nullopt : len, false);
-  if (!req_.head && !no_body && !s.empty()) {
-    req_.sent_body = s.size();
-    if (s.size() <= inline_body_max) {
-      out_.append(s);
-    } else {
-      auto keep = std::make_shared<std::string>(std::move(s));
-      out_.ext.push_back({out_.size(), *keep, keep});
-    }
-  }
-  finish_response();
+void Conn::Sink::head_only(int status, Headers& headers, std::optional<std::uint64_t> length) {
+  c->write_head(status, headers, length, false);
+  c->finish_response();
 }
 
-void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) {
-  bool no_body = status_has_no_body(status);
-  std::size_t n = b ? b->size() : 0;
-  if (!no_body && !req_.head) check_complete_length(headers, n, log_);
-  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
-  if (!req_.head && !no_body && n > 0) {
-    req_.sent_body = n;
-    if (n <= 2048)
-      out_.append(*b);
-    else
-      out_.ext.push_back({out_.size(), std::string_view(*b), b});
+void Conn::Sink::text(int status, Headers& headers, std::string& body) {
+  c->write_head(status, headers, body.size(), false);
+  c->req_.sent_body = body.size();
+  if (body.size() <= inline_body_max) {
+    c->out_.append(body);
+  } else {
+    auto keep = std::make_shared<std::string>(std::move(body));
+    c->out_.ext.push_back({c->out_.size(), *keep, keep});
   }
-  finish_response();
+  c->finish_response();
 }
 
-// A pull stream: the head waits for the first non-empty chunk (PEP 3333; ADP-5), so that an exception
-// before it is a 500; then pump_stream writes the chunks as the socket takes them.
-void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
-  body_.stream = std::move(stream);
-  bool no_body = status_has_no_body(status);
-  std::optional<std::uint64_t> declared = declared_length(headers);
-  if (no_body || req_.head || !body_.stream) {
-    write_head(status, headers, no_body ? std::nullopt : declared, false);
-    if (body_.stream) drop_stream();
-    finish_response();
-    return;
-  }
-  std::string first;
-  int got;
-  {
-    AppScope scope(t_.fault_slot, this);
-    got = first_chunk(*body_.stream, first, log_);
-  }
-  bool threw = got < 0;
-  if (got <= 0) {
-    // Ended (or failed) before any byte: close it, then answer as a complete response; with trailers
-    // (trailers-only) on HTTP/1.1 and no Content-Length, as an empty chunked body that carries them.
-    Headers trailers;
-    if (!threw && !declared && !req_.http10) trailers = pull_trailers();
-    drop_stream();
-    if (!trailers.empty()) {
-      write_head(status, headers, std::nullopt, true);
-      append_last_chunk(out_.buf, trailers);
-      finish_response();
-      return;
-    }
-    Response done = threw ? Response::error(500) : Response{status, std::move(headers), std::string()};
-    start_body(done);
-    return;
-  }
-  body_.framing = declared ? Framing::counted : req_.http10 ? Framing::until_close : Framing::chunked;
-  if (body_.framing == Framing::until_close) req_.keep_alive = false;
-  write_head(status, headers, declared, body_.framing == Framing::chunked);
-  body_.declared = body_.left = declared.value_or(0);
-  phase_ = Phase::stream;
-  if (append_counted(first)) pump_stream();
-  else end_stream();
+void Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
+  c->write_head(status, headers, body->size(), false);
+  c->req_.sent_body = body->size();
+  if (body->size() <= 2048) c->out_.append(*body);
+  else c->out_.ext.push_back({c->out_.size(), std::string_view(*body), body});
+  c->finish_response();
+}
+
+void Conn::Sink::file(int status, Headers& headers, FileSpan span) {
+  c->write_head(status, headers, span.length, false);
+  c->body_.file = std::move(span.file);
+  c->body_.file_off = span.offset;
+  c->body_.file_left = span.length;
+  c->req_.sent_body = span.length;
+  c->phase_ = Phase::file;
+  c->pump_file();
+}
+
+// A pull stream past its first chunk: framed by the app's Content-Length (counted, ADP-13), chunked, or
+// (HTTP/1.0) ended by closing; pump_stream writes the chunks as the socket takes them.
+void Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
+                        std::optional<std::uint64_t> declared) {
+  BodySource& body = c->body_;
+  body.stream = std::move(stream);
+  body.framing = declared ? Framing::counted : c->req_.http10 ? Framing::until_close : Framing::chunked;
+  if (body.framing == Framing::until_close) c->req_.keep_alive = false;
+  c->write_head(status, headers, declared, body.framing == Framing::chunked);
+  body.declared = body.left = declared.value_or(0);
+  c->phase_ = Phase::stream;
+  if (c->append_counted(first)) c->pump_stream();
+  else c->end_stream();
+}
+
+// Trailers only: an empty chunked body that carries them.
+void Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers) {
+  c->write_head(status, headers, std::nullopt, true);
+  append_last_chunk(c->out_.buf, trailers);
+  c->finish_response();
 }
 
 // Closes the pull stream (a close() that throws is logged) and lets it go.
@@ -194,29 +166,6 @@ void Conn::drop_stream() noexcept {
   body_.stream.reset();
 }
 
-void Conn::send_file(FileBody& f, int status, Headers& headers) {
-  FileSpan span = open_file_body(f);
-  if (span.status) {
-    write_head(span.status, Headers{{"Content-Type", "text/plain"}}, 0, false);
-    finish_response();
-    return;
-  }
-  std::shared_ptr<FileHandle> fh = std::move(span.file);
-  std::uint64_t off = span.offset, len = span.length;
-  if (!status_has_no_body(status) && !req_.head) check_complete_length(headers, len, log_);
-  bool no_body = status_has_no_body(status);
-  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
-  if (req_.head || no_body || len == 0) {
-    finish_response();
-    return;
-  }
-  body_.file = std::move(fh);
-  body_.file_off = off;
-  body_.file_left = len;
-  req_.sent_body = len;
-  phase_ = Phase::file;
-  pump_file();
-}
 
 // Sends the head (if any) then the file with sendfile(2), as far as the socket takes it. The head goes
 // with MSG_MORE (flush), so it waits in the socket and fills the first segment with the file's first
@@ -382,6 +331,8 @@ void Conn::settle_request_body() {
   parser_.reset();
   body_in_.reset();
 }
+
+ExchangeLog::FaultScope Conn::Log::fault_scope() const noexcept { return {c->t_.fault_slot, c}; }
 
 void Conn::Log::error(std::string_view what) noexcept {
   try {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_stream.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"
@@ -17,7 +18,6 @@
 namespace csgi::standalone::detail {
 
 using h2::connection_specific;
-using h2::parse_length;
 
 void H2Session::refuse(Stream& s, int status, std::string_view why) {
   respond(s.id, Response::error(status, std::string(why)));
@@ -96,75 +96,61 @@ bool H2Session::submit_trailers(Stream& s) {
   return nghttp2_submit_trailer(ng_, s.id, nva.data(), nva.size()) == 0;
 }
 
-void H2Session::respond(std::int32_t id, Response res) {
-  Stream* sp = find(id);
-  if (!sp || sp->responded) return;
-  Stream& s = *sp;
-  int status = res.status < 200 || res.status > 999 ? 500 : res.status;
-  if (status != res.status) host_.log_error("final response status " + std::to_string(res.status) + " is not one; 500 sent");
-  bool no_body = status_has_no_body(status) || s.req->head;
-  std::uint64_t n = 0;
-  bool has_length = !status_has_no_body(status);
-  if (auto* str = std::get_if<std::string>(&res.body)) {
-    n = str->size();
-    // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
-    if (s.req->head && str->empty()) n = declared_length(res.headers).value_or(0);
-    if (!no_body && n > 0) {
-      s.out = std::move(*str);
-      s.view = s.out;
-      s.src = Stream::Src::view;
-    }
-  } else if (auto* b = std::get_if<SharedBytes>(&res.body)) {
-    n = *b ? (*b)->size() : 0;
-    if (!no_body && n > 0) {
-      s.view = **b;
-      s.keep = *b;
-      s.src = Stream::Src::view;
-    }
-  } else if (auto* f = std::get_if<FileBody>(&res.body)) {
-    FileSpan span = open_file_body(*f);
-    if (span.status) return respond(id, Response::error(span.status));
-    n = span.length;
-    if (!no_body && n > 0) {
-      s.file = std::move(span.file);
-      s.file_off = span.offset;
-      s.file_left = n;
-      s.src = Stream::Src::file;
-    }
-  } else if (auto* sp2 = std::get_if<StreamPtr>(&res.body)) {
-    StreamPtr stream = std::move(*sp2);
-    std::optional<std::uint64_t> d = declared_length(res.headers);
-    std::uint64_t dl = d.value_or(0);
-    if (no_body || !stream) {
-      if (stream) detail::close_stream(*stream, log_);
-      return submit(s, status, res.headers, false, d && has_length ? &dl : nullptr);
-    }
-    // ADP-5: the head waits for the first non-empty chunk; an exception before it is a 500.
-    std::string first;
-    int got = first_chunk(*stream, first, log_);
-    if (got <= 0) {
-      Headers trailers;
-      if (got == 0) trailers = stream_trailers(*stream, log_);
-      detail::close_stream(*stream, log_);
-      if (got < 0) return respond(id, Response::error(500));
-      if (trailers.empty()) return respond(id, Response{status, std::move(res.headers), std::string()});
-      // Trailers-only: an empty data source, whose end submits the trailing HEADERS that ends the stream.
-      s.trailers = std::move(trailers);
-      s.src = Stream::Src::view;
-      std::uint64_t zero = 0;
-      return submit(s, status, res.headers, true, &zero);
-    }
+// Where the exchange hands a stream's response (drive_response): its head submitted, its body set as the
+// stream's data source.
+struct H2Session::StreamSink final : ResponseSink {
+  H2Session& h;
+  Stream& s;
+  StreamSink(H2Session& session, Stream& stream) : h(session), s(stream) {}
+  void head_only(int status, Headers& headers, std::optional<std::uint64_t> length) override {
+    std::uint64_t n = length.value_or(0);
+    h.submit(s, status, headers, false, length ? &n : nullptr);
+  }
+  void text(int status, Headers& headers, std::string& body) override {
+    s.out = std::move(body);
+    s.view = s.out;
+    s.src = Stream::Src::view;
+    std::uint64_t n = s.out.size();
+    h.submit(s, status, headers, true, &n);
+  }
+  void bytes(int status, Headers& headers, const SharedBytes& body) override {
+    s.view = *body;
+    s.keep = body;
+    s.src = Stream::Src::view;
+    std::uint64_t n = body->size();
+    h.submit(s, status, headers, true, &n);
+  }
+  void file(int status, Headers& headers, FileSpan span) override {
+    s.file = std::move(span.file);
+    s.file_off = span.offset;
+    s.file_left = span.length;
+    s.src = Stream::Src::file;
+    h.submit(s, status, headers, true, &span.length);
+  }
+  void stream(int status, Headers& headers, StreamPtr stream, std::string first,
+              std::optional<std::uint64_t> declared) override {
     s.pull = std::move(stream);
     s.out = std::move(first);
     s.out_pos = 0;
     s.src = Stream::Src::pull;
-    s.declared = d;
-    return submit(s, status, res.headers, true, d ? &dl : nullptr);
-  } else {
-    return respond(id, Response::error(500));
+    s.declared = declared;
+    std::uint64_t n = declared.value_or(0);
+    h.submit(s, status, headers, true, declared ? &n : nullptr);
   }
-  if (!s.req->head && !no_body) check_complete_length(res.headers, n, log_);
-  submit(s, status, res.headers, !no_body && n > 0, has_length ? &n : nullptr);
+  // Trailers only: an empty data source, whose end submits the trailing HEADERS that ends the stream.
+  void trailers_only(int status, Headers& headers, Headers trailers) override {
+    s.trailers = std::move(trailers);
+    s.src = Stream::Src::view;
+    std::uint64_t zero = 0;
+    h.submit(s, status, headers, true, &zero);
+  }
+};
+
+void H2Session::respond(std::int32_t id, Response res) {
+  Stream* s = find(id);
+  if (!s || s->responded) return;
+  StreamSink sink(*this, *s);
+  drive_response(res, s->req->head, true, sink, log_);
 }
 
 void H2Session::start_writer(std::int32_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w) {

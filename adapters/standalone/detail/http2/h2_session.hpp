@@ -161,6 +161,7 @@ public:
 
 private:
   friend struct H2Callbacks;
+  struct StreamSink;
   Stream* find(std::int32_t id) const;
   using StreamMap = std::unordered_map<std::int32_t, std::unique_ptr<Stream>>;
   Stream* heading(nghttp2_session* ng, std::int32_t id) const;
