@@ -8,7 +8,7 @@
 # the servers make about the same calls per request, and CPU time per request in the other suites
 # includes it.
 # Called by scripts/bench.sh as `bash instructions.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/instructions.md.
-# BENCH_QUICK=1: fewer requests.
+# BENCH_QUICK=1: fewer requests. INSTR_SERVERS="csgi": count only those servers (e.g. two builds of csgi).
 set -euo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -130,7 +130,7 @@ count() {
 results="$tmp/results.tsv"
 : > "$results"
 for path in /hello /1k.html h2:/hello; do
-  for name in csgi nginx h2o; do
+  for name in ${INSTR_SERVERS:-csgi nginx h2o}; do
     a=$(count "$name" "$path" "$n1")
     b=$(count "$name" "$path" "$n2")
     printf '%s\t%s\t%s\t%s\n' "$path" "$name" "$a" "$b" >> "$results"

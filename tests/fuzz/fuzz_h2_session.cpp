@@ -82,7 +82,7 @@ void answer(H2Session& s, H2Request& req) {
       break;
     case 2: s.respond(id, Response{200, {}, StreamPtr(std::make_shared<Chunks>())}); break;
     case 3: {
-      auto w = std::make_shared<H2WriterState>();
+      auto w = std::make_shared<WriterState>();
       w->pending = std::string(20000, 'w');
       w->closed = true;
       s.start_writer(id, 200, {{"Transfer-Encoding", "chunked"}}, w);

@@ -2,7 +2,8 @@
 """Worker recycling and the request timeout of `csgi serve --workers N`, on real sockets:
   * --max-requests with --max-requests-jitter under load (wrk, and a bounded Python load loop that checks
     every response): 0 failed requests across many recycles, each recycle in the error log and in
-    csgi_worker_restarts_total{cause="max_requests"}, each worker's limit within N…N+J;
+    csgi_worker_restarts_total{cause="max_requests"}, each worker's limit within N…N+J; HTTP/2 requests
+    count toward the limit as HTTP/1 ones do;
   * --max-worker-memory: a worker past the ceiling after a request is replaced (cause "memory");
   * --request-timeout: a sleeping request is answered 504 in about the timeout, a concurrent request is
     answered by the other worker, the error log has the app thread's stack, the worker pid changes; the
@@ -196,6 +197,28 @@ try:
           'csgi_worker_restarts_total{cause="max_requests"} counts the recycles (%s)' % restarts)
     check(workers == 2, "after the load only the 2 current workers are left (%s)" % workers)
     check("died" not in log, "no worker died while recycling")
+
+    # Requests over HTTP/2 count toward --max-requests as HTTP/1 ones do: 12 h2c requests (prior knowledge,
+    # one connection each) through a worker whose limit is 10 recycle it.
+    err = os.path.join(tmp, "recycle-h2.log")
+    p, port = start("--workers", "1", "--max-requests", "10", "--error-log", err)
+    try:
+        answered = 0
+        for _ in range(12):
+            r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
+                                "--http2-prior-knowledge", "http://127.0.0.1:%d/hello" % port],
+                               capture_output=True, text=True, timeout=20)
+            answered += r.stdout == "200 2"
+        for _ in range(100):
+            if "exited (recycled: max_requests)" in read(err):
+                break
+            time.sleep(0.1)
+    finally:
+        stop(p)
+    log = read(err)
+    check(answered == 12, "12 HTTP/2 requests answered over h2c (%d)" % answered)
+    check(re.search(r"answered \d+ requests \(--max-requests: its limit is 10\)", log) is not None,
+          "HTTP/2 requests count toward --max-requests: the worker is recycled")
 
     # Memory ceiling: 64 MiB above what a worker holds once it has served a request (a sanitizer build
     # starts near 64 MiB); /grow?100 pushes the worker past it; it is replaced (cause "memory").

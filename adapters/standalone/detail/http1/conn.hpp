@@ -37,6 +37,9 @@
 #include <mutex>
 #include <optional>
 
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
+#include "csgi/adapters/standalone/detail/exchange/responder.hpp"
+#include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 #include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
@@ -60,8 +63,6 @@ using boost::system::error_code;
 inline constexpr std::size_t initial_buffer = 4096;
 inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
-inline constexpr std::size_t writer_high_water = 1 << 20;     // a streaming Writer off the io thread waits above this
-inline constexpr std::size_t writer_low_water = 256 * 1024;
 
 inline void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -88,18 +89,6 @@ inline void append_body(std::string& out, std::string_view data, bool chunked) {
 /// Ends a chunked body: the last chunk, the sendable trailer fields (ADP-17), the empty line (respond.cpp).
 void append_last_chunk(std::string& out, const Headers& trailers);
 
-/// The Content-Length the app declared, when it is one well-formed number.
-inline std::optional<std::uint64_t> declared_length(const Headers& headers) {
-  if (const HeaderBlock* b = headers.sealed(); b && b->wire_ok) return b->content_length;
-  auto cl = headers.get("content-length");
-  if (!cl) return std::nullopt;
-  std::uint64_t v = 0;
-  auto r = std::from_chars(cl->data(), cl->data() + cl->size(), v);
-  if (r.ec != std::errc() || r.ptr != cl->data() + cl->size()) return std::nullopt;
-  return v;
-}
-
-struct WriterState;
 
 /// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
 /// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
@@ -131,22 +120,6 @@ struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
   bool upgrade(websocket::Handler) override { return false; }
 };
 
-/// Where a delayed response's Responder, and its Writer, keep the request of a connection that closed
-/// before the response was complete. finish() ends that: the held request is destroyed, and a
-/// connection that closes afterwards tears its env down itself.
-struct RequestKeeper {
-  std::mutex mu;
-  bool complete = false;
-  std::unique_ptr<HeldRequest> held;
-  void finish() noexcept {
-    std::unique_ptr<HeldRequest> h;
-    {
-      std::lock_guard lock(mu);
-      complete = true;
-      h = std::move(held);
-    }
-  }
-};
 
 class Conn final : public std::enable_shared_from_this<Conn>,
                    public Hijack,
@@ -182,7 +155,7 @@ public:
     log_error("500: the delayed response's Responder was dropped without an answer (ADP-11)");
     on_delayed(Response::error(500));
   }
-  void on_writer_start(std::shared_ptr<WriterState> st, int status, Headers headers);
+  void on_writer_start(const std::shared_ptr<WriterState>& st, int status, Headers headers);
   void on_writer_flush(const std::shared_ptr<WriterState>& st);
 
   // The app on the pool (--app-threads; pooled.cpp).
@@ -191,11 +164,33 @@ public:
   void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
 
   bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
+
+  // The transport, for the codec that speaks HTTP/2 on it (H2Conn) and its WebSocket sessions.
+  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
+  // proxy's destination port, else the listener's, and TLS to the proxy).
+  struct Peer {
+    char addr[48] = {0};
+    char port[8] = {0};
+    char server_port[8] = {0};
+    bool https = false;
+    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
+  };
+  Shared& shared() const noexcept { return sh_; }
+  IoThread& thread() const noexcept { return t_; }
+  const Peer& peer() const noexcept { return peer_; }
+  const ListenSocket& listener() const noexcept { return listener_; }
+  const TlsInfo* tls_info() const noexcept { return tls_info_.get(); }
+  bool closed() const noexcept { return phase_ == Phase::closed; }
+  /// A write failed: the client is gone.
+  void mark_dead() noexcept { link_.dead = true; }
+  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
+  void set_deadline_at(Clock::time_point at) { deadline_ = at; }
+  void clear_deadline() { deadline_ = {}; }
+  void close_now();
   /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
   H2Conn* h2() noexcept { return h2_.get(); }
 
 private:
-  friend class H2Conn;
   // What the connection is doing; each event handler looks here first.
   enum class Phase {
     proxy,       // reading a PROXY header (proxy_header.cpp)
@@ -246,7 +241,6 @@ private:
   bool try_h2c_upgrade();
   void request_ready();
   void set_connection_env(Env& env);
-  Response call_app(Env& env, int& failed);
   void after_app(Response&& res, int failed);
   void reject(int status, std::string_view why);
   bool send_interim(int status, const Headers& headers);
@@ -260,46 +254,31 @@ private:
   void post_done(std::shared_ptr<Conn> self, Response r, int failed);
   void release_on_io(std::shared_ptr<Conn> self);
   std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
-  void pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what);
-  void pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what);
-  int pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what);
-  bool pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what);
-  void close_pool_stream(const StreamPtr& stream) noexcept;
   void run_on_io(const std::function<void()>& f);
   bool wait_call(PoolCall& c);
   void pooled_timeout();
 
-  // A streaming Writer's turn on the io thread (delayed.cpp): what it found under the writer's lock.
-  struct WriterTurn {
-    bool fin = false, aborted = false;
-    std::uint64_t declared = 0, left = 0, overrun = 0;
-  };
-  WriterTurn take_writer_bytes(WriterState& st);
+  // Delayed responses (delayed.cpp): this connection as their route.
+  std::shared_ptr<ResponderImpl> delayed_responder(const std::shared_ptr<Conn>& self,
+                                                   std::shared_ptr<RequestKeeper> keeper);
   void writer_failed(bool aborted);
-  void end_writer(const WriterTurn& turn);
+  void end_writer(const WriterState::Turn& turn);
 
   // Responding.
   void handle(Response&& res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
   void write_fields(const Headers& headers, bool upgrade, bool& has_date);
   void start_body(Response& res);
-  void send_text(std::string& s, int status, const Headers& headers);
-  void send_bytes(const SharedBytes& b, int status, const Headers& headers);
-  void start_stream(StreamPtr stream, int status, Headers& headers);
-  bool first_chunk(std::string& first, bool& threw);
-  void close_stream() noexcept;
-  void send_file(FileBody& f, int status, Headers& headers);
+  void drop_stream() noexcept;
   void pump_file();
   void pump_stream();
   void end_stream();
-  Headers stream_trailers();
+  Headers pull_trailers();
   bool append_counted(std::string_view chunk);
-  void check_complete_length(const Headers& headers, std::uint64_t length);
   void log_length_error(std::uint64_t declared, std::uint64_t produced, bool over);
   void finish_response();
   void end_request();
   void settle_request_body();
-  void log_access();
   void log_cut_short() noexcept;
   void log_error(std::string_view what);
 
@@ -308,7 +287,6 @@ private:
   void wait_write();
   void on_writable(error_code ec);
   void after_flush();
-  void close_now();
   void set_idle(bool idle) noexcept {
     if (idle == link_.idle) return;
     link_.idle = idle;
@@ -320,8 +298,6 @@ private:
   void drop_env() noexcept;
   bool hand_over(RequestKeeper& k);
   void linger();
-  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
-  void clear_deadline() { deadline_ = {}; }
   bool blocking_send(std::string_view data);
 
   // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
@@ -338,6 +314,28 @@ private:
   std::unique_ptr<H2Transport> tls_h2_transport();
   short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
 
+  // csgi.errors lines about the request in progress (log_error), for the exchange's pieces.
+  struct Log final : ExchangeLog {
+    Conn* c;
+    explicit Log(Conn* conn) : c(conn) {}
+    void error(std::string_view what) noexcept override;
+    FaultScope fault_scope() const noexcept override;
+  };
+  Log log_{this};
+
+  // Where the exchange hands a response (drive_response): written as HTTP/1 bytes (respond.cpp).
+  struct Sink final : ResponseSink {
+    Conn* c;
+    explicit Sink(Conn* conn) : c(conn) {}
+    void head_only(int status, Headers& headers, std::optional<std::uint64_t> length) override;
+    void text(int status, Headers& headers, std::string& body) override;
+    void bytes(int status, Headers& headers, const SharedBytes& body) override;
+    void file(int status, Headers& headers, FileSpan span) override;
+    void stream(int status, Headers& headers, StreamPtr stream, std::string first,
+                std::optional<std::uint64_t> declared) override;
+    void trailers_only(int status, Headers& headers, Headers trailers) override;
+  };
+
   ConnNode node_;
   IoThread& t_;
   Shared& sh_;
@@ -345,15 +343,6 @@ private:
   int fd_;
   const ListenSocket& listener_;
 
-  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
-  // proxy's destination port, else the listener's, and TLS to the proxy).
-  struct Peer {
-    char addr[48] = {0};
-    char port[8] = {0};
-    char server_port[8] = {0};
-    bool https = false;
-    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
-  };
   Peer peer_;
 
   // The connection's own state, for its whole life.
@@ -484,11 +473,5 @@ private:
   std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
 
-/// The Responder handed to the app for a delayed response (delayed.cpp).
-std::shared_ptr<ResponderImpl> make_responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
-                                              std::chrono::milliseconds send_timeout,
-                                              std::weak_ptr<RequestKeeper>& keeper);
-/// Tells a streaming Writer that its connection is gone: its writes return false from now on (delayed.cpp).
-void writer_gone(WriterState& st) noexcept;
 
 }  // namespace csgi::standalone::detail

@@ -1,5 +1,7 @@
-// One connection of the standalone server: reading requests, the env and the app call, closing (see conn.hpp).
+// An HTTP/1 connection: its life (start, close, timeouts, graceful stop, faults), the env and the app
+// call of a request, interim responses and csgix.io (see conn.hpp).
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/core/app_failure.hpp"
 
 namespace csgi::standalone::detail {
@@ -45,9 +47,7 @@ Conn::~Conn() {
     }
   }
   drop_env();  // first: a writer that learns the client is gone may read the env at once
-  if (body_.writer) {
-    writer_gone(*body_.writer);
-  }
+  if (body_.writer) body_.writer->gone();
   sh_.connections.fetch_sub(1, std::memory_order_relaxed);
   t_.open.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -65,296 +65,6 @@ void Conn::start() {
   else serve();
 }
 
-// The connection's own bytes begin: requests are read.
-void Conn::serve() {
-  phase_ = Phase::reading;
-  wait_read();
-}
-
-// Reads with async_read_some: Asio tries the recv at once (a speculative read). Boost 1.74's reactor
-// stops trying at once only after a read that returned nothing, so after each keep-alive response this
-// recv finds nothing (EAGAIN) before the connection waits for the next epoll edge. Waiting first
-// (async_wait(wait_read)) would not save it: an op queued without that read costs an
-// epoll_ctl(EPOLL_CTL_MOD) per call there instead, the same one syscall per request.
-void Conn::wait_read() {
-  if (link_.reading || phase_ == Phase::closed || link_.peer_eof) return;
-  if (!make_room()) {
-    if (phase_ == Phase::lingering) in_.begin = in_.end = 0;
-    else {
-      reject(431, "request header too large");
-      return;
-    }
-  }
-  link_.reading = true;
-  if (tls_) {
-    tls_wait_read();
-    return;
-  }
-  socket_.async_read_some(asio::buffer(in_.buf.get() + in_.end, in_.cap - in_.end),
-                          [self = shared_from_this()](error_code ec, std::size_t n) {
-                            self->link_.reading = false;
-                            self->on_read(ec, n);
-                          });
-}
-
-void Conn::on_read(error_code ec, std::size_t n) {
-  if (phase_ == Phase::closed || ec == asio::error::operation_aborted) return;
-  if (phase_ == Phase::lingering) {
-    if (ec) {
-      close_now();
-      return;
-    }
-    in_.begin = in_.end = 0;  // discard
-    wait_read();
-    return;
-  }
-  if (ec == asio::error::eof) {
-    link_.peer_eof = true;
-  } else if (ec) {
-    link_.dead = true;
-    close_now();
-    return;
-  } else {
-    in_.end += n;
-  }
-  if (phase_ == Phase::reading) process();
-}
-
-bool Conn::make_room() {
-  if (in_.end < in_.cap) return true;
-  if (req_.stage != Request::active && in_.begin > 0) {
-    std::memmove(in_.buf.get(), in_.at(in_.begin), in_.end - in_.begin);
-    in_.end -= in_.begin;
-    in_.begin = 0;
-    return in_.end < in_.cap;
-  }
-  if (req_.stage != Request::active) {
-    std::size_t limit = sh_.opt.max_header_bytes + 1024;
-    if (in_.cap >= limit) return false;
-    std::size_t ncap = std::min(in_.cap * 2, limit);
-    std::unique_ptr<char[]> nb(new char[ncap]);
-    std::memcpy(nb.get(), in_.at(in_.begin), in_.end - in_.begin);
-    in_.end -= in_.begin;
-    in_.begin = 0;
-    in_.buf = std::move(nb);
-    in_.cap = ncap;
-    return true;
-  }
-  // An active request: only the body region behind its header may be compacted.
-  if (in_.begin > in_.body_base) {
-    std::memmove(in_.buf.get() + in_.body_base, in_.at(in_.begin), in_.end - in_.begin);
-    in_.end -= in_.begin - in_.body_base;
-    in_.begin = in_.body_base;
-  }
-  return in_.end < in_.cap;
-}
-
-void Conn::begin_request() {
-  if (!env_) env_ = t_.acquire_env();
-  csgi::Connection conn;
-  conn.server_name = listener_.server_name;
-  conn.server_port =
-      peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);
-  if (peer_.https) conn.url_scheme = "https";
-  conn.remote_addr = peer_.addr;
-  conn.remote_port = peer_.port;
-  conn.script_name = sh_.opt.script_name;
-  if (tls_) tls_begin_request(conn);
-  req_ = {};
-  body_in_.reset();
-  parser_.emplace(*env_, sh_.opt, conn);
-  ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
-}
-
-// Parses and serves every complete request in the buffer, then waits for more bytes. Each step says
-// what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
-void Conn::process() {
-  while (phase_ == Phase::reading) {
-    Step step = req_.stage != Request::active ? read_head() : Step::next;
-    if (step == Step::next) step = read_body();
-    if (step == Step::stop) return;
-    if (step == Step::again) continue;
-    if (step == Step::wait) break;
-    request_ready();
-    if (phase_ != Phase::reading) return;  // a delayed, pooled, streaming, file or closing response took over
-    if (out_.unsent() > flush_threshold || !out_.ext.empty()) {
-      if (!flush()) {
-        wait_write();
-        return;
-      }
-    }
-  }
-  if (phase_ == Phase::reading) wait_for_request();
-}
-
-// Parses the next request's head once it is all in the buffer (the env's views point into it), within
-// the request-line and header limits.
-Conn::Step Conn::read_head() {
-  if (!parser_) {
-    Step step = start_request();
-    if (step != Step::next) return step;
-  }
-  if (!head_complete(in_.unparsed(), req_.scanned, req_.folded)) return head_incomplete();
-  return parse_head();
-}
-
-// The first bytes of a request: HTTP/1 (a new request begins) or, on a new connection, maybe HTTP/2.
-Conn::Step Conn::start_request() {
-  // RFC 9112 §2.2: ignore empty lines before a request-line.
-  while (in_.begin < in_.end && (in_.buf[in_.begin] == '\r' || in_.buf[in_.begin] == '\n')) ++in_.begin;
-  if (in_.begin == in_.end) {
-    in_.begin = in_.end = 0;
-    return Step::wait;
-  }
-  if (link_.h2_possible) {
-    // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
-    // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
-    int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
-    if (m == 0) return Step::wait;
-    link_.h2_possible = false;
-    if (m > 0) return start_h2(), Step::stop;
-  }
-  begin_request();
-  set_idle(false);
-  set_deadline(sh_.opt.header_timeout);
-  return Step::next;
-}
-
-// Header incomplete: enforce the request-line and header-size limits on what we have.
-Conn::Step Conn::head_incomplete() {
-  std::string_view have = in_.unparsed();
-  std::size_t eol = have.find('\n');
-  if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
-    reject(414, "request line too long");
-    return Step::stop;
-  }
-  if (have.size() > sh_.opt.max_header_bytes) {
-    reject(431, "request header too large");
-    return Step::stop;
-  }
-  return Step::wait;
-}
-
-// The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
-Conn::Step Conn::parse_head() {
-  // RFC 9112 §5.2: obs-fold is refused. Before parsing: Beast unfolds such a value into a buffer of its
-  // own, and the env's views (and the parser's checks of Host, Content-Length, Expect) would point there.
-  if (req_.folded) {
-    reject(400, "obs-fold in header");
-    return Step::stop;
-  }
-  error_code ec;
-  std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
-  if (ec == http::error::need_more) ec = http::error::bad_line_ending;
-  req_.http10 = parser_->http10;
-  req_.head = parser_->head;
-  if (ec) {
-    reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
-    return Step::stop;
-  }
-  in_.begin += used;
-  in_.body_base = in_.begin;
-  req_.stage = Request::active;
-  if (parser_->reject_status) {
-    reject(parser_->reject_status, parser_->reject_why);
-    return Step::stop;
-  }
-  req_.expect = parser_->expect;
-  bool has_body = !parser_->is_done();
-  if (has_body && !parser_->chunked()) req_.content_length = parser_->content_length().value_or(0);
-  // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when read_body() begins the body.
-  if (!req_.expect.empty() && iequals(req_.expect, "100-continue")) req_.continue_pending = !req_.http10 && has_body;
-  return Step::next;
-}
-
-// The request's body is read whole into body_in_ (memory, then a temporary file) before the app runs,
-// as the bytes come, whatever the app's mode: no app ever waits on the network. Chunked bodies are
-// decoded. The body ends in 413 past --max-body-bytes, 400 when malformed, 408 when slower than
-// body_deadline() allows (on_timeout).
-Conn::Step Conn::read_body() {
-  if (parser_->is_done()) return Step::next;
-  if (!req_.body_begun) {
-    req_.body_begun = true;
-    pace_.begin(t_.now);
-    if (req_.continue_pending) {
-      req_.continue_pending = false;
-      out_.append("HTTP/1.1 100 Continue\r\n\r\n");
-    }
-    std::string why;
-    if (!body_in_.expect(req_.content_length, sh_.body_limits, why)) {
-      log_error(why);
-      reject(500, "cannot store the request body");
-      return Step::stop;
-    }
-  }
-  char chunk[16384];
-  return store_body(chunk, sizeof chunk);
-}
-
-Conn::Step Conn::store_body(char* chunk, std::size_t cap) {
-  for (;;) {
-    parser_->sink = chunk;
-    parser_->sink_cap = cap;
-    parser_->sink_len = 0;
-    error_code ec;
-    std::size_t used = in_.begin < in_.end || parser_->chunked() ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
-    in_.begin += used;
-    pace_.received(used);
-    if (ec && ec != http::error::need_more) {
-      if (ec == http::error::body_limit)
-        reject(413, "request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
-      else reject(400, "malformed request body: " + ec.message());
-      return Step::stop;
-    }
-    std::string why;
-    if (!body_in_.append(chunk, parser_->sink_len, sh_.body_limits, why)) {
-      log_error(why);
-      reject(500, "cannot store the request body");
-      return Step::stop;
-    }
-    if (parser_->is_done()) return Step::next;
-    if (used > 0 || parser_->sink_len > 0) continue;
-    if (link_.peer_eof) {
-      reject(400, "connection closed before the end of the body");
-      return Step::stop;
-    }
-    if (!make_room()) {
-      reject(400, "chunk header too long");
-      return Step::stop;
-    }
-    body_deadline();
-    return Step::wait;
-  }
-}
-
-// The body's deadline after a piece: --body-timeout from now, within what --body-min-rate allows.
-void Conn::body_deadline() {
-  deadline_ = pace_.deadline(t_.now, sh_.opt.body_timeout, sh_.opt.body_min_rate);
-}
-
-// Every complete request is answered: write what is pending, then wait for the next request (or close
-// after a client's half-close).
-void Conn::wait_for_request() {
-  if (out_.pending()) {
-    if (!flush()) {
-      wait_write();
-      return;
-    }
-  }
-  if (link_.peer_eof) {
-    // Client half-closed and every complete request is answered.
-    close_now();
-    return;
-  }
-  // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
-  // (see on_shutdown); a request that still comes is answered with Connection: close.
-  if (req_.stage != Request::active && in_.begin == in_.end) {
-    set_deadline(sh_.opt.idle_timeout);
-    set_idle(true);
-  }
-  wait_read();
-}
-
 // The request's header is parsed (and a small body buffered): build the rest of the env and call the app,
 // here or on the pool.
 void Conn::request_ready() {
@@ -368,7 +78,7 @@ void Conn::request_ready() {
   if (try_h2c_upgrade()) return;
   set_connection_env(env);
   clear_deadline();
-  if (!sh_.opt.script_name.empty() && env.get(keys::SCRIPT_NAME).empty()) {
+  if (!inside_mount(sh_, env)) {
     handle(Response::error(404));
     return;
   }
@@ -380,56 +90,21 @@ void Conn::request_ready() {
   int failed = 0;
   Response res = [&] {
     AppScope scope(t_.fault_slot, this);
-    return call_app(env, failed);
+    return call_app(sh_, env, failed);
   }();
   if (phase_ == Phase::closed) return;
   after_app(std::move(res), failed);
 }
 
-namespace {
-/// Sets `key`, a constant of keys.hpp: its bytes are static, so the env keeps the view without copying it.
-inline void put_key(Env& env, std::string_view key, Value v) { *env.emplace(key, v, false).first = v; }
-}  // namespace
-
 void Conn::set_connection_env(Env& env) {
-  put_key(env, keys::input, Value::of_object(static_cast<Input*>(&body_in_)));
-  put_key(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh_.errors)));
-  put_key(env, keys::multithread, Value::of_bool(sh_.multithread));
-  put_key(env, keys::multiprocess, Value::of_bool(sh_.multiprocess));
-  put_key(env, keys::run_once, Value::of_bool(false));
-  put_key(env, keys::nonblocking, Value::of_bool(false));
-  put_key(env, keys::streaming, Value::of_bool(true));
-  if (!tls_) put_key(env, keys::x::io, Value::of_object(static_cast<Hijack*>(this)));  // no raw socket under TLS
-  else if (tls_info_) tls_info_->set_env(env);
-  put_key(env, keys::x::cleanup, Value::of_bool(true));
-  put_key(env, keys::x::cleanup_handlers, Value::of_object(&cleanup_));
-  put_key(env, keys::x::informational, Value::of_object(static_cast<Informational*>(this)));
-  put_key(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(this)));
-  put_key(env, keys::x::request_body_limit, Value::of_int(static_cast<std::int64_t>(sh_.opt.max_body_bytes)));
-  put_key(env, keys::x::server_stats, Value::of_object(sh_.stats));
-  if (peer_.https) env.set_view(keys::HTTPS, "on");
-}
-
-// Calls the app on this thread (the io thread, or a pool thread: then only `env` and the shared state
-// are touched). An exception becomes the response app_failure_response() gives (logged where the server
-// is at fault); `failed` is its status (0 when the app returned).
-Response Conn::call_app(Env& env, int& failed) {
-  try {
-    // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
-    InlineWatch::Call watch(sh_.inline_watch && sh_.inline_watch->inline_now() ? sh_.inline_watch : nullptr);
-    return sh_.app(env);
-  } catch (...) {
-    try {
-      Response res = app_failure_response(env, std::current_exception());
-      failed = res.status;
-      return res;
-    } catch (...) {  // building the answer failed too (out of memory)
-    }
-  }
-  failed = 500;
-  Response res;
-  res.status = 500;
-  return res;
+  RequestObjects o;
+  o.input = &body_in_;
+  o.cleanup = &cleanup_;
+  o.informational = this;
+  o.websocket = this;
+  if (!tls_) o.io = this;  // no raw socket under TLS
+  set_server_env(env, sh_, o, peer_.https);
+  if (tls_ && tls_info_) tls_info_->set_env(env);
 }
 
 // Back on the io thread with the app's response.
@@ -500,9 +175,7 @@ void Conn::close_now() {
   // until it returns (on_pooled_done). Otherwise the env goes first: a writer that learns the client is
   // gone may read the env at once.
   if (!app_running) drop_env();
-  if (body_.writer) {
-    writer_gone(*body_.writer);
-  }
+  if (body_.writer) body_.writer->gone();
   if (body_.stream) {
     try {
       body_.stream->close();
@@ -714,130 +387,5 @@ bool Conn::send_interim(int status, const Headers& headers) {
   return !link_.dead;
 }
 
-
-void start_connection(IoThread& t, Socket socket, const ListenSocket& listener) {
-  auto c = std::make_shared<Conn>(t, std::move(socket), listener);
-  c->start();
-}
-
-void IoThread::add(Conn& c) {
-  conns_.push_back(c.node());
-  if (stopping && !sweeping_) {
-    // A connection accepted late in a stop (an accept that had completed, one posted by another thread):
-    // served like the others, so the timers that maybe_finish_stop cancelled run again.
-    arm_sweep();
-    arm_stop_timer();
-  }
-}
-
-void IoThread::arm_sweep() {
-  sweeping_ = true;
-  sweeper_.expires_after(std::chrono::milliseconds(stopping ? 100 : 500));
-  sweeper_.async_wait([this](error_code ec) {
-    if (!ec) sweep();
-  });
-}
-
-void IoThread::arm_stop_timer() {
-  stop_timer_.expires_at(stop_deadline_);
-  stop_timer_.async_wait([this](error_code ec) {
-    if (!ec) ioc.stop();  // graceful timeout: what is still open is closed with the io thread
-  });
-}
-
-void IoThread::sweep() {
-  now = Clock::now();
-  if (index == 0) {
-    // After a burst of connections (thousands at once) most of the heap they used is free but still
-    // resident; hand it back to the kernel once the burst is over.
-    std::size_t open_now = shared.connections.load(std::memory_order_relaxed);
-    peak_ = std::max(peak_, open_now);
-    if (peak_ > open_now + 500 && open_now < peak_ / 2) {
-      ::malloc_trim(0);
-      peak_ = open_now;
-    }
-  }
-  std::vector<std::shared_ptr<Conn>> expired;
-  for (ConnNode& n : conns_)
-    if (n.conn->expired(now)) expired.push_back(n.conn->shared_from_this());
-  for (auto& c : expired) c->on_timeout();
-  sweeping_ = false;
-  if (stopping) {
-    maybe_finish_stop();
-    if (conns_.empty()) return;
-  }
-  arm_sweep();
-}
-
-void IoThread::begin_stop() {
-  if (stopping) {
-    // A second stop request: idle connections are closed now instead of at their timeout.
-    std::vector<std::shared_ptr<Conn>> all;
-    for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
-    for (auto& c : all) c->on_shutdown(true);
-    maybe_finish_stop();
-    return;
-  }
-  stopping = true;
-  stop_deadline_ = Clock::now() + shared.opt.graceful_timeout;
-  if (on_stop) on_stop();
-  for (auto& l : listeners_) {
-    if (l->pause) l->pause->cancel();
-    if (l->own) drain_accept_queue(*l);
-    error_code ec;
-    l->acceptor->close(ec);
-  }
-  // Once no thread accepts any more, no thread can be handed a connection: the threads may finish.
-  if (shared.accepting.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    for (IoThread* t : shared.threads) asio::post(t->ioc, [t] { t->hold_.reset(); });
-  std::vector<std::shared_ptr<Conn>> all;
-  for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
-  for (auto& c : all) c->on_shutdown(false);
-  arm_stop_timer();
-  maybe_finish_stop();
-}
-
-void IoThread::drain_accept_queue(Listener& l) {
-  // An SO_REUSEPORT socket of this process's own: closing it resets the connections in its accept queue
-  // (the other sockets of the group do not inherit them unless net.ipv4.tcp_migrate_req=1). Accept
-  // what is queued and serve it first; a handshake completing between this and the close below is
-  // still reset (docs/reliability.md §4).
-  for (int n = 0; n < 4096; ++n) {
-    error_code ec;
-    Socket s(ioc);
-    l.acceptor->accept(s, ec);
-    if (ec) break;
-    open.fetch_add(1, std::memory_order_relaxed);
-    try {
-      start_connection(*this, std::move(s), *l.info);
-    } catch (const std::exception& e) {
-      shared.errors.write(std::string("csgi: connection setup failed: ") + e.what());
-    }
-    open.fetch_sub(1, std::memory_order_relaxed);
-  }
-}
-
-void IoThread::close_all_connections() noexcept {
-  std::vector<std::shared_ptr<Conn>> left;
-  for (ConnNode& n : conns_) left.push_back(n.conn->shared_from_this());
-  for (auto& c : left) {
-    try {
-      c->force_close();
-    } catch (...) {
-    }
-  }
-}
-
-void IoThread::maybe_finish_stop() {
-  if (!stopping || !conns_.empty()) return;
-  stop_timer_.cancel();
-  sweeper_.cancel();
-}
-
-void IoThread::stop() {
-  shared.stopping = true;
-  if (shared.stats) shared.stats->begin_drain();
-  asio::post(ioc, [this] { begin_stop(); });
-}
 
 }  // namespace csgi::standalone::detail

@@ -34,25 +34,25 @@ void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
   Response res;
   {
     AppScope scope(pool_fault_slot, this);
-    res = call_app(env, failed);
+    res = call_app(sh_, env, failed);
   }
-  if (std::holds_alternative<Delayed>(res.body) || std::holds_alternative<StreamPtr>(res.body)) {
-    // What a log line says of the request: the env may be gone once the io thread has the response.
-    std::string what;
-    try {
-      what = std::string(env.get(keys::REQUEST_METHOD)) + " " + std::string(env.get(keys::REQUEST_URI)) + " " +
-             std::string(env.get(keys::SERVER_PROTOCOL));
-    } catch (...) {
-    }
-    if (auto* d = std::get_if<Delayed>(&res.body)) {
-      Delayed fn = std::move(*d);
-      pool_delayed(std::move(self), std::move(fn), what);
-    } else {
-      pool_stream(std::move(self), std::move(res), what);
-    }
-    return;
+  auto* stream = std::get_if<StreamPtr>(&res.body);
+  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
+  bool pulled = stream && *stream && !req_.head && !status_has_no_body(status);
+  if (!std::holds_alternative<Delayed>(res.body) && !pulled) return post_done(std::move(self), std::move(res), failed);
+  // A delayed response's callable, or a pull stream's next(), is app code that may block: it runs here,
+  // answering through a Responder. The log names the request (the env may be gone by then).
+  RequestLog log(sh_.errors, &env);
+  auto responder = pool_responder(self);
+  if (auto* d = std::get_if<Delayed>(&res.body)) {
+    Delayed fn = std::move(*d);
+    call_delayed(fn, std::move(responder), log);
+  } else {
+    bool trailers_only = !req_.http10 && !res.headers.has("content-length");
+    pull_on_pool(std::move(*stream), status, std::move(res.headers), responder, trailers_only, log);
+    responder.reset();
   }
-  post_done(std::move(self), std::move(res), failed);
+  release_on_io(std::move(self));
 }
 
 // Hands the app's response to the io thread (which keeps the last reference to the connection).
@@ -76,9 +76,9 @@ void Conn::on_pooled_done(Response r, int failed) {
 // A Responder for a response finished from the pool thread: the io thread learns first (the mailbox keeps
 // the order of posts), so that it waits for the answer as for any delayed response.
 std::shared_ptr<ResponderImpl> Conn::pool_responder(const std::shared_ptr<Conn>& self) {
-  std::weak_ptr<RequestKeeper> keeper;
-  auto responder = make_responder(self, t_.mailbox, sh_.opt.send_timeout, keeper);
-  auto call = [self, keeper] { self->on_pooled_delayed(keeper); };
+  auto keeper = std::make_shared<RequestKeeper>();
+  auto responder = delayed_responder(self, keeper);
+  auto call = [self, k = std::weak_ptr<RequestKeeper>(keeper)] { self->on_pooled_delayed(k); };
   t_.mailbox->post(call);
   return responder;
 }
@@ -97,121 +97,11 @@ void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
   self_hold_ = shared_from_this();
 }
 
-void Conn::pool_delayed(std::shared_ptr<Conn> self, Delayed fn, const std::string& what) {
-  auto responder = pool_responder(self);
-  try {
-    fn(Responder(std::move(responder)));
-  } catch (const std::exception& e) {
-    // The responder's destructor answers 500 when it was not answered.
-    sh_.errors.write("csgi: the delayed response's callable threw: " + std::string(e.what()) + " (\"" + what + "\")");
-  } catch (...) {
-    sh_.errors.write("csgi: the delayed response's callable threw a non-standard exception (\"" + what + "\")");
-  }
-  release_on_io(std::move(self));
-}
-
 // Drops the pool thread's reference on the io thread, which may hold the last one (a connection is only
 // destroyed there). Nothing of this connection may be touched after this.
 void Conn::release_on_io(std::shared_ptr<Conn> self) {
   auto call = [self = std::move(self)]() mutable { self.reset(); };
   t_.mailbox->post(call);
-}
-
-namespace {
-// The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
-Headers pool_trailers(Shared& sh, Stream& stream, const std::string& what) {
-  std::string error;
-  Headers trailers = ended_stream_trailers(stream, error);
-  if (!error.empty()) sh.errors.write("csgi: " + error + " (\"" + what + "\")");
-  return trailers;
-}
-}  // namespace
-
-// A pull stream's next() is app code that may block: it is pulled here and written through a Writer,
-// whose back-pressure holds this thread while the client is slow. The head waits for the first non-empty
-// chunk (ADP-5): an exception before it is a 500.
-void Conn::pool_stream(std::shared_ptr<Conn> self, Response res, const std::string& what) {
-  StreamPtr stream = std::move(std::get<StreamPtr>(res.body));
-  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-  std::string chunk;
-  int first = stream && !req_.head && !status_has_no_body(status) ? pool_first_chunk(*stream, chunk, what) : 0;
-  bool pulled = stream && !req_.head && !status_has_no_body(status);
-  if (pulled && first == 0 && !req_.http10 && !res.headers.has("content-length")) {
-    // Trailers-only: an empty body through a Writer, which sends them after it (ADP-17).
-    Headers trailers = pool_trailers(sh_, *stream, what);
-    if (!trailers.empty()) {
-      close_pool_stream(stream);
-      WriterPtr w = Responder(pool_responder(self)).start(status, std::move(res.headers));
-      w->set_trailers(std::move(trailers));
-      w->close();
-      w.reset();
-      return release_on_io(std::move(self));
-    }
-  }
-  if (first <= 0) {
-    close_pool_stream(stream);
-    post_done(std::move(self),
-              first < 0 ? Response::error(500) : Response{status, std::move(res.headers), std::string()}, 0);
-    return;
-  }
-  WriterPtr w = Responder(pool_responder(self)).start(status, std::move(res.headers));
-  bool complete = pool_pump(*stream, *w, chunk, what);
-  close_pool_stream(stream);
-  // Unless complete, the Writer dropped without close() ends the connection (an incomplete body).
-  if (complete) w->close();
-  w.reset();
-  release_on_io(std::move(self));
-}
-
-// The stream's first non-empty chunk: 1 with it in `chunk`, 0 at the end, -1 on an exception (logged).
-int Conn::pool_first_chunk(Stream& stream, std::string& chunk, const std::string& what) {
-  try {
-    bool more;
-    do more = stream.next(chunk);
-    while (more && chunk.empty());
-    return more ? 1 : 0;
-  } catch (const std::exception& e) {
-    sh_.errors.write("csgi: 500: the response stream's first next() threw: " + std::string(e.what()) + " (\"" + what +
-                     "\")");
-  } catch (...) {
-    sh_.errors.write("csgi: 500: the response stream's first next() threw a non-standard exception (\"" + what + "\")");
-  }
-  return -1;
-}
-
-// Writes `chunk`, then the stream's next ones, until the end or the Writer refuses (the client is gone):
-// true, or false when next() threw (logged) after the head was sent.
-bool Conn::pool_pump(Stream& stream, Writer& w, std::string& chunk, const std::string& what) {
-  try {
-    while (w.write(chunk)) {
-      bool more;
-      do more = stream.next(chunk);
-      while (more && chunk.empty());
-      if (!more) {
-        w.set_trailers(pool_trailers(sh_, stream, what));
-        break;
-      }
-    }
-    return true;
-  } catch (const std::exception& e) {
-    sh_.errors.write("csgi: the response stream's next() threw after the head was sent: " + std::string(e.what()) +
-                     " (\"" + what + "\")");
-  } catch (...) {
-    sh_.errors.write("csgi: the response stream's next() threw after the head was sent (\"" + what + "\")");
-  }
-  return false;
-}
-
-void Conn::close_pool_stream(const StreamPtr& stream) noexcept {
-  try {
-    if (stream) stream->close();
-  } catch (const std::exception& e) {
-    try {
-      sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
-    } catch (...) {
-    }
-  } catch (...) {
-  }
 }
 
 // Waits until the io thread has done the call; false (the call abandoned) when the io thread stopped.

@@ -1,6 +1,5 @@
 // The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
-#include "csgi/adapters/standalone/detail/process/recycle.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -11,17 +10,12 @@ void Conn::handle(Response&& res) {
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     phase_ = Phase::delayed;
     self_hold_ = shared_from_this();
-    auto responder = make_responder(weak_from_this(), t_.mailbox, sh_.opt.send_timeout, keeper_);
+    auto keeper = std::make_shared<RequestKeeper>();
+    keeper_ = keeper;
+    auto responder = delayed_responder(self_hold_, std::move(keeper));
     Delayed fn = std::move(*d);
-    try {
-      AppScope scope(t_.fault_slot, this);
-      fn(Responder(std::move(responder)));
-    } catch (const std::exception& e) {
-      log_error(std::string("the delayed response's callable threw: ") + e.what());
-      // The responder's destructor answers 500 when it was not answered.
-    } catch (...) {
-      log_error("the delayed response's callable threw a non-standard exception");
-    }
+    AppScope scope(t_.fault_slot, this);
+    call_delayed(fn, std::move(responder), log_);  // unanswered, the dropped responder answers 500
     return;
   }
   start_body(res);
@@ -103,155 +97,75 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
   out_.append("\r\n");
 }
 
-// Starts the response's body by its kind.
+// The response's body, resolved by the exchange (response_body.hpp), written as HTTP/1 bytes.
 void Conn::start_body(Response& res) {
-  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-  if (auto* s = std::get_if<std::string>(&res.body)) return send_text(*s, status, res.headers);
-  if (auto* b = std::get_if<SharedBytes>(&res.body)) return send_bytes(*b, status, res.headers);
-  if (auto* f = std::get_if<FileBody>(&res.body)) return send_file(*f, status, res.headers);
-  if (auto* sp = std::get_if<StreamPtr>(&res.body)) return start_stream(std::move(*sp), status, res.headers);
-  // A Delayed body handed to respond(): refuse it.
-  write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
-  finish_response();
+  Sink sink(this);
+  drive_response(res, req_.head, !req_.http10, sink, log_);
 }
 
-void Conn::send_text(std::string& s, int status, const Headers& headers) {
-  bool no_body = status_has_no_body(status);
-  std::optional<std::uint64_t> len = s.size();
-  // HEAD answered with an empty body: the Content-Length the app gave is the one a GET would have (ADP-2).
-  auto d = req_.head && s.empty() ? declared_length(headers) : std::nullopt;
-  if (d) len = d;
-  else if (!no_body && !req_.head) check_complete_length(headers, s.size());
-  write_head(status, headers, no_body ? std::nullopt : len, false);
-  if (!req_.head && !no_body && !s.empty()) {
-    req_.sent_body = s.size();
-    if (s.size() <= inline_body_max) {
-      out_.append(s);
-    } else {
-      auto keep = std::make_shared<std::string>(std::move(s));
-      out_.ext.push_back({out_.size(), *keep, keep});
-    }
-  }
-  finish_response();
+void Conn::Sink::head_only(int status, Headers& headers, std::optional<std::uint64_t> length) {
+  c->write_head(status, headers, length, false);
+  c->finish_response();
 }
 
-void Conn::send_bytes(const SharedBytes& b, int status, const Headers& headers) {
-  bool no_body = status_has_no_body(status);
-  std::size_t n = b ? b->size() : 0;
-  if (!no_body && !req_.head) check_complete_length(headers, n);
-  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(n), false);
-  if (!req_.head && !no_body && n > 0) {
-    req_.sent_body = n;
-    if (n <= 2048)
-      out_.append(*b);
-    else
-      out_.ext.push_back({out_.size(), std::string_view(*b), b});
+void Conn::Sink::text(int status, Headers& headers, std::string& body) {
+  c->write_head(status, headers, body.size(), false);
+  c->req_.sent_body = body.size();
+  if (body.size() <= inline_body_max) {
+    c->out_.append(body);
+  } else {
+    auto keep = std::make_shared<std::string>(std::move(body));
+    c->out_.ext.push_back({c->out_.size(), *keep, keep});
   }
-  finish_response();
+  c->finish_response();
 }
 
-// A pull stream: the head waits for the first non-empty chunk (PEP 3333; ADP-5), so that an exception
-// before it is a 500; then pump_stream writes the chunks as the socket takes them.
-void Conn::start_stream(StreamPtr stream, int status, Headers& headers) {
-  body_.stream = std::move(stream);
-  bool no_body = status_has_no_body(status);
-  std::optional<std::uint64_t> declared = declared_length(headers);
-  if (no_body || req_.head || !body_.stream) {
-    write_head(status, headers, no_body ? std::nullopt : declared, false);
-    if (body_.stream) close_stream();
-    finish_response();
-    return;
-  }
-  std::string first;
-  bool threw = false;
-  bool more = first_chunk(first, threw);
-  if (!more || threw) {
-    // Ended (or failed) before any byte: close it, then answer as a complete response; with trailers
-    // (trailers-only) on HTTP/1.1 and no Content-Length, as an empty chunked body that carries them.
-    Headers trailers;
-    if (!threw && !declared && !req_.http10) trailers = stream_trailers();
-    close_stream();
-    if (!trailers.empty()) {
-      write_head(status, headers, std::nullopt, true);
-      append_last_chunk(out_.buf, trailers);
-      finish_response();
-      return;
-    }
-    Response done = threw ? Response::error(500) : Response{status, std::move(headers), std::string()};
-    start_body(done);
-    return;
-  }
-  body_.framing = declared ? Framing::counted : req_.http10 ? Framing::until_close : Framing::chunked;
-  if (body_.framing == Framing::until_close) req_.keep_alive = false;
-  write_head(status, headers, declared, body_.framing == Framing::chunked);
-  body_.declared = body_.left = declared.value_or(0);
-  phase_ = Phase::stream;
-  if (append_counted(first)) pump_stream();
-  else end_stream();
+void Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
+  c->write_head(status, headers, body->size(), false);
+  c->req_.sent_body = body->size();
+  if (body->size() <= 2048) c->out_.append(*body);
+  else c->out_.ext.push_back({c->out_.size(), std::string_view(*body), body});
+  c->finish_response();
 }
 
-// Pulls the stream's first non-empty chunk: true with it in `first`, false at the end or (`threw`) on an
-// exception, which is logged.
-bool Conn::first_chunk(std::string& first, bool& threw) {
-  try {
-    AppScope scope(t_.fault_slot, this);
-    bool more;
-    do more = body_.stream->next(first);
-    while (more && first.empty());
-    return more;
-  } catch (const std::exception& e) {
-    log_error(std::string("500: the response stream's first next() threw: ") + e.what());
-  } catch (...) {
-    log_error("500: the response stream's first next() threw a non-standard exception");
-  }
-  threw = true;
-  return false;
+void Conn::Sink::file(int status, Headers& headers, FileSpan span) {
+  c->write_head(status, headers, span.length, false);
+  c->body_.file = std::move(span.file);
+  c->body_.file_off = span.offset;
+  c->body_.file_left = span.length;
+  c->req_.sent_body = span.length;
+  c->phase_ = Phase::file;
+  c->pump_file();
 }
 
-// Closes the pull stream (its close() may throw: ignored) and lets it go.
-void Conn::close_stream() noexcept {
-  try {
-    body_.stream->close();
-  } catch (...) {
-  }
+// A pull stream past its first chunk: framed by the app's Content-Length (counted, ADP-13), chunked, or
+// (HTTP/1.0) ended by closing; pump_stream writes the chunks as the socket takes them.
+void Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
+                        std::optional<std::uint64_t> declared) {
+  BodySource& body = c->body_;
+  body.stream = std::move(stream);
+  body.framing = declared ? Framing::counted : c->req_.http10 ? Framing::until_close : Framing::chunked;
+  if (body.framing == Framing::until_close) c->req_.keep_alive = false;
+  c->write_head(status, headers, declared, body.framing == Framing::chunked);
+  body.declared = body.left = declared.value_or(0);
+  c->phase_ = Phase::stream;
+  if (c->append_counted(first)) c->pump_stream();
+  else c->end_stream();
+}
+
+// Trailers only: an empty chunked body that carries them.
+void Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers) {
+  c->write_head(status, headers, std::nullopt, true);
+  append_last_chunk(c->out_.buf, trailers);
+  c->finish_response();
+}
+
+// Closes the pull stream (a close() that throws is logged) and lets it go.
+void Conn::drop_stream() noexcept {
+  close_stream(*body_.stream, log_);
   body_.stream.reset();
 }
 
-void Conn::send_file(FileBody& f, int status, Headers& headers) {
-  std::shared_ptr<FileHandle> fh = f.file;
-  if (!fh) {
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int e = errno;
-      write_head(e == ENOENT ? 404 : e == EACCES ? 403 : 500, Headers{{"Content-Type", "text/plain"}}, 0, false);
-      finish_response();
-      return;
-    }
-    fh = std::make_shared<FileHandle>(fd);
-  }
-  struct stat st {};
-  if (::fstat(fh->fd(), &st) != 0) {
-    write_head(500, Headers{{"Content-Type", "text/plain"}}, 0, false);
-    finish_response();
-    return;
-  }
-  std::uint64_t fsize = static_cast<std::uint64_t>(st.st_size);
-  std::uint64_t off = std::min(f.offset, fsize);
-  std::uint64_t len = f.length == FileBody::npos ? fsize - off : std::min(f.length, fsize - off);
-  if (!status_has_no_body(status) && !req_.head) check_complete_length(headers, len);
-  bool no_body = status_has_no_body(status);
-  write_head(status, headers, no_body ? std::nullopt : std::optional<std::uint64_t>(len), false);
-  if (req_.head || no_body || len == 0) {
-    finish_response();
-    return;
-  }
-  body_.file = std::move(fh);
-  body_.file_off = off;
-  body_.file_left = len;
-  req_.sent_body = len;
-  phase_ = Phase::file;
-  pump_file();
-}
 
 // Sends the head (if any) then the file with sendfile(2), as far as the socket takes it. The head goes
 // with MSG_MORE (flush), so it waits in the socket and fills the first segment with the file's first
@@ -308,11 +222,7 @@ void Conn::pump_stream() {
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
       req_.keep_alive = false;
-      try {
-        body_.stream->close();
-      } catch (...) {
-      }
-      body_.stream.reset();
+      drop_stream();
       // The status is out: end the connection so the client sees an incomplete body.
       if (flush()) close_now();
       else phase_ = Phase::lingering, wait_write();
@@ -332,28 +242,16 @@ void Conn::end_stream() {
     log_length_error(body_.declared, body_.declared - body_.left, false);
     req_.keep_alive = false;
   }
-  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, stream_trailers());
-  try {
-    body_.stream->close();
-  } catch (const std::exception& e) {
-    sh_.errors.write(std::string("csgi: response stream close failed: ") + e.what());
-  }
-  body_.stream.reset();
+  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, pull_trailers());
+  drop_stream();
   body_.framing = Framing::none;
   finish_response();
 }
 
-// The trailer fields of a pull stream that ended (RES-15). One that throws is logged and the body ends
-// without them.
-Headers Conn::stream_trailers() {
-  std::string error;
-  Headers trailers;
-  {
-    AppScope scope(t_.fault_slot, this);
-    trailers = ended_stream_trailers(*body_.stream, error);
-  }
-  if (!error.empty()) log_error(error);
-  return trailers;
+// The trailer fields of the pull stream that ended (RES-15).
+Headers Conn::pull_trailers() {
+  AppScope scope(t_.fault_slot, this);
+  return stream_trailers(*body_.stream, log_);
 }
 
 void append_last_chunk(std::string& out, const Headers& trailers) {
@@ -388,24 +286,8 @@ bool Conn::append_counted(std::string_view chunk) {
   return true;
 }
 
-// A complete body is framed by its real length; a Content-Length the app gave that says otherwise is
-// logged (ADP-13).
-void Conn::check_complete_length(const Headers& headers, std::uint64_t length) {
-  auto d = declared_length(headers);
-  if (!d || *d == length) return;
-  log_error("the app's Content-Length (" + std::to_string(*d) + ") differs from its body's length (" +
-            std::to_string(length) + "); the body's length was sent (ADP-13)");
-}
-
 void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
-  std::string what = over ? "the response body ran past its Content-Length: declared "
-                          : "the response body fell short of its Content-Length: declared ";
-  what += std::to_string(declared);
-  what += over ? ", produced at least " : ", produced ";
-  what += std::to_string(produced);
-  what += over ? "; the excess was dropped and the connection is closed (ADP-13)"
-               : "; the connection is closed (ADP-13)";
-  log_error(what);
+  log_error(length_error(declared, produced, over, "the connection is closed"));
 }
 
 // The response is complete in the output buffer (maybe not yet written).
@@ -430,9 +312,7 @@ void Conn::finish_response() {
 void Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
-  sh_.stats->record_response(req_.status, req_.sent_body);
-  log_access();
-  if (sh_.recycler) sh_.recycler->after_request();
+  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();
@@ -450,6 +330,15 @@ void Conn::settle_request_body() {
   if (parser_ && !parser_->is_done()) req_.keep_alive = false;
   parser_.reset();
   body_in_.reset();
+}
+
+ExchangeLog::FaultScope Conn::Log::fault_scope() const noexcept { return {c->t_.fault_slot, c}; }
+
+void Conn::Log::error(std::string_view what) noexcept {
+  try {
+    c->log_error(what);
+  } catch (...) {
+  }
 }
 
 void Conn::log_error(std::string_view what) {
@@ -471,16 +360,7 @@ void Conn::log_error(std::string_view what) {
 // with the body bytes it got, as the complete ones are.
 void Conn::log_cut_short() noexcept {
   if (body_.file) req_.sent_body -= body_.file_left;
-  try {
-    sh_.stats->record_response(req_.status, req_.sent_body);
-    log_access();
-  } catch (...) {
-  }
-}
-
-void Conn::log_access() {
-  if (!sh_.access_log.enabled() || !env_) return;
-  sh_.access_log.write(combined_log_line(peer_.addr, *env_, req_.status, req_.sent_body, std::time(nullptr)));
+  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
 }
 
 // Output.

@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
+#include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/adapters/standalone/detail/http1/conn.hpp"
 #include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
 
@@ -41,121 +42,38 @@ bool call_on_io(IoThread& t, const std::function<bool()>& f) {
   return result;
 }
 
-/// A streaming Writer of an HTTP/2 stream: bytes go through H2WriterState to the io thread; a producer
-/// on another thread waits while too much is unsent (the stream's flow-control window holds it too).
-class H2Writer final : public Writer {
+/// The route of a delayed response on an HTTP/2 stream: the stream of its connection, if both are still
+/// there. Only the io thread locks the connection.
+class H2Route final : public ResponseRoute {
 public:
-  H2Writer(std::shared_ptr<H2WriterState> st, std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox,
-           std::int32_t id, std::chrono::milliseconds send_timeout, std::shared_ptr<H2Request> req)
-      : st_(std::move(st)), conn_(std::move(conn)), mailbox_(std::move(mailbox)), id_(id),
-        send_timeout_(send_timeout), req_(std::move(req)) {}
-  ~H2Writer() override {
-    std::lock_guard lock(st_->mu);
-    if (!st_->closed && !st_->dead) {
-      st_->closed = true;
-      st_->aborted = true;
-      post_flush();
-    }
-  }
-  bool write(std::string_view chunk) override {
-    std::unique_lock lock(st_->mu);
-    if (st_->dead || st_->closed) return false;
-    if (chunk.empty() || st_->head_only) return true;
-    st_->pending.append(chunk);
-    post_flush();
-    if (st_->pending.size() + st_->unsent > writer_high_water && !st_->dead && !mailbox_->on_io_thread()) {
-      bool ok = st_->cv.wait_for(lock, send_timeout_, [&] {
-        return st_->dead || st_->pending.size() + st_->unsent < writer_low_water;
-      });
-      if (!ok) st_->dead = true;
-    }
-    return !st_->dead;
-  }
-  void close() override {
-    std::lock_guard lock(st_->mu);
-    if (st_->closed) return;
-    st_->closed = true;
-    if (!st_->dead) post_flush();
-  }
-  void set_trailers(Headers trailers) override {
-    std::lock_guard lock(st_->mu);
-    if (!st_->closed) st_->trailers = std::move(trailers);
-  }
-
-private:
-  // With st_->mu held.
-  void post_flush() {
-    if (st_->flush_posted) return;
-    st_->flush_posted = true;
-    auto call = [c = conn_, id = id_, st = st_] {
-      {
-        std::lock_guard lock(st->mu);
-        st->flush_posted = false;
-      }
-      if (auto conn = c.lock(); conn && conn->h2()) conn->h2()->on_writer_flush(id, st);
-    };
-    if (!mailbox_->post(call)) {
-      st_->dead = true;
-      st_->cv.notify_all();
-    }
-  }
-  std::shared_ptr<H2WriterState> st_;
-  std::weak_ptr<Conn> conn_;
-  std::shared_ptr<Mailbox> mailbox_;
-  std::int32_t id_;
-  std::chrono::milliseconds send_timeout_;
-  std::shared_ptr<H2Request> req_;  // the env lives while the Writer does (APP-4)
-};
-
-/// The Responder of a delayed response on an HTTP/2 stream; it holds the request (APP-4) and reaches
-/// the connection only through the io thread's mailbox.
-class H2Responder final : public ResponderImpl {
-public:
-  H2Responder(std::weak_ptr<Conn> conn, std::shared_ptr<Mailbox> mailbox, std::shared_ptr<H2Request> req,
-              std::chrono::milliseconds send_timeout)
-      : conn_(std::move(conn)), mailbox_(std::move(mailbox)), req_(std::move(req)), id_(req_->id),
-        send_timeout_(send_timeout) {}
-  ~H2Responder() override {
-    if (answered_.exchange(true)) return;
-    auto call = [c = conn_, id = id_] {
-      if (auto conn = c.lock(); conn && conn->h2()) conn->h2()->on_responder_dropped(id);
-    };
-    try {
-      mailbox_->post(call);
-    } catch (...) {
-    }
-  }
+  H2Route(std::weak_ptr<Conn> c, std::int32_t id) : c_(std::move(c)), id_(id) {}
   void respond(Response r) override {
-    if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
-    if (r.is_delayed()) throw std::logic_error("csgi: Responder::respond given a delayed response");
-    auto call = [c = conn_, id = id_, shared = std::make_shared<Response>(std::move(r))] {
-      if (auto conn = c.lock(); conn && conn->h2()) conn->h2()->on_app_done(id, std::move(*shared));
-    };
-    mailbox_->post(call);
+    with_driver([&](H2Conn& h) { h.on_app_done(id_, std::move(r)); });
   }
-  WriterPtr start(int status, Headers headers) override {
-    if (answered_.exchange(true)) throw std::logic_error("csgi: Responder used twice");
-    auto st = std::make_shared<H2WriterState>();
-    auto call = [c = conn_, id = id_, st, status, h = std::make_shared<Headers>(std::move(headers))] {
-      auto conn = c.lock();
-      if (conn && conn->h2()) {
-        conn->h2()->on_writer_start(id, status, std::move(*h), st);
-        return;
-      }
-      std::lock_guard lock(st->mu);
-      st->dead = true;
-    };
-    if (!mailbox_->post(call)) st->dead = true;
-    return std::make_shared<H2Writer>(st, conn_, mailbox_, id_, send_timeout_, req_);
+  void start(const std::shared_ptr<WriterState>& w, int status, Headers headers) override {
+    if (!with_driver([&](H2Conn& h) { h.on_writer_start(id_, status, std::move(headers), w); })) w->gone();
+  }
+  void flush(const std::shared_ptr<WriterState>& w) override {
+    {
+      std::lock_guard lock(w->mu);
+      w->flush_posted = false;
+    }
+    with_driver([&](H2Conn& h) { h.on_writer_flush(id_); });
+  }
+  void dropped() override {
+    with_driver([&](H2Conn& h) { h.on_responder_dropped(id_); });
   }
 
 private:
-  std::weak_ptr<Conn> conn_;
-  std::shared_ptr<Mailbox> mailbox_;
-  std::shared_ptr<H2Request> req_;
+  template <class F>
+  bool with_driver(F&& f) {
+    auto c = c_.lock();
+    if (!c || !c->h2()) return false;
+    f(*c->h2());
+    return true;
+  }
+  std::weak_ptr<Conn> c_;
   std::int32_t id_;
-  std::chrono::milliseconds send_timeout_;
-  std::atomic<bool> answered_{false};
 };
 
 // The WebSocket handler the app gave csgix.websocket during its call, when its answer is the 101 (else
@@ -166,75 +84,6 @@ std::shared_ptr<websocket::Handler> taken_websocket(H2Request& req, const Respon
   return std::shared_ptr<websocket::Handler>(std::move(h));
 }
 
-void call_delayed(Shared& sh, Delayed& fn, std::shared_ptr<ResponderImpl> responder) {
-  try {
-    fn(Responder(std::move(responder)));
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: the delayed response's callable threw: ") + e.what());
-  } catch (...) {
-    sh.errors.write("csgi: the delayed response's callable threw a non-standard exception");
-  }
-}
-
-// The trailers() of a pull stream that ended (RES-15); one that throws is logged and none are sent.
-Headers pool_trailers(Shared& sh, Stream& stream) {
-  std::string error;
-  Headers trailers = ended_stream_trailers(stream, error);
-  if (!error.empty()) sh.errors.write("csgi: " + error);
-  return trailers;
-}
-
-// A pull stream on the app's pool thread: pulled there and written through a Writer (its back-pressure
-// holds the thread while the client is slow). An exception before the first chunk is a 500 (ADP-5).
-void pull_through_writer(Shared& sh, StreamPtr stream, int status, Headers headers,
-                         const std::shared_ptr<ResponderImpl>& responder) {
-  auto close_stream = [&] {
-    try {
-      stream->close();
-    } catch (...) {
-    }
-  };
-  std::string chunk;
-  bool more = false;
-  try {
-    do more = stream->next(chunk);
-    while (more && chunk.empty());
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: 500: the response stream's first next() threw: ") + e.what());
-    close_stream();
-    responder->respond(Response::error(500));
-    return;
-  } catch (...) {
-    close_stream();
-    responder->respond(Response::error(500));
-    return;
-  }
-  if (!more) {
-    Headers trailers = pool_trailers(sh, *stream);
-    close_stream();
-    if (trailers.empty()) return responder->respond(Response{status, std::move(headers), std::string()});
-    WriterPtr w = responder->start(status, std::move(headers));  // trailers-only: no DATA, then the trailers
-    w->set_trailers(std::move(trailers));
-    w->close();
-    return;
-  }
-  WriterPtr w = responder->start(status, std::move(headers));
-  try {
-    while (w->write(chunk)) {
-      do more = stream->next(chunk);
-      while (more && chunk.empty());
-      if (!more) {
-        w->set_trailers(pool_trailers(sh, *stream));
-        w->close();
-        break;
-      }
-    }
-  } catch (const std::exception& e) {
-    sh.errors.write(std::string("csgi: the response stream's next() threw after the head was sent: ") + e.what());
-  } catch (...) {
-  }
-  close_stream();
-}
 }  // namespace
 
 int h2_preface_match(std::string_view bytes) noexcept {
@@ -247,39 +96,18 @@ H2Conn::H2Conn(Conn& c, std::string_view url_scheme) : c_(c), url_scheme_(url_sc
 
 H2Conn::~H2Conn() = default;
 
-namespace {
-/// The plain socket under a session: Asio's reads and writes on the connection's socket.
-class PlainTransport final : public H2Transport {
-public:
-  PlainTransport(Socket& socket, std::weak_ptr<Conn> conn) : socket_(socket), conn_(std::move(conn)) {}
-  void read_some(char* buf, std::size_t n) override {
-    socket_.async_read_some(asio::buffer(buf, n), [self = conn_.lock()](error_code ec, std::size_t got) {
-      if (self->h2()) self->h2()->on_read(ec, got);
-    });
-  }
-  void write(std::string_view data) override {
-    asio::async_write(socket_, asio::buffer(data.data(), data.size()), [self = conn_.lock()](error_code ec, std::size_t) {
-      if (self->h2()) self->h2()->on_written(ec);
-    });
-  }
-
-private:
-  Socket& socket_;
-  std::weak_ptr<Conn> conn_;
-};
-}  // namespace
 
 void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   transport_ = std::move(transport);
   csgi::Connection conn;
-  conn.server_name = c_.listener_.server_name;
-  conn.server_port = c_.listener_.server_port;
-  conn.remote_addr = c_.peer_.addr;
-  conn.remote_port = c_.peer_.port;
+  conn.server_name = c_.listener().server_name;
+  conn.server_port = c_.listener().server_port;
+  conn.remote_addr = c_.peer().addr;
+  conn.remote_port = c_.peer().port;
   conn.url_scheme = url_scheme_;
-  conn.script_name = c_.sh_.opt.script_name;
-  H2Limits limits = H2Limits::from(c_.sh_.opt);
-  limits.body = c_.sh_.body_limits;
+  conn.script_name = c_.shared().opt.script_name;
+  H2Limits limits = H2Limits::from(c_.shared().opt);
+  limits.body = c_.shared().body_limits;
   session_ = std::make_unique<H2Session>(*this, limits, conn);
   rbuf_.reset(new char[read_size]);
 }
@@ -291,7 +119,7 @@ void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transp
 
 // The bytes read before the session began, then reading.
 void H2Conn::receive_first(std::string_view initial) {
-  if (c_.t_.stopping) {
+  if (c_.thread().stopping) {
     stopping_ = true;
     session_->shutdown();
   }
@@ -316,19 +144,19 @@ void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env,
 }
 
 void H2Conn::wait_read() {
-  if (reading_ || !session_ || c_.phase_ == Conn::Phase::closed) return;
+  if (reading_ || !session_ || c_.closed()) return;
   // Back-pressure: a peer that does not read what it asked for, or keeps more requests in the app than
   // it may have streams (reset streams whose app still runs count: CVE-2023-44487), is not read from.
-  if (writing_ || in_app_ >= c_.sh_.opt.h2_max_streams) return;
+  if (writing_ || in_app_ >= c_.shared().opt.h2_max_streams) return;
   reading_ = true;
   transport_->read_some(rbuf_.get(), read_size);
 }
 
 void H2Conn::on_read(error_code ec, std::size_t n) {
   reading_ = false;
-  if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
+  if (!session_ || c_.closed() || ec == asio::error::operation_aborted) return;
   if (ec) return c_.close_now();
-  c_.t_.now = Clock::now();
+  c_.thread().now = Clock::now();
   bool ok = receive(rbuf_.get(), n);
   pump();
   if (!ok) return finish();
@@ -348,7 +176,7 @@ bool H2Conn::receive(const char* data, std::size_t n) {
 // Produces frames and starts writing them (one write in flight); ends the connection when the session
 // is done and everything is written (not while it is receiving: the next pump() does that).
 void H2Conn::pump() {
-  if (!session_ || c_.phase_ == Conn::Phase::closed || writing_) return;
+  if (!session_ || c_.closed() || writing_) return;
   out_.clear();
   if (!prefix_.empty()) out_.swap(prefix_);  // the 101 of an upgrade goes first
   bool ok = session_->produce(out_, out_high);
@@ -364,9 +192,9 @@ void H2Conn::pump() {
 
 void H2Conn::on_written(error_code ec) {
   writing_ = false;
-  if (!session_ || c_.phase_ == Conn::Phase::closed || ec == asio::error::operation_aborted) return;
+  if (!session_ || c_.closed() || ec == asio::error::operation_aborted) return;
   if (ec || finishing_) {
-    c_.link_.dead = c_.link_.dead || ec;
+    if (ec) c_.mark_dead();
     if (!ec) transport_->end();
     return c_.close_now();
   }
@@ -385,13 +213,13 @@ void H2Conn::update_deadline() {
   bool progress = session_->data_sent() != data_sent_;
   data_sent_ = session_->data_sent();
   if (blocked) {
-    if (!blocked_ || progress) c_.set_deadline(c_.sh_.opt.send_timeout);
+    if (!blocked_ || progress) c_.set_deadline(c_.shared().opt.send_timeout);
   } else if (session_->awaiting_request()) {
-    if (!pacing_) pace_.begin(c_.t_.now);
+    if (!pacing_) pace_.begin(c_.thread().now);
     pacing_ = true;
-    c_.deadline_ = pace_.deadline(c_.t_.now, c_.sh_.opt.body_timeout, c_.sh_.opt.body_min_rate);
+    c_.set_deadline_at(pace_.deadline(c_.thread().now, c_.shared().opt.body_timeout, c_.shared().opt.body_min_rate));
   } else if (session_->open_streams() == 0 && in_app_ == 0) {
-    c_.set_deadline(c_.sh_.opt.idle_timeout);
+    c_.set_deadline(c_.shared().opt.idle_timeout);
   } else {
     c_.clear_deadline();
   }
@@ -403,8 +231,8 @@ void H2Conn::on_timeout() {
   if (!session_) return c_.close_now();
   c_.clear_deadline();
   bool idle = session_->open_streams() == 0 && in_app_ == 0 && !writing_;
-  if (pacing_ && pace_.too_slow(c_.t_.now, c_.sh_.opt.body_timeout, c_.sh_.opt.body_min_rate))
-    log_error("HTTP/2 request bodies slower than " + std::to_string(c_.sh_.opt.body_min_rate) +
+  if (pacing_ && pace_.too_slow(c_.thread().now, c_.shared().opt.body_timeout, c_.shared().opt.body_min_rate))
+    log_error("HTTP/2 request bodies slower than " + std::to_string(c_.shared().opt.body_min_rate) +
               " bytes/s: connection closed");
   if (!idle) return c_.close_now();  // a stalled peer
   session_->shutdown();
@@ -426,7 +254,7 @@ void H2Conn::on_shutdown(bool hurry) {
 // The session has ended (or must): the connection closes (a write in flight is cut short: the peer has
 // had its GOAWAY unless it stopped reading).
 void H2Conn::finish() {
-  if (c_.phase_ == Conn::Phase::closed) return;
+  if (c_.closed()) return;
   if (writing_) {
     finishing_ = true;  // on_written closes once the last bytes are out
     return;
@@ -466,7 +294,7 @@ private:
 // connection with a hundred streams in flight reuses envs instead of making one for each stream past the
 // pool's. The spares are few (an env holds about 11 KiB) and go with the connection.
 std::unique_ptr<Env> H2Conn::acquire_env() {
-  if (spare_envs_.empty()) return c_.t_.acquire_env();
+  if (spare_envs_.empty()) return c_.thread().acquire_env();
   std::unique_ptr<Env> env = std::move(spare_envs_.back());
   spare_envs_.pop_back();
   return env;
@@ -474,42 +302,26 @@ std::unique_ptr<Env> H2Conn::acquire_env() {
 
 void H2Conn::release_env(std::unique_ptr<Env> env) {
   if (!env) return;
-  if (spare_envs_.size() >= spare_envs_max) return c_.t_.release_env(std::move(env));
+  if (spare_envs_.size() >= spare_envs_max) return c_.thread().release_env(std::move(env));
   env->clear();
   spare_envs_.push_back(std::move(env));
 }
 
-namespace {
-// A value under a key of keys.hpp (static storage: the key is not copied into the env).
-[[gnu::always_inline]] inline void put_fixed(Env& env, std::string_view key, Value v) {
-  *env.emplace(key, v, false).first = v;
-}
-}  // namespace
-
 void H2Conn::set_env(H2Request& req) {
   Env& env = *req.env;
-  Shared& sh = c_.sh_;
-  put_fixed(env, keys::input, Value::of_object(static_cast<Input*>(&req)));
-  put_fixed(env, keys::x::input_buffered, Value::of_bool(true));
-  put_fixed(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh.errors)));
-  put_fixed(env, keys::multithread, Value::of_bool(sh.multithread));
-  put_fixed(env, keys::multiprocess, Value::of_bool(sh.multiprocess));
-  put_fixed(env, keys::run_once, Value::of_bool(false));
-  put_fixed(env, keys::nonblocking, Value::of_bool(false));
-  put_fixed(env, keys::streaming, Value::of_bool(true));
-  put_fixed(env, keys::x::cleanup, Value::of_bool(true));
-  put_fixed(env, keys::x::cleanup_handlers, Value::of_object(&req.cleanup));
-  put_fixed(env, keys::x::informational, Value::of_object(static_cast<Informational*>(&req)));
-  put_fixed(env, keys::x::request_body_limit, Value::of_int(static_cast<std::int64_t>(sh.opt.max_body_bytes)));
-  put_fixed(env, keys::x::server_stats, Value::of_object(static_cast<ServerStats*>(sh.stats)));
-  if (c_.tls_info_) {
+  RequestObjects o;
+  o.input = &req;
+  o.cleanup = &req.cleanup;
+  o.informational = &req;
+  if (req.websocket) o.websocket = &req;
+  set_server_env(env, c_.shared(), o, c_.peer().https);
+  if (c_.tls_info()) {
     // A copy the request shares: the env may outlive the connection (APP-4).
-    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info_);
+    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info());
     tls_info_->set_env(env);
     req.keep_tls = tls_info_;
   }
-  if (req.websocket) put_fixed(env, keys::x::websocket, Value::of_object(static_cast<websocket::Upgrade*>(&req)));
-  if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.t_);
+  if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.thread());
   req.interim = interim_;
 }
 
@@ -521,31 +333,45 @@ bool H2Conn::interim_here(std::int32_t id, int status, const Headers& headers) {
 
 void H2Conn::on_request(std::shared_ptr<H2Request> req) {
   set_env(*req);
-  if (!c_.sh_.opt.script_name.empty() && req->env->get(keys::SCRIPT_NAME).empty()) {
+  if (!inside_mount(c_.shared(), *req->env)) {
     session_->respond(req->id, Response::error(404));
     return;
   }
   ++in_app_;
-  if (c_.sh_.app_on_pool()) run_pooled(req);
+  if (c_.shared().app_on_pool()) run_pooled(req);
   else run_inline(req);
 }
+
+namespace {
+// The Responder of a delayed response on a stream: it keeps the stream's request until the response is
+// complete (APP-4). Callable from any thread.
+std::shared_ptr<ResponderImpl> stream_responder(std::weak_ptr<Conn> c, std::shared_ptr<Mailbox> mailbox,
+                                                std::chrono::milliseconds send_timeout,
+                                                const std::shared_ptr<H2Request>& req) {
+  req->escaped = true;
+  auto keeper = std::make_shared<RequestKeeper>();
+  keeper->held = req;
+  return make_responder(std::make_shared<H2Route>(std::move(c), req->id), std::move(mailbox), send_timeout,
+                        std::move(keeper));
+}
+}  // namespace
 
 void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   int failed = 0;
   Response res;
   {
-    AppScope scope(c_.t_.fault_slot, &c_);
+    AppScope scope(c_.thread().fault_slot, &c_);
     req->in_app = true;
-    res = c_.call_app(*req->env, failed);
+    res = call_app(c_.shared(), *req->env, failed);
     req->in_app = false;
   }
   auto ws = taken_websocket(*req, res);
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     Delayed fn = std::move(*d);
-    req->escaped = true;
-    auto responder = std::make_shared<H2Responder>(c_.weak_from_this(), c_.t_.mailbox, req, c_.sh_.opt.send_timeout);
-    AppScope scope(c_.t_.fault_slot, &c_);
-    call_delayed(c_.sh_, fn, std::move(responder));
+    auto responder = stream_responder(c_.weak_from_this(), c_.thread().mailbox, c_.shared().opt.send_timeout, req);
+    RequestLog log(c_.shared().errors, req->env.get());
+    AppScope scope(c_.thread().fault_slot, &c_);
+    call_delayed(fn, std::move(responder), log);
     on_app_left();
     return;
   }
@@ -554,49 +380,54 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
 }
 
 // On the pool: the app, then its response goes to the io thread (a pull stream and a delayed response's
-// callable run here, writing through a Writer).
+// callable run here, answering through a Responder).
 void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
   req->escaped = true;
   auto job = [self = c_.shared_from_this(), req = req]() mutable {
     Conn* c = self.get();
-    Shared& sh = c->sh_;
+    Shared& sh = c->shared();
     int failed = 0;
     req->in_app = true;
-    Response res = c->call_app(*req->env, failed);
+    Response res = call_app(sh, *req->env, failed);
     req->in_app = false;
     auto ws = taken_websocket(*req, res);
     std::weak_ptr<Conn> wc = self;
-    std::shared_ptr<Mailbox> mailbox = c->t_.mailbox;
-    auto left = [wc] {
-      if (auto conn = wc.lock(); conn && conn->h2()) conn->h2()->on_app_left();
-    };
-    if (auto* d = std::get_if<Delayed>(&res.body)) {
-      Delayed fn = std::move(*d);
-      call_delayed(sh, fn, std::make_shared<H2Responder>(wc, mailbox, req, sh.opt.send_timeout));
-    } else if (auto* s = std::get_if<StreamPtr>(&res.body); s && *s && !req->head && !status_has_no_body(res.status)) {
-      StreamPtr stream = std::move(*s);
-      auto responder = std::make_shared<H2Responder>(wc, mailbox, req, sh.opt.send_timeout);
-      pull_through_writer(sh, std::move(stream), res.status < 100 || res.status > 999 ? 500 : res.status,
-                          std::move(res.headers), responder);
-    } else {
-      std::int32_t id = req->id;
-      auto call = [wc, id, r = std::make_shared<Response>(std::move(res)), ws = std::move(ws)] {
-        if (auto conn = wc.lock(); conn && conn->h2()) {
-          conn->h2()->on_app_left();
-          conn->h2()->on_app_done(id, std::move(*r), ws);
-        }
-      };
+    std::shared_ptr<Mailbox> mailbox = c->thread().mailbox;
+    int status = res.status < 100 || res.status > 999 ? 500 : res.status;
+    auto* stream = std::get_if<StreamPtr>(&res.body);
+    bool pulled = stream && *stream && !req->head && !status_has_no_body(status);
+    if (std::holds_alternative<Delayed>(res.body) || pulled) {
+      RequestLog log(sh.errors, req->env.get());
+      auto responder = stream_responder(wc, mailbox, sh.opt.send_timeout, req);
+      if (auto* d = std::get_if<Delayed>(&res.body)) {
+        Delayed fn = std::move(*d);
+        call_delayed(fn, std::move(responder), log);
+      } else {
+        pull_on_pool(std::move(*stream), status, std::move(res.headers), responder, true, log);
+        responder.reset();
+      }
       req.reset();
-      // The connection is released on its io thread (the call holds the last reference there).
-      auto release = [self = std::move(self), call = std::move(call)]() mutable { call(); self.reset(); };
+      auto release = [self = std::move(self)]() mutable {
+        if (self->h2()) self->h2()->on_app_left();
+        self.reset();
+      };
       mailbox->post(release);
       return;
     }
+    std::int32_t id = req->id;
     req.reset();
-    auto release = [self = std::move(self), left = std::move(left)]() mutable { left(); self.reset(); };
+    // The connection is released on its io thread (the call holds the last reference there).
+    auto release = [self = std::move(self), id, r = std::make_shared<Response>(std::move(res)),
+                    ws = std::move(ws)]() mutable {
+      if (H2Conn* h = self->h2()) {
+        h->on_app_left();
+        h->on_app_done(id, std::move(*r), ws);
+      }
+      self.reset();
+    };
     mailbox->post(release);
   };
-  if (!c_.sh_.pool->post(std::move(job))) {
+  if (!c_.shared().pool->post(std::move(job))) {
     on_app_left();
     session_->respond(req->id, Response::error(503, "server stopping"));
   }
@@ -624,17 +455,13 @@ void H2Conn::on_app_done(std::int32_t id, Response res, std::shared_ptr<websocke
   pump();
 }
 
-void H2Conn::on_writer_start(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w) {
-  if (!session_) {
-    std::lock_guard lock(w->mu);
-    w->dead = true;
-    return;
-  }
-  session_->start_writer(id, status, std::move(headers), std::move(w));
+void H2Conn::on_writer_start(std::int32_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w) {
+  if (!session_) return w->gone();
+  session_->start_writer(id, status, std::move(headers), w);
   pump();
 }
 
-void H2Conn::on_writer_flush(std::int32_t id, const std::shared_ptr<H2WriterState>&) {
+void H2Conn::on_writer_flush(std::int32_t id) {
   if (!session_) return;
   session_->pull_writer(id);
   pump();
@@ -648,96 +475,14 @@ void H2Conn::on_responder_dropped(std::int32_t id) {
 }
 
 void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool) {
-  Shared& sh = c_.sh_;
-  sh.stats->record_response(status, body_bytes);
-  if (!sh.access_log.enabled() || !req.env) return;
-  sh.access_log.write(combined_log_line(c_.peer_.addr, *req.env, status, body_bytes, std::time(nullptr)));
+  response_done(c_.shared(), c_.peer().addr, req.env.get(), status, body_bytes);
 }
 
 void H2Conn::log_error(std::string_view what) {
   std::string line = "csgi: ";
   line += what;
   line += " (HTTP/2)";
-  c_.sh_.errors.write(line);
-}
-
-namespace {
-// RFC 4648 §5 (base64url), padding optional: the token68 of HTTP2-Settings. False on a bad character.
-bool base64url_decode(std::string_view in, std::string& out) {
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : in) {
-    int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26 : ch >= '0' && ch <= '9' ? ch - '0' + 52
-            : ch == '-' ? 62 : ch == '_' ? 63 : -1;
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return true;
-}
-
-// True when the comma-separated `list` holds `token` (case-insensitive).
-bool has_token(std::string_view list, std::string_view token) {
-  while (!list.empty()) {
-    auto comma = list.find(',');
-    if (iequals(trim_ows(list.substr(0, comma)), token)) return true;
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  return false;
-}
-}  // namespace
-
-// With h2c_upgrade on, HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a
-// body: answered 101, and the request is served as stream 1 of an HTTP/2 connection. Anything else is
-// served as HTTP/1.1. Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
-bool Conn::try_h2c_upgrade() {
-  if (!sh_.opt.h2c_upgrade || tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
-  Env& old = *env_;
-  if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
-      !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||
-      sh_.opt.h2_max_streams == 0)
-    return false;
-  std::string settings;
-  if (!base64url_decode(trim_ows(old.get("HTTP_HTTP2_SETTINGS")), settings)) return false;
-  // The request's env again, copied out of the read buffer, as HTTP/2 has it (ENV-16).
-  auto env = t_.acquire_env();
-  for (const Env::Entry& e : old) {
-    if (!e.value.is_text() || e.key == "HTTP_UPGRADE" || e.key == "HTTP_CONNECTION" || e.key == "HTTP_HTTP2_SETTINGS" ||
-        e.key == "HTTP_KEEP_ALIVE" || e.key == "HTTP_TE")
-      continue;
-    env->set(e.key, e.value.text());
-  }
-  env->set(keys::SERVER_PROTOCOL, "HTTP/2");
-  bool head = req_.head;
-  std::string rest(in_.unparsed());
-  parser_.reset();
-  t_.release_env(std::move(env_));
-  req_.stage = Request::none;
-  phase_ = Phase::h2;
-  h2_ = std::make_unique<H2Conn>(*this);
-  h2_->start_upgraded(settings, std::move(env), head, rest, std::make_unique<PlainTransport>(socket_, weak_from_this()));
-  return true;
-}
-
-// Conn's side: the connection's first bytes were the HTTP/2 preface, or its TLS handshake chose h2.
-void Conn::start_h2() {
-  phase_ = Phase::h2;  // nothing HTTP/1 is ever written on this connection
-  std::unique_ptr<H2Transport> transport;
-  if (tls_) {
-    tls_connection_info();
-    transport = tls_h2_transport();
-  } else {
-    transport = std::make_unique<PlainTransport>(socket_, weak_from_this());
-  }
-  h2_ = std::make_unique<H2Conn>(*this, tls_ ? "https" : "http");
-  std::string_view initial = in_.unparsed();
-  in_.begin = in_.end = 0;
-  h2_->start(initial, std::move(transport));
+  c_.shared().errors.write(line);
 }
 
 }  // namespace csgi::standalone::detail

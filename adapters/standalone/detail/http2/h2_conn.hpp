@@ -72,8 +72,8 @@ public:
   /// `ws`: the WebSocket handler the app took (csgix.websocket), run when `res` is its 101.
   void on_app_done(std::int32_t id, Response res, std::shared_ptr<websocket::Handler> ws = nullptr);
   void on_app_left();
-  void on_writer_start(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w);
-  void on_writer_flush(std::int32_t id, const std::shared_ptr<H2WriterState>& w);
+  void on_writer_start(std::int32_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w);
+  void on_writer_flush(std::int32_t id);
   void on_responder_dropped(std::int32_t id);
   bool interim_here(std::int32_t id, int status, const Headers& headers);
   void pump();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
+#include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/extensions.hpp"
@@ -28,10 +29,6 @@
 #include "csgi/core/websocket.hpp"
 
 namespace csgi::standalone::detail {
-
-/// The trailer fields of a pull stream that ended (RES-15). When trailers() throws, none: `error` says
-/// why, for the caller's log (the body ends without them).
-Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept;
 
 /// Where csgix.informational of a stream goes (the driver's, one per connection).
 class H2Interim {
@@ -76,21 +73,6 @@ struct H2Request final : Input, Informational, websocket::Upgrade {
 };
 
 struct H2WsPipe;
-
-/// A streaming Writer's bytes on their way from the app's thread to the stream (h2_conn.cpp writes into
-/// it; H2Session::pull_writer() takes from it on the io thread).
-struct H2WriterState {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::string pending;
-  Headers trailers;        // set_trailers(): a trailing HEADERS frame after the body (ADP-17)
-  std::size_t unsent = 0;  // bytes taken by the stream but not yet sent
-  bool closed = false;
-  bool aborted = false;    // dropped without close(): the stream is reset (ADP-4)
-  bool dead = false;       // the stream is gone: writes fail
-  bool flush_posted = false;
-  bool head_only = false;  // HEAD or a status without a body: writes are dropped
-};
 
 /// The limits of an HTTP/2 connection (ServerOptions' h2_* and request limits).
 struct H2Limits {
@@ -140,7 +122,7 @@ public:
 
   // Responses (the io thread). A stream reset in the meantime makes them no-ops.
   void respond(std::int32_t id, Response res);
-  void start_writer(std::int32_t id, int status, Headers headers, std::shared_ptr<H2WriterState> w);
+  void start_writer(std::int32_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w);
   /// New bytes (or the end) in a stream's writer.
   void pull_writer(std::int32_t id);
   bool interim(std::int32_t id, int status, const Headers& headers);
@@ -179,6 +161,7 @@ public:
 
 private:
   friend struct H2Callbacks;
+  struct StreamSink;
   Stream* find(std::int32_t id) const;
   using StreamMap = std::unordered_map<std::int32_t, std::unique_ptr<Stream>>;
   Stream* heading(nghttp2_session* ng, std::int32_t id) const;
@@ -194,6 +177,18 @@ private:
   bool submit_trailers(Stream& s);
 
   H2Host& host_;
+  // The host's log, for the exchange's pieces.
+  struct Log final : ExchangeLog {
+    H2Host* host;
+    explicit Log(H2Host* h) : host(h) {}
+    void error(std::string_view what) noexcept override {
+      try {
+        host->log_error(what);
+      } catch (...) {
+      }
+    }
+  };
+  Log log_{&host_};
   H2Limits limits_;
   csgi::Connection conn_;                    // views into conn_text_
   std::shared_ptr<const std::string> conn_text_;

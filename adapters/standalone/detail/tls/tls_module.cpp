@@ -23,8 +23,19 @@
 #include <stdexcept>
 
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
+#include "csgi/adapters/standalone/detail/tls/tls_parts.hpp"
 
 namespace csgi::standalone::detail {
+
+/// The reason of the first OpenSSL error of this thread (and clears the queue).
+std::string tls_error_text() {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown TLS error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
 
 namespace {
 
@@ -38,15 +49,6 @@ std::string_view alpn_protocols(bool h2) noexcept {
 // The select callback's argument: whether h2 is offered.
 const bool kOfferH2 = true, kHttp1Only = false;
 
-/// The reason of the first OpenSSL error of this thread (and clears the queue).
-std::string tls_error_text() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "unknown TLS error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
 
 // Mozilla "intermediate" (TLS 1.2 ciphers; TLS 1.3 suites are OpenSSL's defaults, all of them AEAD).
 constexpr const char* kCiphers =
@@ -55,79 +57,6 @@ constexpr const char* kCiphers =
     "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305";
 constexpr const char* kGroups = "X25519:prime256v1:secp384r1";
 
-// Session tickets: the key of each 12-hour period is derived from a random secret made once per server
-// (before a prefork master forks, so every worker derives the same keys); a ticket of the current or the
-// previous period is accepted (the previous one renewed), so a ticket lives at most 24 hours.
-constexpr long kTicketPeriod = 12 * 3600;
-
-struct TicketSecret {
-  unsigned char secret[32];
-  TicketSecret() {
-    if (RAND_bytes(secret, sizeof secret) != 1) throw std::runtime_error("TLS: no random bytes for ticket keys");
-  }
-};
-
-TicketSecret& ticket_secret() {
-  static TicketSecret s;
-  return s;
-}
-
-struct TicketKey {
-  unsigned char name[16];
-  unsigned char aes[32];
-  unsigned char hmac[32];
-};
-
-bool derive(long period, TicketKey& k) {
-  unsigned char in[32 + 8 + 1];
-  std::memcpy(in, ticket_secret().secret, 32);
-  for (int i = 0; i < 8; ++i) in[32 + i] = static_cast<unsigned char>(static_cast<unsigned long long>(period) >> (8 * i));
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  unsigned char* parts[3] = {k.name, k.aes, k.hmac};
-  std::size_t sizes[3] = {sizeof k.name, sizeof k.aes, sizeof k.hmac};
-  for (int p = 0; p < 3; ++p) {
-    in[40] = static_cast<unsigned char>(p);
-    if (EVP_Digest(in, sizeof in, out, &len, EVP_sha256(), nullptr) != 1) return false;
-    std::memcpy(parts[p], out, sizes[p]);
-  }
-  OPENSSL_cleanse(in, sizeof in);
-  return true;
-}
-
-long current_period() {
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(now).count() / kTicketPeriod);
-}
-
-bool use_key(const TicketKey& k, const unsigned char* iv, EVP_CIPHER_CTX* cctx, EVP_MAC_CTX* hctx, int enc) {
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, const_cast<unsigned char*>(k.hmac), sizeof k.hmac),
-      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>("SHA256"), 0),
-      OSSL_PARAM_construct_end()};
-  if (EVP_CipherInit_ex(cctx, EVP_aes_256_cbc(), nullptr, k.aes, iv, enc) != 1) return false;
-  return EVP_MAC_CTX_set_params(hctx, params) == 1;
-}
-
-int on_ticket(SSL*, unsigned char key_name[16], unsigned char iv[EVP_MAX_IV_LENGTH], EVP_CIPHER_CTX* cctx,
-              EVP_MAC_CTX* hctx, int enc) {
-  long period = current_period();
-  TicketKey k;
-  if (enc) {
-    if (!derive(period, k) || RAND_bytes(iv, 16) != 1) return -1;
-    std::memcpy(key_name, k.name, sizeof k.name);
-    return use_key(k, iv, cctx, hctx, 1) ? 1 : -1;
-  }
-  for (long p : {period, period - 1}) {
-    if (!derive(p, k)) return -1;
-    if (std::memcmp(key_name, k.name, sizeof k.name) != 0) continue;
-    if (!use_key(k, iv, cctx, hctx, 0)) return -1;
-    // 2: valid, and a new ticket is issued (under the current key). TLS 1.3 tickets are single-use for
-    // clients (RFC 8446 §C.4): without a new one each resumed connection would be followed by a full one.
-    return 2;
-  }
-  return 0;  // unknown key (older, or another server's): a full handshake
-}
 
 int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
             void* arg) {
@@ -289,121 +218,6 @@ SSL_CTX* make_context(const TlsCertificate& c, const std::string& client_ca, boo
   return ctx;
 }
 
-// OCSP stapling: the response of the responder a certificate names, fetched when the certificates are
-// loaded (at start and on SIGHUP, 5 s at most) and stapled while it is valid; none is stapled once it
-// expires (no refresh in between), nor when the fetch failed (then the load's notes say why).
-struct Staple {
-  std::vector<unsigned char> der;
-  std::time_t next_update = 0;  // 0: no nextUpdate in the response (stapled as long as it is loaded)
-};
-
-int on_status(SSL* ssl, void* arg) {
-  auto* st = static_cast<const Staple*>(arg);
-  if (!st || st->der.empty() || (st->next_update != 0 && std::time(nullptr) >= st->next_update))
-    return SSL_TLSEXT_ERR_NOACK;
-  auto* copy = static_cast<unsigned char*>(OPENSSL_malloc(st->der.size()));
-  if (!copy) return SSL_TLSEXT_ERR_NOACK;
-  std::memcpy(copy, st->der.data(), st->der.size());
-  if (SSL_set_tlsext_status_ocsp_resp(ssl, copy, static_cast<long>(st->der.size())) != 1) {
-    OPENSSL_free(copy);
-    return SSL_TLSEXT_ERR_NOACK;
-  }
-  return SSL_TLSEXT_ERR_OK;
-}
-
-X509* issuer_in_chain(SSL_CTX* ctx, X509* cert) {
-  STACK_OF(X509)* chain = nullptr;
-  SSL_CTX_get0_chain_certs(ctx, &chain);
-  for (int i = 0; chain && i < sk_X509_num(chain); ++i)
-    if (X509_check_issued(sk_X509_value(chain, i), cert) == X509_V_OK) return sk_X509_value(chain, i);
-  return nullptr;
-}
-
-// The response for `ctx`'s certificate from the responder it names, checked (signed for this
-// certificate by its issuer or a responder the issuer delegated to, status good, not expired); nullptr
-// with a note when the certificate names none (no note) or the fetch or the check failed.
-std::unique_ptr<Staple> fetch_staple(SSL_CTX* ctx, const std::string& file, std::string& notes) {
-  X509* cert = SSL_CTX_get0_certificate(ctx);
-  STACK_OF(OPENSSL_STRING)* urls = X509_get1_ocsp(cert);
-  if (!urls || sk_OPENSSL_STRING_num(urls) == 0) {
-    X509_email_free(urls);
-    return nullptr;
-  }
-  std::string url = sk_OPENSSL_STRING_value(urls, 0);
-  X509_email_free(urls);
-  auto note = [&](const std::string& why) {
-    notes += (notes.empty() ? "" : "; ") + ("--tls-cert " + file + ": no OCSP stapling (" + url + ": " + why + ")");
-    ERR_clear_error();
-    return nullptr;
-  };
-  X509* issuer = issuer_in_chain(ctx, cert);
-  if (!issuer) return note("the issuer's certificate is not in the chain file");
-  char *host = nullptr, *port = nullptr, *path = nullptr;
-  int use_ssl = 0;
-  if (OSSL_HTTP_parse_url(url.c_str(), &use_ssl, nullptr, &host, &port, nullptr, &path, nullptr, nullptr) != 1)
-    return note("not a URL");
-  std::unique_ptr<Staple> out;
-  OCSP_CERTID* id = OCSP_cert_to_id(nullptr, cert, issuer);
-  OCSP_REQUEST* req = OCSP_REQUEST_new();
-  BIO* req_bio = nullptr;
-  BIO* resp_bio = nullptr;
-  OCSP_RESPONSE* resp = nullptr;
-  OCSP_BASICRESP* basic = nullptr;
-  std::string why;
-  if (id && req && OCSP_request_add0_id(req, OCSP_CERTID_dup(id)))
-    req_bio = ASN1_item_i2d_mem_bio(ASN1_ITEM_rptr(OCSP_REQUEST), reinterpret_cast<const ASN1_VALUE*>(req));
-  if (req_bio)
-    resp_bio = OSSL_HTTP_transfer(nullptr, host, port, path, use_ssl, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                  nullptr, 0, nullptr, "application/ocsp-request", req_bio,
-                                  "application/ocsp-response", 1, 100 * 1024, 5, 0);
-  if (!resp_bio) why = "no response: " + tls_error_text();
-  else if (!(resp = d2i_OCSP_RESPONSE_bio(resp_bio, nullptr))) why = "not an OCSP response";
-  else if (OCSP_response_status(resp) != OCSP_RESPONSE_STATUS_SUCCESSFUL) why = "the responder answered an error";
-  else if (!(basic = OCSP_response_get1_basic(resp))) why = "no basic response";
-  else {
-    STACK_OF(X509)* certs = sk_X509_new_null();
-    X509_STORE* store = X509_STORE_new();
-    if (certs) sk_X509_push(certs, issuer);
-    if (store) X509_STORE_add_cert(store, issuer);
-    int status = -1, reason = 0;
-    ASN1_GENERALIZEDTIME *rev = nullptr, *this_update = nullptr, *next_update = nullptr;
-    if (!certs || !store || OCSP_basic_verify(basic, certs, store, OCSP_TRUSTOTHER) != 1)
-      why = "the response's signature does not verify";
-    else if (OCSP_resp_find_status(basic, id, &status, &reason, &rev, &this_update, &next_update) != 1)
-      why = "the response is not about this certificate";
-    else if (status != V_OCSP_CERTSTATUS_GOOD)
-      why = status == V_OCSP_CERTSTATUS_REVOKED ? "the certificate is revoked" : "the certificate's status is unknown";
-    else if (OCSP_check_validity(this_update, next_update, 300, -1) != 1)
-      why = "the response is out of date";
-    else {
-      out = std::make_unique<Staple>();
-      unsigned char* der = nullptr;
-      int len = i2d_OCSP_RESPONSE(resp, &der);
-      if (len > 0) out->der.assign(der, der + len);
-      OPENSSL_free(der);
-      std::tm tm{};
-      if (next_update && ASN1_TIME_to_tm(next_update, &tm) == 1) out->next_update = ::timegm(&tm);
-      if (out->der.empty()) {
-        out.reset();
-        why = "cannot encode the response";
-      }
-    }
-    X509_STORE_free(store);
-    sk_X509_free(certs);
-  }
-  OCSP_BASICRESP_free(basic);
-  OCSP_RESPONSE_free(resp);
-  BIO_free(resp_bio);
-  BIO_free(req_bio);
-  OCSP_REQUEST_free(req);
-  OCSP_CERTID_free(id);
-  OPENSSL_free(host);
-  OPENSSL_free(port);
-  OPENSSL_free(path);
-  if (!out) return note(why);
-  return out;
-}
-
 /// One load of the certificates: an SSL_CTX per certificate, the first the default, the others chosen by SNI.
 class TlsGeneration {
 public:
@@ -431,7 +245,7 @@ private:
 TlsGeneration::TlsGeneration(const std::vector<TlsCertificate>& certs, const std::string& client_ca, bool h2)
     : client_ca_(!client_ca.empty()) {
   if (certs.empty()) throw std::runtime_error("TLS: no certificate (--tls-cert FILE --tls-key FILE)");
-  ticket_secret();
+  make_ticket_secret();
   try {
     for (const TlsCertificate& c : certs) {
       Entry e;

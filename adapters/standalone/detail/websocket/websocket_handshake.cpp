@@ -42,7 +42,7 @@ void Conn::begin_websocket(Response& res) {
     if (auto c = weak.lock()) c->close_now();
   };
   req_.status = 101;
-  log_access();
+  if (env_) log_access(sh_, peer_.addr, *env_, 101, 0);
   drop_env();
   parser_.reset();
   body_in_.reset();

@@ -1,0 +1,297 @@
+// An HTTP/1 connection reading requests: the buffer, the head (parsed by request_parser.hpp), the body
+// into its store, the keep-alive wait for the next request (see conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+
+namespace csgi::standalone::detail {
+
+// The connection's own bytes begin: requests are read.
+void Conn::serve() {
+  phase_ = Phase::reading;
+  wait_read();
+}
+
+// Reads with async_read_some: Asio tries the recv at once (a speculative read). Boost 1.74's reactor
+// stops trying at once only after a read that returned nothing, so after each keep-alive response this
+// recv finds nothing (EAGAIN) before the connection waits for the next epoll edge. Waiting first
+// (async_wait(wait_read)) would not save it: an op queued without that read costs an
+// epoll_ctl(EPOLL_CTL_MOD) per call there instead, the same one syscall per request.
+void Conn::wait_read() {
+  if (link_.reading || phase_ == Phase::closed || link_.peer_eof) return;
+  if (!make_room()) {
+    if (phase_ == Phase::lingering) in_.begin = in_.end = 0;
+    else {
+      reject(431, "request header too large");
+      return;
+    }
+  }
+  link_.reading = true;
+  if (tls_) {
+    tls_wait_read();
+    return;
+  }
+  socket_.async_read_some(asio::buffer(in_.buf.get() + in_.end, in_.cap - in_.end),
+                          [self = shared_from_this()](error_code ec, std::size_t n) {
+                            self->link_.reading = false;
+                            self->on_read(ec, n);
+                          });
+}
+
+void Conn::on_read(error_code ec, std::size_t n) {
+  if (phase_ == Phase::closed || ec == asio::error::operation_aborted) return;
+  if (phase_ == Phase::lingering) {
+    if (ec) {
+      close_now();
+      return;
+    }
+    in_.begin = in_.end = 0;  // discard
+    wait_read();
+    return;
+  }
+  if (ec == asio::error::eof) {
+    link_.peer_eof = true;
+  } else if (ec) {
+    link_.dead = true;
+    close_now();
+    return;
+  } else {
+    in_.end += n;
+  }
+  if (phase_ == Phase::reading) process();
+}
+
+bool Conn::make_room() {
+  if (in_.end < in_.cap) return true;
+  if (req_.stage != Request::active && in_.begin > 0) {
+    std::memmove(in_.buf.get(), in_.at(in_.begin), in_.end - in_.begin);
+    in_.end -= in_.begin;
+    in_.begin = 0;
+    return in_.end < in_.cap;
+  }
+  if (req_.stage != Request::active) {
+    std::size_t limit = sh_.opt.max_header_bytes + 1024;
+    if (in_.cap >= limit) return false;
+    std::size_t ncap = std::min(in_.cap * 2, limit);
+    std::unique_ptr<char[]> nb(new char[ncap]);
+    std::memcpy(nb.get(), in_.at(in_.begin), in_.end - in_.begin);
+    in_.end -= in_.begin;
+    in_.begin = 0;
+    in_.buf = std::move(nb);
+    in_.cap = ncap;
+    return true;
+  }
+  // An active request: only the body region behind its header may be compacted.
+  if (in_.begin > in_.body_base) {
+    std::memmove(in_.buf.get() + in_.body_base, in_.at(in_.begin), in_.end - in_.begin);
+    in_.end -= in_.begin - in_.body_base;
+    in_.begin = in_.body_base;
+  }
+  return in_.end < in_.cap;
+}
+
+void Conn::begin_request() {
+  if (!env_) env_ = t_.acquire_env();
+  csgi::Connection conn;
+  conn.server_name = listener_.server_name;
+  conn.server_port =
+      peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);
+  if (peer_.https) conn.url_scheme = "https";
+  conn.remote_addr = peer_.addr;
+  conn.remote_port = peer_.port;
+  conn.script_name = sh_.opt.script_name;
+  if (tls_) tls_begin_request(conn);
+  req_ = {};
+  body_in_.reset();
+  parser_.emplace(*env_, sh_.opt, conn);
+  ws_handler_.reset();  // a handler an earlier request took but did not answer with its 101
+}
+
+// Parses and serves every complete request in the buffer, then waits for more bytes. Each step says
+// what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
+void Conn::process() {
+  while (phase_ == Phase::reading) {
+    Step step = req_.stage != Request::active ? read_head() : Step::next;
+    if (step == Step::next) step = read_body();
+    if (step == Step::stop) return;
+    if (step == Step::again) continue;
+    if (step == Step::wait) break;
+    request_ready();
+    if (phase_ != Phase::reading) return;  // a delayed, pooled, streaming, file or closing response took over
+    if (out_.unsent() > flush_threshold || !out_.ext.empty()) {
+      if (!flush()) {
+        wait_write();
+        return;
+      }
+    }
+  }
+  if (phase_ == Phase::reading) wait_for_request();
+}
+
+// Parses the next request's head once it is all in the buffer (the env's views point into it), within
+// the request-line and header limits.
+Conn::Step Conn::read_head() {
+  if (!parser_) {
+    Step step = start_request();
+    if (step != Step::next) return step;
+  }
+  if (!head_complete(in_.unparsed(), req_.scanned, req_.folded)) return head_incomplete();
+  return parse_head();
+}
+
+// The first bytes of a request: HTTP/1 (a new request begins) or, on a new connection, maybe HTTP/2.
+Conn::Step Conn::start_request() {
+  // RFC 9112 §2.2: ignore empty lines before a request-line.
+  while (in_.begin < in_.end && (in_.buf[in_.begin] == '\r' || in_.buf[in_.begin] == '\n')) ++in_.begin;
+  if (in_.begin == in_.end) {
+    in_.begin = in_.end = 0;
+    return Step::wait;
+  }
+  if (link_.h2_possible) {
+    // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
+    // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
+    int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
+    if (m == 0) return Step::wait;
+    link_.h2_possible = false;
+    if (m > 0) return start_h2(), Step::stop;
+  }
+  begin_request();
+  set_idle(false);
+  set_deadline(sh_.opt.header_timeout);
+  return Step::next;
+}
+
+// Header incomplete: enforce the request-line and header-size limits on what we have.
+Conn::Step Conn::head_incomplete() {
+  std::string_view have = in_.unparsed();
+  std::size_t eol = have.find('\n');
+  if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
+    reject(414, "request line too long");
+    return Step::stop;
+  }
+  if (have.size() > sh_.opt.max_header_bytes) {
+    reject(431, "request header too large");
+    return Step::stop;
+  }
+  return Step::wait;
+}
+
+// The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
+Conn::Step Conn::parse_head() {
+  // RFC 9112 §5.2: obs-fold is refused. Before parsing: Beast unfolds such a value into a buffer of its
+  // own, and the env's views (and the parser's checks of Host, Content-Length, Expect) would point there.
+  if (req_.folded) {
+    reject(400, "obs-fold in header");
+    return Step::stop;
+  }
+  error_code ec;
+  std::size_t used = parser_->put(asio::buffer(in_.unparsed()), ec);
+  if (ec == http::error::need_more) ec = http::error::bad_line_ending;
+  req_.http10 = parser_->http10;
+  req_.head = parser_->head;
+  if (ec) {
+    reject(parser_->status_for(ec), parser_->reject_why[0] ? parser_->reject_why : "malformed request");
+    return Step::stop;
+  }
+  in_.begin += used;
+  in_.body_base = in_.begin;
+  req_.stage = Request::active;
+  if (parser_->reject_status) {
+    reject(parser_->reject_status, parser_->reject_why);
+    return Step::stop;
+  }
+  req_.expect = parser_->expect;
+  bool has_body = !parser_->is_done();
+  if (has_body && !parser_->chunked()) req_.content_length = parser_->content_length().value_or(0);
+  // Expect: 100-continue (RFC 9110 §10.1.1): the 100 goes out when read_body() begins the body.
+  if (!req_.expect.empty() && iequals(req_.expect, "100-continue")) req_.continue_pending = !req_.http10 && has_body;
+  return Step::next;
+}
+
+// The request's body is read whole into body_in_ (memory, then a temporary file) before the app runs,
+// as the bytes come, whatever the app's mode: no app ever waits on the network. Chunked bodies are
+// decoded. The body ends in 413 past --max-body-bytes, 400 when malformed, 408 when slower than
+// body_deadline() allows (on_timeout).
+Conn::Step Conn::read_body() {
+  if (parser_->is_done()) return Step::next;
+  if (!req_.body_begun) {
+    req_.body_begun = true;
+    pace_.begin(t_.now);
+    if (req_.continue_pending) {
+      req_.continue_pending = false;
+      out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    std::string why;
+    if (!body_in_.expect(req_.content_length, sh_.body_limits, why)) {
+      log_error(why);
+      reject(500, "cannot store the request body");
+      return Step::stop;
+    }
+  }
+  char chunk[16384];
+  return store_body(chunk, sizeof chunk);
+}
+
+Conn::Step Conn::store_body(char* chunk, std::size_t cap) {
+  for (;;) {
+    parser_->sink = chunk;
+    parser_->sink_cap = cap;
+    parser_->sink_len = 0;
+    error_code ec;
+    std::size_t used = in_.begin < in_.end || parser_->chunked() ? parser_->put(asio::buffer(in_.unparsed()), ec) : 0;
+    in_.begin += used;
+    pace_.received(used);
+    if (ec && ec != http::error::need_more) {
+      if (ec == http::error::body_limit)
+        reject(413, "request body larger than " + std::to_string(sh_.opt.max_body_bytes) + " bytes");
+      else reject(400, "malformed request body: " + ec.message());
+      return Step::stop;
+    }
+    std::string why;
+    if (!body_in_.append(chunk, parser_->sink_len, sh_.body_limits, why)) {
+      log_error(why);
+      reject(500, "cannot store the request body");
+      return Step::stop;
+    }
+    if (parser_->is_done()) return Step::next;
+    if (used > 0 || parser_->sink_len > 0) continue;
+    if (link_.peer_eof) {
+      reject(400, "connection closed before the end of the body");
+      return Step::stop;
+    }
+    if (!make_room()) {
+      reject(400, "chunk header too long");
+      return Step::stop;
+    }
+    body_deadline();
+    return Step::wait;
+  }
+}
+
+// The body's deadline after a piece: --body-timeout from now, within what --body-min-rate allows.
+void Conn::body_deadline() {
+  deadline_ = pace_.deadline(t_.now, sh_.opt.body_timeout, sh_.opt.body_min_rate);
+}
+
+// Every complete request is answered: write what is pending, then wait for the next request (or close
+// after a client's half-close).
+void Conn::wait_for_request() {
+  if (out_.pending()) {
+    if (!flush()) {
+      wait_write();
+      return;
+    }
+  }
+  if (link_.peer_eof) {
+    // Client half-closed and every complete request is answered.
+    close_now();
+    return;
+  }
+  // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
+  // (see on_shutdown); a request that still comes is answered with Connection: close.
+  if (req_.stage != Request::active && in_.begin == in_.end) {
+    set_deadline(sh_.opt.idle_timeout);
+    set_idle(true);
+  }
+  wait_read();
+}
+
+}  // namespace csgi::standalone::detail
