@@ -77,7 +77,7 @@ private:
 
 struct ParsedRequest {
   csgi::RequestHead head{"GET", "/api/v1/items/42?sort=desc&page=2", "HTTP/1.1"};
-  csgi::Connection conn{"localhost", "8080", "127.0.0.1", "51234", "http", ""};
+  csgi::ConnectionInfo conn{"localhost", "8080", "127.0.0.1", "51234", "http", ""};
   std::vector<std::pair<std::string_view, std::string_view>> headers{
       {"Host", "localhost:8080"},
       {"User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"},

@@ -47,7 +47,7 @@ std::string_view canonical_script_name(Env& env, std::string_view decoded) {
   return s;
 }
 
-void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
+void populate_env(Env& env, const RequestHead& head, const ConnectionInfo& conn) {
   std::string_view target = head.target;
   env.set_view(keys::REQUEST_METHOD, head.method);
   env.set_view(keys::SERVER_PROTOCOL, head.protocol);

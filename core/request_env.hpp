@@ -15,7 +15,9 @@ struct RequestHead {
   std::string_view protocol = "HTTP/1.1";
 };
 
-struct Connection {
+/// What the connection a request came on says about it: the server address it reached, the peer, the
+/// scheme and the mount prefix (SERVER_*, REMOTE_*, csgi.url_scheme, SCRIPT_NAME).
+struct ConnectionInfo {
   std::string_view server_name = "localhost";
   std::string_view server_port = "80";
   std::string_view remote_addr;
@@ -28,7 +30,7 @@ struct Connection {
 /// from canonical_path, so no app sees a dot segment. Throws csgi::BadRequest for a target that is not
 /// origin- or absolute-form, a malformed %-escape or %00 in the path, or a ".." canonical_path refuses.
 /// All views must outlive the request.
-void populate_env(Env& env, const RequestHead& head, const Connection& conn);
+void populate_env(Env& env, const RequestHead& head, const ConnectionInfo& conn);
 
 /// The request path as every app sees it (ENV-5): `raw` (a target's path, "" or starting with '/')
 /// percent-decoded once, then its dot segments removed (remove_dot_segments). Returns `raw` itself when

@@ -187,7 +187,7 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
   }
   Env env;
   RequestHead head{method, target, protocol};
-  Connection conn{options.server_name, options.server_port, options.remote_addr, "40000", options.url_scheme,
+  ConnectionInfo conn{options.server_name, options.server_port, options.remote_addr, "40000", options.url_scheme,
                   options.script_name};
   populate_env(env, head, conn);
   bool has_length = false;

@@ -29,7 +29,7 @@ TEST_CASE("populate_env: decodes once, keeps slashes, strips a mount prefix", "[
   populate_env(env, {"GET", "/foo/%252c//x///y"}, {});
   CHECK(env.get(keys::PATH_INFO) == "/foo/%2c//x///y");
   Env e2;
-  Connection c;
+  ConnectionInfo c;
   c.script_name = "/app";
   populate_env(e2, {"GET", "/app/x?q"}, c);
   CHECK(e2.get(keys::SCRIPT_NAME) == "/app");
@@ -171,7 +171,7 @@ TEST_CASE("populate_env: absolute-form without a path, and fragments", "[request
 TEST_CASE("populate_env: dot segments are removed once, after decoding", "[request_env][dot_segments]") {
   auto path = [](std::string_view target, std::string_view script_name = {}) {
     Env env;
-    Connection c;
+    ConnectionInfo c;
     c.script_name = script_name;
     populate_env(env, {"GET", target}, c);
     return std::string(env.get(keys::SCRIPT_NAME)) + "|" + std::string(env.get(keys::PATH_INFO));

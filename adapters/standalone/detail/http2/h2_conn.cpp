@@ -271,7 +271,7 @@ private:
 
 void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   transport_ = std::move(transport);
-  csgi::Connection conn;
+  csgi::ConnectionInfo conn;
   conn.server_name = c_.listener_.server_name;
   conn.server_port = c_.listener_.server_port;
   conn.remote_addr = c_.peer_.addr;
