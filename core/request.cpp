@@ -7,6 +7,7 @@
 
 #include "csgi/core/cookie.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -17,12 +18,6 @@ constexpr std::string_view streamed_key = "csgi.request.body_streamed";
 const RequestLimits& default_limits() noexcept {
   static const RequestLimits limits;
   return limits;
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // Percent-encodes a path, keeping RFC 3986 pchar and '/'.
@@ -77,7 +72,7 @@ std::string Request::host() const {
 
 std::string_view Request::media_type() const noexcept {
   std::string_view ct = content_type();
-  return trim(ct.substr(0, ct.find(';')));
+  return trim_ows(ct.substr(0, ct.find(';')));
 }
 
 std::optional<std::uint64_t> Request::content_length() const noexcept {

@@ -99,3 +99,10 @@ TEST_CASE("has_ctl agrees with a byte-by-byte scan for every byte at every posit
   }
   static_assert(csgi::has_ctl("a\x01", false) && !csgi::has_ctl("a\tb", true));  // still constexpr
 }
+
+TEST_CASE("trim_ows: spaces and tabs at both ends only", "[text]") {
+  CHECK(csgi::trim_ows(" \t a b \t") == "a b");
+  CHECK(csgi::trim_ows("\t\t") == "");
+  CHECK(csgi::trim_ows("") == "");
+  CHECK(csgi::trim_ows("\r\na\n") == "\r\na\n");  // only OWS
+}
