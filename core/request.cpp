@@ -7,6 +7,7 @@
 
 #include "csgi/core/cookie.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi {
@@ -18,22 +19,6 @@ constexpr std::string_view streamed_key = "csgi.request.body_streamed";
 const RequestLimits& default_limits() noexcept {
   static const RequestLimits limits;
   return limits;
-}
-
-// Percent-encodes a path, keeping RFC 3986 pchar and '/'.
-void append_path(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                std::strchr("-._~!$&'()*+,;=:@/", c) != nullptr;
-    if (keep && c != 0) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
 }
 
 // A cached ParsedQuery for `key`, (re)built from `source` with `parse` when missing or stale.
@@ -140,17 +125,17 @@ std::string Request::base() const {
   out.append("://").append(host());
   std::string_view script = script_name();
   if (script.empty()) out.push_back('/');
-  else append_path(out, script);
+  else percent_encode_to(out, script, uri::path);
   return out;
 }
 
 std::string Request::uri() const {
   std::string out(scheme());
   out.append("://").append(host());
-  append_path(out, script_name());
+  percent_encode_to(out, script_name(), uri::path);
   std::string_view p = path_info();
   if (p.empty() && script_name().empty()) p = "/";
-  append_path(out, p);
+  percent_encode_to(out, p, uri::path);
   std::string_view q = query_string();
   if (!q.empty()) out.append("?").append(q);
   return out;

@@ -5,20 +5,11 @@
 #include <cstring>
 
 #include "csgi/core/keys.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi::python {
-
-namespace {
-
-bool is_unreserved(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~' || c == '/' || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
-         c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == ':' || c == '@';
-}
-
-}  // namespace
 
 bool bytes_of(PyObject* b, std::string_view& out) noexcept {
   if (PyBytes_Check(b)) {
@@ -31,20 +22,6 @@ bool bytes_of(PyObject* b, std::string_view& out) noexcept {
   }
   return false;
 }
-
-void append_escaped(std::string& out, std::string_view s) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (is_unreserved(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-}
-
 
 namespace {
 
@@ -180,8 +157,8 @@ void scope_to_env(Env& env, std::string& request_uri, PyObject* scope) {
     env.set_view(keys::REQUEST_URI, uri);
   } else {
     std::string& uri = request_uri;
-    append_escaped(uri, env.get(keys::SCRIPT_NAME));
-    append_escaped(uri, env.get(keys::PATH_INFO));
+    percent_encode_to(uri, env.get(keys::SCRIPT_NAME), uri::path);
+    percent_encode_to(uri, env.get(keys::PATH_INFO), uri::path);
     if (uri.empty()) uri = "/";
     if (!query.empty()) uri.append("?").append(query);
     env.set_view(keys::REQUEST_URI, uri);
