@@ -110,11 +110,7 @@ void build_env(csgi::Env& env, const ParsedRequest& r) {
   csgi::set_server_from_host(env);
   env.set_object<csgi::Input>(csgi::keys::input, &g_input);
   env.set_object<csgi::ErrorStream>(csgi::keys::errors, &g_errors);
-  env.set_bool(csgi::keys::multithread, false);
-  env.set_bool(csgi::keys::multiprocess, false);
-  env.set_bool(csgi::keys::run_once, false);
-  env.set_bool(csgi::keys::nonblocking, false);
-  env.set_bool(csgi::keys::streaming, true);
+  csgi::set_server_flags(env, {});
 }
 
 // ---- five small pass-through middlewares ----

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/percent.hpp"
@@ -243,15 +244,29 @@ std::string_view target_authority(std::string_view target) noexcept {
   return rest.substr(0, rest.find_first_of("/?#"));
 }
 
-void set_server_from_host(Env& env) {
-  std::string_view host = env.get(keys::HTTP_HOST);
-  if (host.empty()) return;
-  if (host.front() == '[') {
-    auto end = host.find(']');
-    if (end != std::string_view::npos) env.set_view(keys::SERVER_NAME, host.substr(0, end + 1));
-    return;
+namespace {
+// The name and port of a Host value: "[::1]:8080" → "[::1]", "8080"; "a.example" → "a.example", "". An
+// unclosed '[' has no name.
+std::pair<std::string_view, std::string_view> split_host(std::string_view host) noexcept {
+  std::size_t name_end = host.starts_with('[') ? host.find(']') : host.find(':');
+  if (host.starts_with('[')) {
+    if (name_end == std::string_view::npos) return {};
+    ++name_end;
   }
-  env.set_view(keys::SERVER_NAME, host.substr(0, host.find(':')));
+  std::string_view name = host.substr(0, name_end), rest = host.substr(name.size());
+  return {name, rest.starts_with(':') ? rest.substr(1) : std::string_view()};
+}
+}  // namespace
+
+void set_server_from_host(Env& env) {
+  auto [name, port] = split_host(env.get(keys::HTTP_HOST));
+  if (!name.empty()) env.set_view(keys::SERVER_NAME, name);
+}
+
+void set_server_from_host(Env& env, std::string_view default_port) {
+  auto [name, port] = split_host(env.get(keys::HTTP_HOST));
+  if (!name.empty()) env.set_view(keys::SERVER_NAME, name);
+  env.set_view(keys::SERVER_PORT, port.empty() ? default_port : port);
 }
 
 }  // namespace csgi

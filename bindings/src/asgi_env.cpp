@@ -138,15 +138,8 @@ void scope_to_env(Env& env, std::string& request_uri, PyObject* scope) {
   std::string_view scheme = scheme_obj ? utf8_of(scheme_obj, "scheme") : std::string_view("http");
   scope_headers(env, item(scope, k.headers));
   if (!has_server) {  // from Host, as the WSGI adapters do
-    std::string_view host = env.get("HTTP_HOST", "localhost");
-    std::size_t colon = host.ends_with(']') ? std::string_view::npos : host.rfind(':');
-    if (colon != std::string_view::npos && colon > 0) {
-      env.set(keys::SERVER_NAME, host.substr(0, colon));
-      env.set(keys::SERVER_PORT, host.substr(colon + 1));
-    } else {
-      env.set(keys::SERVER_NAME, host);
-      env.set(keys::SERVER_PORT, scheme == "https" ? "443" : "80");
-    }
+    env.set_view(keys::SERVER_NAME, "localhost");
+    set_server_from_host(env, scheme == "https" ? "443" : "80");
   }
   for (std::string_view key : {keys::CONTENT_LENGTH, keys::CONTENT_TYPE})
     if (env.get(key).empty()) env.erase(key);
@@ -165,11 +158,7 @@ void scope_to_env(Env& env, std::string& request_uri, PyObject* scope) {
   }
   env.set_view(keys::version, keys::spec_version);
   env.set_view(keys::url_scheme, scheme == "https" ? std::string_view("https") : std::string_view("http"));
-  env.set_bool(keys::multithread, true);
-  env.set_bool(keys::multiprocess, false);
-  env.set_bool(keys::run_once, false);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
+  set_server_flags(env, {.multithread = true});
 }
 
 /// True for a GET or HEAD whose framing says it has no body (HTTP/1 without Content-Length or
