@@ -8,6 +8,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/percent.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -214,7 +215,7 @@ bool valid_host(std::string_view host) noexcept {
     auto close = host.find(']');
     if (close == std::string_view::npos || close < 2) return false;
     for (char c : host.substr(1, close - 1)) {
-      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+      bool ok = hex_value(c) >= 0 || c == ':' || c == '.';
       if (!ok) return false;
     }
     std::string_view rest = host.substr(close + 1);
