@@ -279,7 +279,7 @@ private:
   bool tls_fill();
   ssize_t tls_writev(const iovec* iov, int n);
   ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
-  void tls_begin_request(csgi::Connection& conn);
+  void tls_begin_request(csgi::ConnectionInfo& conn);
   const TlsInfo& tls_connection_info();
   // HTTP/2 over the TLS session, once ALPN chose h2 (tls_io.cpp).
   std::unique_ptr<H2Transport> tls_h2_transport();

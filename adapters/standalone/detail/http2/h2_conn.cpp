@@ -99,7 +99,7 @@ H2Conn::~H2Conn() = default;
 
 void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   transport_ = std::move(transport);
-  csgi::Connection conn;
+  csgi::ConnectionInfo conn;
   conn.server_name = c_.listener().server_name;
   conn.server_port = c_.listener().server_port;
   conn.remote_addr = c_.peer().addr;
