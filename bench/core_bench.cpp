@@ -77,7 +77,7 @@ private:
 
 struct ParsedRequest {
   csgi::RequestHead head{"GET", "/api/v1/items/42?sort=desc&page=2", "HTTP/1.1"};
-  csgi::Connection conn{"localhost", "8080", "127.0.0.1", "51234", "http", ""};
+  csgi::ConnectionInfo conn{"localhost", "8080", "127.0.0.1", "51234", "http", ""};
   std::vector<std::pair<std::string_view, std::string_view>> headers{
       {"Host", "localhost:8080"},
       {"User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"},
@@ -110,11 +110,7 @@ void build_env(csgi::Env& env, const ParsedRequest& r) {
   csgi::set_server_from_host(env);
   env.set_object<csgi::Input>(csgi::keys::input, &g_input);
   env.set_object<csgi::ErrorStream>(csgi::keys::errors, &g_errors);
-  env.set_bool(csgi::keys::multithread, false);
-  env.set_bool(csgi::keys::multiprocess, false);
-  env.set_bool(csgi::keys::run_once, false);
-  env.set_bool(csgi::keys::nonblocking, false);
-  env.set_bool(csgi::keys::streaming, true);
+  csgi::set_server_flags(env, {});
 }
 
 // ---- five small pass-through middlewares ----

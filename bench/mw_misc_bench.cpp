@@ -35,7 +35,7 @@ App hello() {
 void build(Env& env, StringInput& in, StringErrorStream& err, std::string_view target = "/app/items?page=2") {
   env.clear();
   populate_env(env, RequestHead{"GET", target, "HTTP/1.1"},
-               Connection{"localhost", "8080", "127.0.0.1", "40000", "http", ""});
+               ConnectionInfo{"localhost", "8080", "127.0.0.1", "40000", "http", ""});
   static const std::pair<std::string_view, std::string_view> headers[] = {
       {"Host", "localhost:8080"},
       {"User-Agent", "Mozilla/5.0 (X11; Linux x86_64) bench"},

@@ -1,6 +1,8 @@
 #pragma once
-/// Serving a Python WSGI app from a csgi server program: `csgi serve --wsgi module:app` (adapters/cli) and
-/// `csgi-fcgi --wsgi module:app` (adapters/fastcgi) call load_wsgi_app() and serve what it returns.
+/// Serving a Python app from a csgi server program (csgi, and csgi-fcgi and csgi-cgi, the same program
+/// under other names): the --wsgi and --asgi modes (adapters/cli/modes.cpp) call load_wsgi_app() and
+/// load_asgi_app() and serve what they return; before that, adapters/cli/main.cpp hands a command line
+/// the Python program can serve alone to exec_python_server().
 /// The interpreter lives in the Python host module (python_host_abi.h), loaded with dlopen() on the first
 /// call: a program built with this file has no libpython among its dependencies.
 #include <string>

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "csgi/core/env.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -51,14 +52,13 @@ inline std::size_t plain_run_end(std::string_view s, std::size_t i) noexcept {
 /// escaped as above. Runs of plain bytes are copied at once.
 template <class Out>
 void append_log_escaped(Out& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
   std::size_t i = 0;
   while (i < s.size()) {
     std::size_t plain_end = log_detail::plain_run_end(s, i);
     out.append(s.data() + i, plain_end - i);
     if (plain_end == s.size()) break;
     auto c = static_cast<unsigned char>(s[plain_end]);
-    const char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+    const char esc[4] = {'\\', 'x', hex_upper[c >> 4], hex_upper[c & 15]};
     out.append(esc, 4);
     i = plain_end + 1;
   }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "csgi/core/http_date.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi {
@@ -10,13 +11,6 @@ namespace csgi {
 namespace {
 
 bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
-
-int hexval(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // What browsers send as a cookie name: no controls, whitespace, quotes, separators of the header.
 bool acceptable_name(std::string_view name) noexcept {
@@ -26,26 +20,17 @@ bool acceptable_name(std::string_view name) noexcept {
   return true;
 }
 
-// Percent-decodes valid %XX escapes; anything else is kept as it is (a Cookie header never throws).
-std::string lenient_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    int hi, lo;
-    if (s[i] == '%' && i + 2 < s.size() + 0 && (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-bool cookie_octet(unsigned char c) noexcept {
+constexpr bool cookie_octet(unsigned char c) noexcept {
   return c == 0x21 || (c >= 0x23 && c <= 0x2b) || (c >= 0x2d && c <= 0x3a) || (c >= 0x3c && c <= 0x5b) ||
          (c >= 0x5d && c <= 0x7e);
 }
+
+// What a Set-Cookie value keeps as it is: cookie-octets other than '%', which starts an escape.
+constexpr ByteSet kValueBytes = [] {
+  ByteSet t{};
+  for (unsigned c = 0; c < 256; ++c) t[c] = cookie_octet(static_cast<unsigned char>(c)) && c != '%';
+  return t;
+}();
 
 void check_attribute(std::string_view what, std::string_view v) {
   for (unsigned char c : v)
@@ -86,7 +71,7 @@ void parse_cookies_into(std::string_view h, Params& out) {
         }
       }
       if (closed) {
-        value = lenient_decode(inner);
+        value = percent_decode_lenient(inner);
         i = j + 1;
         // Anything between the closing quote and the next separator makes the pair malformed.
         std::size_t semi = h.find(';', i);
@@ -96,13 +81,13 @@ void parse_cookies_into(std::string_view h, Params& out) {
       } else {
         std::size_t semi = h.find(';', i);
         if (semi == std::string_view::npos) semi = n;
-        value = lenient_decode(trim_ows(h.substr(i, semi - i)));
+        value = percent_decode_lenient(trim_ows(h.substr(i, semi - i)));
         i = semi;
       }
     } else {
       std::size_t semi = h.find(';', i);
       if (semi == std::string_view::npos) semi = n;
-      value = lenient_decode(trim_ows(h.substr(i, semi - i)));
+      value = percent_decode_lenient(trim_ows(h.substr(i, semi - i)));
       i = semi;
     }
     if (ok) out.add(name, value);
@@ -122,20 +107,11 @@ std::string SetCookie::to_string() const {
   if (same_site == SameSite::none && !secure)
     throw std::invalid_argument("Set-Cookie " + name + ": SameSite=None requires Secure");
   if (partitioned && !secure) throw std::invalid_argument("Set-Cookie " + name + ": Partitioned requires Secure");
-  static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(name.size() + value.size() + 64);
   out += name;
   out.push_back('=');
-  for (unsigned char c : value) {
-    if (cookie_octet(c) && c != '%') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
+  percent_encode_to(out, value, kValueBytes);
   if (!path.empty()) out.append("; Path=").append(path);
   if (!domain.empty()) out.append("; Domain=").append(domain);
   if (expires) {

@@ -31,7 +31,6 @@ constexpr std::array<std::string_view, 49> kRules = {
 
 /// A value for an error message: quoted, non-printable bytes as \xNN, cut after 80 bytes.
 std::string quote(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
   std::string out = "\"";
   for (std::size_t i = 0; i < s.size() && i < 80; ++i) {
     auto c = static_cast<unsigned char>(s[i]);
@@ -40,8 +39,8 @@ std::string quote(std::string_view s) {
       out += static_cast<char>(c);
     } else if (c < 0x20 || c >= 0x7f) {
       out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      out += hex_lower[c >> 4];
+      out += hex_lower[c & 15];
     } else {
       out += static_cast<char>(c);
     }

@@ -20,12 +20,6 @@ namespace {
 
 bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
 
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // Calls f(lower-case name, value) for each ";name=value" parameter after the first ';' of a header value
 // (RFC 9110 §5.6.6). Quoted values lose their quotes; inside them only \" and \\ are escapes, because
 // browsers send Windows paths with bare backslashes.
@@ -37,7 +31,7 @@ void for_each_param(std::string_view v, F&& f) {
     while (i < n && (is_space(v[i]) || v[i] == ';')) ++i;
     std::size_t key_start = i;
     while (i < n && v[i] != '=' && v[i] != ';') ++i;
-    std::string key(trim(v.substr(key_start, i - key_start)));
+    std::string key(trim_ows(v.substr(key_start, i - key_start)));
     for (char& c : key)
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     std::string value;
@@ -63,7 +57,7 @@ void for_each_param(std::string_view v, F&& f) {
       } else {
         std::size_t start = i;
         while (i < n && v[i] != ';') ++i;
-        value = trim(v.substr(start, i - start));
+        value = trim_ows(v.substr(start, i - start));
       }
     }
     if (!key.empty()) f(key, std::move(value));
@@ -195,7 +189,7 @@ std::vector<const Upload*> Uploads::get_all(std::string_view name) const {
 // ---- boundary ----
 
 std::string multipart_boundary(std::string_view content_type) {
-  std::string_view type = trim(content_type.substr(0, content_type.find(';')));
+  std::string_view type = trim_ows(content_type.substr(0, content_type.find(';')));
   if (!istarts_with(type, "multipart/")) throw BadRequest("Content-Type is not multipart: " + std::string(type));
   std::string boundary;
   bool found = false;
@@ -329,17 +323,17 @@ void MultipartParser::start_part(std::string_view block) {
       if (headers.empty()) throw BadRequest("malformed multipart part header (folded first line)");
       auto it = headers.end() - 1;
       it->value.push_back(' ');
-      it->value.append(trim(line));
+      it->value.append(trim_ows(line));
       continue;
     }
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0)
       throw BadRequest("malformed multipart part header: " + std::string(line.substr(0, 80)));
-    headers.add(std::string(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+    headers.add(std::string(trim_ows(line.substr(0, colon))), std::string(trim_ows(line.substr(colon + 1))));
   }
   auto cd = headers.get("Content-Disposition");
   if (!cd) throw BadRequest("multipart part without Content-Disposition");
-  std::string_view type = trim(cd->substr(0, cd->find(';')));
+  std::string_view type = trim_ows(cd->substr(0, cd->find(';')));
   if (!iequals(type, "form-data")) throw BadRequest("multipart part disposition is not form-data");
   std::string name, filename;
   bool has_name = false, has_filename = false, has_ext = false;

@@ -4,18 +4,9 @@
 
 namespace csgi {
 
-namespace {
-int hexval(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-}  // namespace
-
 bool has_bad_escape(std::string_view s) noexcept {
-  for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i] == '%' && (i + 2 >= s.size() + 0 || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0)) return true;
+  for (std::size_t i = s.find('%'); i != std::string_view::npos; i = s.find('%', i + 1))
+    if (escape_at(s, i) < 0) return true;
   return false;
 }
 
@@ -24,10 +15,9 @@ std::size_t percent_decode_to(std::string_view s, char* out, bool plus_as_space)
   for (std::size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c == '%') {
-      int hi = i + 2 < s.size() + 0 ? hexval(s[i + 1]) : -1;
-      int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
-      if (hi < 0 || lo < 0) throw BadRequest("malformed percent-escape at offset " + std::to_string(i));
-      out[n++] = static_cast<char>(hi * 16 + lo);
+      int byte = escape_at(s, i);
+      if (byte < 0) throw BadRequest("malformed percent-escape at offset " + std::to_string(i));
+      out[n++] = static_cast<char>(byte);
       i += 2;
     } else if (c == '+' && plus_as_space) {
       out[n++] = ' ';
@@ -78,21 +68,36 @@ std::size_t remove_dot_segments(char* path, std::size_t n) {
   return w;
 }
 
-std::string percent_encode(std::string_view s, bool keep_slash) {
-  static constexpr char hex[] = "0123456789ABCDEF";
+std::string percent_decode_lenient(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (unsigned char c : s) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
-    if (unreserved) {
-      out.push_back(static_cast<char>(c));
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (int byte = escape_at(s, i); byte >= 0) {
+      out.push_back(static_cast<char>(byte));
+      i += 2;
     } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
+      out.push_back(s[i]);
     }
   }
+  return out;
+}
+
+void percent_encode_to(std::string& out, std::string_view s, const ByteSet& keep, bool keep_escapes) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (keep[c] || (keep_escapes && escape_at(s, i) >= 0)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      const char esc[3] = {'%', hex_upper[c >> 4], hex_upper[c & 15]};
+      out.append(esc, 3);
+    }
+  }
+}
+
+std::string percent_encode(std::string_view s, const ByteSet& keep) {
+  std::string out;
+  out.reserve(s.size());
+  percent_encode_to(out, s, keep);
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include "csgi/core/cookie.hpp"
 #include "csgi/core/http_error.hpp"
+#include "csgi/core/percent.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -17,28 +19,6 @@ constexpr std::string_view streamed_key = "csgi.request.body_streamed";
 const RequestLimits& default_limits() noexcept {
   static const RequestLimits limits;
   return limits;
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Percent-encodes a path, keeping RFC 3986 pchar and '/'.
-void append_path(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                std::strchr("-._~!$&'()*+,;=:@/", c) != nullptr;
-    if (keep && c != 0) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
 }
 
 // A cached ParsedQuery for `key`, (re)built from `source` with `parse` when missing or stale.
@@ -77,7 +57,7 @@ std::string Request::host() const {
 
 std::string_view Request::media_type() const noexcept {
   std::string_view ct = content_type();
-  return trim(ct.substr(0, ct.find(';')));
+  return trim_ows(ct.substr(0, ct.find(';')));
 }
 
 std::optional<std::uint64_t> Request::content_length() const noexcept {
@@ -145,17 +125,17 @@ std::string Request::base() const {
   out.append("://").append(host());
   std::string_view script = script_name();
   if (script.empty()) out.push_back('/');
-  else append_path(out, script);
+  else percent_encode_to(out, script, uri::path);
   return out;
 }
 
 std::string Request::uri() const {
   std::string out(scheme());
   out.append("://").append(host());
-  append_path(out, script_name());
+  percent_encode_to(out, script_name(), uri::path);
   std::string_view p = path_info();
   if (p.empty() && script_name().empty()) p = "/";
-  append_path(out, p);
+  percent_encode_to(out, p, uri::path);
   std::string_view q = query_string();
   if (!q.empty()) out.append("?").append(q);
   return out;

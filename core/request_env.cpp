@@ -3,10 +3,12 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/percent.hpp"
 #include "csgi/core/response.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi {
 
@@ -47,7 +49,7 @@ std::string_view canonical_script_name(Env& env, std::string_view decoded) {
   return s;
 }
 
-void populate_env(Env& env, const RequestHead& head, const Connection& conn) {
+void populate_env(Env& env, const RequestHead& head, const ConnectionInfo& conn) {
   std::string_view target = head.target;
   env.set_view(keys::REQUEST_METHOD, head.method);
   env.set_view(keys::SERVER_PROTOCOL, head.protocol);
@@ -213,7 +215,7 @@ bool valid_host(std::string_view host) noexcept {
     auto close = host.find(']');
     if (close == std::string_view::npos || close < 2) return false;
     for (char c : host.substr(1, close - 1)) {
-      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+      bool ok = hex_value(c) >= 0 || c == ':' || c == '.';
       if (!ok) return false;
     }
     std::string_view rest = host.substr(close + 1);
@@ -243,15 +245,29 @@ std::string_view target_authority(std::string_view target) noexcept {
   return rest.substr(0, rest.find_first_of("/?#"));
 }
 
-void set_server_from_host(Env& env) {
-  std::string_view host = env.get(keys::HTTP_HOST);
-  if (host.empty()) return;
-  if (host.front() == '[') {
-    auto end = host.find(']');
-    if (end != std::string_view::npos) env.set_view(keys::SERVER_NAME, host.substr(0, end + 1));
-    return;
+namespace {
+// The name and port of a Host value: "[::1]:8080" → "[::1]", "8080"; "a.example" → "a.example", "". An
+// unclosed '[' has no name.
+std::pair<std::string_view, std::string_view> split_host(std::string_view host) noexcept {
+  std::size_t name_end = host.starts_with('[') ? host.find(']') : host.find(':');
+  if (host.starts_with('[')) {
+    if (name_end == std::string_view::npos) return {};
+    ++name_end;
   }
-  env.set_view(keys::SERVER_NAME, host.substr(0, host.find(':')));
+  std::string_view name = host.substr(0, name_end), rest = host.substr(name.size());
+  return {name, rest.starts_with(':') ? rest.substr(1) : std::string_view()};
+}
+}  // namespace
+
+void set_server_from_host(Env& env) {
+  auto [name, port] = split_host(env.get(keys::HTTP_HOST));
+  if (!name.empty()) env.set_view(keys::SERVER_NAME, name);
+}
+
+void set_server_from_host(Env& env, std::string_view default_port) {
+  auto [name, port] = split_host(env.get(keys::HTTP_HOST));
+  if (!name.empty()) env.set_view(keys::SERVER_NAME, name);
+  env.set_view(keys::SERVER_PORT, port.empty() ? default_port : port);
 }
 
 }  // namespace csgi

@@ -15,7 +15,9 @@ struct RequestHead {
   std::string_view protocol = "HTTP/1.1";
 };
 
-struct Connection {
+/// What the connection a request came on says about it: the server address it reached, the peer, the
+/// scheme and the mount prefix (SERVER_*, REMOTE_*, csgi.url_scheme, SCRIPT_NAME).
+struct ConnectionInfo {
   std::string_view server_name = "localhost";
   std::string_view server_port = "80";
   std::string_view remote_addr;
@@ -28,7 +30,7 @@ struct Connection {
 /// from canonical_path, so no app sees a dot segment. Throws csgi::BadRequest for a target that is not
 /// origin- or absolute-form, a malformed %-escape or %00 in the path, or a ".." canonical_path refuses.
 /// All views must outlive the request.
-void populate_env(Env& env, const RequestHead& head, const Connection& conn);
+void populate_env(Env& env, const RequestHead& head, const ConnectionInfo& conn);
 
 /// The request path as every app sees it (ENV-5): `raw` (a target's path, "" or starting with '/')
 /// percent-decoded once, then its dot segments removed (remove_dot_segments). Returns `raw` itself when
@@ -68,7 +70,33 @@ bool valid_host(std::string_view host) noexcept;
 /// "" for any other form. RFC 9112 §3.2.2: it replaces the Host field.
 std::string_view target_authority(std::string_view target) noexcept;
 
-/// Sets SERVER_NAME from Host when present (without the port), as CGI servers do.
+/// Sets SERVER_NAME from Host when present (without the port; an IPv6 literal keeps its brackets), as CGI
+/// servers do. A Host with no name (":8080", "[::1" unclosed) leaves SERVER_NAME as it is.
 void set_server_from_host(Env& env);
+/// The same, and SERVER_PORT: Host's port, else `default_port` (a host that knows no server address,
+/// e.g. an ASGI scope without "server"). `default_port` must outlive the request.
+void set_server_from_host(Env& env, std::string_view default_port);
+
+/// How the serving process runs apps: what csgi.multithread, csgi.multiprocess and csgi.run_once say.
+struct ServerModel {
+  bool multithread = false;   // an app may be called from several threads at once
+  bool multiprocess = false;  // and from several processes
+  bool run_once = false;      // the process serves one request (CGI)
+};
+
+/// Sets the boolean keys every adapter sets (CORE-6): csgi.multithread, csgi.multiprocess and
+/// csgi.run_once from `model`, csgi.nonblocking false and csgi.streaming true (no csgi adapter runs apps
+/// nonblocking, every one streams). The keys are constants kept by view, and the call is inline: on an
+/// adapter's per-request path it costs five stores.
+inline void set_server_flags(Env& env, const ServerModel& model) {
+  auto put = [&env](std::string_view key, bool value) {
+    *env.emplace(key, Value::of_bool(value), false).first = Value::of_bool(value);
+  };
+  put(keys::multithread, model.multithread);
+  put(keys::multiprocess, model.multiprocess);
+  put(keys::run_once, model.run_once);
+  put(keys::nonblocking, false);
+  put(keys::streaming, true);
+}
 
 }  // namespace csgi

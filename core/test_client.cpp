@@ -187,7 +187,7 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
   }
   Env env;
   RequestHead head{method, target, protocol};
-  Connection conn{options.server_name, options.server_port, options.remote_addr, "40000", options.url_scheme,
+  ConnectionInfo conn{options.server_name, options.server_port, options.remote_addr, "40000", options.url_scheme,
                   options.script_name};
   populate_env(env, head, conn);
   bool has_length = false;
@@ -201,11 +201,7 @@ TestResponse call(const App& app, std::string_view request, std::vector<std::pai
   StringErrorStream errors;
   env.set_object<Input>(keys::input, &input);
   env.set_object<ErrorStream>(keys::errors, &errors);
-  env.set_bool(keys::multithread, false);
-  env.set_bool(keys::multiprocess, false);
-  env.set_bool(keys::run_once, false);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
+  set_server_flags(env, {});
   env.set_bool(keys::x::input_buffered, true);
   if (options.setup) options.setup(env);
   OnError on_error;

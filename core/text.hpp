@@ -1,6 +1,6 @@
 #pragma once
-/// Small text helpers shared by core, middleware and adapters: the one place for HTTP token characters
-/// and case-insensitive comparison. (Case-sensitive prefix and suffix tests are std::string_view's
+/// Small text helpers shared by core, middleware and adapters: the one place for HTTP token characters,
+/// hex digits, OWS trimming and case-insensitive comparison. (Case-sensitive prefix and suffix tests are std::string_view's
 /// starts_with and ends_with.)
 #include <array>
 #include <cstdint>
@@ -67,6 +67,18 @@ constexpr bool within_prefix(std::string_view path, std::string_view prefix) noe
   return path.starts_with(prefix) &&
          (prefix.empty() || path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/');
 }
+
+/// The value of hex digit `c` (0–15), or -1 for any other byte.
+constexpr int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// Hex digits by value: upper case (percent-encoding, RFC 3986 §2.1; \xNN in logs) and lower case.
+inline constexpr std::string_view hex_upper = "0123456789ABCDEF";
+inline constexpr std::string_view hex_lower = "0123456789abcdef";
 
 /// Case-insensitive ASCII comparison (header names, tokens).
 bool iequals_same_size(const char* a, const char* b, std::size_t n) noexcept;

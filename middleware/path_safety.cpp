@@ -12,16 +12,14 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "csgi/core/percent.hpp"
+
 namespace csgi::mw {
 
 namespace {
 
 constexpr int open_flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 constexpr std::size_t max_path = 4096;
-
-bool is_hex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 
 int status_for_errno(int e) {
   switch (e) {
@@ -107,7 +105,7 @@ SafePath sanitize_path(std::string_view path, bool allow_dotfiles) {
     unsigned char c = static_cast<unsigned char>(path[i]);
     if (c < 0x20 || c == 0x7f) return refuse(400, "control character or NUL in path");
     if (c == '\\') return refuse(400, "backslash in path");
-    if (c == '%' && i + 2 < path.size() && is_hex(path[i + 1]) && is_hex(path[i + 2]))
+    if (escape_at(path, i) >= 0)
       return refuse(400, "percent-encoding left after decoding (double-encoded path)");
   }
   if (!valid_utf8(path)) return refuse(400, "path is not valid UTF-8 (overlong or malformed sequence)");

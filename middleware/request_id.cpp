@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "csgi/core/on_response.hpp"
+#include "csgi/core/text.hpp"
 
 namespace csgi::mw {
 
@@ -23,11 +24,10 @@ std::string RequestId::random_id() {
     std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
     return std::mt19937_64(seq);
   }();
-  static constexpr char hex[] = "0123456789abcdef";
   std::string out(32, '0');
   for (int half = 0; half < 2; ++half) {
     std::uint64_t v = rng();
-    for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(half * 16 + i)] = hex[(v >> (i * 4)) & 0xf];
+    for (int i = 0; i < 16; ++i) out[static_cast<std::size_t>(half * 16 + i)] = hex_lower[(v >> (i * 4)) & 0xf];
   }
   return out;
 }

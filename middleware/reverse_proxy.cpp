@@ -17,17 +17,11 @@ struct Hop {
   std::string_view port;   // X-Forwarded-Port
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::vector<std::string_view> split_list(std::string_view s) {
   std::vector<std::string_view> out;
   while (true) {
     auto comma = s.find(',');
-    auto item = trim(s.substr(0, comma));
+    auto item = trim_ows(s.substr(0, comma));
     if (!item.empty()) out.push_back(item);
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "csgi/core/app.hpp"
-#include "csgi/middleware/cidr.hpp"
+#include "csgi/core/cidr.hpp"
 
 namespace csgi::mw {
 

@@ -32,31 +32,6 @@ std::string hex(std::uint64_t v) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-/// A query string fit for a Location header: what RFC 3986 allows in a query (and valid %XX escapes)
-/// is kept, every other byte percent-encoded.
-std::string encode_query(std::string_view q) {
-  static constexpr std::string_view allowed = "-._~!$&'()*+,;=:@/?";
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(q.size());
-  for (std::size_t i = 0; i < q.size(); ++i) {
-    char c = q[i];
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    bool escape = c == '%' && i + 2 < q.size() && is_hex(q[i + 1]) && is_hex(q[i + 2]);
-    if (alnum || escape || allowed.find(c) != std::string_view::npos) {
-      out += c;
-    } else {
-      auto b = static_cast<unsigned char>(c);
-      out += '%';
-      out += digits[b >> 4];
-      out += digits[b & 15];
-    }
-  }
-  return out;
-}
-
 /// "/dir" → 301 "/dir/". The Location is rebuilt from SCRIPT_NAME and the sanitized path, with runs
 /// of '/' collapsed: a request for "//dir" must not be sent to "//dir/", which a browser reads as
 /// another host.
@@ -67,9 +42,10 @@ Response directory_redirect(const Env& env, std::string_view relative) {
   if (path.empty() || path.back() != '/') path += '/';
   if (path.front() != '/') path.insert(path.begin(), '/');
   if (!relative.empty()) path.append(relative).append("/");
-  std::string location = percent_encode(path, true);
+  std::string location = percent_encode(path, uri::unreserved_slash);
   std::string_view q = env.get(keys::QUERY_STRING);
-  if (!q.empty()) location.append("?").append(encode_query(q));
+  // The query as RFC 3986 allows it in a Location, the escapes it holds kept.
+  if (!q.empty()) percent_encode_to(location.append("?"), q, uri::query, true);
   Response r = Response::html(301, "<a href=\"" + html_escape(location) + "\">Moved Permanently</a>\n");
   r.headers.add("Location", std::move(location));
   return r;

@@ -140,11 +140,7 @@ void build_env(Env& env, const char* const* vars, const EnvOptions& options) {
   if (env.get(keys::SERVER_PORT).empty()) env.set_view(keys::SERVER_PORT, secure ? "443" : "80");
   env.set_view(keys::version, keys::spec_version);
   env.set_view(keys::url_scheme, secure ? "https" : "http");
-  env.set_bool(keys::multithread, options.multithread);
-  env.set_bool(keys::multiprocess, options.multiprocess);
-  env.set_bool(keys::run_once, options.run_once);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
+  set_server_flags(env, {options.multithread, options.multiprocess, options.run_once});
 }
 
 }  // namespace csgi::cgi

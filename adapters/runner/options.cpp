@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "csgi/adapters/standalone/listen.hpp"
-#include "csgi/middleware/cidr.hpp"
+#include "csgi/core/cidr.hpp"
 
 namespace csgi::runner {
 
@@ -137,7 +137,7 @@ std::vector<OptionSpec> make_table() {
    "repeatable, required with --proxy-protocol",
    [](const Options&) { return std::string("none"); },
    [](Options& o, const std::string& v) {
-     mw::Cidr check(v);  // throws for a malformed block
+     Cidr check(v);  // throws for a malformed block
      o.server.trusted_proxies.push_back(v);
    }},
   {"tls-cert", 0, "FILE", H, true,

@@ -5,20 +5,11 @@
 #include <cstring>
 
 #include "csgi/core/keys.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/text.hpp"
 
 namespace csgi::python {
-
-namespace {
-
-bool is_unreserved(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~' || c == '/' || c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
-         c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=' || c == ':' || c == '@';
-}
-
-}  // namespace
 
 bool bytes_of(PyObject* b, std::string_view& out) noexcept {
   if (PyBytes_Check(b)) {
@@ -31,20 +22,6 @@ bool bytes_of(PyObject* b, std::string_view& out) noexcept {
   }
   return false;
 }
-
-void append_escaped(std::string& out, std::string_view s) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (is_unreserved(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-}
-
 
 namespace {
 
@@ -161,15 +138,8 @@ void scope_to_env(Env& env, std::string& request_uri, PyObject* scope) {
   std::string_view scheme = scheme_obj ? utf8_of(scheme_obj, "scheme") : std::string_view("http");
   scope_headers(env, item(scope, k.headers));
   if (!has_server) {  // from Host, as the WSGI adapters do
-    std::string_view host = env.get("HTTP_HOST", "localhost");
-    std::size_t colon = host.ends_with(']') ? std::string_view::npos : host.rfind(':');
-    if (colon != std::string_view::npos && colon > 0) {
-      env.set(keys::SERVER_NAME, host.substr(0, colon));
-      env.set(keys::SERVER_PORT, host.substr(colon + 1));
-    } else {
-      env.set(keys::SERVER_NAME, host);
-      env.set(keys::SERVER_PORT, scheme == "https" ? "443" : "80");
-    }
+    env.set_view(keys::SERVER_NAME, "localhost");
+    set_server_from_host(env, scheme == "https" ? "443" : "80");
   }
   for (std::string_view key : {keys::CONTENT_LENGTH, keys::CONTENT_TYPE})
     if (env.get(key).empty()) env.erase(key);
@@ -180,19 +150,15 @@ void scope_to_env(Env& env, std::string& request_uri, PyObject* scope) {
     env.set_view(keys::REQUEST_URI, uri);
   } else {
     std::string& uri = request_uri;
-    append_escaped(uri, env.get(keys::SCRIPT_NAME));
-    append_escaped(uri, env.get(keys::PATH_INFO));
+    percent_encode_to(uri, env.get(keys::SCRIPT_NAME), uri::path);
+    percent_encode_to(uri, env.get(keys::PATH_INFO), uri::path);
     if (uri.empty()) uri = "/";
     if (!query.empty()) uri.append("?").append(query);
     env.set_view(keys::REQUEST_URI, uri);
   }
   env.set_view(keys::version, keys::spec_version);
   env.set_view(keys::url_scheme, scheme == "https" ? std::string_view("https") : std::string_view("http"));
-  env.set_bool(keys::multithread, true);
-  env.set_bool(keys::multiprocess, false);
-  env.set_bool(keys::run_once, false);
-  env.set_bool(keys::nonblocking, false);
-  env.set_bool(keys::streaming, true);
+  set_server_flags(env, {.multithread = true});
 }
 
 /// True for a GET or HEAD whose framing says it has no body (HTTP/1 without Content-Length or

@@ -25,8 +25,6 @@ PyObject* asgi_headers(const Headers& headers, std::optional<std::uint64_t> leng
 PyObject* asgi_trailers(const Headers& trailers);
 /// A new bytes object (throws on failure).
 PyObject* bytes_object(std::string_view s);
-/// Appends `s` percent-encoded where a request-target may not hold it as is.
-void append_escaped(std::string& out, std::string_view s);
 /// bytes or bytearray contents; false for anything else.
 bool bytes_of(PyObject* b, std::string_view& out) noexcept;
 

@@ -61,7 +61,8 @@ PyObject* call_on_instance(PyObject* self, F&& f) noexcept {
   }
 }
 
-/// csgi.App: a csgi app seen from Python. Calling it is a WSGI call (to_wsgi.cpp).
+/// csgi.App: a csgi app seen from Python. Calling it is a WSGI call (to_wsgi.cpp); asgi_call answers an
+/// ASGI http scope (to_asgi.cpp).
 class AppHandle {
 public:
   explicit AppHandle(App app) : app_(std::move(app)) {}
@@ -98,7 +99,8 @@ App from_wsgi(py::object wsgi_app);
 App to_app(py::handle obj);
 
 void bind_streams(py::module_& m);
-void bind_to_wsgi(py::module_& m);
+void bind_body_iterator(py::module_& m);
+void bind_to_asgi(py::module_& m);
 void bind_from_wsgi(py::module_& m);
 void bind_from_asgi(py::module_& m);
 void bind_servers(py::module_& m);

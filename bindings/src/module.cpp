@@ -200,7 +200,8 @@ void init_module(py::module_& m) {
 
   bind_app(m);
   bind_streams(m);
-  bind_to_wsgi(m);
+  bind_body_iterator(m);
+  bind_to_asgi(m);
   bind_from_wsgi(m);
   bind_from_asgi(m);
   bind_asgi_websocket(m);

@@ -203,8 +203,8 @@ bool WsgiEnviron::request_uri(Found& out) noexcept {
   text_of(keys::QUERY_STRING, raw(keys::QUERY_STRING), qs);
   try {
     uri_.clear();
-    append_escaped(uri_, script_raw_);
-    append_escaped(uri_, path_raw_);
+    percent_encode_to(uri_, script_raw_, uri::path);
+    percent_encode_to(uri_, path_raw_, uri::path);
     if (uri_.empty()) uri_ = "/";
     if (!qs.empty()) uri_.append("?").append(qs);
   } catch (...) {

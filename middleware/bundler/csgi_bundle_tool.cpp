@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
       const int n = 20000;
       csgi::Env env;
       csgi::RequestHead head{"GET", args[1]};
-      csgi::Connection conn;
+      csgi::ConnectionInfo conn;
       std::size_t shared = 0;
       auto t1 = std::chrono::steady_clock::now();
       for (int i = 0; i < n; ++i) {

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "csgi/core/text.hpp"
+
 namespace csgi::mw::bundler {
 
 namespace {
@@ -24,13 +26,6 @@ bool keyword_allows_regex(std::string_view w) noexcept {
   for (auto x : k)
     if (x == w) return true;
   return false;
-}
-
-int hexval(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 void put_utf8(std::string& out, std::uint32_t cp) {
@@ -75,8 +70,8 @@ std::string decode_string(std::string_view s) {
         break;
       case '\n': break;
       case 'x':
-        if (i + 2 < s.size() && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-          put_utf8(out, std::uint32_t(hexval(s[i + 1]) * 16 + hexval(s[i + 2])));
+        if (i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+          put_utf8(out, std::uint32_t(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
           i += 2;
         } else {
           out.push_back('x');
@@ -86,16 +81,16 @@ std::string decode_string(std::string_view s) {
         std::uint32_t cp = 0;
         if (i + 1 < s.size() && s[i + 1] == '{') {
           std::size_t j = i + 2;
-          while (j < s.size() && hexval(s[j]) >= 0 && cp <= 0x10FFFF) cp = cp * 16 + std::uint32_t(hexval(s[j++]));
+          while (j < s.size() && hex_value(s[j]) >= 0 && cp <= 0x10FFFF) cp = cp * 16 + std::uint32_t(hex_value(s[j++]));
           if (j < s.size() && s[j] == '}' && cp <= 0x10FFFF) {
             put_utf8(out, cp);
             i = j;
           } else {
             out.push_back('u');
           }
-        } else if (i + 4 < s.size() && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0 && hexval(s[i + 3]) >= 0 &&
-                   hexval(s[i + 4]) >= 0) {
-          for (int k = 1; k <= 4; ++k) cp = cp * 16 + std::uint32_t(hexval(s[i + k]));
+        } else if (i + 4 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0 && hex_value(s[i + 3]) >= 0 &&
+                   hex_value(s[i + 4]) >= 0) {
+          for (int k = 1; k <= 4; ++k) cp = cp * 16 + std::uint32_t(hex_value(s[i + k]));
           put_utf8(out, cp);
           i += 4;
         } else {

@@ -1,7 +1,8 @@
 // csgi-bundle-serve: the demo/test/benchmark server for the bundler on the real standalone adapter.
 //   csgi-bundle-serve ROOT [DOCROOT] [csgi serve options: --listen 127.0.0.1:0 --threads N …]
 // Serves the bundler at /bundle over ROOT (modules) and, for every other path, the static files of
-// DOCROOT (default ROOT). Until `csgi serve --bundle DIR` exists this is how a real browser reaches it.
+// DOCROOT (default ROOT): what `csgi serve --bundle ROOT --static DOCROOT` serves, in a program of the
+// bundler's own target that its browser tests and benchmarks start without the cli.
 // BUNDLER_FRESHNESS=inotify|stat|none, BUNDLER_PREBUILD=1 and BUNDLER_LIVE_RELOAD=1 in the environment set
 // those options.
 #include <cstdio>

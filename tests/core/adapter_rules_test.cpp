@@ -30,7 +30,7 @@ using namespace csgi;
 namespace {
 
 Env& built(Env& env, std::string_view method, std::string_view target, std::string_view script = {}) {
-  Connection c;
+  ConnectionInfo c;
   c.script_name = script;
   populate_env(env, {method, target}, c);
   return env;

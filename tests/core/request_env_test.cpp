@@ -29,7 +29,7 @@ TEST_CASE("populate_env: decodes once, keeps slashes, strips a mount prefix", "[
   populate_env(env, {"GET", "/foo/%252c//x///y"}, {});
   CHECK(env.get(keys::PATH_INFO) == "/foo/%2c//x///y");
   Env e2;
-  Connection c;
+  ConnectionInfo c;
   c.script_name = "/app";
   populate_env(e2, {"GET", "/app/x?q"}, c);
   CHECK(e2.get(keys::SCRIPT_NAME) == "/app");
@@ -171,7 +171,7 @@ TEST_CASE("populate_env: absolute-form without a path, and fragments", "[request
 TEST_CASE("populate_env: dot segments are removed once, after decoding", "[request_env][dot_segments]") {
   auto path = [](std::string_view target, std::string_view script_name = {}) {
     Env env;
-    Connection c;
+    ConnectionInfo c;
     c.script_name = script_name;
     populate_env(env, {"GET", target}, c);
     return std::string(env.get(keys::SCRIPT_NAME)) + "|" + std::string(env.get(keys::PATH_INFO));
@@ -237,4 +237,57 @@ TEST_CASE("remove_dot_segments and without_dot_segments", "[request_env][dot_seg
   CHECK(canonical_path(env, "/a/.") == "/a/");
   CHECK_THROWS_AS(canonical_path(env, std::string_view("/a\0b", 4)), BadRequest);
   CHECK_THROWS_AS(canonical_path(env, "/a/../../b"), BadRequest);
+}
+
+TEST_CASE("set_server_from_host: the name of Host; a Host without a name leaves SERVER_NAME", "[request_env]") {
+  struct Case {
+    std::string_view host, name;
+  };
+  for (Case c : {Case{"example.com:8080", "example.com"}, Case{"example.com", "example.com"},
+                 Case{"[::1]:8080", "[::1]"}, Case{"[2001:db8::1]", "[2001:db8::1]"}, Case{":8080", "before"},
+                 Case{"[::1", "before"}, Case{"", "before"}}) {
+    INFO(c.host);
+    Env env;
+    env.set_view(keys::SERVER_NAME, "before");
+    env.set_view(keys::SERVER_PORT, "81");
+    if (!c.host.empty()) env.set_view(keys::HTTP_HOST, c.host);
+    set_server_from_host(env);
+    CHECK(env.get(keys::SERVER_NAME) == c.name);
+    CHECK(env.get(keys::SERVER_PORT) == "81");
+  }
+}
+
+TEST_CASE("set_server_from_host with a default port: SERVER_PORT from Host, else the default", "[request_env]") {
+  struct Case {
+    std::string_view host, name, port;
+  };
+  for (Case c : {Case{"example.com:8080", "example.com", "8080"}, Case{"example.com", "example.com", "443"},
+                 Case{"example.com:", "example.com", "443"}, Case{"[::1]:8080", "[::1]", "8080"},
+                 Case{"[::1]", "[::1]", "443"}, Case{"", "localhost", "443"}}) {
+    INFO(c.host);
+    Env env;
+    env.set_view(keys::SERVER_NAME, "localhost");
+    if (!c.host.empty()) env.set_view(keys::HTTP_HOST, c.host);
+    set_server_from_host(env, "443");
+    CHECK(env.get(keys::SERVER_NAME) == c.name);
+    CHECK(env.get(keys::SERVER_PORT) == c.port);
+  }
+}
+
+TEST_CASE("set_server_flags: the fixed boolean keys, set or replaced", "[request_env][CORE-6]") {
+  Env env;
+  set_server_flags(env, {.multithread = true, .run_once = true});
+  for (auto [key, value] : {std::pair{keys::multithread, true}, std::pair{keys::multiprocess, false},
+                            std::pair{keys::run_once, true}, std::pair{keys::nonblocking, false},
+                            std::pair{keys::streaming, true}}) {
+    INFO(key);
+    REQUIRE(env.find(key) != nullptr);
+    CHECK(env.find(key)->type() == Value::Type::boolean);
+    CHECK(env.flag(key) == value);
+  }
+  set_server_flags(env, {.multiprocess = true});
+  CHECK_FALSE(env.flag(keys::multithread));
+  CHECK(env.flag(keys::multiprocess));
+  CHECK_FALSE(env.flag(keys::run_once));
+  CHECK(env.size() == 5);
 }

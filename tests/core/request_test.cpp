@@ -32,7 +32,7 @@ private:
 
 void make_env(Env& env, std::string_view method, std::string_view target,
               std::initializer_list<std::pair<std::string_view, std::string_view>> headers, Input* in,
-              Connection conn = {}) {
+              ConnectionInfo conn = {}) {
   populate_env(env, {method, target}, conn);
   for (auto [n, v] : headers) add_header(env, n, v);
   if (in) env.set_object<Input>(keys::input, in);
@@ -48,7 +48,7 @@ std::string multipart_body() {
 
 TEST_CASE("Request: accessors over the env", "[request]") {
   Env env;
-  Connection conn;
+  ConnectionInfo conn;
   conn.server_name = "srv";
   conn.server_port = "8080";
   conn.remote_addr = "10.0.0.7";
@@ -93,7 +93,7 @@ TEST_CASE("Request: accessors over the env", "[request]") {
 
 TEST_CASE("Request: host, base and uri without a Host header", "[request]") {
   Env env;
-  Connection conn;
+  ConnectionInfo conn;
   conn.server_name = "srv";
   conn.server_port = "443";
   conn.url_scheme = "https";
@@ -113,7 +113,7 @@ TEST_CASE("Request: host, base and uri without a Host header", "[request]") {
   CHECK(Request(e3).uri() == "http://localhost/x/%3F%23");
   CHECK(Request(e3).path() == "/x/?#");
   Env e4;
-  Connection c4;
+  ConnectionInfo c4;
   c4.script_name = "/app";
   make_env(e4, "GET", "/app", {}, nullptr, c4);
   CHECK(Request(e4).path() == "/");

@@ -99,3 +99,23 @@ TEST_CASE("has_ctl agrees with a byte-by-byte scan for every byte at every posit
   }
   static_assert(csgi::has_ctl("a\x01", false) && !csgi::has_ctl("a\tb", true));  // still constexpr
 }
+
+TEST_CASE("hex_value and the hex digit tables agree", "[text]") {
+  for (int v = 0; v < 16; ++v) {
+    CHECK(csgi::hex_value(csgi::hex_upper[v]) == v);
+    CHECK(csgi::hex_value(csgi::hex_lower[v]) == v);
+  }
+  int digits = 0;
+  for (int c = 0; c < 256; ++c) digits += csgi::hex_value(static_cast<char>(c)) >= 0;
+  CHECK(digits == 22);
+  CHECK(csgi::hex_value('g') == -1);
+  CHECK(csgi::hex_value('/') == -1);
+  CHECK(csgi::hex_value(':') == -1);
+}
+
+TEST_CASE("trim_ows: spaces and tabs at both ends only", "[text]") {
+  CHECK(csgi::trim_ows(" \t a b \t") == "a b");
+  CHECK(csgi::trim_ows("\t\t") == "");
+  CHECK(csgi::trim_ows("") == "");
+  CHECK(csgi::trim_ows("\r\na\n") == "\r\na\n");  // only OWS
+}

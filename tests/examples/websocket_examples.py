@@ -7,12 +7,14 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import websockets
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetch import fetch  # noqa: E402
 
 CSGI, ECHO, CHAT = sys.argv[1:4]
 failures = []
@@ -49,15 +51,7 @@ def stop(p):
 
 
 def page(port, path):
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-    data = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        data += d
-    return data.decode()
+    return fetch(port, path, timeout=5).decode()
 
 
 async def echo(url):

@@ -105,7 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_header_bytes = 4096;
   limits.max_streams = 16;
   Host host;
-  csgi::Connection conn;
+  csgi::ConnectionInfo conn;
   conn.server_name = "fuzz";
   conn.server_port = "80";
   conn.remote_addr = "127.0.0.1";

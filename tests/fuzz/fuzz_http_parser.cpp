@@ -105,7 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return o;
   }();
   static Env env;  // reused, as the server reuses one per connection
-  csgi::Connection conn;
+  csgi::ConnectionInfo conn;
   conn.server_name = "127.0.0.1";
   conn.server_port = "8080";
   conn.remote_addr = "127.0.0.1";

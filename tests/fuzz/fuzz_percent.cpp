@@ -32,6 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   csgi::fuzz::check(csgi::percent_decode(csgi::percent_encode(in)) == in, "encode/decode round trip");
-  csgi::fuzz::check(csgi::percent_decode(csgi::percent_encode(in, true)) == in, "encode(keep /)/decode round trip");
+  csgi::fuzz::check(csgi::percent_decode(csgi::percent_encode(in, csgi::uri::unreserved_slash)) == in, "encode(keep /)/decode round trip");
   return 0;
 }

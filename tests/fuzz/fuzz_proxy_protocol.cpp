@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "csgi/adapters/standalone/detail/transport/proxy_protocol.hpp"
+#include "csgi/core/cidr.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
@@ -67,7 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // The same bytes as a --trusted-proxy block and as a peer address.
   std::string_view text = in.substr(0, 64);
-  auto block = csgi::standalone::detail::ProxyTrust::parse_block(text);
-  if (block) check(block->prefix <= 128, "a block's prefix fits 128 bits");
+  if (auto block = csgi::Cidr::parse(text)) {
+    check(block->prefix() <= 128, "a block's prefix fits 128 bits");
+    auto own = csgi::IpAddress::parse(text.substr(0, text.find('/')));
+    check(own && block->contains(*own), "a block holds the address it is written with");
+  }
   return 0;
 }

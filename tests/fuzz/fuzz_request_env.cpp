@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static Env env;  // reused, as adapters reuse one per connection
   env.clear();
   try {
-    Connection conn;
+    ConnectionInfo conn;
     conn.script_name = target.size() > 3 && target[1] == 'a' ? "/a" : "";
     populate_env(env, {method, target, "HTTP/1.1"}, conn);
   } catch (const BadRequest&) {

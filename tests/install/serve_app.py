@@ -2,10 +2,13 @@
 """Serves an app library with an installed `csgi serve --app` and checks its answers over a socket; checks
 that the library exports no csgi symbol but its entry point. Usage: serve_app.py CSGI_EXE APP_SO"""
 import json
+import os
 import re
-import socket
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetch import fetch, split_answer  # noqa: E402
 
 CSGI, APP = sys.argv[1], sys.argv[2]
 failures = []
@@ -17,16 +20,8 @@ def check(cond, what):
         failures.append(what)
 
 
-def request(port, head, body=""):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(head.encode() + b"Host: t\r\nConnection: close\r\n\r\n" + body.encode())
-        data = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
-    head, _, body = data.partition(b"\r\n\r\n")
+def request(port, method, path, headers="", body=""):
+    _, head, body = split_answer(fetch(port, path, method=method, headers=headers, body=body))
     return head.decode("latin-1"), body
 
 
@@ -50,20 +45,20 @@ try:
             break
     check(port is not None, "csgi serve --app listens")
     if port:
-        head, body = request(port, "GET /greet/ada HTTP/1.1\r\n")
+        head, body = request(port, "GET", "/greet/ada")
         check(head.startswith("HTTP/1.1 200") and "application/json" in head, "GET /greet/ada: 200 JSON")
         check(json.loads(body) == {"greeting": "hello", "name": "ada"}, "the route's parameter and --app-arg: %r" % body)
-        head, _ = request(port, "POST /greet/ada HTTP/1.1\r\nContent-Length: 0\r\n")
+        head, _ = request(port, "POST", "/greet/ada", "Content-Length: 0\r\n")
         check(head.startswith("HTTP/1.1 405") and re.search(r"(?im)^Allow: GET, HEAD\r?$", head), "POST: 405 with Allow")
         doc = '{"a":[1,"\\u00e9"]}'
-        head, body = request(port, "POST /echo HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                             % len(doc), doc)
+        head, body = request(port, "POST", "/echo", "Content-Type: application/json\r\nContent-Length: %d\r\n"
+                             % len(doc.encode()), doc)
         check(head.startswith("HTTP/1.1 200") and json.loads(body) == {"a": [1, "\u00e9"]}, "POST /echo: the JSON back")
-        head, body = request(port, "POST /echo HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n", "{x")
+        head, body = request(port, "POST", "/echo", "Content-Type: application/json\r\nContent-Length: 2\r\n", "{x")
         check(head.startswith("HTTP/1.1 400") and b"malformed JSON" in body, "POST /echo malformed: 400 with the reason")
-        head, _ = request(port, "POST /echo HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n", "{}")
+        head, _ = request(port, "POST", "/echo", "Content-Type: text/plain\r\nContent-Length: 2\r\n", "{}")
         check(head.startswith("HTTP/1.1 415"), "POST /echo as text/plain: 415")
-        head, _ = request(port, "GET /nope HTTP/1.1\r\n")
+        head, _ = request(port, "GET", "/nope")
         check(head.startswith("HTTP/1.1 404"), "an unrouted path: 404")
 finally:
     p.terminate()

@@ -1,6 +1,6 @@
 """csgi apps as ASGI 3 applications: ``csgi.asgi(app)``.
 
-The scope becomes the env in C++ (``csgi.App._asgi``, bindings/src/to_wsgi.cpp) by the rules of the WSGI
+The scope becomes the env in C++ (``csgi.App._asgi``, bindings/src/to_asgi.cpp) by the rules of the WSGI
 bridge (the PEP 3333 environ uvicorn's and Starlette's WSGI adapters build: SCRIPT_NAME from
 ``root_path``, headers, client/server, scheme, dot segments), and the answer comes back as the ASGI
 status, header pairs and body. By default the C++ app is called on the event loop's thread (a request

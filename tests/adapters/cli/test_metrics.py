@@ -23,6 +23,7 @@ import urllib.request
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serving import check, failures, free_port, start as start_csgi  # noqa: E402
+from fetch import fetch, split_answer  # noqa: E402  (serving.py puts tests/ on sys.path)
 
 
 def start(args):
@@ -31,16 +32,8 @@ def start(args):
 
 def get(port, path, extra=""):
     """One request on a new connection (Connection: close), with `extra` header lines; returns (status, body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n" % (path, extra)).encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), body.decode()
+    status, _, body = split_answer(fetch(port, path, headers=extra))
+    return status, body.decode()
 
 
 def value(text, series):

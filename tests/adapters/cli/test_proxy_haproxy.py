@@ -22,6 +22,7 @@ import time
 CSGI = sys.argv[1]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serving import check, failures, free_port, start, wait_port  # noqa: E402
+from fetch import fetch  # noqa: E402  (serving.py puts tests/ on sys.path)
 
 CLIENT = "127.0.0.3"  # not HAProxy's own address (127.0.0.1): what the app sees can only come from the header
 
@@ -64,14 +65,7 @@ def get_env(port, tls=False):
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         s = ctx.wrap_socket(raw, server_hostname="localhost")
-    s.sendall(b"GET /env HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
+    data = fetch(port, "/env", sock=s)
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", data.decode(errors="replace"))
     return {html.unescape(k): html.unescape(v) for k, v in rows}, client_port
 

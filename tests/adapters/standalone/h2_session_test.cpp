@@ -54,7 +54,7 @@ TEST_CASE("h2 session: a request's env keeps the connection's values after the s
   Host host;
   std::string addr = "192.0.2.7", port = "4711", server_port = "8443", script = "/app";
   {
-    csgi::Connection conn;
+    csgi::ConnectionInfo conn;
     conn.remote_addr = addr;
     conn.remote_port = port;
     conn.server_port = server_port;
@@ -90,7 +90,7 @@ TEST_CASE("h2 session: a request's env keeps the connection's values after the s
 
 TEST_CASE("h2 session: split cookie fields reach the app joined with \"; \" (ENV-9)", "[h2][ENV-9]") {
   Host host;
-  H2Session session(host, H2Limits{}, csgi::Connection{});
+  H2Session session(host, H2Limits{}, csgi::ConnectionInfo{});
   // GET / with two cookie fields (HPACK literals with a new name, not indexed).
   std::string block = "\x82\x86\x84";
   block += '\x01';

@@ -13,6 +13,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from fetch import fetch  # noqa: E402
+
 CSGI, APP = sys.argv[1], sys.argv[2]
 failures = []
 
@@ -44,17 +47,7 @@ def start(*args, env=None, pass_fds=(), preexec=None):
 
 def get(url, path="/hello", timeout=5):
     m = re.match(r"http://\[?([^\]]+?)\]?:(\d+)/", url)
-    host, port = m.group(1), int(m.group(2))
-    s = socket.create_connection((host, port), timeout=timeout)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-    data = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        data += d
-    s.close()
-    return data
+    return fetch(int(m.group(2)), path, host=m.group(1), timeout=timeout)
 
 
 def stop(p, sig=signal.SIGTERM, wait=20):
@@ -95,18 +88,11 @@ check(ok == 50, "after a worker crash every one of 50 requests is answered (%d)"
 # are answered 200 (the rescue thread runs the frozen thread's connections), the crash gets a 500 (or a
 # closed connection), the master starts a new worker, and the error log names the signal and request.
 def http_on(sock, path):
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-    data = b""
+    """The answer to GET `path` on an open connection; b"" when the connection fails."""
     try:
-        while True:
-            d = sock.recv(65536)
-            if not d:
-                break
-            data += d
+        return fetch(None, path, timeout=30, sock=sock)
     except OSError:
-        pass
-    sock.close()
-    return data
+        return b""
 
 
 with tempfile.TemporaryDirectory() as d:

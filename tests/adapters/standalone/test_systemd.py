@@ -20,7 +20,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe import check, failures, fetch, get_ok  # noqa: E402,F401
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from fetch import fetch  # noqa: E402
+from probe import check, failures, get_ok  # noqa: E402,F401
 
 CSGI, APP, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
 UNIT = os.path.join(SRC, "docs/deploy/systemd/csgi-http.service")

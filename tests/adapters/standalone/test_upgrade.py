@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe import check, failures, fetch, get_ok  # noqa: E402,F401
+from probe import check, failures, get_ok  # noqa: E402,F401
 
 CSGI, APP = sys.argv[1], sys.argv[2]
 

@@ -21,6 +21,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from fetch import fetch, split_answer  # noqa: E402
+
 CSGI, APP = sys.argv[1], sys.argv[2]
 failures = []
 
@@ -58,20 +61,13 @@ def stop(p):
 def get(port, path, timeout=10):
     """One request on a new connection; returns (status, body) or (None, error)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-            data = b""
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                data += d
+        data = fetch(port, path, timeout=timeout)
     except OSError as e:
         return None, str(e)
-    head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 "):
+    status, _, body = split_answer(data)
+    if status is None:
         return None, repr(data[:60])
-    return int(head.split()[1]), body.decode(errors="replace")
+    return status, body.decode(errors="replace")
 
 
 def resident_mib(pid):

@@ -26,6 +26,8 @@ import websockets
 CSGI, APP, EXTRA = sys.argv[1], sys.argv[2], sys.argv[3:]
 failures = []
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from fetch import fetch  # noqa: E402
 from tls_certs import Certs  # noqa: E402
 
 # While set (over_tls()), every client socket is a TLS one with this context (ALPN http/1.1).
@@ -60,16 +62,7 @@ def start(*options, listen="127.0.0.1:0"):
 
 
 def http(port, path="/hello", extra=""):
-    s = connect(port)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n" % (path, extra)).encode())
-    data = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        data += d
-    s.close()
-    return data.decode("latin-1")
+    return fetch(port, path, headers=extra, sock=connect(port)).decode("latin-1")
 
 
 def serving(port):

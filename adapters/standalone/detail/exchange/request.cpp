@@ -6,6 +6,7 @@
 #include "csgi/core/access_log_line.hpp"
 #include "csgi/core/app_failure.hpp"
 #include "csgi/core/keys.hpp"
+#include "csgi/core/request_env.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -20,11 +21,7 @@ void set_server_env(Env& env, const Shared& sh, const RequestObjects& o, bool ht
   put_key(env, keys::input, Value::of_object(o.input));
   put_key(env, keys::x::input_buffered, Value::of_bool(true));
   put_key(env, keys::errors, Value::of_object(static_cast<ErrorStream*>(&sh.errors)));
-  put_key(env, keys::multithread, Value::of_bool(sh.multithread));
-  put_key(env, keys::multiprocess, Value::of_bool(sh.multiprocess));
-  put_key(env, keys::run_once, Value::of_bool(false));
-  put_key(env, keys::nonblocking, Value::of_bool(false));
-  put_key(env, keys::streaming, Value::of_bool(true));
+  set_server_flags(env, {sh.multithread, sh.multiprocess, false});
   if (o.io) put_key(env, keys::x::io, Value::of_object(o.io));
   put_key(env, keys::x::cleanup, Value::of_bool(true));
   put_key(env, keys::x::cleanup_handlers, Value::of_object(o.cleanup));

@@ -7,6 +7,7 @@
 #include "csgi/core/keys.hpp"
 
 #include "csgi/adapters/standalone/detail/exchange/mailbox.hpp"
+#include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -303,8 +304,9 @@ int first_chunk(Stream& stream, std::string& chunk, ExchangeLog& log) noexcept {
 }
 
 void pull_on_pool(StreamPtr stream, int status, Headers headers, const std::shared_ptr<ResponderImpl>& responder,
-                  bool trailers_only, ExchangeLog& log) noexcept {
+                  bool can_trail, ExchangeLog& log) noexcept {
   try {
+    bool trailers_only = can_trail && !declared_length(headers);
     std::string chunk;
     int first = first_chunk(*stream, chunk, log);
     if (first <= 0) {

@@ -162,10 +162,30 @@ int first_chunk(Stream& stream, std::string& chunk, ExchangeLog& log) noexcept;
 
 /// A pull stream's body on the app's pool thread, where next() may block: the first chunk pulled here
 /// (ADP-5), then the chunks written through a Writer, whose back-pressure holds this thread while the
-/// client is slow. An empty stream with trailers is sent as trailers only when `trailers_only` (the
-/// protocol can carry them after an empty body). The stream is closed at the end.
+/// client is slow. An empty stream with trailers and no declared length is sent as trailers only when
+/// `can_trail` (the protocol can carry them after an empty body). The stream is closed at the end.
 void pull_on_pool(StreamPtr stream, int status, Headers headers, const std::shared_ptr<ResponderImpl>& responder,
-                  bool trailers_only, ExchangeLog& log) noexcept;
+                  bool can_trail, ExchangeLog& log) noexcept;
+
+/// On the app's pool thread, with the app's response: a delayed response's callable, or a pull stream with
+/// a body to send (`head`: a HEAD request), is app code that may block, so it runs here and answers
+/// through the Responder that `make()` gives. False for any other response: the io thread sends it.
+/// `can_trail`: the protocol can send trailers after an empty body. The log lines name the request.
+template <class MakeResponder>
+bool answer_on_pool(Response& res, bool head, bool can_trail, const Env& env, ErrorStream& errors, MakeResponder&& make) {
+  auto* stream = std::get_if<StreamPtr>(&res.body);
+  bool pulled = stream && *stream && !head && !status_has_no_body(res.status);
+  if (!pulled && !std::holds_alternative<Delayed>(res.body)) return false;
+  RequestLog log(errors, &env);
+  std::shared_ptr<ResponderImpl> responder = make();
+  if (auto* d = std::get_if<Delayed>(&res.body)) {
+    Delayed fn = std::move(*d);
+    call_delayed(fn, std::move(responder), log);
+  } else {
+    pull_on_pool(std::move(*stream), res.status, std::move(res.headers), responder, can_trail, log);
+  }
+  return true;
+}
 
 /// The log line of a body that broke its declared length (ADP-13); `then` says what the protocol does.
 std::string length_error(std::uint64_t declared, std::uint64_t produced, bool over, std::string_view then);

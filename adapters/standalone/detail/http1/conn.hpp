@@ -42,6 +42,7 @@
 #include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
+#include "csgi/adapters/standalone/detail/http1/framing.hpp"
 #include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
 #include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
@@ -63,32 +64,6 @@ using boost::system::error_code;
 inline constexpr std::size_t initial_buffer = 4096;
 inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
-
-inline void append_uint(std::string& out, std::uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
-inline void append_hex(std::string& out, std::uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
-  out.append(buf, r.ptr);
-}
-
-/// Appends body bytes to `out`, as one chunk (RFC 9112 §7.1) when `chunked`.
-inline void append_body(std::string& out, std::string_view data, bool chunked) {
-  if (chunked) {
-    append_hex(out, data.size());
-    out.append("\r\n").append(data).append("\r\n");
-  } else {
-    out.append(data);
-  }
-}
-
-/// Ends a chunked body: the last chunk, the sendable trailer fields (ADP-17), the empty line (respond.cpp).
-void append_last_chunk(std::string& out, const Headers& trailers);
-
 
 /// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
 /// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
@@ -267,7 +242,6 @@ private:
   // Responding.
   void handle(Response&& res);
   void write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked);
-  void write_fields(const Headers& headers, bool upgrade, bool& has_date);
   void start_body(Response& res);
   void drop_stream() noexcept;
   void pump_file();
@@ -308,7 +282,7 @@ private:
   bool tls_fill();
   ssize_t tls_writev(const iovec* iov, int n);
   ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
-  void tls_begin_request(csgi::Connection& conn);
+  void tls_begin_request(csgi::ConnectionInfo& conn);
   const TlsInfo& tls_connection_info();
   // HTTP/2 over the TLS session, once ALPN chose h2 (tls_io.cpp).
   std::unique_ptr<H2Transport> tls_h2_transport();

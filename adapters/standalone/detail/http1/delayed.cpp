@@ -48,7 +48,7 @@ void Conn::on_delayed(Response r) {
 
 void Conn::on_writer_start(const std::shared_ptr<WriterState>& st, int status, Headers headers) {
   if (phase_ != Phase::delayed) return st->gone();
-  if (status < 100 || status > 999) status = 500;
+  if (status < 200 || status > 999) status = 500;
   bool no_body = status_has_no_body(status);
   std::optional<std::uint64_t> declared = declared_length(headers);
   bool chunked = !no_body && !req_.head && !declared && !req_.http10;

@@ -36,22 +36,8 @@ void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
     AppScope scope(pool_fault_slot, this);
     res = call_app(sh_, env, failed);
   }
-  auto* stream = std::get_if<StreamPtr>(&res.body);
-  int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-  bool pulled = stream && *stream && !req_.head && !status_has_no_body(status);
-  if (!std::holds_alternative<Delayed>(res.body) && !pulled) return post_done(std::move(self), std::move(res), failed);
-  // A delayed response's callable, or a pull stream's next(), is app code that may block: it runs here,
-  // answering through a Responder. The log names the request (the env may be gone by then).
-  RequestLog log(sh_.errors, &env);
-  auto responder = pool_responder(self);
-  if (auto* d = std::get_if<Delayed>(&res.body)) {
-    Delayed fn = std::move(*d);
-    call_delayed(fn, std::move(responder), log);
-  } else {
-    bool trailers_only = !req_.http10 && !res.headers.has("content-length");
-    pull_on_pool(std::move(*stream), status, std::move(res.headers), responder, trailers_only, log);
-    responder.reset();
-  }
+  if (!answer_on_pool(res, req_.head, !req_.http10, env, sh_.errors, [&] { return pool_responder(self); }))
+    return post_done(std::move(self), std::move(res), failed);
   release_on_io(std::move(self));
 }
 

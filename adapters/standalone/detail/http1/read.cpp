@@ -90,7 +90,7 @@ bool Conn::make_room() {
 
 void Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
-  csgi::Connection conn;
+  csgi::ConnectionInfo conn;
   conn.server_name = listener_.server_name;
   conn.server_port =
       peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);

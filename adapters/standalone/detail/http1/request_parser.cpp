@@ -16,7 +16,7 @@ namespace {
 std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 }  // namespace
 
-RequestParser::RequestParser(Env& env, const ServerOptions& opt, const csgi::Connection& conn)
+RequestParser::RequestParser(Env& env, const ServerOptions& opt, const csgi::ConnectionInfo& conn)
     : env_(env), opt_(opt), conn_(conn) {
   header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(opt.max_header_bytes, UINT32_MAX)));
   body_limit(opt.max_body_bytes);

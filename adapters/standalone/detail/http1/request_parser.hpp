@@ -20,7 +20,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
 public:
   /// Env values point into the bytes given to put(): they must stay where they are while the request
   /// lives. `conn` is copied. Header and body limits come from `opt`.
-  RequestParser(Env& env, const ServerOptions& opt, const csgi::Connection& conn);
+  RequestParser(Env& env, const ServerOptions& opt, const csgi::ConnectionInfo& conn);
 
   // Body sink for the current put(): decoded body bytes go to sink.
   char* sink = nullptr;
@@ -56,7 +56,7 @@ private:
 
   Env& env_;
   const ServerOptions& opt_;
-  csgi::Connection conn_;
+  csgi::ConnectionInfo conn_;
   std::size_t field_count_ = 0;
   int host_count_ = 0;
   bool te_seen_ = false;

@@ -21,80 +21,14 @@ void Conn::handle(Response&& res) {
   start_body(res);
 }
 
-namespace {
-
-enum class FramingField { other, framing, date };
-
-// Whether a response field is one the server writes itself: Content-Length, Transfer-Encoding,
-// Connection, Keep-Alive (dropped from the app's), or Date (kept, and then not added). Told apart by
-// length first: most fields are compared with nothing.
-FramingField framing_field(std::string_view name) noexcept {
-  switch (name.size()) {
-    case 4: return iequals(name, "date") ? FramingField::date : FramingField::other;
-    case 10:
-      return iequals(name, "connection") || iequals(name, "keep-alive") ? FramingField::framing : FramingField::other;
-    case 14: return iequals(name, "content-length") ? FramingField::framing : FramingField::other;
-    case 17: return iequals(name, "transfer-encoding") ? FramingField::framing : FramingField::other;
-    default: return FramingField::other;
-  }
-}
-
-}  // namespace
-
-// The response's fields as HTTP/1 field lines, less those the server writes itself (ADP-1) and any with
-// a bad name or control characters (logged); `has_date` says whether a Date field went out.
-void Conn::write_fields(const Headers& headers, bool upgrade, bool& has_date) {
-  for (const Header& h : headers) {
-    FramingField f = framing_field(h.name);
-    if (!upgrade && f == FramingField::framing) continue;
-    if (!is_token(h.name) || has_ctl(h.value, true)) {
-      sh_.errors.write("csgi: response header \"" + h.name + "\" has a bad name or control characters; dropped");
-      continue;
-    }
-    if (f == FramingField::date) has_date = true;
-    out_.append(h.name);
-    out_.append(": ");
-    out_.append(h.value);
-    out_.append("\r\n");
-  }
-}
-
 void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
   req_.status = status;
-  out_.append(sh_.status_line(status));
-  bool has_date = false;
-  bool upgrade = status == 101;
-  bool framed = length.has_value();
-  std::uint64_t n = length.value_or(0);
-  const HeaderBlock* b = headers.sealed();
-  if (b && b->wire_ok && !upgrade && (!b->content_length || b->content_length == length)) {
-    // A list checked when it was sealed: its field lines at once; its Content-Length is the body's.
-    out_.append(b->wire);
-    has_date = b->has_date;
-    if (b->content_length) framed = false, chunked = false;
-  } else {
-    write_fields(headers, upgrade, has_date);
-  }
-  if (!has_date) {
-    out_.append("Date: ");
-    out_.append(http_date_now());
-    out_.append("\r\n");
-  }
-  if (framed) {
-    out_.append("Content-Length: ");
-    append_uint(out_.buf, n);
-    out_.append("\r\n");
-  } else if (chunked) {
-    out_.append("Transfer-Encoding: chunked\r\n");
-  }
   if (!req_.keep_alive || sh_.stopping.load(std::memory_order_relaxed)) req_.keep_alive = false;
-  if (upgrade) {
-  } else if (!req_.keep_alive) {
-    out_.append("Connection: close\r\n");
-  } else if (req_.http10) {
-    out_.append("Connection: keep-alive\r\n");
-  }
-  out_.append("\r\n");
+  Persistence p = status == 101         ? Persistence::upgrade
+                  : !req_.keep_alive   ? Persistence::close
+                  : req_.http10        ? Persistence::keep_http10
+                                       : Persistence::keep;
+  append_head(out_.buf, sh_.status_line(status), headers, length, chunked, p, sh_.errors);
 }
 
 // The response's body, resolved by the exchange (response_body.hpp), written as HTTP/1 bytes.
@@ -254,17 +188,6 @@ Headers Conn::pull_trailers() {
   return stream_trailers(*body_.stream, log_);
 }
 
-void append_last_chunk(std::string& out, const Headers& trailers) {
-  out.append("0\r\n");
-  for (const Header& h : trailers) {
-    if (trailer_field_forbidden(h.name) || !is_token(h.name) || has_ctl(h.value, true)) continue;
-    out.append(h.name);
-    out.append(": ");
-    out.append(h.value);
-    out.append("\r\n");
-  }
-  out.append("\r\n");
-}
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.

@@ -99,7 +99,7 @@ H2Conn::~H2Conn() = default;
 
 void H2Conn::open(std::unique_ptr<H2Transport> transport) {
   transport_ = std::move(transport);
-  csgi::Connection conn;
+  csgi::ConnectionInfo conn;
   conn.server_name = c_.listener().server_name;
   conn.server_port = c_.listener().server_port;
   conn.remote_addr = c_.peer().addr;
@@ -393,19 +393,8 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
     auto ws = taken_websocket(*req, res);
     std::weak_ptr<Conn> wc = self;
     std::shared_ptr<Mailbox> mailbox = c->thread().mailbox;
-    int status = res.status < 100 || res.status > 999 ? 500 : res.status;
-    auto* stream = std::get_if<StreamPtr>(&res.body);
-    bool pulled = stream && *stream && !req->head && !status_has_no_body(status);
-    if (std::holds_alternative<Delayed>(res.body) || pulled) {
-      RequestLog log(sh.errors, req->env.get());
-      auto responder = stream_responder(wc, mailbox, sh.opt.send_timeout, req);
-      if (auto* d = std::get_if<Delayed>(&res.body)) {
-        Delayed fn = std::move(*d);
-        call_delayed(fn, std::move(responder), log);
-      } else {
-        pull_on_pool(std::move(*stream), status, std::move(res.headers), responder, true, log);
-        responder.reset();
-      }
+    auto responder = [&] { return stream_responder(wc, mailbox, sh.opt.send_timeout, req); };
+    if (answer_on_pool(res, req->head, true, *req->env, sh.errors, responder)) {
       req.reset();
       auto release = [self = std::move(self)]() mutable {
         if (self->h2()) self->h2()->on_app_left();

@@ -124,7 +124,7 @@ struct H2Session::Blocks {
   static void* on_realloc(void* p, std::size_t n, void* self) { return static_cast<Blocks*>(self)->resize(p, n); }
 };
 
-H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::Connection& conn)
+H2Session::H2Session(H2Host& host, const H2Limits& limits, const csgi::ConnectionInfo& conn)
     : host_(host), limits_(limits), conn_(conn) {
   // The connection's values, copied once: each request's env points into them and holds them, as it may
   // outlive the connection (APP-4).

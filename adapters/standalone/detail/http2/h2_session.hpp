@@ -105,7 +105,7 @@ public:
 
 class H2Session {
 public:
-  H2Session(H2Host& host, const H2Limits& limits, const csgi::Connection& conn);
+  H2Session(H2Host& host, const H2Limits& limits, const csgi::ConnectionInfo& conn);
   ~H2Session();
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
@@ -190,7 +190,7 @@ private:
   };
   Log log_{&host_};
   H2Limits limits_;
-  csgi::Connection conn_;                    // views into conn_text_
+  csgi::ConnectionInfo conn_;                    // views into conn_text_
   std::shared_ptr<const std::string> conn_text_;
   struct Blocks;
   std::unique_ptr<Blocks> blocks_;  // nghttp2's memory (freed after the session)

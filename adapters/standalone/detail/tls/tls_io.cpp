@@ -106,7 +106,7 @@ ssize_t Conn::tls_sendfile(int file_fd, off_t* off, std::size_t n) {
 }
 
 // The connection's TLS facts, read once the handshake is done (before its first request is parsed).
-void Conn::tls_begin_request(csgi::Connection& conn) {
+void Conn::tls_begin_request(csgi::ConnectionInfo& conn) {
   conn.url_scheme = "https";
   tls_connection_info();
 }

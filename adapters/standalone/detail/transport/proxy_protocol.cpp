@@ -219,76 +219,12 @@ bool has_signature(std::string_view bytes) noexcept {
 
 }  // namespace proxy_protocol
 
-namespace {
-
-// `text` as 16 bytes (IPv4 as IPv4-mapped IPv6); false when it is not an address.
-bool address16(std::string_view text, std::array<std::uint8_t, 16>& out, bool& v4) noexcept {
-  text = text.substr(0, text.find('%'));  // an IPv6 zone ("fe80::1%eth0") is ignored
-  char buf[INET6_ADDRSTRLEN];
-  if (text.empty() || text.size() >= sizeof buf || text.find('\0') != std::string_view::npos) return false;
-  std::memcpy(buf, text.data(), text.size());
-  buf[text.size()] = '\0';
-  out = {};
-  v4 = ::inet_pton(AF_INET, buf, out.data() + 12) == 1;
-  if (v4) {
-    out[10] = out[11] = 0xff;
-    return true;
-  }
-  return ::inet_pton(AF_INET6, buf, out.data()) == 1;
-}
-
-bool in_block(const ProxyTrust::Block& b, const std::array<std::uint8_t, 16>& a) noexcept {
-  unsigned full = b.prefix / 8, rest = b.prefix % 8;
-  if (std::memcmp(a.data(), b.net.data(), full) != 0) return false;
-  if (rest == 0) return true;
-  auto mask = static_cast<std::uint8_t>(0xff << (8 - rest));
-  return (a[full] & mask) == b.net[full];
-}
-
-}  // namespace
-
-std::optional<ProxyTrust::Block> ProxyTrust::parse_block(std::string_view text) noexcept {
-  std::string_view addr = text;
-  std::optional<unsigned> bits;
-  if (auto slash = text.find('/'); slash != std::string_view::npos) {
-    addr = text.substr(0, slash);
-    std::string_view b = text.substr(slash + 1);
-    unsigned v = 0;
-    auto [p, ec] = std::from_chars(b.data(), b.data() + b.size(), v);
-    if (b.empty() || b.size() > 3 || ec != std::errc() || p != b.data() + b.size()) return std::nullopt;
-    bits = v;
-  }
-  Block block;
-  bool v4 = false;
-  if (!address16(addr, block.net, v4)) return std::nullopt;
-  unsigned max = v4 ? 32 : 128;
-  unsigned prefix = bits.value_or(max);
-  if (prefix > max) return std::nullopt;
-  block.prefix = v4 ? prefix + 96 : prefix;
-  for (unsigned i = 0; i < 16; ++i) {
-    unsigned keep = block.prefix >= (i + 1) * 8 ? 8 : block.prefix > i * 8 ? block.prefix - i * 8 : 0;
-    block.net[i] &= static_cast<std::uint8_t>(keep == 0 ? 0 : 0xff << (8 - keep));
-  }
-  return block;
-}
-
 ProxyTrust::ProxyTrust(bool enabled, const std::vector<std::string>& blocks) : enabled_(enabled) {
   if (enabled && blocks.empty())
     throw std::invalid_argument("the PROXY protocol needs the trusted proxies' addresses (--trusted-proxy CIDR)");
   if (!enabled && !blocks.empty())
     throw std::invalid_argument("trusted proxies are for the PROXY protocol: give --proxy-protocol with them");
-  for (const std::string& b : blocks) {
-    auto block = parse_block(b);
-    if (!block) throw std::invalid_argument("'" + b + "' is not an IPv4 or IPv6 address or CIDR block");
-    blocks_.push_back(*block);
-  }
-}
-
-bool ProxyTrust::trusts(std::string_view address) const noexcept {
-  std::array<std::uint8_t, 16> a;
-  bool v4 = false;
-  if (!address16(address, a, v4)) return false;
-  return std::any_of(blocks_.begin(), blocks_.end(), [&](const Block& b) { return in_block(b, a); });
+  blocks_ = CidrSet(blocks);
 }
 
 }  // namespace csgi::standalone::detail

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "csgi/core/cidr.hpp"
+
 namespace csgi::standalone::detail {
 
 namespace proxy_protocol {
@@ -60,9 +62,9 @@ bool has_signature(std::string_view bytes) noexcept;
 
 }  // namespace proxy_protocol
 
-/// Which peers must start their connections with a PROXY header (--proxy-protocol, --trusted-proxy).
-/// Addresses are kept as 16 bytes, IPv4 as IPv4-mapped IPv6, so an IPv4 block also matches a peer that a
-/// dual-stack socket reports as ::ffff:a.b.c.d.
+/// Which peers must start their connections with a PROXY header (--proxy-protocol, --trusted-proxy): the
+/// blocks are core's CidrSet, so an IPv4 block also matches a peer that a dual-stack socket reports as
+/// ::ffff:a.b.c.d.
 class ProxyTrust {
 public:
   ProxyTrust() = default;
@@ -71,18 +73,11 @@ public:
   ProxyTrust(bool enabled, const std::vector<std::string>& blocks);
   bool enabled() const noexcept { return enabled_; }
   /// `address` as inet_ntop writes it (a connection's REMOTE_ADDR).
-  bool trusts(std::string_view address) const noexcept;
-
-  /// One block's address and prefix length (over the 16-byte form); nullopt when malformed.
-  struct Block {
-    std::array<std::uint8_t, 16> net{};
-    unsigned prefix = 128;
-  };
-  static std::optional<Block> parse_block(std::string_view text) noexcept;
+  bool trusts(std::string_view address) const noexcept { return blocks_.contains(address); }
 
 private:
   bool enabled_ = false;
-  std::vector<Block> blocks_;
+  CidrSet blocks_;
 };
 
 }  // namespace csgi::standalone::detail

@@ -1,4 +1,4 @@
-#include "csgi/middleware/cidr.hpp"
+#include "csgi/core/cidr.hpp"
 
 #include <arpa/inet.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace csgi::mw {
+namespace csgi {
 
 std::optional<IpAddress> IpAddress::parse(std::string_view text) {
   if (!text.empty() && text.front() == '[') {
@@ -14,7 +14,9 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
     text = text.substr(1, text.size() - 2);
   }
   if (auto pct = text.find('%'); pct != std::string_view::npos) text = text.substr(0, pct);
-  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+  // inet_pton reads up to a NUL: one inside the text would end the address early.
+  if (text.empty() || text.size() >= INET6_ADDRSTRLEN || text.find('\0') != std::string_view::npos)
+    return std::nullopt;
   char buf[INET6_ADDRSTRLEN];
   std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';
@@ -44,7 +46,7 @@ std::string IpAddress::str() const {
   return buf;
 }
 
-Cidr::Cidr(std::string_view text) : text_(text) {
+std::optional<Cidr> Cidr::parse(std::string_view text) {
   std::string_view addr = text;
   std::optional<unsigned> bits;
   if (auto slash = text.find('/'); slash != std::string_view::npos) {
@@ -52,21 +54,32 @@ Cidr::Cidr(std::string_view text) : text_(text) {
     std::string_view b = text.substr(slash + 1);
     unsigned v = 0;
     auto [p, ec] = std::from_chars(b.data(), b.data() + b.size(), v);
-    if (b.empty() || ec != std::errc() || p != b.data() + b.size())
-      throw std::invalid_argument("bad CIDR prefix length: " + std::string(text));
+    if (b.empty() || ec != std::errc() || p != b.data() + b.size()) return std::nullopt;
     bits = v;
   }
+  if (addr.empty() || addr.front() == '[') return std::nullopt;
   auto a = IpAddress::parse(addr);
-  if (!a || addr.front() == '[') throw std::invalid_argument("bad CIDR address: " + std::string(text));
-  unsigned max = a->v4 ? 32 : 128;
+  if (!a) return std::nullopt;
+  // The family as written: a dotted address counts 32 bits, any IPv6 text (IPv4-mapped too) 128.
+  bool dotted = addr.find(':') == std::string_view::npos;
+  unsigned max = dotted ? 32 : 128;
   unsigned b = bits.value_or(max);
-  if (b > max) throw std::invalid_argument("CIDR prefix too long: " + std::string(text));
-  prefix_ = a->v4 ? b + 96 : b;
-  net_ = a->bytes;
+  if (b > max) return std::nullopt;
+  Cidr c;
+  c.text_ = text;
+  c.prefix_ = dotted ? b + 96 : b;
+  c.net_ = a->bytes;
   for (unsigned i = 0; i < 16; ++i) {
-    unsigned keep = prefix_ >= (i + 1) * 8 ? 8 : prefix_ > i * 8 ? prefix_ - i * 8 : 0;
-    net_[i] &= static_cast<std::uint8_t>(keep == 0 ? 0 : 0xff << (8 - keep));
+    unsigned keep = c.prefix_ >= (i + 1) * 8 ? 8 : c.prefix_ > i * 8 ? c.prefix_ - i * 8 : 0;
+    c.net_[i] &= static_cast<std::uint8_t>(keep == 0 ? 0 : 0xff << (8 - keep));
   }
+  return c;
+}
+
+Cidr::Cidr(std::string_view text) {
+  auto c = parse(text);
+  if (!c) throw std::invalid_argument("'" + std::string(text) + "' is not an IPv4 or IPv6 address or CIDR block");
+  *this = std::move(*c);
 }
 
 bool Cidr::contains(const IpAddress& a) const noexcept {
@@ -94,4 +107,4 @@ bool CidrSet::contains(std::string_view address) const noexcept {
   return a && contains(*a);
 }
 
-}  // namespace csgi::mw
+}  // namespace csgi
