@@ -1,5 +1,6 @@
 # csgi — thin wrapper around CMake (as neovim does). Every target installs what it needs first.
 #   make run     install what the csgi program needs, build it, serve the demo on http://127.0.0.1:5000/
+#   make deb     build the Debian package csgi_<version>_<arch>.deb
 #   make test    install deps, build, run every test (non-zero exit on any failure)
 #   make bench   install deps, build, run the benchmarks, write bench/RESULTS.md
 BUILD ?= build
@@ -8,7 +9,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps deps-run build-run build run deb test test-asan test-tsan test-reliability bench fuzz install clean format
+.PHONY: all deps deps-run deps-deb build-run build run deb test test-asan test-tsan test-reliability bench fuzz install clean format
 
 all: build
 
@@ -36,6 +37,15 @@ build-run:
 
 run: deps-run build-run
 	scripts/run-demo.sh $(BUILD)
+
+# The Debian package $(BUILD)/csgi_<version>_<arch>.deb (docs/packaging.md): what the package holds is
+# built (target csgi_package_parts), not the test suites.
+deps-deb:
+	@scripts/install-deps.sh deb
+
+deb: deps-deb build-run
+	cmake --build $(BUILD) -j$(JOBS) --target csgi_package_parts
+	cd $(BUILD) && cpack -G DEB
 
 # A test that fails is run once more before it counts as failed: on a loaded 2-core machine a test with
 # real servers (nginx, Apache, uWSGI, Chromium) can miss a timing window; a real failure fails twice.

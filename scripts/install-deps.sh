@@ -4,8 +4,8 @@
 #   run    the libraries and tools the csgi programs and the Python module build with, and the demo's
 #          ramda (make run)
 #   build  run's, plus what the test suites and benchmarks compile against (every target of the tree)
-#   deb    build's, plus what `make deb` packs with (dpkg-shlibdeps, file)
-#   test   deb's, plus the servers, clients and browsers the tests run against (make test)
+#   deb    run's, plus what `make deb` packs with (dpkg-shlibdeps, file)
+#   test   build's and deb's, plus the servers, clients and browsers the tests run against (make test)
 #   bench  / all: test's, plus the benchmarks' peers (make bench; CI)
 # Only missing packages are installed; needs root (or sudo) when something is missing.
 set -euo pipefail
@@ -21,7 +21,7 @@ build_pkgs=(
   "${run_pkgs[@]}" catch2 libbenchmark-dev
 )
 deb_pkgs=(
-  "${build_pkgs[@]}" dpkg-dev file
+  "${run_pkgs[@]}" dpkg-dev file
 )
 test_pkgs=(
   man-db curl nginx-light apache2 libapache2-mod-fcgid lighttpd spawn-fcgi
@@ -40,8 +40,8 @@ case "${1:-all}" in
   run) want=("${run_pkgs[@]}") ;;
   build) want=("${build_pkgs[@]}") ;;
   deb) want=("${deb_pkgs[@]}") ;;
-  test) want=("${deb_pkgs[@]}" "${test_pkgs[@]}") ;;
-  bench|all) want=("${deb_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  test) want=("${build_pkgs[@]}" "${deb_pkgs[@]}" "${test_pkgs[@]}") ;;
+  bench|all) want=("${build_pkgs[@]}" "${deb_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
   *) echo "usage: $0 [run|build|deb|test|bench|all]" >&2; exit 2 ;;
 esac
 
