@@ -12,7 +12,9 @@ by the installed csgi; then `dpkg -r`, after which nothing of the package is lef
 """
 import glob
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -68,6 +70,7 @@ def inside(prefix, work, app_src, app_project, serve_check, deb):
         p = run(["/usr/bin/python3", serve_check, csgi, os.path.join(build, "libmyapp.so")], env=env)
         print(p.stdout, flush=True)
         check(p.returncode == 0, "the installed csgi serves the README's app on a free port")
+        one_file_server(os.path.join(build, "hello"))
     shutil.rmtree(build, ignore_errors=True)
 
     if in_namespace:
@@ -79,6 +82,38 @@ def inside(prefix, work, app_src, app_project, serve_check, deb):
         left = [d for d in (prefix + "/lib/python3/dist-packages/csgi", prefix + "/lib/cmake/csgi",
                             prefix + "/include/csgi", prefix + "/lib/csgi") if os.path.exists(d)]
         check(not left, "nor its directories: %s" % left)
+
+
+def one_file_server(hello):
+    """csgi_add_server's executable: small once stripped, no libstdc++ to find, serves as csgi serve does."""
+    stripped = hello + ".stripped"
+    check(run(["strip", "-o", stripped, hello]).returncode == 0, "strip hello")
+    size = os.path.getsize(stripped)
+    check(size <= 3 * 1024 * 1024, "the one-file hello server is %d bytes stripped (at most 3 MiB)" % size)
+    libs = run(["ldd", stripped]).stdout
+    check("libstdc++" not in libs and "libcsgi" not in libs, "it needs neither libstdc++ nor a libcsgi_*.so")
+    server = subprocess.Popen([stripped, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for _ in range(20):
+            line = server.stdout.readline()
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+            if not line or m:
+                port = m and int(m.group(1))
+                break
+        if check(port is not None, "hello --listen 127.0.0.1:0 listens"):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                data = b""
+                while True:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    data += d
+            check(data.startswith(b"HTTP/1.1 200") and data.endswith(b"Hello, world!\n"), "hello answers GET /")
+    finally:
+        server.terminate()
+        check(server.wait(timeout=30) == 0, "hello exits 0 on SIGTERM")
 
 
 def namespace_works(work):
