@@ -8,13 +8,15 @@ with `dpkg -i` in a mount namespace of its own where /usr, /etc and /var are ove
 files below, the package's writes above, dropped at the end), or, where no namespace can be made, with
 `dpkg -x` into a root of its own. From there: `csgi --version`, `import csgi` (Debian's python3 from
 dist-packages), the man page, the README's app built with find_package(csgi) and served on a free port
-by the installed csgi; then `dpkg -r`, after which nothing of the package is left.
+by the installed csgi, a one-file server (csgi_add_server), `csgi serve --wsgi`; then `dpkg -r`, after
+which nothing of the package is left.
 """
 import glob
 import os
 import re
 import shutil
 import socket
+import threading
 import subprocess
 import sys
 
@@ -71,6 +73,7 @@ def inside(prefix, work, app_src, app_project, serve_check, deb):
         print(p.stdout, flush=True)
         check(p.returncode == 0, "the installed csgi serves the README's app on a free port")
         one_file_server(os.path.join(build, "hello"))
+    wsgi_app(csgi, work, env)
     shutil.rmtree(build, ignore_errors=True)
 
     if in_namespace:
@@ -84,15 +87,11 @@ def inside(prefix, work, app_src, app_project, serve_check, deb):
         check(not left, "nor its directories: %s" % left)
 
 
-def one_file_server(hello):
-    """csgi_add_server's executable: small once stripped, no libstdc++ to find, serves as csgi serve does."""
-    stripped = hello + ".stripped"
-    check(run(["strip", "-o", stripped, hello]).returncode == 0, "strip hello")
-    size = os.path.getsize(stripped)
-    check(size <= 3 * 1024 * 1024, "the one-file hello server is %d bytes stripped (at most 3 MiB)" % size)
-    libs = run(["ldd", stripped]).stdout
-    check("libstdc++" not in libs and "libcsgi" not in libs, "it needs neither libstdc++ nor a libcsgi_*.so")
-    server = subprocess.Popen([stripped, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+def serve_and_get(what, cmd, body, **popen_args):
+    """Starts `cmd` (a csgi server given --listen 127.0.0.1:0), GETs / and expects `body`; SIGTERM ends it."""
+    server = subprocess.Popen(cmd + ["--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True, **popen_args)
+    watchdog = threading.Timer(120, server.kill)  # a server that never says it listens cannot hold the test
+    watchdog.start()
     try:
         port = None
         for _ in range(20):
@@ -101,19 +100,40 @@ def one_file_server(hello):
             if not line or m:
                 port = m and int(m.group(1))
                 break
-        if check(port is not None, "hello --listen 127.0.0.1:0 listens"):
+        if check(port is not None, what + " listens on 127.0.0.1:0"):
             with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
                 s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
                 data = b""
-                while True:
+                for _ in range(1000):
                     d = s.recv(65536)
                     if not d:
                         break
                     data += d
-            check(data.startswith(b"HTTP/1.1 200") and data.endswith(b"Hello, world!\n"), "hello answers GET /")
+            check(data.startswith(b"HTTP/1.1 200") and data.endswith(body), "%s answers GET /: %r" % (what, data[-40:]))
     finally:
         server.terminate()
-        check(server.wait(timeout=30) == 0, "hello exits 0 on SIGTERM")
+        check(server.wait(timeout=30) == 0, what + " exits 0 on SIGTERM")
+        watchdog.cancel()
+
+
+def one_file_server(hello):
+    """csgi_add_server's executable: small once stripped, no libstdc++ to find, serves as csgi serve does."""
+    stripped = hello + ".stripped"
+    check(run(["strip", "-o", stripped, hello]).returncode == 0, "strip hello")
+    size = os.path.getsize(stripped)
+    check(size <= 3 * 1024 * 1024, "the one-file hello server is %d bytes stripped (at most 3 MiB)" % size)
+    libs = run(["ldd", stripped]).stdout
+    check("libstdc++" not in libs and "libcsgi" not in libs, "it needs neither libstdc++ nor a libcsgi_*.so")
+    serve_and_get("hello", [stripped], b"Hello, world!\n")
+
+
+def wsgi_app(csgi, work, env):
+    """`csgi serve --wsgi` finds the package's Python module from the installed program."""
+    with open(os.path.join(work, "wsgi_hello.py"), "w") as f:
+        f.write("def app(environ, start_response):\n"
+                "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+                "    return [b'Hello from WSGI\\n']\n")
+    serve_and_get("csgi serve --wsgi", [csgi, "serve", "--wsgi", "wsgi_hello:app"], b"Hello from WSGI\n", cwd=work, env=env)
 
 
 def namespace_works(work):
