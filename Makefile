@@ -1,5 +1,6 @@
 # csgi — thin wrapper around CMake (as neovim does). Every target installs what it needs first.
-#   make run     install deps, build, serve the demo on http://127.0.0.1:5000/
+#   make run     install what the csgi program needs, build it, serve the demo on http://127.0.0.1:5000/
+#   make deb     build the Debian package csgi_<version>_<arch>.deb
 #   make test    install deps, build, run every test (non-zero exit on any failure)
 #   make bench   install deps, build, run the benchmarks, write bench/RESULTS.md
 BUILD ?= build
@@ -8,21 +9,43 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps build run test test-asan test-tsan test-reliability bench fuzz install clean format
+.PHONY: all deps deps-run deps-deb build-run build run deb test test-asan test-tsan test-reliability bench fuzz install clean format
 
 all: build
 
+# Everything the build, the tests and the benchmarks use (CI: .ci/run). `make run` installs only the
+# packages of the csgi program and the demo (scripts/install-deps.sh run).
 deps:
 	@scripts/install-deps.sh all
 
-$(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+deps-run:
+	@scripts/install-deps.sh run
 
-build: $(BUILD)/CMakeCache.txt
+# The tree `make run` configures has no test suites nor benchmarks (their packages may be missing);
+# `make build` turns them on in it.
+CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+build:
+	@grep -qx 'CSGI_BUILD_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt 2>/dev/null && \
+	  grep -qx 'CSGI_BUILD_BENCH:BOOL=ON' $(BUILD)/CMakeCache.txt || \
+	  $(CONFIGURE) -DCSGI_BUILD_TESTS=ON -DCSGI_BUILD_BENCH=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: deps build
+# The demo is the csgi program alone (scripts/run-demo.sh): no test suites, fuzzers or other programs.
+build-run:
+	@test -f $(BUILD)/CMakeCache.txt || $(CONFIGURE) -DCSGI_BUILD_TESTS=OFF -DCSGI_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS) --target csgi_cli
+
+run: deps-run build-run
 	scripts/run-demo.sh $(BUILD)
+
+# The Debian package $(BUILD)/csgi_<version>_<arch>.deb (docs/packaging.md): what the package holds is
+# built (target csgi_package_parts), not the test suites.
+deps-deb:
+	@scripts/install-deps.sh deb
+
+deb: deps-deb build-run
+	cmake --build $(BUILD) -j$(JOBS) --target csgi_package_parts
+	cd $(BUILD) && cpack -G DEB
 
 # A test that fails is run once more before it counts as failed: on a loaded 2-core machine a test with
 # real servers (nginx, Apache, uWSGI, Chromium) can miss a timing window; a real failure fails twice.

@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages csgi needs to build, test and benchmark.
-# Usage: scripts/install-deps.sh [build|test|bench|all]   (default: all)
+# Usage: scripts/install-deps.sh [run|build|deb|test|bench|all]   (default: all)
+#   run    the libraries and tools the csgi programs and the Python module build with, and the demo's
+#          ramda (make run)
+#   build  run's, plus what the test suites and benchmarks compile against (every target of the tree)
+#   deb    run's, plus what `make deb` packs with (dpkg-shlibdeps, file)
+#   test   build's and deb's, plus the servers, clients and browsers the tests run against (make test)
+#   bench  / all: test's, plus the benchmarks' peers (make bench; CI)
 # Only missing packages are installed; needs root (or sudo) when something is missing.
 set -euo pipefail
 
-build_pkgs=(
+run_pkgs=(
   g++ cmake make pkg-config lld
   libboost-dev
-  catch2 libfcgi-dev zlib1g-dev libbrotli-dev libcrypt-dev libssl-dev libbenchmark-dev
+  libfcgi-dev zlib1g-dev libbrotli-dev libcrypt-dev libssl-dev
   pybind11-dev python3-dev python3-pybind11 nlohmann-json3-dev libnghttp2-dev libsystemd-dev
+  node-ramda
+)
+build_pkgs=(
+  "${run_pkgs[@]}" catch2 libbenchmark-dev
+)
+deb_pkgs=(
+  "${run_pkgs[@]}" dpkg-dev file
 )
 test_pkgs=(
-  curl nginx-light apache2 libapache2-mod-fcgid lighttpd spawn-fcgi
+  man-db curl nginx-light apache2 libapache2-mod-fcgid lighttpd spawn-fcgi
   python3-pytest python3-gunicorn python3-flask python3-django
   uwsgi-core uwsgi-plugin-python3
   clang libclang-rt-14-dev chromium iproute2 wrk haproxy prometheus
@@ -24,15 +37,17 @@ bench_pkgs=(
 )
 
 case "${1:-all}" in
+  run) want=("${run_pkgs[@]}") ;;
   build) want=("${build_pkgs[@]}") ;;
-  test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
-  bench|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|test|bench|all]" >&2; exit 2 ;;
+  deb) want=("${deb_pkgs[@]}") ;;
+  test) want=("${build_pkgs[@]}" "${deb_pkgs[@]}" "${test_pkgs[@]}") ;;
+  bench|all) want=("${build_pkgs[@]}" "${deb_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "usage: $0 [run|build|deb|test|bench|all]" >&2; exit 2 ;;
 esac
 
 missing=()
 # Node.js: the machine image may carry its own build with npm bundled; use Debian's only when none.
-if [ "${1:-all}" != build ] && ! command -v npm >/dev/null 2>&1; then want+=(nodejs npm); fi
+case "${1:-all}" in run|build|deb) ;; *) command -v npm >/dev/null 2>&1 || want+=(nodejs npm) ;; esac
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
