@@ -15,10 +15,10 @@
 #include <unordered_set>
 
 #include "csgi/core/keys.hpp"
-#include "csgi/middleware/bundler/compress.hpp"
-#include "csgi/middleware/bundler/live_reload.hpp"
-#include "csgi/middleware/bundler/module_graph.hpp"
-#include "csgi/middleware/bundler/shake_plan.hpp"
+#include "csgi/middleware/bundler/detail/compress.hpp"
+#include "csgi/middleware/bundler/detail/live_reload.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/shake_plan.hpp"
 
 namespace csgi::mw {
 

@@ -29,14 +29,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "csgi/middleware/bundler/dead_code.hpp"
-#include "csgi/middleware/bundler/esm_transform.hpp"
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/test_client.hpp"
 #include "csgi/middleware/bundler/bundler.hpp"
-#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
 
 namespace {
 

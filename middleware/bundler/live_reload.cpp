@@ -1,10 +1,10 @@
-#include "csgi/middleware/bundler/live_reload.hpp"
+#include "csgi/middleware/bundler/detail/live_reload.hpp"
 
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 namespace csgi::mw::bundler {
 

@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/resolver.hpp"
+#include "csgi/middleware/bundler/detail/resolver.hpp"
 
 #include <sys/stat.h>
 
@@ -12,7 +12,7 @@
 #include <iterator>
 #include <set>
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 namespace csgi::mw::bundler {
 

@@ -1,8 +1,8 @@
 // Browser resolution and Node builtins: the resolver checked rule by rule (the expected answers are what
 // esbuild --bundle --platform=browser picks for the same trees), and through the middleware.
-#include "csgi/middleware/bundler/resolver.hpp"
+#include "csgi/middleware/bundler/detail/resolver.hpp"
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 #include "bundler_fixture.hpp"
 

@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "csgi/middleware/bundler/package_json.hpp"
+#include "csgi/middleware/bundler/detail/package_json.hpp"
 
 namespace csgi::mw::bundler {
 

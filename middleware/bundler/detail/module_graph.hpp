@@ -21,11 +21,11 @@
 
 #include "csgi/core/io.hpp"
 #include "csgi/core/response.hpp"
-#include "csgi/middleware/bundler/dead_code.hpp"
-#include "csgi/middleware/bundler/esm_transform.hpp"
-#include "csgi/middleware/bundler/js_scan.hpp"
-#include "csgi/middleware/bundler/resolver.hpp"
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/resolver.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 
 namespace csgi::mw::bundler {
 
