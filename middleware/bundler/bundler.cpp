@@ -304,7 +304,7 @@ public:
                                                                                       : bundler::Platform::browser,
                                        opt.builtins},
               bundler::ScanOptions{roots_of(defines_of(opt)), nullptr, opt.mode == BundlerOptions::Mode::production},
-              defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake),
+              defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake, opt.esbuild),
         defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
@@ -928,6 +928,8 @@ Bundler::Stats Bundler::stats() const {
     std::lock_guard lock(impl_->graph.mu);
     s.scans = impl_->graph.scans;
     s.modules = impl_->graph.size();
+    s.transpiles = impl_->graph.transpiler.misses;
+    s.transpile_hits = impl_->graph.transpiler.hits;
     std::shared_lock l2(impl_->cmu);
     s.cached_bytes = impl_->cached_bytes + impl_->graph.source_bytes;
   }

@@ -108,6 +108,10 @@ struct BundlerOptions {
   /// live_reload: a comment line goes to every stream this often, so a client that has gone is dropped
   /// (and a proxy does not take the stream for idle) without waiting for an edit.
   std::chrono::milliseconds live_reload_keepalive{15000};
+  /// The esbuild executable (a name looked up in PATH, or a path) that turns .ts, .tsx, .jsx, .mts and
+  /// .cts modules into JavaScript (its transform API, one child process per source not yet cached; the
+  /// root's tsconfig.json goes to it as --tsconfig-raw for jsx, jsxImportSource and the like).
+  std::string esbuild = "esbuild";
 };
 
 class Bundler {
@@ -130,6 +134,8 @@ public:
     std::uint64_t compressions = 0;  // gzip/brotli forms made (at most one per coding per cached answer)
     std::size_t cached_bytes = 0;
     std::size_t modules = 0;         // modules known (ids assigned)
+    std::uint64_t transpiles = 0;    // TypeScript/JSX sources esbuild transformed (transform cache misses)
+    std::uint64_t transpile_hits = 0;  // … answered from the transform cache
   };
   Stats stats() const;
   /// The client loader's source.

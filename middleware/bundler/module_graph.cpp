@@ -185,8 +185,9 @@ std::size_t Watcher::drain() {
 // --- Graph ---
 
 Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options,
-             Defines defines, bool shake)
-    : resolver_(root, std::move(resolver_options)),
+             Defines defines, bool shake, std::string esbuild)
+    : transpiler(std::move(esbuild)),
+      resolver_(root, std::move(resolver_options)),
       scan_options_(std::move(scan_options)),
       defines_(std::move(defines)),
       shake_(shake),
@@ -269,6 +270,16 @@ SharedBytes read_file(const std::string& abs_path, Stamp& stamp) {
 }
 }  // namespace
 
+SharedBytes Graph::load(const std::string& path, Stamp& stamp, std::string& error) {
+  SharedBytes src = read_file(abs(path), stamp);
+  if (!src || esbuild_loader(path).empty()) return src;
+  Stamp ts;
+  SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
+  TranspileResult r = transpiler.run(path, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
+  if (!r.code) error = std::move(r.error);
+  return r.code;
+}
+
 bool Graph::refresh(Module& m) {
   auto g = generation();
   m.last_used = tick();
@@ -299,10 +310,11 @@ bool Graph::refresh(Module& m) {
   m.checked_gen = g;
   Stamp st;
   m.read_at_ns = coarse_now_ns();
-  SharedBytes src = read_file(a, st);
+  std::string failure;
+  SharedBytes src = load(m.path, st, failure);
   if (!src) {
-    m.stamp = now;
-    m.error = "cannot read " + m.path;
+    m.stamp = failure.empty() ? now : st;
+    m.error = failure.empty() ? "cannot read " + m.path : failure;
     return false;
   }
   m.stamp = st;
@@ -368,7 +380,8 @@ SharedBytes Graph::source(Module& m) {
   if (m.source) return m.source;
   Stamp st;
   std::int64_t at = coarse_now_ns();
-  SharedBytes src = read_file(abs(m.path), st);
+  std::string failure;
+  SharedBytes src = load(m.path, st, failure);
   if (!src) return nullptr;
   m.read_at_ns = at;
   if (!(st == m.stamp)) {

@@ -1,4 +1,5 @@
 #include "csgi/middleware/bundler/detail/resolver.hpp"
+#include "csgi/middleware/bundler/detail/esbuild.hpp"
 
 #include <sys/stat.h>
 
@@ -72,8 +73,13 @@ bool dot_segment(std::string_view rel) {
 
 }  // namespace
 
+namespace {
+constexpr const char* kExtensions[] = {".tsx", ".ts", ".jsx", ".js", ".json"};
+}  // namespace
+
 bool module_source(std::string_view rel) {
-  return (rel.ends_with(".js") || rel.ends_with(".mjs") || rel.ends_with(".cjs") || rel.ends_with(".json")) &&
+  return (rel.ends_with(".js") || rel.ends_with(".mjs") || rel.ends_with(".cjs") || rel.ends_with(".json") ||
+          !esbuild_loader(rel).empty()) &&
          !dot_segment(rel);
 }
 
@@ -160,7 +166,7 @@ Resolved Resolver::finish(const std::string& rel) const {
     return {Resolved::forbidden, {}, rel + " leads outside the root"};
   std::string_view inside = real.substr(root_.size() + 1);
   if (!module_source(inside))
-    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs or .json, outside dotfiles)"};
+    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs, .json, .ts, .tsx, .jsx, .mts or .cts, outside dotfiles)"};
   return {Resolved::ok, std::string(inside), {}};
 }
 
@@ -169,15 +175,22 @@ Resolved Resolver::load_as_file(const std::string& rel) const {
     Resolved r = finish(rel);
     if (r.status != Resolved::not_found) return r;  // a file no module can be: X.js, X.json may still be
   }
-  if (is_file(rel + ".js")) return finish(rel + ".js");
-  if (is_file(rel + ".json")) return finish(rel + ".json");
+  // esbuild's order (its default resolveExtensions); "./x.js" also names x.ts or x.tsx, as TypeScript
+  // writes imports of its own modules.
+  for (const char* ext : kExtensions)
+    if (is_file(rel + ext)) return finish(rel + ext);
+  if (rel.ends_with(".js")) {
+    std::string stem = rel.substr(0, rel.size() - 3);
+    for (const char* ext : {".ts", ".tsx"})
+      if (is_file(stem + ext)) return finish(stem + ext);
+  }
   return {Resolved::not_found, {}, {}};
 }
 
 Resolved Resolver::load_index(const std::string& rel) const {
   std::string base = rel.empty() ? std::string() : rel + "/";
-  if (is_file(base + "index.js")) return finish(base + "index.js");
-  if (is_file(base + "index.json")) return finish(base + "index.json");
+  for (const char* ext : kExtensions)
+    if (is_file(base + "index" + ext)) return finish(base + "index" + ext);
   return {Resolved::not_found, {}, {}};
 }
 

@@ -22,6 +22,7 @@
 #include "csgi/core/io.hpp"
 #include "csgi/core/response.hpp"
 #include "csgi/middleware/bundler/detail/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/esbuild.hpp"
 #include "csgi/middleware/bundler/detail/esm_transform.hpp"
 #include "csgi/middleware/bundler/detail/js_scan.hpp"
 #include "csgi/middleware/bundler/detail/resolver.hpp"
@@ -166,7 +167,7 @@ public:
   /// `defines` decide which branches are dead (Module::dead): a `require` in one is not followed.
   /// `shake`: ES modules get their tree-shaking table (Module::shake).
   Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {},
-        Defines defines = {}, bool shake = false);
+        Defines defines = {}, bool shake = false, std::string esbuild = "esbuild");
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
@@ -200,8 +201,12 @@ public:
   std::uint64_t tick() noexcept { return tick_.fetch_add(1, std::memory_order_relaxed) + 1; }
   std::size_t source_bytes = 0;
   std::uint64_t scans = 0;
+  Transpiler transpiler;
 
 private:
+  /// The file's text as the lexer sees it: esbuild's output for TypeScript and JSX. Null when unreadable
+  /// or when esbuild refuses it (the reason in `error`).
+  SharedBytes load(const std::string& path, Stamp& stamp, std::string& error);
   void resolve_edges(Module& m);
   struct Export {
     enum Status { found, absent, unknown } status = unknown;
