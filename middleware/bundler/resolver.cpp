@@ -219,6 +219,43 @@ std::shared_ptr<const PackageInfo> Resolver::package_info(const std::string& dir
   return c.info;
 }
 
+std::shared_ptr<const TsPaths> Resolver::tsconfig() const {
+  std::string file = abs("tsconfig.json");
+  Stamp st = stamp_of(file);
+  if (!st.exists) return nullptr;
+  std::lock_guard lock(cache_mu_);
+  if (tsconfig_ && tsconfig_->ino == st.ino && tsconfig_->size == st.size && tsconfig_->mtime_ns == st.mtime_ns &&
+      tsconfig_->ctime_ns == st.ctime_ns && st.ctime_ns < tsconfig_->read_at_ns)
+    return tsconfig_->ts;
+  CachedTs c{st.ino, st.size, st.mtime_ns, st.ctime_ns, coarse_now_ns(), nullptr};
+  if (auto parsed = parse_tsconfig(read_text(file))) c.ts = std::make_shared<const TsPaths>(std::move(*parsed));
+  tsconfig_ = c;
+  return c.ts;
+}
+
+std::optional<Resolved> Resolver::resolve_tsconfig(const std::string& from_dir, std::string_view spec, Ctx& cx) const {
+  if (from_dir == "node_modules" || from_dir.starts_with("node_modules/") ||
+      from_dir.find("/node_modules/") != std::string::npos || from_dir.ends_with("/node_modules"))
+    return std::nullopt;
+  if (cx.probed) cx.probed->push_back("");  // the root: tsconfig.json's edits
+  auto ts = tsconfig();
+  if (!ts || (!ts->base_url && ts->paths.empty())) return std::nullopt;
+  std::string base;
+  if (ts->base_url && !join("", *ts->base_url, base)) return std::nullopt;
+  auto try_path = [&](std::string_view target) -> std::optional<Resolved> {
+    std::string rel;
+    if (!join(base, target, rel)) return Resolved{Resolved::forbidden, {}, "tsconfig.json maps " + std::string(spec) + " outside the root"};
+    Resolved r = load_path(rel, false, cx);
+    if (r.status == Resolved::not_found) return std::nullopt;
+    return r;
+  };
+  for (const auto& target : match_paths(*ts, spec))
+    if (auto r = try_path(target)) return r;
+  if (ts->base_url)
+    if (auto r = try_path(spec)) return r;
+  return std::nullopt;
+}
+
 bool Resolver::side_effect_free(const std::string& rel) const {
   std::string d = dir_of(rel);
   while (true) {
@@ -430,7 +467,10 @@ Resolved Resolver::resolve_in(std::string_view from_dir, std::string_view spec, 
   if (!join("", from_dir, dir)) return {Resolved::forbidden, {}, "bad directory"};
   if (spec.starts_with('#')) return resolve_import_map(dir, spec, cx);
   bool relative = spec == "." || spec == ".." || spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/');
-  if (!relative) return resolve_bare(dir, spec, cx, true);
+  if (!relative) {
+    if (auto r = resolve_tsconfig(dir, spec, cx)) return *r;
+    return resolve_bare(dir, spec, cx, true);
+  }
   std::string rel;
   if (!join(dir, spec, rel)) return {Resolved::forbidden, {}, std::string(spec) + " leads outside the root"};
   // The requiring module's package remaps its own relative requires, by name (the file need not exist)
