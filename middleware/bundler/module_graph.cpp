@@ -272,11 +272,17 @@ SharedBytes read_file(const std::string& abs_path, Stamp& stamp) {
 
 SharedBytes Graph::load(const std::string& path, Stamp& stamp, std::string& error) {
   SharedBytes src = read_file(abs(path), stamp);
-  if (!src || esbuild_loader(path).empty()) return src;
+  const std::string_view loader = src ? esbuild_loader(path) : std::string_view();
+  if (loader.empty()) return src;
+  if (path.ends_with(".module.css")) {
+    error = path + ": CSS modules (.module.css) are not supported by the bundler yet";
+    return nullptr;
+  }
   Stamp ts;
   SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
   TranspileResult r = transpiler.run(path, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
   if (!r.code) error = std::move(r.error);
+  if (r.code && loader == "css") return std::make_shared<const std::string>(css_module(path, *r.code));
   return r.code;
 }
 

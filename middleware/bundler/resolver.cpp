@@ -74,7 +74,7 @@ bool dot_segment(std::string_view rel) {
 }  // namespace
 
 namespace {
-constexpr const char* kExtensions[] = {".tsx", ".ts", ".jsx", ".js", ".json"};
+constexpr const char* kExtensions[] = {".tsx", ".ts", ".jsx", ".js", ".css", ".json"};
 }  // namespace
 
 bool module_source(std::string_view rel) {
@@ -166,7 +166,7 @@ Resolved Resolver::finish(const std::string& rel) const {
     return {Resolved::forbidden, {}, rel + " leads outside the root"};
   std::string_view inside = real.substr(root_.size() + 1);
   if (!module_source(inside))
-    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs, .json, .ts, .tsx, .jsx, .mts or .cts, outside dotfiles)"};
+    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs, .json, .ts, .tsx, .jsx, .mts, .cts or .css, outside dotfiles)"};
   return {Resolved::ok, std::string(inside), {}};
 }
 

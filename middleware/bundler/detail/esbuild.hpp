@@ -14,8 +14,13 @@
 
 namespace csgi::mw::bundler {
 
-/// esbuild's loader for a module path ("ts", "tsx", "jsx"), or "" when the file is plain JavaScript/JSON.
+/// esbuild's loader for a module path ("ts", "tsx", "jsx", "css"), or "" when the file is plain
+/// JavaScript/JSON.
 std::string_view esbuild_loader(std::string_view path) noexcept;
+
+/// The JavaScript module a stylesheet is delivered as: it adds the CSS to the document as a
+/// <style data-csgi-css="path"> element unless one for that path is already there.
+std::string css_module(std::string_view path, std::string_view css);
 
 struct TranspileResult {
   std::shared_ptr<const std::string> code;  // null on error
