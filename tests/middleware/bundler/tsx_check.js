@@ -83,10 +83,45 @@ async function main() {
     assert.deepStrictEqual(ours.later[0].sort(), ['src/routes/Settings.tsx', 'src/util/format.ts'],
       'the route bundle holds only what the page lacked');
     console.log(`ok: same DOM as esbuild (${ours.first.length} + ${ours.second.length} chars); route bundle: ${ours.later[0].join(', ')}`);
+    await liveReload(browser, root);
   } finally {
     await browser.close();
     server.proc.kill('SIGTERM');
     fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+// Live reload: an edit of a .tsx module and of a stylesheet reach the open page (by a reload).
+async function liveReload(browser, root) {
+  const serveTool = path.join(path.dirname(args.tool), 'csgi-bundle-serve');
+  const server = await startServer(serveTool, [root, '--listen', '127.0.0.1:0'],
+    { env: { ...process.env, BUNDLER_ESBUILD: esbuildBin, BUNDLER_LIVE_RELOAD: '1' } });
+  const until = async (fn, what) => {
+    for (let i = 0; i < 300; i++) {
+      if (await fn().catch(() => false)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('timed out waiting for ' + what);
+  };
+  try {
+    const p = await browser.newPage();
+    await p.goto(`${server.url}/csgi.html`);
+    await until(() => p.evaluate(() => !!document.querySelector('main[data-ready="true"]')), 'the first render');
+    await until(() => p.evaluate(() => !!csgiRequire.events && csgiRequire.events.readyState === 1), 'the stream');
+    const counter = path.join(root, 'src/components/Counter.tsx');
+    fs.writeFileSync(counter, fs.readFileSync(counter, 'utf8').replace('count: ', 'clicks: '));
+    await until(() => p.evaluate(() => document.getElementById('root').innerHTML.includes('clicks: 20')), 'the .tsx edit');
+    await until(() => p.evaluate(() => !!csgiRequire.events && csgiRequire.events.readyState === 1), 'the stream again');
+    const css = path.join(root, 'src/app.css');
+    fs.writeFileSync(css, fs.readFileSync(css, 'utf8').replace('rgb(0, 128, 0)', 'rgb(0, 0, 255)'));
+    await until(() => p.evaluate(() => {
+      const c = document.querySelector('.counter');
+      return !!c && getComputedStyle(c).color === 'rgb(0, 0, 255)';
+    }), 'the .css edit');
+    console.log('ok: live reload after a .tsx and a .css edit');
+    await p.close();
+  } finally {
+    server.proc.kill('SIGTERM');
   }
 }
 
