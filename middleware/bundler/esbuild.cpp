@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -55,6 +56,28 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// A write to a pipe whose reader has gone (the child exited early) fails with EPIPE instead of raising
+// SIGPIPE in a process that has not ignored it: the signal is blocked in this thread for the write and a
+// SIGPIPE it caused is taken off the thread's pending set.
+ssize_t write_no_sigpipe(int fd, const char* data, std::size_t size) {
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  ssize_t n = ::write(fd, data, size);
+  const int saved = errno;
+  if (n < 0 && errno == EPIPE && !was_pending) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  errno = saved;
+  return n;
+}
+
 Child run_child(const std::vector<std::string>& args, std::string_view input) {
   Child c;
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -105,7 +128,7 @@ Child run_child(const std::vector<std::string>& args, std::string_view input) {
       break;
     }
     if (in[1] >= 0 && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t n = ::write(in[1], input.data() + sent, input.size() - sent);
+      ssize_t n = write_no_sigpipe(in[1], input.data() + sent, input.size() - sent);
       if (n > 0) sent += std::size_t(n);
       if ((n < 0 && errno != EAGAIN && errno != EINTR) || sent == input.size()) close_fd(in[1]);
     }

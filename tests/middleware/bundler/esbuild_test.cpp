@@ -147,3 +147,13 @@ TEST_CASE("esbuild: an imported stylesheet goes out as a module that adds it to 
   CHECK(mod.status == 422);
   CHECK_THAT(mod.body, Catch::Contains("src/x.module.css: CSS modules (.module.css) are not supported"));
 }
+
+TEST_CASE("esbuild: a program that exits without reading its input is an error, not a SIGPIPE", "[bundler]") {
+  Tree t;
+  t.write("quits", "#!/bin/sh\necho 'no esbuild here' >&2\nexit 3\n");
+  fs::permissions(t.dir / "quits", fs::perms::owner_all);
+  bundler::Transpiler tr((t.dir / "quits").string());
+  auto r = tr.run("big.ts", std::string(std::size_t{4} << 20, ' '), "");  // larger than a pipe's buffer
+  CHECK(!r.code);
+  CHECK(r.error == "big.ts: esbuild: no esbuild here");
+}
