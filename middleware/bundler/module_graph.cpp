@@ -168,6 +168,14 @@ std::size_t Watcher::drain() {
     for (char* p = buf; p < buf + n;) {
       auto* ev = reinterpret_cast<struct inotify_event*>(p);
       ++events;
+      {
+        std::lock_guard lock(mu_);
+        auto it = dirs_.find(ev->wd);
+        if (ev->len == 0 || it == dirs_.end() || changed_.size() >= 256 || (ev->mask & IN_Q_OVERFLOW))
+          changed_unknown_ = true;
+        else
+          changed_.push_back(it->second + "/" + ev->name);
+      }
       if (ev->mask & IN_IGNORED) {  // the watch is gone (directory removed): allow watching it again
         std::lock_guard lock(mu_);
         auto it = dirs_.find(ev->wd);
@@ -180,6 +188,16 @@ std::size_t Watcher::drain() {
     }
   }
   return events;
+}
+
+std::optional<std::vector<std::string>> Watcher::take_changed() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  out.swap(changed_);
+  const bool unknown = changed_unknown_;
+  changed_unknown_ = false;
+  if (unknown) return std::nullopt;
+  return out;
 }
 
 // --- Graph ---
@@ -283,6 +301,20 @@ SharedBytes Graph::load(const std::string& path, Stamp& stamp, std::string& erro
   TranspileResult r = transpiler.run(path, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
   if (!r.code) error = std::move(r.error);
   if (r.code && loader == "css") return std::make_shared<const std::string>(css_module(path, *r.code));
+  return r.code;
+}
+
+SharedBytes Graph::stylesheet(const std::string& rel, std::string& error) {
+  Stamp st;
+  SharedBytes src = read_file(abs(rel), st);
+  if (!src) {
+    error = "cannot read " + rel;
+    return nullptr;
+  }
+  Stamp ts;
+  SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
+  TranspileResult r = transpiler.run(rel, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
+  if (!r.code) error = std::move(r.error);
   return r.code;
 }
 

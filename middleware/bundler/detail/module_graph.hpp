@@ -67,6 +67,9 @@ public:
   ~Watcher();
   /// What to call after a batch of events; set before the first ensure_running().
   void on_change(std::function<void()> fn) { on_change_ = std::move(fn); }
+  /// The absolute paths of the files named by the events since the last call; nullopt when some event
+  /// named no file (a directory's own event, an overflow) or there were too many to list.
+  std::optional<std::vector<std::string>> take_changed();
   /// What to call at least every `every` on the same thread, events or not; set before the first
   /// ensure_running().
   void on_tick(std::chrono::milliseconds every, std::function<void()> fn) {
@@ -101,6 +104,8 @@ private:
   std::mutex mu_;
   std::unordered_map<int, std::string> dirs_;
   std::unordered_set<std::string> watched_;
+  std::vector<std::string> changed_;  // guarded by mu_
+  bool changed_unknown_ = false;      // guarded by mu_
 };
 
 struct Edge {
@@ -202,6 +207,9 @@ public:
   std::size_t source_bytes = 0;
   std::uint64_t scans = 0;
   Transpiler transpiler;
+  /// The stylesheet at root-relative real path `rel` as esbuild's CSS loader leaves it (what its module
+  /// adds to the page). Null when unreadable or refused (the reason in `error`).
+  SharedBytes stylesheet(const std::string& rel, std::string& error);
 
 private:
   /// The file's text as the lexer sees it: esbuild's output for TypeScript and JSX. Null when unreadable

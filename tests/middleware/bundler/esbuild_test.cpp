@@ -157,3 +157,33 @@ TEST_CASE("esbuild: a program that exits without reading its input is an error, 
   CHECK(!r.code);
   CHECK(r.error == "big.ts: esbuild: no esbuild here");
 }
+
+TEST_CASE("esbuild: <mount>/~css/<path> answers a stylesheet's text for the live-reload follower", "[.esbuild]") {
+  Tree t;
+  t.write("src/a.css", "/* c */ .a { color: red }\n");
+  t.write("src/a.js", "module.exports = 1;\n");
+  t.write("src/m.module.css", ".m { color: red }\n");
+  BundlerOptions o;
+  o.esbuild = esbuild_program();
+  auto app = app_of(t.root(), o);
+  auto css = call(app, "GET /~css/src/a.css");
+  CHECK(css.status == 200);
+  CHECK(css.header("Content-Type") == "text/css; charset=utf-8");
+  CHECK(css.body == ".a {\n  color: red;\n}\n");
+  CHECK(call(app, "GET /~css/src/a.js").status == 404);
+  CHECK(call(app, "GET /~css/src/m.module.css").status == 404);
+  CHECK(call(app, "GET /~css/src/none.css").status == 404);
+  // A stylesheet outside the root is never read, however the path is spelled.
+  Tree outer;
+  outer.write("outside.css", ".secret { color: red }\n");
+  outer.write("root/in.css", ".in { color: red }\n");
+  auto inner = app_of((outer.dir / "root").string(), o);
+  for (const char* target : {"GET /~css/../outside.css", "GET /~css/%2e%2e/outside.css", "GET /~css/a/%2e%2e/%2e%2e/outside.css",
+                             "GET /~css/..%2foutside.css"}) {
+    auto r = call(inner, target);
+    INFO(target);
+    CHECK((r.status == 403 || r.status == 404));
+    CHECK_THAT(r.body, !Catch::Contains("secret"));
+  }
+  CHECK(call(inner, "GET /~css/in.css").status == 200);
+}

@@ -91,7 +91,8 @@ async function main() {
   }
 }
 
-// Live reload: an edit of a .tsx module and of a stylesheet reach the open page (by a reload).
+// Live reload: an edit of a .tsx module reloads the open page; an edit of a stylesheet replaces its
+// <style> text in the same document.
 async function liveReload(browser, root) {
   const serveTool = path.join(path.dirname(args.tool), 'csgi-bundle-serve');
   const server = await startServer(serveTool, [root, '--listen', '127.0.0.1:0'],
@@ -112,13 +113,16 @@ async function liveReload(browser, root) {
     fs.writeFileSync(counter, fs.readFileSync(counter, 'utf8').replace('count: ', 'clicks: '));
     await until(() => p.evaluate(() => document.getElementById('root').innerHTML.includes('clicks: 20')), 'the .tsx edit');
     await until(() => p.evaluate(() => !!csgiRequire.events && csgiRequire.events.readyState === 1), 'the stream again');
+    await p.evaluate(() => { window.__sameDocument = true; });
     const css = path.join(root, 'src/app.css');
     fs.writeFileSync(css, fs.readFileSync(css, 'utf8').replace('rgb(0, 128, 0)', 'rgb(0, 0, 255)'));
     await until(() => p.evaluate(() => {
       const c = document.querySelector('.counter');
       return !!c && getComputedStyle(c).color === 'rgb(0, 0, 255)';
     }), 'the .css edit');
-    console.log('ok: live reload after a .tsx and a .css edit');
+    assert.strictEqual(await p.evaluate(() => window.__sameDocument === true), true, 'the .css edit reloaded the page');
+    assert.strictEqual(await p.evaluate(() => document.querySelectorAll('style[data-csgi-css]').length), 1);
+    console.log('ok: live reload after a .tsx edit; a .css edit swapped in without a reload');
     await p.close();
   } finally {
     server.proc.kill('SIGTERM');
