@@ -101,7 +101,8 @@ struct BundlerOptions {
   /// Development: `<mount>/~live` is a Server-Sent Events stream that sends `event: change` after each
   /// batch of edits the inotify watcher sees (needs Freshness::inotify; the constructor throws
   /// std::invalid_argument otherwise), and the loader served at `<mount>/require.js` follows it and
-  /// reloads the page (csgiRequire.live(fn) to do something else). Per process: under prefork each
+  /// reloads the page (csgiRequire.live(fn) to do something else); a batch of edits to stylesheets only
+  /// is `event: css` instead, and the loader replaces those <style> texts from `<mount>/~css/<path>`. Per process: under prefork each
   /// worker's watcher feeds the streams that worker holds, and a stream watches the whole tree but
   /// node_modules/ and dot-directories when it opens.
   bool live_reload = false;
