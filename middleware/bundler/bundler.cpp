@@ -15,10 +15,10 @@
 #include <unordered_set>
 
 #include "csgi/core/keys.hpp"
-#include "csgi/middleware/bundler/compress.hpp"
-#include "csgi/middleware/bundler/live_reload.hpp"
-#include "csgi/middleware/bundler/module_graph.hpp"
-#include "csgi/middleware/bundler/shake_plan.hpp"
+#include "csgi/middleware/bundler/detail/compress.hpp"
+#include "csgi/middleware/bundler/detail/live_reload.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/shake_plan.hpp"
 
 namespace csgi::mw {
 
@@ -304,7 +304,7 @@ public:
                                                                                       : bundler::Platform::browser,
                                        opt.builtins},
               bundler::ScanOptions{roots_of(defines_of(opt)), nullptr, opt.mode == BundlerOptions::Mode::production},
-              defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake),
+              defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake, opt.esbuild),
         defines(defines_of(opt)) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
@@ -315,7 +315,10 @@ public:
       w->on_change([this] {
         graph.invalidate();
         ++invalidations;
-        if (live) live->broadcast();
+        auto changed = graph.watcher()->take_changed();
+        if (!live) return;
+        if (auto css = stylesheets_only(changed)) live->broadcast_css(*css);
+        else live->broadcast();
       });
       if (live) w->on_tick(opt.live_reload_keepalive, [hub = live] { hub->keep_alive(); });
     }
@@ -422,6 +425,7 @@ public:
     }
     if (sub == "/require.js") return serve_loader(env);
     if (sub == "/~live") return serve_live();
+    if (sub.starts_with("/~css/")) return serve_css(sub.substr(5));
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -516,6 +520,46 @@ public:
       Headers h{{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
       hub->add(r.start(200, std::move(h)));
     });
+  }
+
+  // A stylesheet's text, for the live-reload follower to swap in place: <mount>/~css/<path>.
+  Response serve_css(std::string_view path) {
+    if (bad_path(path)) return Response::error(403, "path is outside the bundle root");
+    bundler::Resolved r;
+    {
+      std::lock_guard lock(graph.mu);
+      r = graph.resolver().real(std::string(path.substr(1)));
+    }
+    if (r.status == bundler::Resolved::forbidden) return Response::error(403, r.detail);
+    if (r.status != bundler::Resolved::ok || !r.path.ends_with(".css") || r.path.ends_with(".module.css"))
+      return Response::error(404, "no stylesheet " + std::string(path.substr(1)));
+    std::string error;
+    SharedBytes css;
+    {
+      std::lock_guard lock(graph.mu);
+      css = graph.stylesheet(r.path, error);
+    }
+    if (!css) return Response::error(422, error);
+    Response res;
+    res.status = 200;
+    res.headers.add("Content-Type", "text/css; charset=utf-8");
+    res.headers.add("Cache-Control", "no-store");
+    res.body = std::string(*css);
+    return res;
+  }
+
+  // The changed files when every one is a stylesheet the loader can swap in place (root-relative,
+  // deduplicated); nullopt when the page must reload.
+  std::optional<std::vector<std::string>> stylesheets_only(const std::optional<std::vector<std::string>>& changed) const {
+    if (!changed || changed->empty()) return std::nullopt;
+    const std::string prefix = graph.abs("") + "/";
+    std::vector<std::string> out;
+    for (const auto& a : *changed) {
+      if (!a.starts_with(prefix) || !a.ends_with(".css") || a.ends_with(".module.css")) return std::nullopt;
+      std::string rel = a.substr(prefix.size());
+      if (std::find(out.begin(), out.end(), rel) == out.end()) out.push_back(std::move(rel));
+    }
+    return out;
   }
 
   Response serve_loader(Env& env) {
@@ -928,6 +972,8 @@ Bundler::Stats Bundler::stats() const {
     std::lock_guard lock(impl_->graph.mu);
     s.scans = impl_->graph.scans;
     s.modules = impl_->graph.size();
+    s.transpiles = impl_->graph.transpiler.misses;
+    s.transpile_hits = impl_->graph.transpiler.hits;
     std::shared_lock l2(impl_->cmu);
     s.cached_bytes = impl_->cached_bytes + impl_->graph.source_bytes;
   }

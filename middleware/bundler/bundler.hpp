@@ -101,13 +101,18 @@ struct BundlerOptions {
   /// Development: `<mount>/~live` is a Server-Sent Events stream that sends `event: change` after each
   /// batch of edits the inotify watcher sees (needs Freshness::inotify; the constructor throws
   /// std::invalid_argument otherwise), and the loader served at `<mount>/require.js` follows it and
-  /// reloads the page (csgiRequire.live(fn) to do something else). Per process: under prefork each
+  /// reloads the page (csgiRequire.live(fn) to do something else); a batch of edits to stylesheets only
+  /// is `event: css` instead, and the loader replaces those <style> texts from `<mount>/~css/<path>`. Per process: under prefork each
   /// worker's watcher feeds the streams that worker holds, and a stream watches the whole tree but
   /// node_modules/ and dot-directories when it opens.
   bool live_reload = false;
   /// live_reload: a comment line goes to every stream this often, so a client that has gone is dropped
   /// (and a proxy does not take the stream for idle) without waiting for an edit.
   std::chrono::milliseconds live_reload_keepalive{15000};
+  /// The esbuild executable (a name looked up in PATH, or a path) that turns .ts, .tsx, .jsx, .mts and
+  /// .cts modules into JavaScript (its transform API, one child process per source not yet cached; the
+  /// root's tsconfig.json goes to it as --tsconfig-raw for jsx, jsxImportSource and the like).
+  std::string esbuild = "esbuild";
 };
 
 class Bundler {
@@ -130,6 +135,8 @@ public:
     std::uint64_t compressions = 0;  // gzip/brotli forms made (at most one per coding per cached answer)
     std::size_t cached_bytes = 0;
     std::size_t modules = 0;         // modules known (ids assigned)
+    std::uint64_t transpiles = 0;    // TypeScript/JSX sources esbuild transformed (transform cache misses)
+    std::uint64_t transpile_hits = 0;  // … answered from the transform cache
   };
   Stats stats() const;
   /// The client loader's source.

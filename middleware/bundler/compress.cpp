@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/compress.hpp"
+#include "csgi/middleware/bundler/detail/compress.hpp"
 
 #include <brotli/encode.h>
 #include <zlib.h>

@@ -17,7 +17,7 @@
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
 //       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim, --no-tree-shake,
-//       --accept-encoding VALUE (sent with every request), --no-compress
+//       --esbuild PROGRAM, --accept-encoding VALUE (sent with every request), --no-compress
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -29,14 +29,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "csgi/middleware/bundler/dead_code.hpp"
-#include "csgi/middleware/bundler/esm_transform.hpp"
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 
 #include "csgi/core/request_env.hpp"
 #include "csgi/core/test_client.hpp"
 #include "csgi/middleware/bundler/bundler.hpp"
-#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
 
 namespace {
 
@@ -205,6 +205,8 @@ int main(int argc, char** argv) {
       opt.compress = false;
     } else if (a == "--no-tree-shake") {
       opt.tree_shake = false;
+    } else if (a == "--esbuild" && i + 1 < argc) {
+      opt.esbuild = argv[++i];
     } else if (a == "--no-process-shim") {
       opt.process_shim = false;
     } else if (a == "--prebuild") {

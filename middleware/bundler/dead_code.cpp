@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
 
 #include <algorithm>
 #include <initializer_list>

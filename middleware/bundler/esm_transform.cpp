@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
 
 #include <array>
 #include <cstring>

@@ -1,6 +1,7 @@
 /* csgi bundler live reload: with the live_reload option the server appends this to require.js.
  * csgiRequire.live([onchange]) follows <mount>/~live and, once a burst of edits has settled,
- * reloads the page or calls onchange(sequence number); csgiRequire.events is the EventSource. */
+ * reloads the page or calls onchange(sequence number); csgiRequire.events is the EventSource. An edit
+ * of stylesheets only (event `css`) replaces the text of their <style> elements without a reload. */
 csgiRequire.live = (onchange) => {
   if (typeof EventSource === 'undefined') return null;
   const es = (csgiRequire.events = new EventSource(csgiRequire.base() + '/~live'));
@@ -8,6 +9,16 @@ csgiRequire.live = (onchange) => {
   es.addEventListener('change', (e) => {
     clearTimeout(timer);
     timer = setTimeout(() => (onchange ? onchange(Number(e.data)) : location.reload()), 50);
+  });
+  // Stylesheets only: their <style> elements take the new text; the page stays (reloads if that fails).
+  es.addEventListener('css', (e) => {
+    for (const path of JSON.parse(e.data)) {
+      const style = [...document.querySelectorAll('style[data-csgi-css]')].find((s) => s.getAttribute('data-csgi-css') === path);
+      if (!style) continue;
+      fetch(csgiRequire.base() + '/~css/' + path.split('/').map(encodeURIComponent).join('/'))
+        .then((r) => (r.ok ? r.text() : Promise.reject(new Error(r.status))))
+        .then((text) => { style.textContent = text; }, () => location.reload());
+    }
   });
   return es;
 };

@@ -1,10 +1,12 @@
-#include "csgi/middleware/bundler/live_reload.hpp"
+#include "csgi/middleware/bundler/detail/live_reload.hpp"
 
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace csgi::mw::bundler {
 
@@ -23,6 +25,13 @@ bool LiveHub::add(const WriterPtr& w) {
 std::size_t LiveHub::broadcast() {
   std::lock_guard lock(mu_);
   return send_all("event: change\ndata: " + std::to_string(++seq_) + "\n\n");
+}
+
+std::size_t LiveHub::broadcast_css(const std::vector<std::string>& paths) {
+  std::string msg = "event: css\ndata: " + nlohmann::json(paths).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+  std::lock_guard lock(mu_);
+  ++seq_;
+  return send_all(msg);
 }
 
 std::size_t LiveHub::keep_alive() {

@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -168,6 +168,14 @@ std::size_t Watcher::drain() {
     for (char* p = buf; p < buf + n;) {
       auto* ev = reinterpret_cast<struct inotify_event*>(p);
       ++events;
+      {
+        std::lock_guard lock(mu_);
+        auto it = dirs_.find(ev->wd);
+        if (ev->len == 0 || it == dirs_.end() || changed_.size() >= 256 || (ev->mask & IN_Q_OVERFLOW))
+          changed_unknown_ = true;
+        else
+          changed_.push_back(it->second + "/" + ev->name);
+      }
       if (ev->mask & IN_IGNORED) {  // the watch is gone (directory removed): allow watching it again
         std::lock_guard lock(mu_);
         auto it = dirs_.find(ev->wd);
@@ -182,11 +190,22 @@ std::size_t Watcher::drain() {
   return events;
 }
 
+std::optional<std::vector<std::string>> Watcher::take_changed() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  out.swap(changed_);
+  const bool unknown = changed_unknown_;
+  changed_unknown_ = false;
+  if (unknown) return std::nullopt;
+  return out;
+}
+
 // --- Graph ---
 
 Graph::Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options, ScanOptions scan_options,
-             Defines defines, bool shake)
-    : resolver_(root, std::move(resolver_options)),
+             Defines defines, bool shake, std::string esbuild)
+    : transpiler(std::move(esbuild)),
+      resolver_(root, std::move(resolver_options)),
       scan_options_(std::move(scan_options)),
       defines_(std::move(defines)),
       shake_(shake),
@@ -269,6 +288,36 @@ SharedBytes read_file(const std::string& abs_path, Stamp& stamp) {
 }
 }  // namespace
 
+SharedBytes Graph::load(const std::string& path, Stamp& stamp, std::string& error) {
+  SharedBytes src = read_file(abs(path), stamp);
+  const std::string_view loader = src ? esbuild_loader(path) : std::string_view();
+  if (loader.empty()) return src;
+  if (path.ends_with(".module.css")) {
+    error = path + ": CSS modules (.module.css) are not supported by the bundler yet";
+    return nullptr;
+  }
+  Stamp ts;
+  SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
+  TranspileResult r = transpiler.run(path, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
+  if (!r.code) error = std::move(r.error);
+  if (r.code && loader == "css") return std::make_shared<const std::string>(css_module(path, *r.code));
+  return r.code;
+}
+
+SharedBytes Graph::stylesheet(const std::string& rel, std::string& error) {
+  Stamp st;
+  SharedBytes src = read_file(abs(rel), st);
+  if (!src) {
+    error = "cannot read " + rel;
+    return nullptr;
+  }
+  Stamp ts;
+  SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
+  TranspileResult r = transpiler.run(rel, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
+  if (!r.code) error = std::move(r.error);
+  return r.code;
+}
+
 bool Graph::refresh(Module& m) {
   auto g = generation();
   m.last_used = tick();
@@ -299,10 +348,11 @@ bool Graph::refresh(Module& m) {
   m.checked_gen = g;
   Stamp st;
   m.read_at_ns = coarse_now_ns();
-  SharedBytes src = read_file(a, st);
+  std::string failure;
+  SharedBytes src = load(m.path, st, failure);
   if (!src) {
-    m.stamp = now;
-    m.error = "cannot read " + m.path;
+    m.stamp = failure.empty() ? now : st;
+    m.error = failure.empty() ? "cannot read " + m.path : failure;
     return false;
   }
   m.stamp = st;
@@ -368,7 +418,8 @@ SharedBytes Graph::source(Module& m) {
   if (m.source) return m.source;
   Stamp st;
   std::int64_t at = coarse_now_ns();
-  SharedBytes src = read_file(abs(m.path), st);
+  std::string failure;
+  SharedBytes src = load(m.path, st, failure);
   if (!src) return nullptr;
   m.read_at_ns = at;
   if (!(st == m.stamp)) {

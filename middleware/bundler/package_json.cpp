@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/package_json.hpp"
+#include "csgi/middleware/bundler/detail/package_json.hpp"
 
 namespace csgi::mw::bundler {
 

@@ -1,4 +1,5 @@
-#include "csgi/middleware/bundler/resolver.hpp"
+#include "csgi/middleware/bundler/detail/resolver.hpp"
+#include "csgi/middleware/bundler/detail/esbuild.hpp"
 
 #include <sys/stat.h>
 
@@ -12,7 +13,7 @@
 #include <iterator>
 #include <set>
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -72,8 +73,13 @@ bool dot_segment(std::string_view rel) {
 
 }  // namespace
 
+namespace {
+constexpr const char* kExtensions[] = {".tsx", ".ts", ".jsx", ".js", ".css", ".json"};
+}  // namespace
+
 bool module_source(std::string_view rel) {
-  return (rel.ends_with(".js") || rel.ends_with(".mjs") || rel.ends_with(".cjs") || rel.ends_with(".json")) &&
+  return (rel.ends_with(".js") || rel.ends_with(".mjs") || rel.ends_with(".cjs") || rel.ends_with(".json") ||
+          !esbuild_loader(rel).empty()) &&
          !dot_segment(rel);
 }
 
@@ -160,7 +166,7 @@ Resolved Resolver::finish(const std::string& rel) const {
     return {Resolved::forbidden, {}, rel + " leads outside the root"};
   std::string_view inside = real.substr(root_.size() + 1);
   if (!module_source(inside))
-    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs or .json, outside dotfiles)"};
+    return {Resolved::not_found, {}, rel + " is not a module source (.js, .mjs, .cjs, .json, .ts, .tsx, .jsx, .mts, .cts or .css, outside dotfiles)"};
   return {Resolved::ok, std::string(inside), {}};
 }
 
@@ -169,15 +175,22 @@ Resolved Resolver::load_as_file(const std::string& rel) const {
     Resolved r = finish(rel);
     if (r.status != Resolved::not_found) return r;  // a file no module can be: X.js, X.json may still be
   }
-  if (is_file(rel + ".js")) return finish(rel + ".js");
-  if (is_file(rel + ".json")) return finish(rel + ".json");
+  // esbuild's order (its default resolveExtensions); "./x.js" also names x.ts or x.tsx, as TypeScript
+  // writes imports of its own modules.
+  for (const char* ext : kExtensions)
+    if (is_file(rel + ext)) return finish(rel + ext);
+  if (rel.ends_with(".js")) {
+    std::string stem = rel.substr(0, rel.size() - 3);
+    for (const char* ext : {".ts", ".tsx"})
+      if (is_file(stem + ext)) return finish(stem + ext);
+  }
   return {Resolved::not_found, {}, {}};
 }
 
 Resolved Resolver::load_index(const std::string& rel) const {
   std::string base = rel.empty() ? std::string() : rel + "/";
-  if (is_file(base + "index.js")) return finish(base + "index.js");
-  if (is_file(base + "index.json")) return finish(base + "index.json");
+  for (const char* ext : kExtensions)
+    if (is_file(base + "index" + ext)) return finish(base + "index" + ext);
   return {Resolved::not_found, {}, {}};
 }
 
@@ -204,6 +217,43 @@ std::shared_ptr<const PackageInfo> Resolver::package_info(const std::string& dir
   if (infos_.size() > 8192) infos_.clear();
   infos_[file] = c;
   return c.info;
+}
+
+std::shared_ptr<const TsPaths> Resolver::tsconfig() const {
+  std::string file = abs("tsconfig.json");
+  Stamp st = stamp_of(file);
+  if (!st.exists) return nullptr;
+  std::lock_guard lock(cache_mu_);
+  if (tsconfig_ && tsconfig_->ino == st.ino && tsconfig_->size == st.size && tsconfig_->mtime_ns == st.mtime_ns &&
+      tsconfig_->ctime_ns == st.ctime_ns && st.ctime_ns < tsconfig_->read_at_ns)
+    return tsconfig_->ts;
+  CachedTs c{st.ino, st.size, st.mtime_ns, st.ctime_ns, coarse_now_ns(), nullptr};
+  if (auto parsed = parse_tsconfig(read_text(file))) c.ts = std::make_shared<const TsPaths>(std::move(*parsed));
+  tsconfig_ = c;
+  return c.ts;
+}
+
+std::optional<Resolved> Resolver::resolve_tsconfig(const std::string& from_dir, std::string_view spec, Ctx& cx) const {
+  if (from_dir == "node_modules" || from_dir.starts_with("node_modules/") ||
+      from_dir.find("/node_modules/") != std::string::npos || from_dir.ends_with("/node_modules"))
+    return std::nullopt;
+  if (cx.probed) cx.probed->push_back("");  // the root: tsconfig.json's edits
+  auto ts = tsconfig();
+  if (!ts || (!ts->base_url && ts->paths.empty())) return std::nullopt;
+  std::string base;
+  if (ts->base_url && !join("", *ts->base_url, base)) return std::nullopt;
+  auto try_path = [&](std::string_view target) -> std::optional<Resolved> {
+    std::string rel;
+    if (!join(base, target, rel)) return Resolved{Resolved::forbidden, {}, "tsconfig.json maps " + std::string(spec) + " outside the root"};
+    Resolved r = load_path(rel, false, cx);
+    if (r.status == Resolved::not_found) return std::nullopt;
+    return r;
+  };
+  for (const auto& target : match_paths(*ts, spec))
+    if (auto r = try_path(target)) return r;
+  if (ts->base_url)
+    if (auto r = try_path(spec)) return r;
+  return std::nullopt;
 }
 
 bool Resolver::side_effect_free(const std::string& rel) const {
@@ -417,7 +467,10 @@ Resolved Resolver::resolve_in(std::string_view from_dir, std::string_view spec, 
   if (!join("", from_dir, dir)) return {Resolved::forbidden, {}, "bad directory"};
   if (spec.starts_with('#')) return resolve_import_map(dir, spec, cx);
   bool relative = spec == "." || spec == ".." || spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/');
-  if (!relative) return resolve_bare(dir, spec, cx, true);
+  if (!relative) {
+    if (auto r = resolve_tsconfig(dir, spec, cx)) return *r;
+    return resolve_bare(dir, spec, cx, true);
+  }
   std::string rel;
   if (!join(dir, spec, rel)) return {Resolved::forbidden, {}, std::string(spec) + " leads outside the root"};
   // The requiring module's package remaps its own relative requires, by name (the file need not exist)

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     }
     if (const char* p = std::getenv("BUNDLER_PREBUILD")) bo.prebuild = *p == '1';
     if (const char* p = std::getenv("BUNDLER_LIVE_RELOAD")) bo.live_reload = *p == '1';
+    if (const char* e = std::getenv("BUNDLER_ESBUILD")) bo.esbuild = e;
     if (const char* m = std::getenv("BUNDLER_MODE"); m && !std::strcmp(m, "production"))
       bo.mode = csgi::mw::BundlerOptions::Mode::production;
     csgi::mw::StaticOptions so;

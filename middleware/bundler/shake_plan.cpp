@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/shake_plan.hpp"
+#include "csgi/middleware/bundler/detail/shake_plan.hpp"
 
 #include <algorithm>
 #include <deque>

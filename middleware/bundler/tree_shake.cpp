@@ -1,4 +1,4 @@
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 
 #include <algorithm>
 #include <set>

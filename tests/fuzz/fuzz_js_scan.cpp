@@ -1,13 +1,13 @@
-// The bundler's JavaScript lexer (middleware/bundler/js_scan.hpp), ES module transform
+// The bundler's JavaScript lexer (middleware/bundler/detail/js_scan.hpp), ES module transform
 // (esm_transform.hpp) and tree shaking table (tree_shake.hpp): never throw, never crash, every dependency
 // reported is a non-empty literal, the transform's edits are ordered, inside the source and keep its line
 // count, and tree shaking's units are ordered, apart, inside the source, and their references in range.
 #include <algorithm>
 #include <string_view>
 
-#include "csgi/middleware/bundler/esm_transform.hpp"
-#include "csgi/middleware/bundler/js_scan.hpp"
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -17,7 +17,7 @@
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/test_client.hpp"
 #include "bundler_fixture.hpp"
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 namespace fs = std::filesystem;
 using csgi::mw::Bundler;

@@ -4,7 +4,7 @@
 #include <zlib.h>
 
 #include "bundler_fixture.hpp"
-#include "csgi/middleware/bundler/compress.hpp"
+#include "csgi/middleware/bundler/detail/compress.hpp"
 
 using namespace bundler_test;
 using csgi::testing::call;

@@ -1,6 +1,6 @@
 // Branches the defines make dead are not followed by the dependency scan and are left out of production
 // bundles, as are comments and indentation, keeping every line.
-#include "csgi/middleware/bundler/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // Browser resolution and Node builtins: the resolver checked rule by rule (the expected answers are what
 // esbuild --bundle --platform=browser picks for the same trees), and through the middleware.
-#include "csgi/middleware/bundler/resolver.hpp"
+#include "csgi/middleware/bundler/detail/resolver.hpp"
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 #include "bundler_fixture.hpp"
 
@@ -288,4 +288,32 @@ TEST_CASE("bundler: defines replace process.env.NODE_ENV per mode, keeping every
   CHECK_THROWS_AS(Bundler(t.root(), bad), std::invalid_argument);
   bad.defines = {{"a..b", "1"}};
   CHECK_THROWS_AS(Bundler(t.root(), bad), std::invalid_argument);
+}
+
+TEST_CASE("resolver: tsconfig.json paths and baseUrl for the app's own bare imports", "[bundler]") {
+  Tree t;
+  t.write("tsconfig.json", "{\n  // as tsc reads it\n  \"compilerOptions\": {\"baseUrl\": \".\", \"paths\": {\n"
+                           "    \"@/*\": [\"src/*\"], \"@ui/*\": [\"missing/*\", \"src/components/*\"], \"config\": [\"src/config.ts\"]}}\n}\n");
+  t.write("src/util.ts", "export const u = 1;");
+  t.write("src/components/Button.tsx", "export const B = 1;");
+  t.write("src/config.ts", "export default 1;");
+  t.write("lib/helpers.js", "exports.h = 1;");
+  t.write("node_modules/lib/index.js", "");
+  t.write("node_modules/dep/index.js", "require('@/util')");
+  t.write("node_modules/@/util/index.js", "");
+  bundler::Resolver r(t.root());
+  auto is = [&](std::string_view from, std::string_view spec, const char* path) {
+    auto res = r.resolve(from, spec, nullptr, bundler::ImportKind::import);
+    INFO(spec);
+    CHECK(res.status == bundler::Resolved::ok);
+    CHECK(res.path == path);
+  };
+  is("src", "@/util", "src/util.ts");
+  is("src/components", "@ui/Button", "src/components/Button.tsx");  // the second target
+  is("", "config", "src/config.ts");
+  is("src", "lib/helpers", "lib/helpers.js");  // baseUrl
+  is("src", "dep", "node_modules/dep/index.js");  // not in paths or under baseUrl: node_modules
+  is("node_modules/dep", "@/util", "node_modules/@/util/index.js");  // packages do not use the app's tsconfig
+  auto out = r.resolve("src", "@/../../etc/passwd", nullptr, bundler::ImportKind::import);
+  CHECK(out.status != bundler::Resolved::ok);
 }

@@ -1,11 +1,11 @@
 // Tree shaking: which top-level statements of an ES module may be left out, what each refers to, and
 // what stands in for them; then the bundler leaving them out and adding them when a later bundle needs them.
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 
 #include <catch2/catch.hpp>
 
 #include "bundler_fixture.hpp"
-#include "csgi/middleware/bundler/shake_plan.hpp"
+#include "csgi/middleware/bundler/detail/shake_plan.hpp"
 
 using csgi::testing::call;
 using namespace bundler_test;

@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "csgi/middleware/bundler/dead_code.hpp"
-#include "csgi/middleware/bundler/esm_transform.hpp"
-#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
 
 namespace csgi::mw::bundler {
 

@@ -21,11 +21,12 @@
 
 #include "csgi/core/io.hpp"
 #include "csgi/core/response.hpp"
-#include "csgi/middleware/bundler/dead_code.hpp"
-#include "csgi/middleware/bundler/esm_transform.hpp"
-#include "csgi/middleware/bundler/js_scan.hpp"
-#include "csgi/middleware/bundler/resolver.hpp"
-#include "csgi/middleware/bundler/tree_shake.hpp"
+#include "csgi/middleware/bundler/detail/dead_code.hpp"
+#include "csgi/middleware/bundler/detail/esbuild.hpp"
+#include "csgi/middleware/bundler/detail/esm_transform.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/resolver.hpp"
+#include "csgi/middleware/bundler/detail/tree_shake.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -66,6 +67,9 @@ public:
   ~Watcher();
   /// What to call after a batch of events; set before the first ensure_running().
   void on_change(std::function<void()> fn) { on_change_ = std::move(fn); }
+  /// The absolute paths of the files named by the events since the last call; nullopt when some event
+  /// named no file (a directory's own event, an overflow) or there were too many to list.
+  std::optional<std::vector<std::string>> take_changed();
   /// What to call at least every `every` on the same thread, events or not; set before the first
   /// ensure_running().
   void on_tick(std::chrono::milliseconds every, std::function<void()> fn) {
@@ -100,6 +104,8 @@ private:
   std::mutex mu_;
   std::unordered_map<int, std::string> dirs_;
   std::unordered_set<std::string> watched_;
+  std::vector<std::string> changed_;  // guarded by mu_
+  bool changed_unknown_ = false;      // guarded by mu_
 };
 
 struct Edge {
@@ -166,7 +172,7 @@ public:
   /// `defines` decide which branches are dead (Module::dead): a `require` in one is not followed.
   /// `shake`: ES modules get their tree-shaking table (Module::shake).
   Graph(const std::string& root, bool use_inotify, ResolverOptions resolver_options = {}, ScanOptions scan_options = {},
-        Defines defines = {}, bool shake = false);
+        Defines defines = {}, bool shake = false, std::string esbuild = "esbuild");
 
   std::mutex mu;
   const Resolver& resolver() const noexcept { return resolver_; }
@@ -200,8 +206,15 @@ public:
   std::uint64_t tick() noexcept { return tick_.fetch_add(1, std::memory_order_relaxed) + 1; }
   std::size_t source_bytes = 0;
   std::uint64_t scans = 0;
+  Transpiler transpiler;
+  /// The stylesheet at root-relative real path `rel` as esbuild's CSS loader leaves it (what its module
+  /// adds to the page). Null when unreadable or refused (the reason in `error`).
+  SharedBytes stylesheet(const std::string& rel, std::string& error);
 
 private:
+  /// The file's text as the lexer sees it: esbuild's output for TypeScript and JSX. Null when unreadable
+  /// or when esbuild refuses it (the reason in `error`).
+  SharedBytes load(const std::string& path, Stamp& stamp, std::string& error);
   void resolve_edges(Module& m);
   struct Export {
     enum Status { found, absent, unknown } status = unknown;

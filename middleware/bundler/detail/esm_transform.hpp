@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
 
 namespace csgi::mw::bundler {
 

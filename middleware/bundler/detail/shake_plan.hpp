@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "csgi/middleware/bundler/module_graph.hpp"
+#include "csgi/middleware/bundler/detail/module_graph.hpp"
 
 namespace csgi::mw::bundler {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "csgi/middleware/bundler/js_scan.hpp"
+#include "csgi/middleware/bundler/detail/js_scan.hpp"
 
 namespace csgi::mw::bundler {
 

@@ -24,6 +24,9 @@ public:
   bool add(const WriterPtr& w);
   /// One `event: change` with a sequence number to every subscriber; returns how many got it.
   std::size_t broadcast();
+  /// One `event: css` whose data is a JSON array of the root-relative stylesheets that changed (the
+  /// loader swaps their text in place) to every subscriber; returns how many got it.
+  std::size_t broadcast_css(const std::vector<std::string>& paths);
   /// A comment line (ignored by EventSource) to every subscriber, dropping those whose client has
   /// gone; returns how many are left.
   std::size_t keep_alive();

@@ -34,7 +34,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "csgi/middleware/bundler/package_json.hpp"
+#include "csgi/middleware/bundler/detail/package_json.hpp"
+#include "csgi/middleware/bundler/detail/tsconfig.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -112,6 +113,10 @@ private:
   Resolved load_main(const std::string& rel, const PackageInfo* pkg, Ctx& cx) const;
   std::optional<Resolved> browser_replace(const Package& pkg, const std::string& key,
                                           const std::optional<std::string>& to, Ctx& cx) const;
+  /// A bare `spec` of the app's own code (outside node_modules) by the root tsconfig.json's `paths`, then
+  /// its `baseUrl`; nullopt when neither names a file (node_modules is tried next, as in esbuild).
+  std::optional<Resolved> resolve_tsconfig(const std::string& from_dir, std::string_view spec, Ctx& cx) const;
+  std::shared_ptr<const TsPaths> tsconfig() const;
   Conditions conditions(ImportKind kind) const;
   std::shared_ptr<const PackageInfo> package_info(const std::string& dir) const;
   std::optional<Package> enclosing_package(const std::string& dir, Ctx& cx) const;
@@ -129,6 +134,12 @@ private:
   };
   mutable std::mutex cache_mu_;
   mutable std::unordered_map<std::string, CachedInfo> infos_;  // package dir -> parsed package.json
+  struct CachedTs {
+    std::uint64_t ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0, read_at_ns = 0;
+    std::shared_ptr<const TsPaths> ts;
+  };
+  mutable std::optional<CachedTs> tsconfig_;  // the root's tsconfig.json (guarded by cache_mu_)
 };
 
 }  // namespace csgi::mw::bundler

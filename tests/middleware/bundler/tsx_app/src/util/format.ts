@@ -1,0 +1,1 @@
+export const format = (k: string): string => `${k.toUpperCase()} (${k.length})`;
