@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Bench suite "instructions": user-space instructions per request, counted by valgrind (callgrind), for
 # csgi, nginx and h2o serving a hello and a 1 KB static file over HTTP/1.1, and a hello over HTTP/2 (h2c,
-# 100 streams on one connection), one process (one thread) each. A count does
+# 100 streams on one connection), one process (one thread) each; csgi and nginx also a hello over HTTPS
+# (HTTP/1.1 keep-alive on TLS 1.3, a self-signed certificate). A count does
 # not move with the machine's load as req/s does. Each server runs twice under callgrind, from start to
 # exit, serving N1 and then N2 requests (`ab -k -c 8`; `h2load -c 1 -m 100` for HTTP/2); instructions per request = (Ir(N2) - Ir(N1)) /
 # (N2 - N1), so start-up and shutdown cancel out. Kernel work (system calls, sendfile) is not counted:
 # the servers make about the same calls per request, and CPU time per request in the other suites
 # includes it.
 # Called by scripts/bench.sh as `bash instructions.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/instructions.md.
-# BENCH_QUICK=1: fewer requests. INSTR_SERVERS="csgi": count only those servers (e.g. two builds of csgi).
+# BENCH_QUICK=1: fewer requests. INSTR_SERVERS="csgi", INSTR_CASES="tls:/hello": count only those servers
+# and cases (e.g. to compare two builds of csgi).
 set -euo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -31,10 +33,12 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$tmp/site"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$tmp/site/1k.html"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 2 \
+  -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 >/dev/null 2>&1
 printf 'Hello, world!' > "$tmp/site/hello.txt"
 
 
-write_configs() {  # PORT [h2]: nginx takes HTTP/2 with prior knowledge on PORT with h2
+write_configs() {  # PORT [h2|tls]: nginx takes HTTP/2 with prior knowledge on PORT with h2, TLS with tls
   mkdir -p "$tmp/nginx" "$tmp/h2o"
   cat > "$tmp/nginx/nginx.conf" <<EOF
 master_process off;
@@ -53,7 +57,9 @@ http {
   scgi_temp_path $tmp/nginx/scgi;
   types { text/html html; }
   server {
-    listen 127.0.0.1:$1${2:+ http2};
+    listen 127.0.0.1:$1$([ "$2" = h2 ] && echo " http2")$([ "$2" = tls ] && echo " ssl");
+    ssl_certificate $tmp/cert.pem;
+    ssl_certificate_key $tmp/key.pem;
     location = /hello { default_type text/plain; return 200 "Hello, world!"; }
     location / { root $tmp/site; }
   }
@@ -80,35 +86,43 @@ hosts:
 EOF
 }
 
-# server_cmd NAME PORT PATH: sets cmd to the command line of one server serving PATH on PORT (csgi: the
+# server_cmd NAME PORT PATH [tls]: sets cmd to the command line of one server serving PATH on PORT (csgi: the
 # demo app for /hello, the static app alone for files; nginx and h2o serve both from one config).
 server_cmd() {
   local what=(--demo)
   [ "$3" = /hello ] || what=(--static "$tmp/site")
   case "$1" in
-    csgi) cmd=("$csgi" serve "${what[@]}" --listen "127.0.0.1:$2" --threads 1 --idle-timeout 600) ;;
+    csgi) if [ -n "${4:-}" ]; then
+            cmd=("$csgi" serve "${what[@]}" --listen "https://127.0.0.1:$2" --threads 1 --idle-timeout 600
+                 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem")
+          else
+            cmd=("$csgi" serve "${what[@]}" --listen "127.0.0.1:$2" --threads 1 --idle-timeout 600)
+          fi ;;
     nginx) cmd=(nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" -g 'daemon off;') ;;
     h2o) cmd=(h2o -c "$tmp/h2o/h2o.conf") ;;
   esac
 }
 
 # count NAME CASE REQUESTS: prints the instructions the server executed, start to exit. CASE is a path
-# requested with ab over HTTP/1.1, or h2:/hello (h2o: the 13-byte /hello.txt) with h2load over h2c.
+# requested with ab over HTTP/1.1, h2:/hello (h2o: the 13-byte /hello.txt) with h2load over h2c, or
+# tls:/hello with ab over HTTPS.
 count() {
-  local name=$1 path=$2 n=$3 port file h2=""
+  local name=$1 path=$2 n=$3 port file h2="" tls="" scheme=http
   if [[ "$path" == h2:* ]]; then
     h2=1 path=${path#h2:}
     [ "$name" = h2o ] && path=/hello.txt
+  elif [[ "$path" == tls:* ]]; then
+    tls=1 path=${path#tls:} scheme=https
   fi
   port=$(free_port)
-  write_configs "$port" $h2
+  write_configs "$port" "$([ -n "$h2" ] && echo h2)$([ -n "$tls" ] && echo tls)"
   file="$tmp/callgrind.$name.$n.out"
   local cmd
-  server_cmd "$name" "$port" "$path"
+  server_cmd "$name" "$port" "$path" $tls
   valgrind --tool=callgrind --callgrind-out-file="$file" "${cmd[@]}" >"$tmp/$name.log" 2>&1 &
   spid=$!
   for _ in $(seq 300); do
-    curl -s -o /dev/null ${h2:+--http2-prior-knowledge} "http://127.0.0.1:$port$path" && break
+    curl -sk -o /dev/null ${h2:+--http2-prior-knowledge} "$scheme://127.0.0.1:$port$path" && break
     sleep 0.1
   done
   local done
@@ -116,7 +130,7 @@ count() {
     done=$(h2load -n "$n" -c 1 -m 100 "http://127.0.0.1:$port$path" 2>/dev/null |
            awk '/^requests:/ {c=$8; f=$10} END {print c "/" f}')
   else
-    done=$(ab -k -c 8 -n "$n" "http://127.0.0.1:$port$path" 2>/dev/null | awk '/Complete requests/ {c=$3} /Failed requests/ {f=$3} END {print c "/" f}')
+    done=$(ab -k -c 8 -n "$n" "$scheme://127.0.0.1:$port$path" 2>/dev/null | awk '/Complete requests/ {c=$3} /Failed requests/ {f=$3} END {print c "/" f}')
   fi
   [ "$done" = "$n/0" ] || echo "instructions bench: $name $path answered $done of $n" >&2
   kill -TERM "$spid" 2>/dev/null || true
@@ -129,8 +143,9 @@ count() {
 
 results="$tmp/results.tsv"
 : > "$results"
-for path in /hello /1k.html h2:/hello; do
+for path in ${INSTR_CASES:-/hello /1k.html h2:/hello tls:/hello}; do
   for name in ${INSTR_SERVERS:-csgi nginx h2o}; do
+    [ "$path" = tls:/hello ] && [ "$name" = h2o ] && continue  # h2o's TLS row is in the tls suite
     a=$(count "$name" "$path" "$n1")
     b=$(count "$name" "$path" "$n2")
     printf '%s\t%s\t%s\t%s\n' "$path" "$name" "$a" "$b" >> "$results"
@@ -160,17 +175,20 @@ lines = ["## instructions: user-space instructions per request (callgrind)", "",
 labels = {"/hello": "hello (13 bytes; csgi `--demo`, nginx `return 200`, h2o mruby handler)",
           "/1k.html": "static 1 KB file (csgi `--static`, nginx `root`, h2o `file.dir`)",
           "h2:/hello": "HTTP/2 hello, h2c, 100 streams on one connection (csgi `--demo`, nginx `listen http2` + "
-                       "`return 200`, h2o `file.dir` with a 13-byte file)"}
-for path in ("/hello", "/1k.html", "h2:/hello"):
+                       "`return 200`, h2o `file.dir` with a 13-byte file)",
+          "tls:/hello": "HTTPS keep-alive hello, TLS 1.3 (csgi `--demo` with `--tls-cert`, nginx `listen ssl` + "
+                        "`return 200`; h2o: see the tls suite)"}
+for path in ("/hello", "/1k.html", "h2:/hello", "tls:/hello"):
     c, g, h = (per.get((path, s)) for s in ("csgi", "nginx", "h2o"))
-    lines.append(f"| {labels[path]} | {fmt(c)} | {fmt(g)} | {fmt(h)} | {ratio(c, g)} | {ratio(c, h)} |")
+    hc = "–" if path == "tls:/hello" else fmt(h)
+    lines.append(f"| {labels[path]} | {fmt(c)} | {fmt(g)} | {hc} | {ratio(c, g)} | {ratio(c, h)} |")
 lines += ["", "Commands (PORT from a free-port probe; each under `valgrind --tool=callgrind`):", "",
           "- csgi: `csgi serve --demo --listen 127.0.0.1:PORT --threads 1` (hello), `csgi serve --static SITE "
           "--listen 127.0.0.1:PORT --threads 1` (file)",
           "- nginx: `nginx -c nginx.conf -g 'daemon off;'` with `master_process off; worker_processes 1;`",
           "- h2o: `h2o -c h2o.conf` with `num-threads: 1`",
-          f"- client: `ab -k -c 8 -n {n1}` and `-n {n2}`; HTTP/2: `h2load -c 1 -m 100 -n {n1}` and `-n {n2}` "
-          "(bench/suites/instructions.sh)"]
+          f"- client: `ab -k -c 8 -n {n1}` and `-n {n2}` (HTTPS: the same on https://); HTTP/2: "
+          f"`h2load -c 1 -m 100 -n {n1}` and `-n {n2}` (bench/suites/instructions.sh)"]
 open(dst, "w").write("\n".join(lines) + "\n")
 EOF
 cat "$out/instructions.md"
