@@ -13,6 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from fetch import fetch  # noqa: E402
 from ports import free_port, wait_port  # noqa: E402
 
 APP = '''
@@ -32,16 +33,10 @@ async def app(scope, receive, send):
 
 
 def get(port):
+    """Milliseconds to a whole 200 for GET /, or 3000 (the bound) when none came."""
     t0 = time.time()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            got = b""
-            while True:
-                d = s.recv(4096)
-                if not d:
-                    break
-                got += d
+        got = fetch(port, "/", timeout=3)
         return (time.time() - t0) * 1000 if got.startswith(b"HTTP/1.1 200") else 3000.0
     except OSError:
         return 3000.0
