@@ -13,6 +13,17 @@
 
 namespace csgi::standalone::detail {
 
+/// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
+/// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
+/// unless the app's thread gave up waiting (`abandoned`: its io thread stopped), in which case the
+/// pointers into the app's stack are not touched.
+struct PoolCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;
+};
+
 class AppPool {
 public:
   using Job = std::function<void()>;

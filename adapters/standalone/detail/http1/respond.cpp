@@ -1,10 +1,10 @@
-// The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see h1_conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
 
 namespace csgi::standalone::detail {
 
 // Turns the app's response into bytes (or starts its body), in the order of requests.
-void Conn::handle(Response&& res) {
+void H1Conn::handle(Response&& res) {
   if (link_.hijacked || phase_ == Phase::closed) return;
   if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   if (auto* d = std::get_if<Delayed>(&res.body)) {
@@ -14,14 +14,14 @@ void Conn::handle(Response&& res) {
     keeper_ = keeper;
     auto responder = delayed_responder(self_hold_, std::move(keeper));
     Delayed fn = std::move(*d);
-    AppScope scope(t_.fault_slot, this);
+    AppScope scope(t_.fault_slot, &tr_);
     call_delayed(fn, std::move(responder), log_);  // unanswered, the dropped responder answers 500
     return;
   }
   start_body(res);
 }
 
-void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
+void H1Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
   req_.status = status;
   if (!req_.keep_alive || sh_.stopping.load(std::memory_order_relaxed)) req_.keep_alive = false;
   Persistence p = status == 101         ? Persistence::upgrade
@@ -32,17 +32,17 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
 }
 
 // The response's body, resolved by the exchange (response_body.hpp), written as HTTP/1 bytes.
-void Conn::start_body(Response& res) {
+void H1Conn::start_body(Response& res) {
   Sink sink(this);
   drive_response(res, req_.head, !req_.http10, sink, log_);
 }
 
-void Conn::Sink::head_only(int status, Headers& headers, std::optional<std::uint64_t> length) {
+void H1Conn::Sink::head_only(int status, Headers& headers, std::optional<std::uint64_t> length) {
   c->write_head(status, headers, length, false);
   c->finish_response();
 }
 
-void Conn::Sink::text(int status, Headers& headers, std::string& body) {
+void H1Conn::Sink::text(int status, Headers& headers, std::string& body) {
   c->write_head(status, headers, body.size(), false);
   c->req_.sent_body = body.size();
   if (body.size() <= inline_body_max) {
@@ -54,7 +54,7 @@ void Conn::Sink::text(int status, Headers& headers, std::string& body) {
   c->finish_response();
 }
 
-void Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
+void H1Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
   c->write_head(status, headers, body->size(), false);
   c->req_.sent_body = body->size();
   if (body->size() <= 2048) c->out_.append(*body);
@@ -62,7 +62,7 @@ void Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
   c->finish_response();
 }
 
-void Conn::Sink::file(int status, Headers& headers, FileSpan span) {
+void H1Conn::Sink::file(int status, Headers& headers, FileSpan span) {
   c->write_head(status, headers, span.length, false);
   c->body_.file = std::move(span.file);
   c->body_.file_off = span.offset;
@@ -74,7 +74,7 @@ void Conn::Sink::file(int status, Headers& headers, FileSpan span) {
 
 // A pull stream past its first chunk: framed by the app's Content-Length (counted, ADP-13), chunked, or
 // (HTTP/1.0) ended by closing; pump_stream writes the chunks as the socket takes them.
-void Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
+void H1Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
                         std::optional<std::uint64_t> declared) {
   BodySource& body = c->body_;
   body.stream = std::move(stream);
@@ -88,14 +88,14 @@ void Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::str
 }
 
 // Trailers only: an empty chunked body that carries them.
-void Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers) {
+void H1Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers) {
   c->write_head(status, headers, std::nullopt, true);
   append_last_chunk(c->out_.buf, trailers);
   c->finish_response();
 }
 
 // Closes the pull stream (a close() that throws is logged) and lets it go.
-void Conn::drop_stream() noexcept {
+void H1Conn::drop_stream() noexcept {
   close_stream(*body_.stream, log_);
   body_.stream.reset();
 }
@@ -107,16 +107,16 @@ void Conn::drop_stream() noexcept {
 // the last one leaves at once (TCP_NODELAY). That is what TCP_CORK around the response gives, without
 // its two setsockopt calls per response; a body that fills the socket may leave one short segment where
 // a call stopped, one per wait for writability.
-void Conn::pump_file() {
+void H1Conn::pump_file() {
   if (!flush()) {
-    if (link_.dead) close_now();
+    if (tr_.dead()) close_now();
     else wait_write();
     return;
   }
   while (body_.file_left > 0) {
     off_t off = static_cast<off_t>(body_.file_off);
     std::size_t want = std::min<std::uint64_t>(body_.file_left, 1 << 30);
-    ssize_t n = tls_ ? tls_sendfile(body_.file->fd(), &off, want) : ::sendfile(fd_, body_.file->fd(), &off, want);
+    ssize_t n = tr_.sendfile(body_.file->fd(), &off, want);
     if (n > 0) {
       body_.file_off += static_cast<std::uint64_t>(n);
       body_.file_left -= static_cast<std::uint64_t>(n);
@@ -130,7 +130,7 @@ void Conn::pump_file() {
     // Error, or the file shrank under us: the response cannot be completed.
     if (n == 0) log_length_error(req_.sent_body, req_.sent_body - body_.file_left, false);
     req_.keep_alive = false;
-    link_.dead = n < 0;
+    if (n < 0) tr_.mark_dead();
     close_now();
     return;
   }
@@ -139,19 +139,19 @@ void Conn::pump_file() {
 }
 
 // Pulls chunks from the stream until the output is large, then writes; close() is always called.
-void Conn::pump_stream() {
+void H1Conn::pump_stream() {
   std::string chunk;
   for (;;) {
     if (out_.unsent() >= flush_threshold) {
       if (!flush()) {
-        if (link_.dead) close_now();
+        if (tr_.dead()) close_now();
         else wait_write();
         return;
       }
     }
     bool more = false;
     try {
-      AppScope scope(t_.fault_slot, this);
+      AppScope scope(t_.fault_slot, &tr_);
       more = body_.stream->next(chunk);
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
@@ -171,7 +171,7 @@ void Conn::pump_stream() {
 
 // The stream ended (or ran past its declared length): close it and finish the response. A body short of
 // its declared length is not passed off as complete: the connection closes after it (ADP-13).
-void Conn::end_stream() {
+void H1Conn::end_stream() {
   if (body_.framing == Framing::counted && body_.left > 0) {
     log_length_error(body_.declared, body_.declared - body_.left, false);
     req_.keep_alive = false;
@@ -183,15 +183,15 @@ void Conn::end_stream() {
 }
 
 // The trailer fields of the pull stream that ended (RES-15).
-Headers Conn::pull_trailers() {
-  AppScope scope(t_.fault_slot, this);
+Headers H1Conn::pull_trailers() {
+  AppScope scope(t_.fault_slot, &tr_);
   return stream_trailers(*body_.stream, log_);
 }
 
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.
-bool Conn::append_counted(std::string_view chunk) {
+bool H1Conn::append_counted(std::string_view chunk) {
   if (body_.framing == Framing::counted) {
     if (chunk.size() > body_.left) {
       log_length_error(body_.declared, body_.declared - body_.left + chunk.size(), true);
@@ -209,19 +209,19 @@ bool Conn::append_counted(std::string_view chunk) {
   return true;
 }
 
-void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
+void H1Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
   log_error(length_error(declared, produced, over, "the connection is closed"));
 }
 
 // The response is complete in the output buffer (maybe not yet written).
-void Conn::finish_response() {
+void H1Conn::finish_response() {
   end_request();
   settle_request_body();
   if (!req_.keep_alive) {
     in_.begin = in_.end;
     if (flush()) {
       linger();
-    } else if (!link_.dead) {
+    } else if (!tr_.dead()) {
       phase_ = Phase::lingering;
       wait_write();
     } else {
@@ -232,10 +232,10 @@ void Conn::finish_response() {
 
 // The request is answered: counted, logged, its cleanup handlers run, its env back to the thread's pool
 // (an idle keep-alive connection holds no env).
-void Conn::end_request() {
+void H1Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
-  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
+  response_done(sh_, tr_.peer().addr, env_.get(), req_.status, req_.sent_body);
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();
@@ -249,22 +249,22 @@ void Conn::end_request() {
 // The request's body once its response is complete: read whole before the app ran, it goes now. A
 // request answered before its body was read (a framing error, an unsupported expectation) closes the
 // connection after the response.
-void Conn::settle_request_body() {
+void H1Conn::settle_request_body() {
   if (parser_ && !parser_->is_done()) req_.keep_alive = false;
   parser_.reset();
   body_in_.reset();
 }
 
-ExchangeLog::FaultScope Conn::Log::fault_scope() const noexcept { return {c->t_.fault_slot, c}; }
+ExchangeLog::FaultScope H1Conn::Log::fault_scope() const noexcept { return {c->t_.fault_slot, &c->tr_}; }
 
-void Conn::Log::error(std::string_view what) noexcept {
+void H1Conn::Log::error(std::string_view what) noexcept {
   try {
     c->log_error(what);
   } catch (...) {
   }
 }
 
-void Conn::log_error(std::string_view what) {
+void H1Conn::log_error(std::string_view what) {
   std::string line = "csgi: ";
   line += what;
   if (env_) {
@@ -281,14 +281,14 @@ void Conn::log_error(std::string_view what) {
 
 // The connection closes with the response's head written and its body not complete: counted and logged
 // with the body bytes it got, as the complete ones are.
-void Conn::log_cut_short() noexcept {
+void H1Conn::log_cut_short() noexcept {
   if (body_.file) req_.sent_body -= body_.file_left;
-  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
+  response_done(sh_, tr_.peer().addr, env_.get(), req_.status, req_.sent_body);
 }
 
 // Output.
 
-int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
+int H1Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
   int n = 0;
   std::size_t at = pos;
   for (std::size_t i = ext_done; i < ext.size() && n < max - 2; ++i) {
@@ -304,7 +304,7 @@ int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
 }
 
 // Moves past `n` written bytes, through buf and the segments (a written segment lets its bytes go).
-void Conn::Output::advance_segments(std::size_t n) noexcept {
+void H1Conn::Output::advance_segments(std::size_t n) noexcept {
   while (n > 0) {
     std::size_t next_at = ext_done < ext.size() ? ext[ext_done].at : buf.size();
     if (pos < next_at) {
@@ -327,7 +327,7 @@ void Conn::Output::advance_segments(std::size_t n) noexcept {
 }
 
 // What is unwritten, copied out; the output is empty after.
-std::string Conn::Output::take() {
+std::string H1Conn::Output::take() {
   std::string o;
   std::size_t at = pos;
   for (std::size_t i = ext_done; i < ext.size(); ++i) {
@@ -342,8 +342,8 @@ std::string Conn::Output::take() {
   return o;
 }
 
-bool Conn::flush() {
-  if (link_.dead) return false;
+bool H1Conn::flush() {
+  if (tr_.dead()) return false;
   for (;;) {
     iovec iov[32];
     int n = out_.gather(iov, 32);
@@ -351,16 +351,11 @@ bool Conn::flush() {
       out_.clear();
       return true;
     }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<std::size_t>(n);
-    int flags = MSG_NOSIGNAL;
-    if (phase_ == Phase::file && body_.file_left > 0) flags |= MSG_MORE;
-    ssize_t w = tls_ ? tls_writev(iov, n) : ::sendmsg(fd_, &msg, flags);
+    ssize_t w = tr_.writev(iov, n, phase_ == Phase::file && body_.file_left > 0);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      link_.dead = true;
+      tr_.mark_dead();
       return false;
     }
     set_deadline(sh_.opt.send_timeout);
@@ -373,16 +368,12 @@ bool Conn::flush() {
   }
 }
 
-void Conn::wait_write() {
-  if (link_.writing || phase_ == Phase::closed) return;
-  link_.writing = true;
-  socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) {
-    self->link_.writing = false;
-    self->on_writable(ec);
-  });
+void H1Conn::wait_write() {
+  if (tr_.writing() || phase_ == Phase::closed) return;
+  tr_.wait_writable();
 }
 
-void Conn::on_writable(error_code ec) {
+void H1Conn::on_writable(error_code ec) {
   if (ec == asio::error::operation_aborted && phase_ != Phase::closed) return;
   if (ec || phase_ == Phase::closed) {
     close_now();
@@ -404,20 +395,20 @@ void Conn::on_writable(error_code ec) {
       return;
     case Phase::lingering:
       if (flush()) linger();
-      else if (!link_.dead) wait_write();
+      else if (!tr_.dead()) wait_write();
       else close_now();
       return;
     default: break;
   }
   if (!flush()) {
-    if (link_.dead) close_now();
+    if (tr_.dead()) close_now();
     else wait_write();
     return;
   }
   after_flush();
 }
 
-void Conn::after_flush() {
+void H1Conn::after_flush() {
   if (phase_ == Phase::reading) process();
 }
 
