@@ -55,19 +55,19 @@ void H1Conn::on_writer_start(const std::shared_ptr<WriterState>& st, int status,
   if (!no_body && !req_.head && !declared && req_.http10) req_.keep_alive = false;
   write_head(status, headers, no_body ? std::nullopt : declared, chunked);
   st->begin(req_.head || no_body, declared);
-  body_.framing = chunked ? Framing::chunked : Framing::none;
-  body_.writer = st;
-  phase_ = Phase::writer;
-  on_writer_flush(body_.writer);
+  body_ = WriterBody{st, chunked};
+  phase_ = Phase::body;
+  on_writer_flush(st);
 }
 
 void H1Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
-  if (st != body_.writer || phase_ != Phase::writer) {
+  auto* body = std::get_if<WriterBody>(&body_);
+  if (!body || st != body->writer || phase_ != Phase::body) {
     std::lock_guard lock(st->mu);
     st->flush_posted = false;
     return;
   }
-  bool chunked = body_.framing == Framing::chunked;
+  bool chunked = body->chunked;
   WriterState::Turn turn = st->take([&](std::string_view bytes) { append_body(out_.buf, bytes, chunked); });
   req_.sent_body += turn.bytes;
   if (turn.fin && !turn.aborted && chunked) append_last_chunk(out_.buf, turn.trailers);
@@ -91,7 +91,7 @@ void H1Conn::writer_failed(bool aborted) {
   req_.keep_alive = false;
   if (aborted) log_error("a streaming Writer was dropped without close(); the response ends as failed");
   close_now();
-  body_.writer.reset();
+  body_ = std::monostate{};
 }
 
 // The writer closed and all its bytes are written. Past or short of its declared length, the body ends
@@ -101,8 +101,7 @@ void H1Conn::end_writer(const WriterState::Turn& turn) {
     log_length_error(turn.declared, turn.overrun > 0 ? turn.overrun : turn.declared - turn.left, turn.overrun > 0);
     req_.keep_alive = false;
   }
-  body_.writer.reset();
-  body_.framing = Framing::none;
+  body_ = std::monostate{};
   phase_ = Phase::reading;
   finish_response();
   if (phase_ == Phase::reading) process();

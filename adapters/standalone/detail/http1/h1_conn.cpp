@@ -13,14 +13,20 @@ H1Conn::H1Conn(Transport& t) : Codec(t), t_(t.thread()), sh_(t.shared()) {
 }
 
 H1Conn::~H1Conn() {
-  if (body_.stream) {
+  if (std::holds_alternative<StreamBody>(body_)) drop_body();
+  drop_env();  // before a writer learns that the client is gone: it may read the env at once
+  drop_body();
+}
+
+void H1Conn::drop_body() noexcept {
+  if (auto* w = std::get_if<WriterBody>(&body_)) w->writer->gone();
+  if (auto* s = std::get_if<StreamBody>(&body_)) {
     try {
-      body_.stream->close();
+      s->stream->close();
     } catch (...) {
     }
   }
-  drop_env();  // first: a writer that learns the client is gone may read the env at once
-  if (body_.writer) body_.writer->gone();
+  body_ = std::monostate{};
 }
 
 // The request's header is parsed (and a small body buffered): build the rest of the env and call the app,
@@ -125,15 +131,7 @@ void H1Conn::on_close() noexcept {
   // until it returns (on_pooled_done). Otherwise the env goes first: a writer that learns the client is
   // gone may read the env at once.
   if (!app_running) drop_env();
-  if (body_.writer) body_.writer->gone();
-  if (body_.stream) {
-    try {
-      body_.stream->close();
-    } catch (...) {
-    }
-    body_.stream.reset();
-  }
-  body_.file.reset();
+  drop_body();
   if (ws_) std::exchange(ws_, nullptr)->abort();
 }
 

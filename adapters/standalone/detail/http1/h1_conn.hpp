@@ -34,6 +34,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <variant>
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
@@ -138,9 +139,7 @@ private:
     app,         // the app runs on the io thread
     pooled,      // the app runs on the pool (pooled.cpp)
     delayed,     // a delayed response's Responder has not answered yet (delayed.cpp)
-    writer,      // a streaming Writer's body is being written (delayed.cpp)
-    stream,      // a pull stream's body is being written
-    file,        // a file body is being sent
+    body,        // a body past its head is being sent: what kind, body_ says
     lingering,   // half-closed after the last response, reading until the client closes
     websocket,   // the socket belongs to a WebSocket session (websocket/websocket_handshake.cpp)
     closed,      // the transport closed
@@ -348,19 +347,29 @@ private:
   };
   Output out_;
 
-  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared and the
-  // bytes it still allows, left), chunked, or ended by closing (HTTP/1.0 without a length).
-  enum class Framing { none, counted, chunked, until_close };
-  // The response body in progress past its head: a file, a pull stream or a streaming writer.
-  struct BodySource {
-    Framing framing = Framing::none;
-    std::uint64_t declared = 0, left = 0;
+  // The response body in progress past its head (Phase::body), one of:
+  // a file, sent with sendfile from `off`, `left` bytes to go;
+  struct FileBody {
     std::shared_ptr<FileHandle> file;
-    std::uint64_t file_off = 0, file_left = 0;
-    StreamPtr stream;
-    std::shared_ptr<WriterState> writer;
+    std::uint64_t off = 0, left = 0;
   };
-  BodySource body_;
+  // a pull stream, framed by the app's Content-Length (counted, ADP-13: declared and the bytes it still
+  // allows, left), chunked, or ended by closing (HTTP/1.0 without a length);
+  enum class Framing { counted, chunked, until_close };
+  struct StreamBody {
+    StreamPtr stream;
+    Framing framing = Framing::chunked;
+    std::uint64_t declared = 0, left = 0;
+  };
+  // a streaming Writer's bytes, chunked or not.
+  struct WriterBody {
+    std::shared_ptr<WriterState> writer;
+    bool chunked = false;
+  };
+  std::variant<std::monostate, FileBody, StreamBody, WriterBody> body_;
+  /// Ends the body in progress: a pull stream is closed (a close() that throws is ignored), a writer
+  /// learns that the client is gone.
+  void drop_body() noexcept;
 
   std::optional<RequestParser> parser_;
   std::unique_ptr<Env> env_;

@@ -64,11 +64,9 @@ void H1Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) 
 
 void H1Conn::Sink::file(int status, Headers& headers, FileSpan span) {
   c->write_head(status, headers, span.length, false);
-  c->body_.file = std::move(span.file);
-  c->body_.file_off = span.offset;
-  c->body_.file_left = span.length;
+  c->body_ = FileBody{std::move(span.file), span.offset, span.length};
   c->req_.sent_body = span.length;
-  c->phase_ = Phase::file;
+  c->phase_ = Phase::body;
   c->pump_file();
 }
 
@@ -76,13 +74,13 @@ void H1Conn::Sink::file(int status, Headers& headers, FileSpan span) {
 // (HTTP/1.0) ended by closing; pump_stream writes the chunks as the socket takes them.
 void H1Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
                         std::optional<std::uint64_t> declared) {
-  BodySource& body = c->body_;
+  StreamBody& body = c->body_.emplace<StreamBody>();
   body.stream = std::move(stream);
   body.framing = declared ? Framing::counted : c->req_.http10 ? Framing::until_close : Framing::chunked;
   if (body.framing == Framing::until_close) c->req_.keep_alive = false;
   c->write_head(status, headers, declared, body.framing == Framing::chunked);
   body.declared = body.left = declared.value_or(0);
-  c->phase_ = Phase::stream;
+  c->phase_ = Phase::body;
   if (c->append_counted(first)) c->pump_stream();
   else c->end_stream();
 }
@@ -96,8 +94,8 @@ void H1Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers)
 
 // Closes the pull stream (a close() that throws is logged) and lets it go.
 void H1Conn::drop_stream() noexcept {
-  close_stream(*body_.stream, log_);
-  body_.stream.reset();
+  close_stream(*std::get<StreamBody>(body_).stream, log_);
+  body_ = std::monostate{};
 }
 
 
@@ -113,13 +111,14 @@ void H1Conn::pump_file() {
     else wait_write();
     return;
   }
-  while (body_.file_left > 0) {
-    off_t off = static_cast<off_t>(body_.file_off);
-    std::size_t want = std::min<std::uint64_t>(body_.file_left, 1 << 30);
-    ssize_t n = tr_.sendfile(body_.file->fd(), &off, want);
+  FileBody& f = std::get<FileBody>(body_);
+  while (f.left > 0) {
+    off_t off = static_cast<off_t>(f.off);
+    std::size_t want = std::min<std::uint64_t>(f.left, 1 << 30);
+    ssize_t n = tr_.sendfile(f.file->fd(), &off, want);
     if (n > 0) {
-      body_.file_off += static_cast<std::uint64_t>(n);
-      body_.file_left -= static_cast<std::uint64_t>(n);
+      f.off += static_cast<std::uint64_t>(n);
+      f.left -= static_cast<std::uint64_t>(n);
       set_deadline(sh_.opt.send_timeout);
       continue;
     }
@@ -128,13 +127,13 @@ void H1Conn::pump_file() {
       return;
     }
     // Error, or the file shrank under us: the response cannot be completed.
-    if (n == 0) log_length_error(req_.sent_body, req_.sent_body - body_.file_left, false);
+    if (n == 0) log_length_error(req_.sent_body, req_.sent_body - f.left, false);
     req_.keep_alive = false;
     if (n < 0) tr_.mark_dead();
     close_now();
     return;
   }
-  body_.file.reset();
+  body_ = std::monostate{};
   finish_response();
 }
 
@@ -152,7 +151,7 @@ void H1Conn::pump_stream() {
     bool more = false;
     try {
       AppScope scope(t_.fault_slot, &tr_);
-      more = body_.stream->next(chunk);
+      more = std::get<StreamBody>(body_).stream->next(chunk);
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
       req_.keep_alive = false;
@@ -172,40 +171,41 @@ void H1Conn::pump_stream() {
 // The stream ended (or ran past its declared length): close it and finish the response. A body short of
 // its declared length is not passed off as complete: the connection closes after it (ADP-13).
 void H1Conn::end_stream() {
-  if (body_.framing == Framing::counted && body_.left > 0) {
-    log_length_error(body_.declared, body_.declared - body_.left, false);
+  StreamBody& s = std::get<StreamBody>(body_);
+  if (s.framing == Framing::counted && s.left > 0) {
+    log_length_error(s.declared, s.declared - s.left, false);
     req_.keep_alive = false;
   }
-  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, pull_trailers());
+  if (s.framing == Framing::chunked) append_last_chunk(out_.buf, pull_trailers());
   drop_stream();
-  body_.framing = Framing::none;
   finish_response();
 }
 
 // The trailer fields of the pull stream that ended (RES-15).
 Headers H1Conn::pull_trailers() {
   AppScope scope(t_.fault_slot, &tr_);
-  return stream_trailers(*body_.stream, log_);
+  return stream_trailers(*std::get<StreamBody>(body_).stream, log_);
 }
 
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.
 bool H1Conn::append_counted(std::string_view chunk) {
-  if (body_.framing == Framing::counted) {
-    if (chunk.size() > body_.left) {
-      log_length_error(body_.declared, body_.declared - body_.left + chunk.size(), true);
-      chunk = chunk.substr(0, body_.left);
-      body_.left = 0;
+  StreamBody& s = std::get<StreamBody>(body_);
+  if (s.framing == Framing::counted) {
+    if (chunk.size() > s.left) {
+      log_length_error(s.declared, s.declared - s.left + chunk.size(), true);
+      chunk = chunk.substr(0, s.left);
+      s.left = 0;
       req_.keep_alive = false;
       req_.sent_body += chunk.size();
       out_.append(chunk);
       return false;
     }
-    body_.left -= chunk.size();
+    s.left -= chunk.size();
   }
   req_.sent_body += chunk.size();
-  append_body(out_.buf, chunk, body_.framing == Framing::chunked);
+  append_body(out_.buf, chunk, s.framing == Framing::chunked);
   return true;
 }
 
@@ -282,7 +282,7 @@ void H1Conn::log_error(std::string_view what) {
 // The connection closes with the response's head written and its body not complete: counted and logged
 // with the body bytes it got, as the complete ones are.
 void H1Conn::log_cut_short() noexcept {
-  if (body_.file) req_.sent_body -= body_.file_left;
+  if (auto* f = std::get_if<FileBody>(&body_)) req_.sent_body -= f->left;
   response_done(sh_, tr_.peer().addr, env_.get(), req_.status, req_.sent_body);
 }
 
@@ -351,7 +351,8 @@ bool H1Conn::flush() {
       out_.clear();
       return true;
     }
-    ssize_t w = tr_.writev(iov, n, phase_ == Phase::file && body_.file_left > 0);
+    auto* file = std::get_if<FileBody>(&body_);
+    ssize_t w = tr_.writev(iov, n, file && file->left > 0);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
@@ -380,18 +381,16 @@ void H1Conn::on_writable(error_code ec) {
     return;
   }
   switch (phase_) {
-    case Phase::file:
-    case Phase::stream:
+    case Phase::body:
       // A body that ends here ends a response that process() is not waiting on: what is left of the
       // output, a pipelined request in the buffer and the next read are taken up here.
-      if (phase_ == Phase::file)
-        pump_file();
-      else
-        pump_stream();
+      if (auto* w = std::get_if<WriterBody>(&body_)) {
+        std::shared_ptr<WriterState> writer = w->writer;  // the body may end inside
+        return on_writer_flush(writer);
+      }
+      if (std::holds_alternative<FileBody>(body_)) pump_file();
+      else pump_stream();
       if (phase_ == Phase::reading) process();
-      return;
-    case Phase::writer:
-      if (body_.writer) on_writer_flush(body_.writer);
       return;
     case Phase::lingering:
       if (flush()) linger();
