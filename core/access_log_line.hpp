@@ -1,6 +1,6 @@
 #pragma once
-/// The text of an access-log line, written once for every producer: the standalone server's combined log
-/// (HTTP/1.1 and HTTP/2 alike) and the access_log middleware (middleware/access_log.hpp). A text field is
+/// The escaping of an access-log line's text, as the access_log middleware (middleware/access_log.hpp)
+/// writes it under every adapter. A text field is
 /// escaped as nginx escapes it: `"`, `\`, control bytes and bytes ≥ 0x7f become `\xHH`, so no client
 /// can close a quoted field, forge another one or start a new line.
 #include <array>
@@ -66,12 +66,5 @@ void append_log_escaped(Out& out, std::string_view s) {
 
 /// `s` escaped as above; "-" when empty (a missing field of the combined format).
 std::string log_escaped(std::string_view s);
-
-/// One line of the combined log format (Apache's and nginx's "combined"), ending in '\n':
-///   REMOTE_ADDR - REMOTE_USER [time] "METHOD REQUEST_URI SERVER_PROTOCOL" status bytes "Referer" "User-Agent"
-/// from `env`, with `remote_addr` the connection's peer ("" → "-") and `when` in local time as
-/// [10/Oct/2000:13:55:36 +0000]. Every text field escaped by append_log_escaped.
-std::string combined_log_line(std::string_view remote_addr, const Env& env, int status, std::uint64_t body_bytes,
-                              std::time_t when);
 
 }  // namespace csgi

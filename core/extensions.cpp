@@ -34,6 +34,16 @@ void CleanupHandlers::move_to(CleanupHandlers& to) {
   handlers_.clear();
 }
 
+void CleanupHandlers::report_sent(Sent sent) noexcept {
+  std::lock_guard lock(mu_);
+  sent_ = sent;
+}
+
+std::optional<CleanupHandlers::Sent> CleanupHandlers::sent() const noexcept {
+  std::lock_guard lock(mu_);
+  return sent_;
+}
+
 void CleanupHandlers::run(Env& env) noexcept {
   for (std::size_t i = 0;; ++i) {
     Handler h;
@@ -41,6 +51,7 @@ void CleanupHandlers::run(Env& env) noexcept {
       std::lock_guard lock(mu_);
       if (i >= handlers_.size()) {
         handlers_.clear();
+        sent_.reset();
         return;
       }
       h = std::move(handlers_[i]);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,9 +63,21 @@ public:
   /// Moves the handlers not yet run to the end of `to`'s (an adapter handing a request's env on).
   void move_to(CleanupHandlers& to);
 
+  /// What went out on the wire, for the handlers (an access log's status and body bytes): an adapter
+  /// that knows reports it before it runs them (EXT-4). `body_bytes` counts what the client was sent: fewer
+  /// than the body when the connection ended first. Forgotten once the handlers have run.
+  struct Sent {
+    int status = 0;
+    std::uint64_t body_bytes = 0;
+  };
+  void report_sent(Sent sent) noexcept;
+  /// What the adapter reported; none when it did not (the handler then goes by the response it saw).
+  std::optional<Sent> sent() const noexcept;
+
 private:
   mutable std::mutex mu_;
   std::vector<Handler> handlers_;
+  std::optional<Sent> sent_;
 };
 
 /// csgix.informational: interim (1xx) responses before the final one, e.g. 103 Early Hints (EXT-5).

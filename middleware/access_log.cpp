@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "csgi/core/access_log_line.hpp"
+#include "csgi/core/extensions.hpp"
 #include "csgi/core/json.hpp"
 #include "csgi/core/on_response.hpp"
 
@@ -494,17 +495,76 @@ Response log_later(std::shared_ptr<const std::vector<Item>> items, std::shared_p
   });
 }
 
+// Under an adapter that runs cleanup handlers (EXT-4) the line is written by one, once the response went
+// out: with the status and body bytes the adapter reports it sent (fewer than the body when the client
+// left first), else those this layer saw; the request side is read then, values set inside included.
+struct Late {
+  Outcome seen;
+  Headers headers;  // the response's, for %{Name}o items (copied only when the format has some)
+  bool captured = false;
+
+  void capture(const Response& r, bool copy_headers) {
+    captured = true;
+    seen.status = r.status;
+    seen.head_known = Clock::now();
+    if (copy_headers) headers = r.headers;
+  }
+};
+
+Response log_at_cleanup(const std::shared_ptr<const std::vector<Item>>& items, const std::shared_ptr<LogWriter>& writer,
+                        bool copy_headers, const App& next, Env& env, const Started& req, CleanupHandlers& handlers) {
+  auto late = std::make_shared<Late>();
+  late->seen.start = req.start;
+  late->seen.status = 500;  // until the app answers: an exception is the adapter's 500
+  handlers.add([items, writer, late, req](Env& env) {
+    Outcome o = late->seen;
+    if (auto* h = env.object<CleanupHandlers>(keys::x::cleanup_handlers))
+      if (auto sent = h->sent()) {
+        o.status = sent->status;
+        o.bytes = sent->body_bytes;
+      }
+    o.end = Clock::now();
+    if (!late->captured) o.head_known = o.end;
+    log_now(*items, *writer, env, req, o, late->captured ? &late->headers : nullptr);
+  });
+  Response res = next(env);
+  bool head = req.head;
+  if (!res.is_delayed() && (status_has_no_body(res.status) || !std::holds_alternative<StreamPtr>(res.body))) {
+    late->capture(res, copy_headers);
+    try {
+      late->seen.bytes = known_bytes(res, head);
+    } catch (...) {  // a file body that cannot be sized: the adapter's answer says
+    }
+    return res;
+  }
+  return on_response(std::move(res), [late, copy_headers, head](Response& r) -> BodyFilter {
+    late->capture(r, copy_headers);
+    if (status_has_no_body(r.status) || !std::holds_alternative<StreamPtr>(r.body)) {
+      late->seen.bytes = known_bytes(r, head);
+      return nullptr;
+    }
+    return [late](std::string_view chunk, bool) {
+      late->seen.bytes += chunk.size();
+      return std::string(chunk);
+    };
+  });
+}
+
 }  // namespace
 
 AccessLog::AccessLog(App next, AccessLogOptions o)
     : next_(std::move(next)),
       items_(std::make_shared<const std::vector<Item>>(compile(o.format))),
       writer_(o.writer ? std::move(o.writer) : std::make_shared<LogWriter>(o.path, o.queue_lines)) {
+  for (const Item& it : *items_) response_headers_ = response_headers_ || it.kind == Item::resp_header;
   if (!next_) throw std::invalid_argument("AccessLog: no next app");
 }
 
 Response AccessLog::operator()(Env& env) {
   Started req{Clock::now(), std::time(nullptr), env.get(keys::REQUEST_METHOD) == "HEAD"};
+  if (env.flag(keys::x::cleanup))
+    if (auto* handlers = env.object<CleanupHandlers>(keys::x::cleanup_handlers))
+      return log_at_cleanup(items_, writer_, response_headers_, next_, env, req, *handlers);
   Response res = call_next(next_, env, *items_, *writer_, req);
   // Status, headers and body size known now (not delayed, no stream to count): the line at once.
   if (!res.is_delayed() && (status_has_no_body(res.status) || !std::holds_alternative<StreamPtr>(res.body))) {

@@ -17,16 +17,23 @@
 /// http_referer, http_user_agent, request_id. Text is a JSON string ("" when missing): `"`, `\` and
 /// controls escaped, valid UTF-8 kept, a byte of no UTF-8 sequence as U+FFFD, so every line parses.
 ///
-/// Bytes are the body bytes handed to the adapter: known at once for string, shared and file bodies; a
-/// stream or a streaming Writer is counted chunk by chunk through on_response, and the line is logged at
-/// its end (or when it is abandoned, with the bytes sent so far). Time taken runs from the call to the
-/// line (for streams: to the last chunk). An exception from the app is logged as 500 and rethrown.
+/// When the adapter runs cleanup handlers (csgix.cleanup, EXT-4: the standalone server, FastCGI, CGI),
+/// the line is written by one, once the response went out: the status and body bytes are those the
+/// adapter reports it sent (CleanupHandlers::sent(): a response cut short by the client logs the bytes
+/// the client got, as nginx's $body_bytes_sent), else those this layer saw; time taken runs from the call
+/// to the response's end on the wire; an exception from the app is logged with the adapter's answer.
+/// Otherwise bytes are the body bytes handed to the adapter: known at once for string, shared and file
+/// bodies; a stream or a streaming Writer is counted chunk by chunk through on_response, and the line is
+/// logged at its end (or when it is abandoned, with the bytes sent so far). Time taken then runs from the
+/// call to the line (for streams: to the last chunk). An exception from the app is logged as 500 and
+/// rethrown.
 ///
 /// Reads:  REMOTE_ADDR, REMOTE_USER, REQUEST_METHOD, REQUEST_URI, SERVER_PROTOCOL, SCRIPT_NAME,
 ///         PATH_INFO, QUERY_STRING, SERVER_NAME, SERVER_PORT, HTTP_* and env keys named in the format,
 ///         request_id.id — all read after the inner app returned, so values set inside (REMOTE_USER by
 ///         auth_basic) appear; the response status, headers and body size.
-/// Writes: nothing in the env or the response.
+/// Writes: a cleanup handler (csgix.cleanup.handlers) when the adapter runs them; nothing in the
+///         response.
 /// Order:  outermost (after request_id, if used), so it sees the final response and times the stack.
 #include <memory>
 #include <string>
@@ -59,6 +66,7 @@ private:
   App next_;
   std::shared_ptr<const std::vector<Item>> items_;
   std::shared_ptr<LogWriter> writer_;
+  bool response_headers_ = false;  // the format has %{Name}o items
 };
 
 /// The LogFormat strings behind the names.

@@ -6,10 +6,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <new>
 #include <utility>
 #include <system_error>
 #include <vector>
+
+#include "csgi/core/io.hpp"
 
 namespace csgi::mw {
 
@@ -41,7 +44,7 @@ LogWriter::LogWriter(std::string path, std::size_t capacity) : path_(std::move(p
     fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open log " + path_);
   }
-  generation_ = g_generation.load(std::memory_order_relaxed);
+  generation_ = push_generation_ = g_generation.load(std::memory_order_relaxed);
   log_files::add(*this);
 }
 
@@ -87,6 +90,7 @@ void LogWriter::after_fork_child() noexcept {
   ::new (static_cast<void*>(&done_)) std::condition_variable();
   queue_.clear();
   queued_lines_ = 0;
+  split_ = std::string::npos;
   pushed_ = completed_ = 0;
   flushing_ = 0;
   running_ = false;
@@ -101,6 +105,11 @@ bool LogWriter::push(std::string_view line) {
     if (queued_lines_ >= capacity_ || !start_locked()) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
+    }
+    // The first line after a SIGUSR1 marks where the lines for the reopened file begin.
+    if (unsigned g = g_generation.load(std::memory_order_relaxed); g != push_generation_) {
+      push_generation_ = g;
+      if (split_ == std::string::npos) split_ = queue_.size();
     }
     queue_.append(line);
     if (newline) queue_.push_back('\n');
@@ -118,6 +127,7 @@ void LogWriter::reopen() {
   {
     std::lock_guard lock(mu_);
     reopen_ = true;
+    if (split_ == std::string::npos) split_ = queue_.size();
   }
   wake_.notify_one();
 }
@@ -148,16 +158,22 @@ void LogWriter::open_file() {
   reopens_.fetch_add(1, std::memory_order_relaxed);
 }
 
+// A full disk or a lost file must not stop the server: the lines are dropped and counted, the error
+// reported once (to stderr, which the error log may be the same file as), and again only after a recovery.
 void LogWriter::write_all(std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd_, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       errors_.fetch_add(1, std::memory_order_relaxed);
+      if (!std::exchange(failing_, true))
+        stderr_stream().write("csgi: cannot write the log " + (path_.empty() ? "(stderr)" : path_) + ": " +
+                              std::strerror(n < 0 ? errno : ENOSPC) + " (lines are dropped until writing works again)");
       return;
     }
     data.remove_prefix(static_cast<std::size_t>(n));
   }
+  if (std::exchange(failing_, false)) stderr_stream().write("csgi: writing the log " + path_ + " works again");
 }
 
 // Writes whole lines, at most max_write bytes at a time (a longer line on its own).
@@ -190,10 +206,19 @@ void LogWriter::run() {
     batch.clear();
     batch.swap(queue_);
     std::size_t lines = std::exchange(queued_lines_, 0);
+    std::size_t split = std::exchange(split_, std::string::npos);
     bool stopping = stop_;
     lock.unlock();
-    if (reopen) open_file();
-    write_lines(batch);
+    if (reopen) {
+      // The lines queued before the reopen was asked for go to the file they were meant for (renamed by
+      // logrotate), the rest to the new one.
+      std::size_t at = std::min(split, batch.size());
+      write_lines(std::string_view(batch).substr(0, at));
+      open_file();
+      write_lines(std::string_view(batch).substr(at));
+    } else {
+      write_lines(batch);
+    }
     if (batch.capacity() > keep_buffer) batch = std::string();  // after a burst, do not keep its memory
     written_.fetch_add(lines, std::memory_order_relaxed);
     lock.lock();

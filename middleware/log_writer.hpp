@@ -72,6 +72,7 @@ private:
   void write_lines(std::string_view lines);
 
   std::string path_;
+  bool failing_ = false;  // the last write failed (the writer thread's)
   std::size_t capacity_;
   int fd_ = -1;
   std::mutex mu_;
@@ -83,6 +84,8 @@ private:
   bool running_ = false;  // under mu_: this process's thread_ runs
   int flushing_ = 0;  // threads waiting in flush()
   unsigned generation_ = 0;
+  unsigned push_generation_ = 0;  // the reopen generation the last push() saw (under mu_)
+  std::size_t split_ = std::string::npos;  // where in queue_ the lines for a reopened file begin (under mu_)
   std::atomic<std::uint64_t> dropped_{0}, written_{0}, errors_{0}, reopens_{0};
   std::thread thread_;
 };

@@ -183,7 +183,7 @@ std::vector<OptionSpec> make_table() {
   {"access-log", 0, "FILE", H | F | C, false,
    "append one line per request to FILE (- for stdout, not under CGI), in --access-log-format",
    [](const Options&) { return std::string("none"); },
-   [](Options& o, const std::string& v) { o.server.access_log = v; }},
+   [](Options& o, const std::string& v) { o.access_log = v; }},
   {"access-log-format", 0, "FORMAT", H | F | C, false,
    "common, combined, combined_id, json (JSON Lines named as nginx's variables) or an Apache LogFormat "
    "string (docs/middleware/access_log.md)",
@@ -677,7 +677,7 @@ void validate(Options& o) {
   if (!s.proxy_protocol && !s.trusted_proxies.empty())
     throw UsageError("--trusted-proxy applies with --proxy-protocol");
   validate_recycling(o);
-  if (o.adapter == Adapter::cgi && s.access_log == "-")
+  if (o.adapter == Adapter::cgi && o.access_log == "-")
     throw UsageError("--access-log -: under CGI (--cgi) standard output is the response; give a file");
 }
 

@@ -44,8 +44,9 @@ struct Options {
   bool script_name_given = false;
   int backlog = 1024;    // FastCGI: listen() backlog of the socket it opens for --listen
   int socket_mode = -1;  // FastCGI: permissions of the unix socket it creates (-1: as the umask leaves them)
-  /// The --access-log line format. The HTTP server writes "combined" itself; any other format, and every
-  /// format under FastCGI and CGI, is written by the access_log middleware that serve() puts outermost.
+  /// --access-log FILE ("-": stdout) and its line format: written by the access_log middleware that
+  /// serve() puts outermost, under every adapter (the HTTP server reports it the bytes it sent).
+  std::string access_log;
   std::string access_log_format = "combined";
   /// --reload: `csgi serve` watches the --app library (or the --wsgi module's files) and restarts the
   /// workers when they change (ServerOptions::reload, which the csgi command fills in).

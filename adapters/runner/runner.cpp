@@ -25,15 +25,12 @@ std::optional<Adapter> detect_gateway() {
 
 namespace {
 
-/// The access log as the options ask for it: left to the HTTP server for its own combined format, else
-/// the access_log middleware around the app (the server then writes none).
-App with_access_log(App app, Options& o) {
-  std::string& path = o.server.access_log;
-  if (path.empty() || (o.adapter == Adapter::http && o.access_log_format == "combined")) return app;
+/// The access log as the options ask for it: the access_log middleware around the app.
+App with_access_log(App app, const Options& o) {
+  if (o.access_log.empty()) return app;
   mw::AccessLogOptions a;
   a.format = o.access_log_format;
-  a.path = path == "-" ? "/dev/stdout" : path;
-  path.clear();
+  a.path = o.access_log == "-" ? "/dev/stdout" : o.access_log;
   return wrap<mw::AccessLog>(std::move(app), a);
 }
 

@@ -64,7 +64,6 @@ struct ServerOptions {
   bool app_inline_first = false;  // with app_threads N: inline until a call blocks or computes past 2 ms, then on the pool
   bool reuseport = false;         // one SO_REUSEPORT socket per thread instead of one shared socket
   std::string script_name;        // mount prefix ("" or "/prefix"); other paths answer 404
-  std::string access_log;         // file for one combined-format line per request ("" = none, "-" = stdout)
   std::string error_log;          // file for csgi.errors ("" = stderr)
   bool handle_signals = true;     // SIGTERM/SIGINT stop, SIGUSR1 (SIGHUP) reopen logs, systemd notification; off for embedding
 

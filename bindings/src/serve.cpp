@@ -16,6 +16,7 @@
 #include "common.hpp"
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/log_files.hpp"
+#include "csgi/middleware/access_log.hpp"
 #include "csgi/core/process.hpp"
 #include "embed_api.hpp"
 #include "gil.hpp"
@@ -190,10 +191,16 @@ int serve(py::handle app_obj, py::handle listen, unsigned threads, unsigned work
   opt.threads = threads;
   opt.workers = workers;
   opt.script_name = std::move(script_name);
-  opt.access_log = std::move(access_log);
   opt.error_log = std::move(error_log);
 #endif
   App app = to_app(app_obj);
+#ifndef CSGI_PY_RUNNER
+  if (!access_log.empty()) {
+    mw::AccessLogOptions a;
+    a.path = access_log == "-" ? "/dev/stdout" : access_log;
+    app = wrap<mw::AccessLog>(std::move(app), a);
+  }
+#endif
   std::shared_ptr<PyRef> callback;
   if (!on_listening.is_none()) {
     if (!PyCallable_Check(on_listening.ptr())) throw py::type_error("on_listening must be callable");

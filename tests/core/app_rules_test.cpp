@@ -299,6 +299,20 @@ TEST_CASE("EXT-4: cleanup handlers run in order, isolated from each other's fail
   CHECK(ran.size() == 4);
 }
 
+TEST_CASE("EXT-4: what the adapter reports as sent is there for the handlers, then forgotten", "[app_rules][EXT-4]") {
+  CleanupHandlers handlers;
+  AdapterEnv a("/");
+  std::optional<CleanupHandlers::Sent> seen;
+  handlers.add([&](Env&) { seen = handlers.sent(); });
+  CHECK_FALSE(handlers.sent());
+  handlers.report_sent({206, 4096});
+  handlers.run(a.env);
+  REQUIRE(seen);
+  CHECK(seen->status == 206);
+  CHECK(seen->body_bytes == 4096);
+  CHECK_FALSE(handlers.sent());
+}
+
 TEST_CASE("EXT-6: typed values under a middleware's own namespace", "[app_rules][EXT-6]") {
   struct Quota {
     int left;

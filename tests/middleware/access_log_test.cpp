@@ -299,6 +299,19 @@ TEST_CASE("log_writer: a full queue drops lines instead of blocking", "[access_l
   ::close(rd);
 }
 
+TEST_CASE("log_writer: lines queued before SIGUSR1 go to the rotated file, later ones to the new", "[access_log][log_writer]") {
+  TempDir d;
+  std::string path = (d.path / "app.log").string();
+  LogWriter w(path);
+  w.push("before");  // queued, not written yet
+  std::filesystem::rename(path, path + ".1");
+  LogWriter::reopen_all();  // what the SIGUSR1 handler does
+  w.push("after");
+  w.flush();
+  CHECK(slurp(path + ".1") == "before\n");
+  CHECK(slurp(path) == "after\n");
+}
+
 TEST_CASE("log_writer: reopen() and SIGUSR1 switch to a new file after rotation", "[access_log][log_writer]") {
   TempDir d;
   std::string path = (d.path / "app.log").string();

@@ -21,6 +21,7 @@
 #include "csgi/core/response.hpp"
 #include "running.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "csgi/middleware/access_log.hpp"
 #include "csgi/middleware/server_status.hpp"
 
 using namespace std::chrono_literals;
@@ -347,13 +348,21 @@ TEST_CASE("standalone: script_name mounts the app; other paths get 404") {
   CHECK(get(run.port, "/application").rfind("HTTP/1.1 404", 0) == 0);
 }
 
-TEST_CASE("standalone: the access log gets one combined-format line per request") {
+namespace {
+// The app behind the access_log middleware, writing `path` in the combined format.
+csgi::App logged(csgi::App app, const std::string& path) {
+  csgi::mw::AccessLogOptions a;
+  a.path = path;
+  return csgi::wrap<csgi::mw::AccessLog>(std::move(app), a);
+}
+}  // namespace
+
+TEST_CASE("standalone: the access log (middleware) gets one combined-format line per request") {
   std::string log = "/tmp/csgi-standalone-access-" + std::to_string(::getpid()) + ".log";
   ::unlink(log.c_str());
   csgi::standalone::ServerOptions opt;
-  opt.access_log = log;
   {
-    Running run([](Env&) { return Response::text(201, "made"); }, opt);
+    Running run(logged([](Env&) { return Response::text(201, "made"); }, log), opt);
     get(run.port, "/thing?x=1", "User-Agent: tester\r\n");
   }
   std::ifstream in(log);
@@ -367,9 +376,8 @@ TEST_CASE("standalone: the access log escapes quotes and control bytes of the re
   std::string log = "/tmp/csgi-standalone-escape-" + std::to_string(::getpid()) + ".log";
   ::unlink(log.c_str());
   csgi::standalone::ServerOptions opt;
-  opt.access_log = log;
   {
-    Running run([](Env&) { return Response::text(200, "ok"); }, opt);
+    Running run(logged([](Env&) { return Response::text(200, "ok"); }, log), opt);
     get(run.port, "/a\"b", "User-Agent: x\" 999 \"forged\tz\\\r\nReferer: r\xc3\xa9\xff\r\n");
   }
   std::ifstream in(log);
@@ -423,7 +431,7 @@ long long logged_bytes(const std::string& text, std::string_view request) {
 
 }  // namespace
 
-TEST_CASE("standalone: a response cut short by the client still gets its access log line, with the bytes sent") {
+TEST_CASE("standalone: a response cut short by the client still gets its access log line, with the bytes sent (reported to the middleware)") {
   std::string log = "/tmp/csgi-standalone-cut-" + std::to_string(::getpid()) + ".log";
   std::string file = "/tmp/csgi-standalone-cut-" + std::to_string(::getpid()) + ".bin";
   ::unlink(log.c_str());
@@ -436,8 +444,7 @@ TEST_CASE("standalone: a response cut short by the client still gets its access 
   }
   constexpr long long chunks = 4096, chunk = 65536;
   csgi::standalone::ServerOptions opt;
-  opt.access_log = log;
-  Running run([&](Env& env) {
+  Running run(logged([&](Env& env) {
     if (env.get("PATH_INFO") == "/file") return Response{200, {{"Content-Type", "application/octet-stream"}}, csgi::FileBody::open(file)};
     if (env.get("PATH_INFO") != "/stream") return Response::text(200, "hi");
     auto left = std::make_shared<long long>(chunks);
@@ -446,7 +453,7 @@ TEST_CASE("standalone: a response cut short by the client still gets its access 
                       if ((*left)-- <= 0) return std::nullopt;
                       return std::string(chunk, 'x');
                     })};
-  }, opt);
+  }, log), opt);
 
   read_a_little_then_reset(run.port, "/stream");
   std::string text = log_with(log, "\"GET /stream HTTP/1.1\" 200 ");

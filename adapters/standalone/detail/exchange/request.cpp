@@ -3,7 +3,6 @@
 
 #include "csgi/adapters/standalone/detail/exchange/inline_watch.hpp"
 #include "csgi/adapters/standalone/detail/process/recycle.hpp"
-#include "csgi/core/access_log_line.hpp"
 #include "csgi/core/app_failure.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/request_env.hpp"
@@ -55,19 +54,16 @@ Response call_app(const Shared& sh, Env& env, int& failed) noexcept {
   return res;
 }
 
-void response_done(const Shared& sh, const char* client_addr, const Env* env, int status,
-                   std::uint64_t body_bytes) noexcept {
+void response_done(const Shared& sh, const Env* env, int status, std::uint64_t body_bytes) noexcept {
   sh.stats->record_response(status, body_bytes);
-  try {
-    if (env) log_access(sh, client_addr, *env, status, body_bytes);
-  } catch (...) {  // no memory for the line
-  }
+  report_sent(env, status, body_bytes);
   if (sh.recycler) sh.recycler->after_request();
 }
 
-void log_access(const Shared& sh, const char* client_addr, const Env& env, int status, std::uint64_t body_bytes) {
-  if (!sh.access_log.enabled()) return;
-  sh.access_log.write(combined_log_line(client_addr, env, status, body_bytes, std::time(nullptr)));
+void report_sent(const Env* env, int status, std::uint64_t body_bytes) noexcept {
+  if (!env) return;
+  auto* handlers = env->object<CleanupHandlers>(keys::x::cleanup_handlers);
+  if (handlers && handlers->size() > 0) handlers->report_sent({status, body_bytes});
 }
 
 }  // namespace csgi::standalone::detail

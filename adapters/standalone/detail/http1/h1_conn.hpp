@@ -48,7 +48,6 @@
 #include "csgi/adapters/standalone/detail/exchange/mailbox.hpp"
 #include "csgi/adapters/standalone/detail/process/fault.hpp"
 #include "csgi/adapters/standalone/detail/process/io_thread.hpp"
-#include "csgi/core/access_log_line.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/http_date.hpp"
 #include "csgi/core/http_error.hpp"

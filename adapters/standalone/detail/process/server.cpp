@@ -129,7 +129,6 @@ int Server::Impl::run() {
   stats.set_workers(opt.workers > 0 ? opt.workers : 1);
   upgrade_fd = take_upgrade_fd();
   try {
-    sh.access_log.open(opt.access_log);
     sh.error_log.open(opt.error_log);
     if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
       throw std::runtime_error("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");

@@ -26,7 +26,6 @@ struct Shared {
   ServerOptions opt;
   ProxyTrust proxy;  // --proxy-protocol, --trusted-proxy
   std::vector<ListenSocket> listeners;
-  LogFile access_log;
   LogFile error_log;
   std::shared_ptr<LogErrorStream> errors_owner = std::make_shared<LogErrorStream>(error_log);
   LogErrorStream& errors = *errors_owner;
