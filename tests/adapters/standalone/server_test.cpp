@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "csgi/core/extensions.hpp"
 #include "csgi/core/http_error.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
@@ -180,6 +182,32 @@ TEST_CASE("standalone: writes that outrun the writer's start are framed (chunked
   // The second (pipelined) response follows the first's terminating chunk, framed the same way.
   CHECK(r.compare(body + framed.size(), 15, "HTTP/1.1 200 OK") == 0);
   CHECK(r.find(framed, body + framed.size()) != std::string::npos);
+}
+
+TEST_CASE("standalone: a 103 sent from another thread while a delayed response waits goes out before it") {
+  std::vector<std::thread> answering;
+  std::mutex mu;
+  {
+    Running run(
+        [&](Env& env) {
+          auto* info = env.object<csgi::Informational>(csgi::keys::x::informational);
+          return Response::delayed([&, info](csgi::Responder r) {
+            std::lock_guard lock(mu);
+            // The thread of a language host answering the request: neither an io nor a pool thread.
+            answering.emplace_back([info, r = std::move(r)]() mutable {
+              bool sent = info->send(103, csgi::Headers{{"Link", "</a.css>; rel=preload"}});
+              r.respond(Response::text(200, sent ? "sent" : "not sent"));
+            });
+          });
+        },
+        {});
+    std::string r = get(run.port, "/");
+    CHECK(r.rfind("HTTP/1.1 103", 0) == 0);
+    CHECK(r.find("Link: </a.css>") != std::string::npos);
+    CHECK(r.find("\r\n\r\nsent") != std::string::npos);
+    std::lock_guard lock(mu);
+    for (auto& t : answering) t.join();
+  }
 }
 
 TEST_CASE("standalone: a pull stream is closed when the client goes away mid-body") {

@@ -263,19 +263,20 @@ int H1Conn::take_here(std::string& pending) {
   return fd;
 }
 
+// From another thread (the app pool, or whatever thread a delayed response is answered from: a language
+// host's) the io thread sends it while that thread waits, as for an HTTP/2 stream.
 bool H1Conn::send(int status, const Headers& headers) {
-  if (sh_.pool && !on_io_thread()) {
+  if (!on_io_thread()) {
     bool ok = false;
     run_on_io([&] { ok = send_interim(status, headers); });
     return ok;
   }
-  // From another thread (a delayed response's app) nothing of the connection is read: false at once.
-  if (!on_io_thread()) return false;
   return send_interim(status, headers);
 }
 
 bool H1Conn::send_interim(int status, const Headers& headers) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || req_.http10 || link_.hijacked || tr_.dead() ||
+  if ((phase_ != Phase::app && phase_ != Phase::pooled && phase_ != Phase::delayed) || req_.http10 || link_.hijacked ||
+      tr_.dead() ||
       status < 100 || status > 199 || status == 101)
     return false;
   if (status == 100) req_.continue_pending = false;
@@ -288,9 +289,9 @@ bool H1Conn::send_interim(int status, const Headers& headers) {
     out_.append("\r\n");
   }
   out_.append("\r\n");
-  // Interim responses go out now, ahead of the final one (a partial write completes with it; in pool
-  // mode the io thread finishes it while the app runs).
-  if (!flush() && !tr_.dead() && phase_ == Phase::pooled) wait_write();
+  // Interim responses go out now, ahead of the final one (a partial write completes with it; while the
+  // app runs elsewhere or a delayed response waits, the io thread finishes it meanwhile).
+  if (!flush() && !tr_.dead() && phase_ != Phase::app) wait_write();
   return !tr_.dead();
 }
 
