@@ -3,7 +3,6 @@
 #include <openssl/rand.h>
 
 #include <charconv>
-#include <functional>
 #include <stdexcept>
 
 #include "csgi/core/text.hpp"
@@ -57,65 +56,20 @@ std::string random_token() {
   return out;
 }
 
-MemorySessionStore::MemorySessionStore(std::size_t max_sessions) {
-  if (max_sessions == 0) throw std::invalid_argument("MemorySessionStore: max_sessions must be at least 1");
-  per_shard_ = (max_sessions + std::size(shards_) - 1) / std::size(shards_);
-}
-
-MemorySessionStore::Shard& MemorySessionStore::shard(std::string_view id) {
-  return shards_[std::hash<std::string_view>{}(id) % std::size(shards_)];
-}
-
 std::optional<LoadedSession> MemorySessionStore::load(std::string_view cookie) {
-  Shard& s = shard(cookie);
-  std::lock_guard lock(s.mu);
-  auto it = s.map.find(std::string(cookie));
-  if (it == s.map.end()) return std::nullopt;
-  if (it->second.expires <= std::chrono::system_clock::now()) {
-    s.lru.erase(it->second.lru);
-    s.map.erase(it);
+  auto e = sessions_.get(cookie);
+  if (!e) return std::nullopt;
+  if (e->expires <= std::chrono::system_clock::now()) {
+    sessions_.erase(cookie);
     return std::nullopt;
   }
-  s.lru.splice(s.lru.end(), s.lru, it->second.lru);
-  return LoadedSession{it->first, it->second.data, it->second.expires};
+  return LoadedSession{std::string(cookie), std::move(e->data), e->expires};
 }
 
 std::string MemorySessionStore::save(const std::string& id, const SessionData& data,
                                      std::chrono::system_clock::time_point expires) {
-  Shard& s = shard(id);
-  std::lock_guard lock(s.mu);
-  auto it = s.map.find(id);
-  if (it != s.map.end()) {
-    it->second.data = data;
-    it->second.expires = expires;
-    s.lru.splice(s.lru.end(), s.lru, it->second.lru);
-    return id;
-  }
-  while (s.map.size() >= per_shard_) {
-    s.map.erase(s.lru.front());
-    s.lru.pop_front();
-  }
-  s.lru.push_back(id);
-  s.map.emplace(id, Entry{data, expires, std::prev(s.lru.end())});
+  sessions_.put(id, Entry{data, expires});
   return id;
-}
-
-void MemorySessionStore::erase(const std::string& id) {
-  Shard& s = shard(id);
-  std::lock_guard lock(s.mu);
-  auto it = s.map.find(id);
-  if (it == s.map.end()) return;
-  s.lru.erase(it->second.lru);
-  s.map.erase(it);
-}
-
-std::size_t MemorySessionStore::size() const {
-  std::size_t n = 0;
-  for (const Shard& s : shards_) {
-    std::lock_guard lock(s.mu);
-    n += s.map.size();
-  }
-  return n;
 }
 
 }  // namespace csgi::mw

@@ -8,15 +8,13 @@
 /// A store is called from any thread at once (app pool, io threads) and must be thread-safe.
 #include <chrono>
 #include <cstddef>
-#include <list>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include "csgi/middleware/lru_shards.hpp"
 
 namespace csgi::mw {
 
@@ -77,29 +75,20 @@ private:
 
 class MemorySessionStore final : public SessionStore {
 public:
-  /// At most `max_sessions` sessions (>= 1; spread over 16 shards); the least recently used goes first.
-  explicit MemorySessionStore(std::size_t max_sessions = 100000);
+  /// At most `max_sessions` sessions (>= 1); the least recently used goes first (LruShards).
+  explicit MemorySessionStore(std::size_t max_sessions = 100000) : sessions_(max_sessions) {}
   std::optional<LoadedSession> load(std::string_view cookie) override;
   std::string save(const std::string& id, const SessionData& data, std::chrono::system_clock::time_point expires) override;
-  void erase(const std::string& id) override;
+  void erase(const std::string& id) override { sessions_.erase(id); }
   /// Sessions held now (expired ones included until they are next touched or pushed out).
-  std::size_t size() const;
+  std::size_t size() const { return sessions_.size(); }
 
 private:
   struct Entry {
     SessionData data;
     std::chrono::system_clock::time_point expires;
-    std::list<std::string>::iterator lru;
   };
-  struct Shard {
-    mutable std::mutex mu;
-    std::unordered_map<std::string, Entry> map;
-    std::list<std::string> lru;  // least recently used first
-  };
-  Shard& shard(std::string_view id);
-
-  std::size_t per_shard_;
-  Shard shards_[16];
+  LruShards<Entry> sessions_;
 };
 
 }  // namespace csgi::mw
