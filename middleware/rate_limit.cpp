@@ -19,9 +19,16 @@ RateLimitDecision take_token(double& tokens, double elapsed, const RateLimitPoli
   double limit = policy.limit;
   double rate = limit / static_cast<double>(policy.window.count());
   tokens = std::min(limit, tokens + std::max(0.0, elapsed) * rate);
+  bool allowed = tokens >= 1.0;
+  if (allowed) tokens -= 1.0;
+  return rate_limit_decision(allowed, tokens, policy);
+}
+
+RateLimitDecision rate_limit_decision(bool allowed, double tokens, const RateLimitPolicy& policy) {
+  double limit = policy.limit;
+  double rate = limit / static_cast<double>(policy.window.count());
   RateLimitDecision d;
-  d.allowed = tokens >= 1.0;
-  if (d.allowed) tokens -= 1.0;
+  d.allowed = allowed;
   d.remaining = static_cast<std::uint64_t>(std::floor(tokens));
   d.reset = ceil_seconds((limit - tokens) / rate);
   if (!d.allowed) d.retry_after = std::max(std::chrono::seconds(1), ceil_seconds((1.0 - tokens) / rate));

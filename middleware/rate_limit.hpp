@@ -43,6 +43,9 @@ public:
 /// The token bucket itself, for backends that keep the state: `tokens` left at `elapsed` seconds after
 /// the last update (a new bucket: tokens = limit). Returns the decision and updates `tokens`.
 RateLimitDecision take_token(double& tokens, double elapsed, const RateLimitPolicy& policy);
+/// The decision (remaining, reset, retry_after) for a bucket left with `tokens` after the request was
+/// `allowed` or not; for backends that run the bucket elsewhere (Redis's Lua script).
+RateLimitDecision rate_limit_decision(bool allowed, double tokens, const RateLimitPolicy& policy);
 
 class MemoryRateLimit final : public RateLimitBackend {
 public:
