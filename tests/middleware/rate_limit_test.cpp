@@ -1,6 +1,9 @@
 #include "csgi/middleware/rate_limit.hpp"
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #include "csgi/middleware/reverse_proxy.hpp"
 #include "csgi/middleware/sessions.hpp"
@@ -136,4 +139,17 @@ TEST_CASE("rate_limit: the memory backend holds at most its bound; every body ki
   mw::RateLimitOptions bad;
   bad.policy.limit = 0;
   CHECK_THROWS_AS(mw::RateLimit(ok(), bad), std::invalid_argument);
+}
+
+TEST_CASE("rate_limit: threads sharing one bucket get exactly `limit` requests through") {
+  mw::MemoryRateLimit backend(1000, [] { return steady_clock::time_point(hours(1)); });  // no refill
+  std::atomic<int> allowed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i)
+        if (backend.take("shared", {100, seconds(60)}).allowed) ++allowed;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(allowed == 100);
 }

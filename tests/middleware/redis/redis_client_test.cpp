@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -135,6 +136,22 @@ TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis 
   auto refused = testing::call(rb, "GET /");
   CHECK(refused.status == 429);
   CHECK(refused.header("Retry-After") == "20");
+  {
+    // Four threads on one fresh bucket, over a shared pool of 2 connections: exactly 50 pass (atomic).
+    mw::RedisOptions small = client(redis.port())->options();
+    small.max_connections = 2;
+    small.command_timeout = seconds(5);
+    mw::RedisRateLimit shared(std::make_shared<mw::RedisClient>(small));
+    std::atomic<int> allowed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 25; ++i)
+          if (shared.take("race", {50, seconds(3600)}).allowed) ++allowed;
+      });
+    for (auto& t : threads) t.join();
+    CHECK(allowed == 50);
+  }
   client(redis.port())->command({"SCRIPT", "FLUSH"});  // EVALSHA finds no script: loaded again
   CHECK(testing::call(ra, "GET /").status == 429);
 
