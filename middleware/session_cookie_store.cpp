@@ -50,6 +50,7 @@ std::optional<std::string> unb64url(std::string_view in) {
                           static_cast<int>(s.size()));
   if (n < 0 || static_cast<std::size_t>(n) < pad) return std::nullopt;
   out.resize(static_cast<std::size_t>(n) - pad);
+  if (b64url(out) != in) return std::nullopt;  // canonical only: unused low bits of the last digit set
   return out;
 }
 

@@ -17,6 +17,7 @@ struct State {
   SessionData loaded;  // the data as loaded, to tell whether the app changed it
   std::string old_id;  // the id as loaded
   bool known = false;  // the cookie named a stored session
+  bool had_cookie = false;  // the request carried the session cookie, valid or not
   Clock::time_point expires;
   bool https = false;
 };
@@ -60,7 +61,10 @@ Response Sessions::operator()(Env& env) {
   Params cookies = parse_cookies(env.get(keys::HTTP_COOKIE));
   std::optional<LoadedSession> loaded;
   try {
-    if (auto value = cookies.get(options_.cookie_name)) loaded = options_.store->load(*value);
+    if (auto value = cookies.get(options_.cookie_name)) {
+      st->had_cookie = true;
+      loaded = options_.store->load(*value);
+    }
   } catch (const std::exception& e) {
     return Response::text(503, std::string("Session store unavailable: ") + e.what() + "\n");
   }
@@ -88,7 +92,7 @@ Response Sessions::operator()(Env& env) {
     try {
       if (st->asked.expire) {
         if (st->known) options_.store->erase(st->old_id);
-        if (st->known) r.headers.add("Set-Cookie", expire_cookie(c.name, c.path, c.domain).to_string());
+        if (st->had_cookie) r.headers.add("Set-Cookie", expire_cookie(c.name, c.path, c.domain).to_string());
         return nullptr;
       }
       if (st->asked.no_store) return nullptr;

@@ -135,6 +135,9 @@ TEST_CASE("sessions: rotate gives a new id and forgets the old; expire removes t
   CHECK(out.header("Set-Cookie").find("Max-Age=0") != std::string::npos);
   CHECK(store->size() == 0);
   CHECK(testing::call(app, "GET /", {{"Cookie", new_cookie}}).body.find("user=ann") == std::string::npos);
+  // Logging out with a cookie the store no longer knows still removes it; without a cookie nothing is sent.
+  CHECK(testing::call(app, "POST /logout", {{"Cookie", new_cookie}}).header("Set-Cookie").find("Max-Age=0") != std::string::npos);
+  CHECK_FALSE(testing::call(app, "POST /logout").headers.has("Set-Cookie"));
 }
 
 TEST_CASE("sessions: rotate in the cookie store changes the id inside the cookie") {
