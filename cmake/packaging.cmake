@@ -86,7 +86,7 @@ if(CSGI_PYTHON_EXECUTABLE)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3 (>= ${csgi_py_version}), python3 (<< ${csgi_py_next})")
 endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-    "g++, cmake, libboost-dev, nlohmann-json3-dev, zlib1g-dev, libssl-dev, libnghttp2-dev, libbrotli-dev, libfcgi-dev")
+    "g++, cmake, libboost-dev, nlohmann-json3-dev, zlib1g-dev, libssl-dev, libnghttp2-dev, libbrotli-dev, libfcgi-dev, libhiredis-dev")
 include(CPack)
 
 # What the package holds, for `make deb` to build without the rest of the tree.

@@ -34,6 +34,10 @@ inline constexpr K HTTP_IF_RANGE = "HTTP_IF_RANGE";
 inline constexpr K HTTP_EXPECT = "HTTP_EXPECT";
 inline constexpr K HTTP_USER_AGENT = "HTTP_USER_AGENT";
 inline constexpr K HTTP_REFERER = "HTTP_REFERER";
+inline constexpr K HTTP_ORIGIN = "HTTP_ORIGIN";
+inline constexpr K HTTP_ACCESS_CONTROL_REQUEST_METHOD = "HTTP_ACCESS_CONTROL_REQUEST_METHOD";  // CORS preflight
+inline constexpr K HTTP_ACCESS_CONTROL_REQUEST_HEADERS = "HTTP_ACCESS_CONTROL_REQUEST_HEADERS";
+inline constexpr K HTTP_SEC_FETCH_SITE = "HTTP_SEC_FETCH_SITE";  // Fetch Metadata
 // A connection over TLS (ENV-17, ENV-18), named as Apache mod_ssl names them.
 inline constexpr K HTTPS = "HTTPS";                          // "on"
 inline constexpr K SSL_PROTOCOL = "SSL_PROTOCOL";            // "TLSv1.2" | "TLSv1.3"

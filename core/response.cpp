@@ -10,7 +10,18 @@
 #include <system_error>
 #include <utility>
 
+#include "csgi/core/text.hpp"
+
 namespace csgi {
+
+void add_vary(Headers& headers, std::string_view field) {
+  auto vary = headers.get("Vary");
+  if (!vary) {
+    headers.add("Vary", std::string(field));
+  } else if (!list_has_token(*vary, field) && !list_has_token(*vary, "*")) {
+    headers.set("Vary", std::string(*vary) + ", " + std::string(field));
+  }
+}
 
 void Headers::set(std::string_view name, std::string value) {
   own();

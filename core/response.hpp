@@ -212,6 +212,9 @@ std::string_view reason_phrase(int status) noexcept;
 bool trailer_field_forbidden(std::string_view name) noexcept;
 
 /// True when the status forbids a body (1xx, 204, 304) (RES-6).
+/// Adds `field` to the response's Vary list unless it is there already or Vary is "*".
+void add_vary(Headers& headers, std::string_view field);
+
 constexpr bool status_has_no_body(int status) noexcept { return status < 200 || status == 204 || status == 304; }
 
 }  // namespace csgi

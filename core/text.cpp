@@ -51,6 +51,15 @@ std::string_view trim_ows(std::string_view s) noexcept {
   return s;
 }
 
+bool list_has_token(std::string_view list, std::string_view token) noexcept {
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    if (iequals(trim_ows(list.substr(0, comma)), token)) return true;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
+
 std::string to_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)

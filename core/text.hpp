@@ -92,6 +92,8 @@ bool iends_with(std::string_view s, std::string_view suffix) noexcept;
 
 /// `s` without leading and trailing spaces and tabs (RFC 9110 OWS).
 std::string_view trim_ows(std::string_view s) noexcept;
+/// True when the comma-separated list `list` ("a, b,c") holds `token`, ASCII case-insensitively.
+bool list_has_token(std::string_view list, std::string_view token) noexcept;
 /// ASCII lower-case copy.
 std::string to_lower(std::string_view s);
 /// True when `s` is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).

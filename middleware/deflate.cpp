@@ -91,18 +91,6 @@ private:
   bool done_ = false;
 };
 
-bool contains_token(std::string_view list, std::string_view token) {
-  while (!list.empty()) {
-    std::size_t comma = list.find(',');
-    std::string_view t = list.substr(0, comma);
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-    while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
-    if (iequals(t, token)) return true;
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  return false;
-}
-
 bool has_no_transform(std::string_view cc) {
   std::size_t i = 0;
   while ((i = cc.find('-', i)) != std::string_view::npos) {
@@ -136,10 +124,7 @@ Response Deflate::operator()(Env& env) {
     if (!type || !o_.compressible(*type)) return nullptr;
     if (auto cc = res.headers.get("Cache-Control"); cc && has_no_transform(*cc)) return nullptr;
 
-    auto vary = res.headers.get("Vary");
-    if (!vary) res.headers.add("Vary", "Accept-Encoding");
-    else if (!contains_token(*vary, "Accept-Encoding") && !contains_token(*vary, "*"))
-      res.headers.set("Vary", std::string(*vary) + ", Accept-Encoding");
+    add_vary(res.headers, "Accept-Encoding");
 
     if (coding == Coding::identity) return nullptr;
     auto known = res.known_length();

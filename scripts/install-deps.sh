@@ -18,7 +18,7 @@ run_pkgs=(
   node-ramda
 )
 build_pkgs=(
-  "${run_pkgs[@]}" catch2 libbenchmark-dev
+  "${run_pkgs[@]}" catch2 libbenchmark-dev libhiredis-dev
 )
 deb_pkgs=(
   "${run_pkgs[@]}" dpkg-dev file
@@ -30,7 +30,7 @@ test_pkgs=(
   clang libclang-rt-14-dev chromium iproute2 wrk haproxy prometheus
   openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
-  python3-httptools python3-multipart
+  python3-httptools python3-multipart redis-server
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest

@@ -136,3 +136,15 @@ TEST_CASE("Headers: up to eight fields, added or set, stay where the first one w
   CHECK(&h[0] == first);  // the list was not reallocated (and its fields moved) as it grew
   CHECK(h.get("X-Runtime") == "0.000100");
 }
+
+TEST_CASE("add_vary: adds a field once, keeps what is there, leaves Vary: * alone", "[headers]") {
+  Headers h;
+  csgi::add_vary(h, "Origin");
+  CHECK(h.get("Vary") == "Origin");
+  csgi::add_vary(h, "Accept-Encoding");
+  csgi::add_vary(h, "origin");
+  CHECK(h.get("Vary") == "Origin, Accept-Encoding");
+  Headers star{{"Vary", "*"}};
+  csgi::add_vary(star, "Origin");
+  CHECK(star.get("Vary") == "*");
+}

@@ -119,3 +119,11 @@ TEST_CASE("trim_ows: spaces and tabs at both ends only", "[text]") {
   CHECK(csgi::trim_ows("") == "");
   CHECK(csgi::trim_ows("\r\na\n") == "\r\na\n");  // only OWS
 }
+
+TEST_CASE("list_has_token: a comma-separated list holds a token, case-insensitively", "[text]") {
+  CHECK(csgi::list_has_token("Accept-Encoding, Origin", "origin"));
+  CHECK(csgi::list_has_token(" a ,\tb ", "b"));
+  CHECK(csgi::list_has_token("*", "*"));
+  CHECK_FALSE(csgi::list_has_token("Origins, XOrigin", "Origin"));
+  CHECK_FALSE(csgi::list_has_token("", "a"));
+}
