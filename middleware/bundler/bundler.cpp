@@ -15,10 +15,13 @@
 #include <unordered_set>
 
 #include "csgi/core/keys.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/middleware/bundler/detail/compress.hpp"
+#include "csgi/middleware/bundler/detail/css.hpp"
 #include "csgi/middleware/bundler/detail/live_reload.hpp"
 #include "csgi/middleware/bundler/detail/module_graph.hpp"
 #include "csgi/middleware/bundler/detail/shake_plan.hpp"
+#include "csgi/middleware/static.hpp"
 
 namespace csgi::mw {
 
@@ -305,7 +308,8 @@ public:
                                        opt.builtins},
               bundler::ScanOptions{roots_of(defines_of(opt)), nullptr, opt.mode == BundlerOptions::Mode::production},
               defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake, opt.esbuild),
-        defines(defines_of(opt)) {
+        defines(defines_of(opt)),
+        assets(asset_options(graph.abs(""))) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
     if (opt.live_reload && opt.freshness != BundlerOptions::Freshness::inotify)
@@ -425,7 +429,8 @@ public:
     }
     if (sub == "/require.js") return serve_loader(env);
     if (sub == "/~live") return serve_live();
-    if (sub.starts_with("/~css/")) return serve_css(sub.substr(5));
+    if (sub.starts_with("/~css/")) return serve_css(env, sub);
+    if (sub.starts_with("/~asset/")) return serve_asset(env, sub);
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -522,8 +527,24 @@ public:
     });
   }
 
+  static StaticOptions asset_options(std::string root) {
+    StaticOptions o;
+    o.root = std::move(root);
+    o.cache = false;
+    return o;
+  }
+
+  // The mount's URL path: SCRIPT_NAME and the part of PATH_INFO before `sub` (a view into it).
+  static std::string mount_url(Env& env, std::string_view sub) {
+    std::string_view info = env.get(keys::PATH_INFO);
+    std::string base(env.get(keys::SCRIPT_NAME));
+    base.append(info.substr(0, info.size() - sub.size()));
+    return percent_encode(base, uri::path);
+  }
+
   // A stylesheet's text, for the live-reload follower to swap in place: <mount>/~css/<path>.
-  Response serve_css(std::string_view path) {
+  Response serve_css(Env& env, std::string_view sub) {
+    std::string_view path = sub.substr(5);
     if (bad_path(path)) return Response::error(403, "path is outside the bundle root");
     bundler::Resolved r;
     {
@@ -544,8 +565,32 @@ public:
     res.status = 200;
     res.headers.add("Content-Type", "text/css; charset=utf-8");
     res.headers.add("Cache-Control", "no-store");
-    res.body = std::string(*css);
+    res.body = bundler::split_urls(*css, r.path).join(mount_url(env, sub));
     return res;
+  }
+
+  // A file a stylesheet's url() names: <mount>/~asset/<path>, served by Static (conditional GET, ranges)
+  // when its media type is an image, font, audio or video one.
+  Response serve_asset(Env& env, std::string_view sub) {
+    std::string_view path = sub.substr(7);
+    std::string_view type = MimeTypes::system()->lookup(path, "");
+    if (!(type.starts_with("image/") || type.starts_with("font/") || type.starts_with("audio/") ||
+          type.starts_with("video/") || type == "application/vnd.ms-fontobject"))
+      return Response::error(404, "not a stylesheet asset (image, font, audio or video): " + std::string(path.substr(1)));
+    std::string script(env.get(keys::SCRIPT_NAME)), info(env.get(keys::PATH_INFO));
+    struct Restore {
+      Env& env;
+      std::string& script;
+      std::string& info;
+      ~Restore() {
+        env.set(keys::SCRIPT_NAME, script);
+        env.set(keys::PATH_INFO, info);
+      }
+    } restore{env, script, info};
+    std::string_view mount = std::string_view(info).substr(0, info.size() - sub.size());
+    env.set(keys::SCRIPT_NAME, script + std::string(mount) + "/~asset");
+    env.set(keys::PATH_INFO, std::string(path));
+    return assets(env);
   }
 
   // The changed files when every one is a stylesheet the loader can swap in place (root-relative,
@@ -928,6 +973,7 @@ public:
   BundlerOptions opt;
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
+  Static assets;  // <mount>/~asset/: the files stylesheets name
   std::string epoch;
   std::atomic<unsigned> epoch_generation{bundler::fork_generation()};  // the process `epoch` belongs to
   std::mutex epoch_mu;

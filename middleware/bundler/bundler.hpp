@@ -13,6 +13,8 @@
 ///                          builtins; extensionless, index.js, package main, browser field, exports)
 ///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
 ///   /~live                 live_reload only: the Server-Sent Events stream of edits
+///   /~css/<path>           a stylesheet's text (url() references rewritten), for live reload
+///   /~asset/<path>         an image, font, audio or video file a stylesheet's url() names
 /// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids,
 /// `p` (tree shaking) the statements the page holds of modules it got in part: `id.units,id.units…`.
 ///

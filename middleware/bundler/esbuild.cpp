@@ -14,7 +14,6 @@
 #include <functional>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -29,16 +28,6 @@ std::string_view esbuild_loader(std::string_view path) noexcept {
   if (ext == ".jsx") return "jsx";
   if (ext == ".css") return "css";
   return {};
-}
-
-std::string css_module(std::string_view path, std::string_view css) {
-  using nlohmann::json;
-  const auto quote = [](std::string_view s) {
-    return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-  };
-  return "'use strict';if(typeof document!=='undefined'&&!document.querySelector('style[data-csgi-css=' + JSON.stringify(" +
-         quote(path) + ") + ']')){const s=document.createElement('style');s.setAttribute('data-csgi-css'," +
-         quote(path) + ");s.textContent=" + quote(css) + ";document.head.appendChild(s);}\n";
 }
 
 namespace {

@@ -18,10 +18,6 @@ namespace csgi::mw::bundler {
 /// JavaScript/JSON.
 std::string_view esbuild_loader(std::string_view path) noexcept;
 
-/// The JavaScript module a stylesheet is delivered as: it adds the CSS to the document as a
-/// <style data-csgi-css="path"> element unless one for that path is already there.
-std::string css_module(std::string_view path, std::string_view css);
-
 struct TranspileResult {
   std::shared_ptr<const std::string> code;  // null on error
   std::string error;                        // "file:line:column: message" (esbuild's first error)
