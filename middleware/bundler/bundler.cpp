@@ -21,6 +21,7 @@
 #include "csgi/middleware/bundler/detail/live_reload.hpp"
 #include "csgi/middleware/bundler/detail/module_graph.hpp"
 #include "csgi/middleware/bundler/detail/shake_plan.hpp"
+#include "csgi/middleware/bundler/detail/source_map.hpp"
 #include "csgi/middleware/static.hpp"
 
 namespace csgi::mw {
@@ -431,6 +432,7 @@ public:
     if (sub == "/~live") return serve_live();
     if (sub.starts_with("/~css/")) return serve_css(env, sub);
     if (sub.starts_with("/~asset/")) return serve_asset(env, sub);
+    if (sub.starts_with("/~map/") && opt.source_maps) return serve_map(env, sub);
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -566,6 +568,55 @@ public:
     res.headers.add("Content-Type", "text/css; charset=utf-8");
     res.headers.add("Cache-Control", "no-store");
     res.body = bundler::split_urls(*css, r.path).join(mount_url(env, sub));
+    return res;
+  }
+
+  // The source map of the text a bundle sends for a module: <mount>/~map/<path>?c=<column of its first
+  // line in the script the loader evaluates>. Its own edits, composed with esbuild's map for TypeScript
+  // and JSX; the source is named csgi:///<path> and carried whole (sourcesContent).
+  Response serve_map(Env& env, std::string_view sub) {
+    std::string_view path = sub.substr(5);
+    if (bad_path(path)) return Response::error(403, "path is outside the bundle root");
+    std::uint32_t column = 0;
+    std::string_view qs = env.get(keys::QUERY_STRING);
+    if (qs.starts_with("c=")) {
+      auto [end, ec] = std::from_chars(qs.data() + 2, qs.data() + qs.size(), column);
+      if (ec != std::errc() || end != qs.data() + qs.size() || column > 100000)
+        return Response::error(400, "c: not a column number");
+    } else if (!qs.empty()) {
+      return Response::error(400, "the query is c=<column>");
+    }
+    const bool production = opt.mode == BundlerOptions::Mode::production;
+    std::string json;
+    {
+      std::lock_guard lock(graph.mu);
+      Resolved r = graph.resolver().real(std::string(path.substr(1)));
+      if (r.status == Resolved::forbidden) return Response::error(403, r.detail);
+      const std::string_view loader = r.status == Resolved::ok ? bundler::esbuild_loader(r.path) : "";
+      if (r.status != Resolved::ok || r.empty || loader == "css" || r.path.ends_with(".json"))
+        return Response::error(404, "no module source " + std::string(path.substr(1)));
+      Module& m = graph.at(graph.intern(r));
+      if (!graph.refresh(m)) return Response::error(422, m.error.value_or("cannot read " + m.path));
+      SharedBytes src = graph.source(m);
+      if (!src || m.json) return Response::error(404, "no module source " + m.path);
+      auto edits = module_edits(*src, m.chains, defines, m.esm ? &*m.esm : nullptr, production ? &m.comments : nullptr,
+                                production ? &m.dead : nullptr);
+      auto mappings = bundler::edit_mappings(*src, edits, m.esm ? std::string_view(m.esm->prefix) : "", column);
+      std::string original;
+      if (!loader.empty()) {
+        bundler::TranspileResult t = graph.transpiled(m.path, original);
+        auto inner = t.map ? bundler::mappings_of(*t.map)
+                           : std::nullopt;
+        if (!inner) return Response::error(422, "no source map from esbuild for " + m.path);
+        mappings = bundler::compose(mappings, *inner);
+      }
+      json = bundler::map_json(mappings, "csgi:///" + m.path, loader.empty() ? std::string_view(*src) : original);
+    }
+    Response res;
+    res.status = 200;
+    res.headers.add("Content-Type", "application/json");
+    res.headers.add("Cache-Control", "no-store");
+    res.body = std::move(json);
     return res;
   }
 
@@ -930,7 +981,10 @@ public:
       ++en->parts;
     }
     body += "\n]";
-    if (opt.process_shim) body += ",{\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}}";
+    std::string opts;
+    if (opt.process_shim) opts = "\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}";
+    if (opt.source_maps) opts += opts.empty() ? "\"maps\":1" : ",\"maps\":1";
+    if (!opts.empty()) body += ",{" + opts + "}";
     body += ");\n";
     // A header value: one line of visible ASCII (module names may hold anything).
     for (char& ch : unbundled)

@@ -320,6 +320,15 @@ SharedBytes Graph::stylesheet(const std::string& rel, std::string& error) {
   return r.code;
 }
 
+TranspileResult Graph::transpiled(const std::string& rel, std::string& original) {
+  Stamp st, ts;
+  SharedBytes src = read_file(abs(rel), st);
+  if (!src) return {nullptr, nullptr, "cannot read " + rel};
+  original = *src;
+  SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
+  return transpiler.run(rel, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
+}
+
 bool Graph::refresh(Module& m) {
   auto g = generation();
   m.last_used = tick();

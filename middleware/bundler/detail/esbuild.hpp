@@ -20,6 +20,7 @@ std::string_view esbuild_loader(std::string_view path) noexcept;
 
 struct TranspileResult {
   std::shared_ptr<const std::string> code;  // null on error
+  std::shared_ptr<const std::string> map;   // esbuild's source map of `code` (JSON), null when it gave none
   std::string error;                        // "file:line:column: message" (esbuild's first error)
 };
 
@@ -40,6 +41,7 @@ private:
   struct Entry {
     std::string key;  // loader, tsconfig and source: an exact match, never a hash alone
     std::shared_ptr<const std::string> code;
+    std::shared_ptr<const std::string> map;
   };
   std::string program_;
   std::size_t cap_;
