@@ -605,8 +605,7 @@ public:
       std::string original;
       if (!loader.empty()) {
         bundler::TranspileResult t = graph.transpiled(m.path, original);
-        auto inner = t.map ? bundler::mappings_of(*t.map)
-                           : std::nullopt;
+        auto inner = t.map ? bundler::mappings_of(*t.map) : std::nullopt;
         if (!inner) return Response::error(422, "no source map from esbuild for " + m.path);
         mappings = bundler::compose(mappings, *inner);
       }
@@ -623,11 +622,12 @@ public:
   // A file a stylesheet's url() names: <mount>/~asset/<path>, served by Static (conditional GET, ranges)
   // when its media type is an image, font, audio or video one.
   Response serve_asset(Env& env, std::string_view sub) {
-    std::string_view path = sub.substr(7);
-    std::string_view type = MimeTypes::system()->lookup(path, "");
+    std::string path(sub.substr(7));  // a copy: `sub` views PATH_INFO, which is set below
+    const auto mime = MimeTypes::system();
+    std::string_view type = mime->lookup(path, "");
     if (!(type.starts_with("image/") || type.starts_with("font/") || type.starts_with("audio/") ||
           type.starts_with("video/") || type == "application/vnd.ms-fontobject"))
-      return Response::error(404, "not a stylesheet asset (image, font, audio or video): " + std::string(path.substr(1)));
+      return Response::error(404, "not a stylesheet asset (image, font, audio or video): " + path.substr(1));
     std::string script(env.get(keys::SCRIPT_NAME)), info(env.get(keys::PATH_INFO));
     struct Restore {
       Env& env;
@@ -640,7 +640,7 @@ public:
     } restore{env, script, info};
     std::string_view mount = std::string_view(info).substr(0, info.size() - sub.size());
     env.set(keys::SCRIPT_NAME, script + std::string(mount) + "/~asset");
-    env.set(keys::PATH_INFO, std::string(path));
+    env.set(keys::PATH_INFO, std::move(path));
     return assets(env);
   }
 
