@@ -48,6 +48,8 @@ App make_static_layer(const ModeArgs& args, App inner) {
 
 App make_bundle_layer(const ModeArgs& args, App inner) {
   mw::BundlerOptions o;
+  for (const runner::GivenOption& g : args.given)
+    if (g.name == "bundle-esbuild") o.esbuild = g.value;
   if (!inner) {
     auto b = std::make_shared<mw::Bundler>(args.value, o);
     return [b](Env& env) { return (*b)(env); };

@@ -24,7 +24,7 @@ struct ModeArgs {
   std::string value;                        // the option's value ("" for a flag)
   std::vector<std::string> app_args;        // every --app-arg, in order
   const runner::Options* options;           // the server options in force (adapter included)
-  std::vector<runner::GivenOption> given;   // the modes' own options as given (--metrics-token-file)
+  std::vector<runner::GivenOption> given;   // the modes' own options as given (--metrics-token-file, --bundle-esbuild)
 };
 
 struct Mode {

@@ -14,11 +14,15 @@ std::vector<runner::ExtraOption> mode_options() {
   o.push_back({"metrics-token-file", "FILE", false,
                "with --metrics: a scrape must send Authorization: Bearer <the token in FILE> (Prometheus: "
                "authorization: credentials_file), and then may come from any address, through a proxy too"});
+  o.push_back({"bundle-esbuild", "PATH", false,
+               "with --bundle: the esbuild program (a path, or a name looked up in PATH; default esbuild) that turns "
+               ".ts, .tsx, .jsx, .mts and .cts modules into JavaScript"});
   return o;
 }
 
 // The mode an option of the mode_options() table (other than the modes themselves) belongs to.
-constexpr std::pair<const char*, const char*> option_of_mode[] = {{"metrics-token-file", "metrics"}};
+constexpr std::pair<const char*, const char*> option_of_mode[] = {{"metrics-token-file", "metrics"},
+                                                                  {"bundle-esbuild", "bundle"}};
 
 // "--app LIB.so, --demo or --static DIR" for the rows of the mode table that `pick` selects, each once.
 template <class Pick>

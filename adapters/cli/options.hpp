@@ -30,7 +30,7 @@ struct CommandLine {
   bool help = false;
   std::vector<ChosenMode> modes;     // command-line order
   std::vector<std::string> app_args;
-  std::vector<runner::GivenOption> mode_options;  // options that belong to a mode (--metrics-token-file)
+  std::vector<runner::GivenOption> mode_options;  // options that belong to a mode (--metrics-token-file, --bundle-esbuild)
   runner::Options options;           // options.adapter: HTTP, or --fastcgi / --cgi (or the alias's)
   std::vector<std::string> warnings; // deprecated spellings used
 };

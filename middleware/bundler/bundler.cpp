@@ -15,10 +15,14 @@
 #include <unordered_set>
 
 #include "csgi/core/keys.hpp"
+#include "csgi/core/percent.hpp"
 #include "csgi/middleware/bundler/detail/compress.hpp"
+#include "csgi/middleware/bundler/detail/css.hpp"
 #include "csgi/middleware/bundler/detail/live_reload.hpp"
 #include "csgi/middleware/bundler/detail/module_graph.hpp"
 #include "csgi/middleware/bundler/detail/shake_plan.hpp"
+#include "csgi/middleware/bundler/detail/source_map.hpp"
+#include "csgi/middleware/static.hpp"
 
 namespace csgi::mw {
 
@@ -305,7 +309,8 @@ public:
                                        opt.builtins},
               bundler::ScanOptions{roots_of(defines_of(opt)), nullptr, opt.mode == BundlerOptions::Mode::production},
               defines_of(opt), opt.mode == BundlerOptions::Mode::production && opt.tree_shake, opt.esbuild),
-        defines(defines_of(opt)) {
+        defines(defines_of(opt)),
+        assets(asset_options(graph.abs(""))) {
     if (opt.freshness == BundlerOptions::Freshness::inotify && !graph.watcher())
       throw std::runtime_error("bundler: inotify is not available; use Freshness::stat or none");
     if (opt.live_reload && opt.freshness != BundlerOptions::Freshness::inotify)
@@ -425,7 +430,9 @@ public:
     }
     if (sub == "/require.js") return serve_loader(env);
     if (sub == "/~live") return serve_live();
-    if (sub.starts_with("/~css/")) return serve_css(sub.substr(5));
+    if (sub.starts_with("/~css/")) return serve_css(env, sub);
+    if (sub.starts_with("/~asset/")) return serve_asset(env, sub);
+    if (sub.starts_with("/~map/") && opt.source_maps) return serve_map(env, sub);
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -522,8 +529,24 @@ public:
     });
   }
 
+  static StaticOptions asset_options(std::string root) {
+    StaticOptions o;
+    o.root = std::move(root);
+    o.cache = false;
+    return o;
+  }
+
+  // The mount's URL path: SCRIPT_NAME and the part of PATH_INFO before `sub` (a view into it).
+  static std::string mount_url(Env& env, std::string_view sub) {
+    std::string_view info = env.get(keys::PATH_INFO);
+    std::string base(env.get(keys::SCRIPT_NAME));
+    base.append(info.substr(0, info.size() - sub.size()));
+    return percent_encode(base, uri::path);
+  }
+
   // A stylesheet's text, for the live-reload follower to swap in place: <mount>/~css/<path>.
-  Response serve_css(std::string_view path) {
+  Response serve_css(Env& env, std::string_view sub) {
+    std::string_view path = sub.substr(5);
     if (bad_path(path)) return Response::error(403, "path is outside the bundle root");
     bundler::Resolved r;
     {
@@ -544,8 +567,81 @@ public:
     res.status = 200;
     res.headers.add("Content-Type", "text/css; charset=utf-8");
     res.headers.add("Cache-Control", "no-store");
-    res.body = std::string(*css);
+    res.body = bundler::split_urls(*css, r.path).join(mount_url(env, sub));
     return res;
+  }
+
+  // The source map of the text a bundle sends for a module: <mount>/~map/<path>?c=<column of its first
+  // line in the script the loader evaluates>. Its own edits, composed with esbuild's map for TypeScript
+  // and JSX; the source is named csgi:///<path> and carried whole (sourcesContent).
+  Response serve_map(Env& env, std::string_view sub) {
+    std::string_view path = sub.substr(5);
+    if (bad_path(path)) return Response::error(403, "path is outside the bundle root");
+    std::uint32_t column = 0;
+    std::string_view qs = env.get(keys::QUERY_STRING);
+    if (qs.starts_with("c=")) {
+      auto [end, ec] = std::from_chars(qs.data() + 2, qs.data() + qs.size(), column);
+      if (ec != std::errc() || end != qs.data() + qs.size() || column > 100000)
+        return Response::error(400, "c: not a column number");
+    } else if (!qs.empty()) {
+      return Response::error(400, "the query is c=<column>");
+    }
+    const bool production = opt.mode == BundlerOptions::Mode::production;
+    std::string json;
+    {
+      std::lock_guard lock(graph.mu);
+      Resolved r = graph.resolver().real(std::string(path.substr(1)));
+      if (r.status == Resolved::forbidden) return Response::error(403, r.detail);
+      const std::string_view loader = r.status == Resolved::ok ? bundler::esbuild_loader(r.path) : "";
+      if (r.status != Resolved::ok || r.empty || loader == "css" || r.path.ends_with(".json"))
+        return Response::error(404, "no module source " + std::string(path.substr(1)));
+      Module& m = graph.at(graph.intern(r));
+      if (!graph.refresh(m)) return Response::error(422, m.error.value_or("cannot read " + m.path));
+      SharedBytes src = graph.source(m);
+      if (!src || m.json) return Response::error(404, "no module source " + m.path);
+      auto edits = module_edits(*src, m.chains, defines, m.esm ? &*m.esm : nullptr, production ? &m.comments : nullptr,
+                                production ? &m.dead : nullptr);
+      auto mappings = bundler::edit_mappings(*src, edits, m.esm ? std::string_view(m.esm->prefix) : "", column);
+      std::string original;
+      if (!loader.empty()) {
+        bundler::TranspileResult t = graph.transpiled(m.path, original);
+        auto inner = t.map ? bundler::mappings_of(*t.map) : std::nullopt;
+        if (!inner) return Response::error(422, "no source map from esbuild for " + m.path);
+        mappings = bundler::compose(mappings, *inner);
+      }
+      json = bundler::map_json(mappings, "csgi:///" + m.path, loader.empty() ? std::string_view(*src) : original);
+    }
+    Response res;
+    res.status = 200;
+    res.headers.add("Content-Type", "application/json");
+    res.headers.add("Cache-Control", "no-store");
+    res.body = std::move(json);
+    return res;
+  }
+
+  // A file a stylesheet's url() names: <mount>/~asset/<path>, served by Static (conditional GET, ranges)
+  // when its media type is an image, font, audio or video one.
+  Response serve_asset(Env& env, std::string_view sub) {
+    std::string path(sub.substr(7));  // a copy: `sub` views PATH_INFO, which is set below
+    const auto mime = MimeTypes::system();
+    std::string_view type = mime->lookup(path, "");
+    if (!(type.starts_with("image/") || type.starts_with("font/") || type.starts_with("audio/") ||
+          type.starts_with("video/") || type == "application/vnd.ms-fontobject"))
+      return Response::error(404, "not a stylesheet asset (image, font, audio or video): " + path.substr(1));
+    std::string script(env.get(keys::SCRIPT_NAME)), info(env.get(keys::PATH_INFO));
+    struct Restore {
+      Env& env;
+      std::string& script;
+      std::string& info;
+      ~Restore() {
+        env.set(keys::SCRIPT_NAME, script);
+        env.set(keys::PATH_INFO, info);
+      }
+    } restore{env, script, info};
+    std::string_view mount = std::string_view(info).substr(0, info.size() - sub.size());
+    env.set(keys::SCRIPT_NAME, script + std::string(mount) + "/~asset");
+    env.set(keys::PATH_INFO, std::move(path));
+    return assets(env);
   }
 
   // The changed files when every one is a stylesheet the loader can swap in place (root-relative,
@@ -885,7 +981,10 @@ public:
       ++en->parts;
     }
     body += "\n]";
-    if (opt.process_shim) body += ",{\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}}";
+    std::string opts;
+    if (opt.process_shim) opts = "\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}";
+    if (opt.source_maps) opts += opts.empty() ? "\"maps\":1" : ",\"maps\":1";
+    if (!opts.empty()) body += ",{" + opts + "}";
     body += ");\n";
     // A header value: one line of visible ASCII (module names may hold anything).
     for (char& ch : unbundled)
@@ -928,6 +1027,7 @@ public:
   BundlerOptions opt;
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
+  Static assets;  // <mount>/~asset/: the files stylesheets name
   std::string epoch;
   std::atomic<unsigned> epoch_generation{bundler::fork_generation()};  // the process `epoch` belongs to
   std::mutex epoch_mu;

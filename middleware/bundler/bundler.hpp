@@ -13,6 +13,9 @@
 ///                          builtins; extensionless, index.js, package main, browser field, exports)
 ///   /~/<package[/sub]>     a module by package name, looked up in the root's node_modules/
 ///   /~live                 live_reload only: the Server-Sent Events stream of edits
+///   /~css/<path>           a stylesheet's text (url() references rewritten), for live reload
+///   /~asset/<path>         an image, font, audio or video file a stylesheet's url() names
+///   /~map/<path>?c=<col>   source_maps only: the source map of a module's text in bundles
 /// Query: `e` the epoch the ids belong to, `have` the loaded set as a base64url bitset over module ids,
 /// `p` (tree shaking) the statements the page holds of modules it got in part: `id.units,id.units…`.
 ///
@@ -113,6 +116,11 @@ struct BundlerOptions {
   /// .cts modules into JavaScript (its transform API, one child process per source not yet cached; the
   /// root's tsconfig.json goes to it as --tsconfig-raw for jsx, jsxImportSource and the like).
   std::string esbuild = "esbuild";
+  /// Source maps, fetched only when asked for (devtools open): bundles tell the loader to end each module
+  /// it evaluates with `//# sourceMappingURL=<mount>/~map/<path>?c=<column>`, and that URL answers the
+  /// map of the module's text back to its file (the bundler's edits composed with esbuild's map for
+  /// TypeScript/JSX; the file's text included). Never inlined. Off: no comment, and ~map is a 404.
+  bool source_maps = true;
 };
 
 class Bundler {

@@ -1,5 +1,7 @@
 #include "csgi/middleware/bundler/detail/esbuild.hpp"
 
+#include "csgi/middleware/bundler/detail/source_map.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,7 +16,6 @@
 #include <functional>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -29,16 +30,6 @@ std::string_view esbuild_loader(std::string_view path) noexcept {
   if (ext == ".jsx") return "jsx";
   if (ext == ".css") return "css";
   return {};
-}
-
-std::string css_module(std::string_view path, std::string_view css) {
-  using nlohmann::json;
-  const auto quote = [](std::string_view s) {
-    return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-  };
-  return "'use strict';if(typeof document!=='undefined'&&!document.querySelector('style[data-csgi-css=' + JSON.stringify(" +
-         quote(path) + ") + ']')){const s=document.createElement('style');s.setAttribute('data-csgi-css'," +
-         quote(path) + ");s.textContent=" + quote(css) + ";document.head.appendChild(s);}\n";
 }
 
 namespace {
@@ -186,24 +177,27 @@ TranspileResult Transpiler::run(std::string_view path, std::string_view source, 
   for (auto it = b; it != e; ++it)
     if (it->second->key == key) {
       ++hits;
-      return {it->second->code, {}};
+      return {it->second->code, it->second->map, {}};
     }
   ++misses;
   std::vector<std::string> args{program_, "--loader=" + std::string(loader), "--sourcefile=" + std::string(path),
                                 "--log-level=error", "--color=false"};
+  if (loader != "css") args.push_back("--sourcemap=inline");
   if (!tsconfig.empty()) args.push_back("--tsconfig-raw=" + std::string(tsconfig));
   Child c = run_child(args, source);
-  if (!c.failure.empty()) return {nullptr, std::string(path) + ": " + c.failure};
-  if (c.status != 0) return {nullptr, first_error(c.err, path)};
+  if (!c.failure.empty()) return {nullptr, nullptr, std::string(path) + ": " + c.failure};
+  if (c.status != 0) return {nullptr, nullptr, first_error(c.err, path)};
+  std::shared_ptr<const std::string> map;
+  if (auto m = take_inline_map(c.out)) map = std::make_shared<const std::string>(std::move(*m));
   auto code = std::make_shared<const std::string>(std::move(c.out));
-  auto entry = std::make_shared<Entry>(Entry{std::move(key), code});
-  bytes_ += entry->key.size() + code->size();
+  auto entry = std::make_shared<Entry>(Entry{std::move(key), code, map});
+  bytes_ += entry->key.size() + code->size() + (map ? map->size() : 0);
   cache_.emplace(h, entry);
   order_.emplace_back(h, entry);
   while (bytes_ > cap_ && order_.size() > 1) {
     auto [oh, oe] = order_.front();
     order_.pop_front();
-    bytes_ -= oe->key.size() + oe->code->size();
+    bytes_ -= oe->key.size() + oe->code->size() + (oe->map ? oe->map->size() : 0);
     auto [ob, oend] = cache_.equal_range(oh);
     for (auto it = ob; it != oend; ++it)
       if (it->second == oe) {
@@ -211,7 +205,7 @@ TranspileResult Transpiler::run(std::string_view path, std::string_view source, 
         break;
       }
   }
-  return {code, {}};
+  return {code, map, {}};
 }
 
 }  // namespace csgi::mw::bundler

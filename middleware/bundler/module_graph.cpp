@@ -1,5 +1,7 @@
 #include "csgi/middleware/bundler/detail/module_graph.hpp"
 
+#include "csgi/middleware/bundler/detail/css.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -292,15 +294,15 @@ SharedBytes Graph::load(const std::string& path, Stamp& stamp, std::string& erro
   SharedBytes src = read_file(abs(path), stamp);
   const std::string_view loader = src ? esbuild_loader(path) : std::string_view();
   if (loader.empty()) return src;
-  if (path.ends_with(".module.css")) {
-    error = path + ": CSS modules (.module.css) are not supported by the bundler yet";
-    return nullptr;
-  }
   Stamp ts;
   SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
   TranspileResult r = transpiler.run(path, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
   if (!r.code) error = std::move(r.error);
-  if (r.code && loader == "css") return std::make_shared<const std::string>(css_module(path, *r.code));
+  if (r.code && loader == "css" && is_css_module(path)) {
+    ScopedCss scoped = scope_css(*r.code, path);
+    return std::make_shared<const std::string>(css_module(path, split_urls(scoped.css, path), &scoped.names));
+  }
+  if (r.code && loader == "css") return std::make_shared<const std::string>(css_module(path, split_urls(*r.code, path)));
   return r.code;
 }
 
@@ -316,6 +318,15 @@ SharedBytes Graph::stylesheet(const std::string& rel, std::string& error) {
   TranspileResult r = transpiler.run(rel, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
   if (!r.code) error = std::move(r.error);
   return r.code;
+}
+
+TranspileResult Graph::transpiled(const std::string& rel, std::string& original) {
+  Stamp st, ts;
+  SharedBytes src = read_file(abs(rel), st);
+  if (!src) return {nullptr, nullptr, "cannot read " + rel};
+  original = *src;
+  SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
+  return transpiler.run(rel, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
 }
 
 bool Graph::refresh(Module& m) {

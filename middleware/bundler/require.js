@@ -15,14 +15,15 @@
     Object.defineProperty(o, k, get ? { enumerable: true, get: v } : { value: v });
   const copyProps = (to, from) =>  // esbuild's __copyProps: getters for the keys `to` lacks
     Object.keys(from).reduce((o, k) => (k in o ? o : def(o, k, () => from[k], true)), to);
-  const sourceURL = (rec) => '\n//# sourceURL=' + urlOf(rec.path);
+  const sourceURL = (rec, c) => '\n//# sourceURL=' + urlOf(rec.path) +  // c: line 1's text column
+    (rec.maps && c ? '\n//# sourceMappingURL=' + urlOf('~map/' + rec.path) + '?c=' + c : '');
   // A bundle's call. Row: [id, path, [[specifier, id or barrel view], …], source, ESM table?]
   function define(e, entry, rows, opts) {
     if (e !== epoch) { epoch = e; byId = []; }  // the server restarted: its ids are new
-    const shim = opts && opts.shim ? opts : null;
+    const shim = opts && opts.shim ? opts : null, maps = !!(opts && opts.maps);
     for (const [id, path, deps, src, esm] of rows)  // or [id, null, units, [[unit, line, code], …]]
       if (path === null) more(byId[id], deps, src);
-      else byId[id] = byPath[path] || (byPath[path] = { table: byId, path, deps, src, esm, shim });
+      else byId[id] = byPath[path] ||= { table: byId, path, deps, src, esm, shim, maps };
     return { entry: byId[entry] || null };
   }
   function more(rec, units, code) {  // statements tree shaking left out: run in the module's scope
@@ -61,12 +62,11 @@
     for (const k of ['on', 'once', 'off', 'emit', 'removeListener']) p[k] = () => p;
     return p;
   }
-  // `(function<head> {source\n})`, lines in place, named by its URL for devtools; with the shim,
-  // process and global are parameters of an outer function (a module's own `let process` works).
+  // `(function<head> {source\n})`, lines kept, named for devtools; shim: process, global parameters
   function compile(rec, head) {
-    const fn = `(function${head} {${rec.src}\n})`, url = sourceURL(rec);
-    if (!rec.shim) return indirectEval(fn + url);
-    return indirectEval(`((process, global) => ${fn})${url}`)(processFor(rec.shim), global);
+    const f = `(function${head} {${rec.src}\n})`, w = rec.shim ? `((process, global) => ${f})` : f;
+    const run = indirectEval(w + sourceURL(rec, w.indexOf('{') + 1));
+    return rec.shim ? run(processFor(rec.shim), global) : run;
   }
   function load(rec) {  // a CommonJS module's exports, running it the first time
     if (rec.module) return rec.module.exports;  // done, or running (a cycle sees partial exports)

@@ -18,12 +18,9 @@ namespace csgi::mw::bundler {
 /// JavaScript/JSON.
 std::string_view esbuild_loader(std::string_view path) noexcept;
 
-/// The JavaScript module a stylesheet is delivered as: it adds the CSS to the document as a
-/// <style data-csgi-css="path"> element unless one for that path is already there.
-std::string css_module(std::string_view path, std::string_view css);
-
 struct TranspileResult {
   std::shared_ptr<const std::string> code;  // null on error
+  std::shared_ptr<const std::string> map;   // esbuild's source map of `code` (JSON), null when it gave none
   std::string error;                        // "file:line:column: message" (esbuild's first error)
 };
 
@@ -44,6 +41,7 @@ private:
   struct Entry {
     std::string key;  // loader, tsconfig and source: an exact match, never a hash alone
     std::shared_ptr<const std::string> code;
+    std::shared_ptr<const std::string> map;
   };
   std::string program_;
   std::size_t cap_;

@@ -210,6 +210,9 @@ public:
   /// The stylesheet at root-relative real path `rel` as esbuild's CSS loader leaves it (what its module
   /// adds to the page). Null when unreadable or refused (the reason in `error`).
   SharedBytes stylesheet(const std::string& rel, std::string& error);
+  /// esbuild's output for the TypeScript/JSX file at root-relative `rel` (from the transform cache when
+  /// its text is unchanged), with its source map; `original` gets the file's text.
+  TranspileResult transpiled(const std::string& rel, std::string& original);
 
 private:
   /// The file's text as the lexer sees it: esbuild's output for TypeScript and JSX. Null when unreadable

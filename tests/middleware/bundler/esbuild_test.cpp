@@ -131,8 +131,6 @@ TEST_CASE("esbuild: an imported stylesheet goes out as a module that adds it to 
   t.write("src/main.ts", "import './theme.css';\nimport './button';\nexport const ok: boolean = true;\n");
   t.write("src/theme.css", "/* theme */\nbody { color: red }\n");
   t.write("src/button.css", ".button { content: \"\\\"q\\\"\" }\n");
-  t.write("src/m.ts", "import s from './x.module.css';\nconsole.log(s.a);\n");
-  t.write("src/x.module.css", ".a { color: blue }\n");
   BundlerOptions o;
   o.esbuild = esbuild_program();
   auto app = app_of(t.root(), o);
@@ -143,9 +141,6 @@ TEST_CASE("esbuild: an imported stylesheet goes out as a module that adds it to 
   CHECK_THAT(res.body, Catch::Contains("data-csgi-css"));
   CHECK_THAT(res.body, Catch::Contains("color: red"));
   CHECK_THAT(res.body, !Catch::Contains("/* theme */"));
-  auto mod = call(app, "GET /src/m.ts");
-  CHECK(mod.status == 422);
-  CHECK_THAT(mod.body, Catch::Contains("src/x.module.css: CSS modules (.module.css) are not supported"));
 }
 
 TEST_CASE("esbuild: a program that exits without reading its input is an error, not a SIGPIPE", "[bundler]") {

@@ -271,7 +271,7 @@ TEST_CASE("bundler: defines replace process.env.NODE_ENV per mode, keeping every
   REQUIRE(dev.status == 200);
   CHECK(source_of(dev.body) ==
         R"(var e = \"development\", s = 'process.env.NODE_ENV';\nif (\"development\"\n) x(__DEV__, __DEV__.y, process.env.OTHER);\n// process.env.NODE_ENV\n)");
-  CHECK_THAT(dev.body, Catch::EndsWith("\n],{\"shim\":1,\"env\":{\"NODE_ENV\":\"development\"}});\n"));
+  CHECK_THAT(dev.body, Catch::EndsWith("\n],{\"shim\":1,\"env\":{\"NODE_ENV\":\"development\"},\"maps\":1});\n"));
 
   BundlerOptions o;
   o.mode = BundlerOptions::Mode::production;
@@ -281,7 +281,10 @@ TEST_CASE("bundler: defines replace process.env.NODE_ENV per mode, keeping every
   REQUIRE(prod.status == 200);
   CHECK(source_of(prod.body) ==
         R"(var e = \"production\", s = 'process.env.NODE_ENV';\nif (\"production\"\n) x(false, false.y, 42);\n\n)");  // the comment left out, its line kept
-  CHECK_THAT(prod.body, Catch::EndsWith("\n]);\n"));
+  CHECK_THAT(prod.body, Catch::EndsWith("\n],{\"maps\":1});\n"));
+  o.source_maps = false;
+  CHECK_THAT(call(app_of(t.root(), o), "GET /main.js").body, Catch::EndsWith("\n]);\n"));
+  CHECK(call(app_of(t.root(), o), "GET /~map/main.js").status == 404);
 
   BundlerOptions bad;
   bad.defines = {{"X", "1\n+2"}};

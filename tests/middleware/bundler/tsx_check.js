@@ -6,7 +6,8 @@
 //   node tsx_check.js --tool <csgi-bundle> --app <tsx_app> --corpus <dir with node_modules>
 //                     --playwright <playwright-core>
 // Checks: the same DOM after the first render and after the route opens; the stylesheet applied once;
-// the route's bundle carries only the route's modules (none the page already holds).
+// the route's bundle carries only the route's modules (none the page already holds); a CSS module's
+// scoped class and its url() image (served under /bundle/~asset/) in the page.
 const { startServer } = require('./serve.js');
 const { bundlePaths } = require('./bundle_server.js');
 const assert = require('assert');
@@ -83,12 +84,45 @@ async function main() {
     assert.deepStrictEqual(ours.later[0].sort(), ['src/routes/Settings.tsx', 'src/util/format.ts'],
       'the route bundle holds only what the page lacked');
     console.log(`ok: same DOM as esbuild (${ours.first.length} + ${ours.second.length} chars); route bundle: ${ours.later[0].join(', ')}`);
+    await cssModule(browser, server, root);
     await liveReload(browser, root);
   } finally {
     await browser.close();
     server.proc.kill('SIGTERM');
     fs.rmSync(root, { recursive: true, force: true });
   }
+}
+
+// A CSS module with a url() reference, imported by a module the page loads later: the scoped class
+// takes the stylesheet's rules and the image the browser fetches is the one next to the stylesheet.
+async function cssModule(browser, server, root) {
+  fs.mkdirSync(path.join(root, 'src/badge/img'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'src/badge/img/dot.svg'),
+    '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4" fill="red"/></svg>');
+  fs.writeFileSync(path.join(root, 'src/badge/badge.module.css'),
+    '.badge { color: rgb(1, 2, 3); background-image: url(img/dot.svg) }\n:global(.plain) .badge { color: rgb(4, 5, 6) }\n');
+  fs.writeFileSync(path.join(root, 'src/badge/badge.ts'), "import styles, { badge } from './badge.module.css';\n" +
+    "const el: HTMLElement = document.createElement('b');\nel.className = badge;\nel.id = 'badge';\n" +
+    'document.body.appendChild(el);\nexport default styles;\n');
+  const p = await browser.newPage();
+  const assets = [];
+  p.on('response', (r) => { if (r.url().includes('/~asset/')) assets.push([new URL(r.url()).pathname, r.status()]); });
+  await p.goto(`${server.url}/csgi.html`);
+  const got = await p.evaluate(async () => {
+    const ns = await require.async('./src/badge/badge.ts');
+    const el = document.getElementById('badge'), style = getComputedStyle(el);
+    const image = style.backgroundImage;  // the browser loads it once the element is styled
+    await new Promise((r) => { const i = new Image(); i.onload = i.onerror = r; i.src = image.slice(5, -2); });
+    return { map: ns.default, className: el.className, color: style.color, image };
+  });
+  await p.close();
+  assert.strictEqual(got.className, got.map.badge, 'the named export is the default map\'s name');
+  assert.match(got.className, /^badge_badge_[0-9a-f]{6}$/);
+  assert.strictEqual(got.color, 'rgb(1, 2, 3)', 'the scoped class takes its rules (the :global one does not apply)');
+  assert.match(got.image, /\/bundle\/~asset\/src\/badge\/img\/dot\.svg"\)$/);
+  assert.deepStrictEqual(assets.find(([u]) => u === '/bundle/~asset/src/badge/img/dot.svg'),
+    ['/bundle/~asset/src/badge/img/dot.svg', 200], 'the image served: ' + JSON.stringify(assets));
+  console.log(`ok: CSS module ${got.className}, url() -> ${got.image}`);
 }
 
 // Live reload: an edit of a .tsx module reloads the open page; an edit of a stylesheet replaces its

@@ -1,0 +1,120 @@
+#include "csgi/middleware/bundler/detail/css.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "bundler_fixture.hpp"
+#include "csgi/core/test_client.hpp"
+
+using csgi::testing::call;
+using namespace bundler_test;
+namespace bundler = csgi::mw::bundler;
+
+namespace {
+std::string esbuild_program() {
+  const char* p = std::getenv("CSGI_TEST_ESBUILD");
+  REQUIRE(p != nullptr);
+  return p;
+}
+std::string rewritten(std::string_view css, std::string_view path) {
+  return bundler::split_urls(css, path).join("/b");
+}
+}  // namespace
+
+TEST_CASE("css: relative url() references become <mount>/~asset/ URLs; others stay", "[bundler]") {
+  CHECK(rewritten(".a{background:url(img/a.png)}", "src/x.css") == ".a{background:url(\"/b/~asset/src/img/a.png\")}");
+  CHECK(rewritten(".a{background:URL( \"../i.svg#g\" ) no-repeat}", "src/x.css") ==
+        ".a{background:url(\"/b/~asset/i.svg#g\") no-repeat}");
+  CHECK(rewritten("@font-face{src:url('./f/a b.woff2?v=1') format(\"woff2\")}", "x.css") ==
+        "@font-face{src:url(\"/b/~asset/f/a%20b.woff2?v=1\") format(\"woff2\")}");
+  CHECK(rewritten(".a{background:url(a%28b%29.png)}", "x.css") == ".a{background:url(\"/b/~asset/a%28b%29.png\")}");
+  for (const char* same : {".a{background:url(data:image/png;base64,AAAA)}", ".a{background:url(\"https://x.test/a.png\")}",
+                           ".a{background:url(//x.test/a.png)}", ".a{background:url(/abs.png)}",
+                           ".a{filter:url(#blur)}", ".a{background:url(\"\")}", ".a{background:url(../../up.png)}",
+                           ".a{content:\"url(a.png)\"}", ".a{background:myurl(a.png)}", "/* url(a.png) */.a{}"}) {
+    INFO(same);
+    CHECK(rewritten(same, "src/x.css") == same);
+  }
+  auto parts = bundler::split_urls("a{b:url(x.png)}c{d:url(y.png)}", "s.css");
+  CHECK(parts.text == std::vector<std::string>{"a{b:url(\"", "\")}c{d:url(\"", "\")}"});
+  CHECK(parts.assets == std::vector<std::string>{"/~asset/x.png", "/~asset/y.png"});
+}
+
+TEST_CASE("css: a CSS module's local names are scoped and listed", "[bundler]") {
+  auto s = bundler::scope_css(
+      ".btn, .btn-primary:hover > .icon:not(.x) {\n  color: red;\n  width: 0.5em;\n}\n"
+      ":global(.page) .btn {\n  margin: 0;\n}\n@media (min-width: 10.5em) {\n  .icon {\n    content: \".fake\";\n  }\n}\n"
+      "@keyframes spin {\n  to {\n    transform: rotate(1turn);\n  }\n}\n"
+      ".x {\n  animation: spin 1s linear;\n  animation-name: spin, other;\n}\n[class~=btn] {\n  top: 0;\n}\n",
+      "src/Button.module.css");
+  std::map<std::string, std::string> names(s.names.begin(), s.names.end());
+  REQUIRE(names.size() == 5);
+  const std::string btn = names.at("btn"), spin = names.at("spin");
+  CHECK(btn.starts_with("Button_btn_"));
+  CHECK(names.at("btn-primary").starts_with("Button_btn-primary_"));
+  CHECK(spin.starts_with("Button_spin_"));
+  CHECK(!names.contains("page"));
+  CHECK(!names.contains("fake"));
+  CHECK(bundler::scope_css(".btn{}", "other/Button.module.css").names[0].second != btn);  // the path is in the hash
+  CHECK_THAT(s.css, Catch::StartsWith("." + btn + ", ." + names.at("btn-primary") + ":hover > ." + names.at("icon") +
+                                      ":not(." + names.at("x") + ") {\n  color: red;\n  width: 0.5em;\n}\n"));
+  CHECK_THAT(s.css, Catch::Contains("\n.page ." + btn + " {"));
+  CHECK_THAT(s.css, Catch::Contains("@media (min-width: 10.5em) {\n  ." + names.at("icon") + " {\n    content: \".fake\";"));
+  CHECK_THAT(s.css, Catch::Contains("@keyframes " + spin + " {"));
+  CHECK_THAT(s.css, Catch::Contains("animation: " + spin + " 1s linear;"));
+  CHECK_THAT(s.css, Catch::Contains("animation-name: " + spin + ", other;"));
+  CHECK_THAT(s.css, Catch::Contains("[class~=btn] {"));
+}
+
+TEST_CASE("css: a stylesheet's assets in the bundle, under ~css and at ~asset", "[.esbuild]") {
+  Tree t;
+  t.write("src/main.js", "require('./theme.css');\n");
+  t.write("src/theme.css", ".a { background: url(img/dot.png) }\n.b { background: url(data:image/gif;base64,R0lGOD) }\n");
+  t.write("src/img/dot.png", "\x89PNG fake");
+  t.write("src/secret.txt", "secret");
+  BundlerOptions o;
+  o.esbuild = esbuild_program();
+  o.mount = "/bundle";
+  Bundler bundler([](csgi::Env&) { return csgi::Response::text(404, "next"); }, t.root(), o);
+  csgi::App app = [&bundler](csgi::Env& env) { return bundler(env); };
+  auto res = call(app, "GET /bundle/src/main.js");
+  REQUIRE(res.status == 200);
+  // The module builds the URL from the loader's base at run time (the bundle does not depend on the mount).
+  CHECK_THAT(res.body, Catch::Contains(R"(csgiRequire.base():'';)"));
+  CHECK_THAT(res.body, Catch::Contains(R"(url(\\\"\"+b+\"/~asset/src/img/dot.png\"+\"\\\");)"));
+  CHECK_THAT(res.body, Catch::Contains("url(data:image/gif;base64,R0lGOD)"));
+  auto css = call(app, "GET /bundle/~css/src/theme.css");
+  CHECK(css.status == 200);
+  CHECK_THAT(css.body, Catch::Contains("background: url(\"/bundle/~asset/src/img/dot.png\")"));
+  auto png = call(app, "GET /bundle/~asset/src/img/dot.png");
+  CHECK(png.status == 200);
+  CHECK(png.header("Content-Type") == "image/png");
+  CHECK(png.body == "\x89PNG fake");
+  CHECK(call(app, "GET /bundle/~asset/src/secret.txt").status == 404);
+  CHECK(call(app, "GET /bundle/~asset/src/main.js").status == 404);
+  CHECK(call(app, "GET /bundle/~asset/src/none.png").status == 404);
+  CHECK(call(app, "GET /bundle/~asset/../x.png").status != 200);
+}
+
+TEST_CASE("css: a CSS module exports its scoped names and adds the scoped stylesheet", "[.esbuild]") {
+  Tree t;
+  t.write("src/m.js", "import s, {btn} from './x.module.css';\nexport const out = [s.btn, btn, s['btn-wide']];\n");
+  t.write("src/x.module.css", ".btn { color: blue }\n.btn-wide { width: 100% }\n.class { top: 0 }\n");
+  BundlerOptions o;
+  o.esbuild = esbuild_program();
+  auto app = [&] {
+    auto b = std::make_shared<Bundler>(t.root(), o);
+    return csgi::App([b](csgi::Env& env) { return (*b)(env); });
+  }();
+  auto res = call(app, "GET /src/m.js");
+  REQUIRE(res.status == 200);
+  CHECK(set_of(parse(res.body)) == std::set<std::string>{"src/m.js", "src/x.module.css"});
+  auto s = bundler::scope_css(".btn {\n  color: blue;\n}\n", "src/x.module.css");
+  const std::string btn = s.names[0].second;
+  CHECK_THAT(res.body, Catch::Contains("." + btn + " {"));
+  CHECK_THAT(res.body, Catch::Contains("btn-wide"));
+  CHECK_THAT(res.body, !Catch::Contains(".btn {"));
+  // Named exports for identifiers only: `btn`, not `btn-wide` nor the reserved word `class`.
+  CHECK_THAT(res.body, Catch::Contains(R"({"x":["default","btn"],)"));
+}
