@@ -49,9 +49,16 @@ struct Job {
   void report(std::string_view what) const noexcept {
     try {
       std::string line;
-      if (env)
-        line.append((*env)[keys::REQUEST_METHOD]).append(" ").append((*env)[keys::REQUEST_URI]).append(" ")
-            .append((*env)[keys::SERVER_PROTOCOL]).append(": ");
+      if (env) {
+        line.append((*env)[keys::REQUEST_METHOD]).append(" ");
+        if (std::string_view uri = (*env)[keys::REQUEST_URI]; !uri.empty()) {
+          line.append(uri);
+        } else {  // a CGI gateway need not pass REQUEST_URI
+          line.append((*env)[keys::SCRIPT_NAME]).append((*env)[keys::PATH_INFO]);
+          if (std::string_view q = (*env)[keys::QUERY_STRING]; !q.empty()) line.append("?").append(q);
+        }
+        line.append(" ").append((*env)[keys::SERVER_PROTOCOL]).append(": ");
+      }
       line.append("PSGI app: ").append(what);
       if (line.empty() || line.back() != '\n') line += '\n';
       if (env)

@@ -51,6 +51,12 @@ my %routes = (
     '/delayed' => sub {
         return sub { my $respond = shift; $respond->([202, ['Content-Type' => 'text/plain'], ['later']]) };
     },
+    '/hints' => sub {
+        my $env = shift;
+        my $sent = $env->{'psgix.informational'}
+            ? $env->{'psgix.informational'}->(103, ['Link' => '</style.css>; rel=preload; as=style']) : 0;
+        return [200, ['Content-Type' => 'text/plain'], ["sent=" . ($sent ? 1 : 0)]];
+    },
     '/die' => sub { die "the app died on purpose\n" },
     '/bad' => sub { return "not a response" },
     '/errors' => sub {

@@ -6,6 +6,7 @@ use warnings;
 use File::Temp qw(tempdir);
 use FindBin;
 use HTTP::Tiny;
+use IO::Socket::INET;
 use Test::More;
 use Test::TCP qw(test_tcp);
 
@@ -30,6 +31,16 @@ for my $workers (0, 2) {
     );
 }
 done_testing;
+
+# One request on a fresh connection; everything the server sends until it closes.
+sub exchange {
+    my ($port, $request) = @_;
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10) or die $!;
+    print $sock $request;
+    local $/;
+    my $answer = <$sock>;
+    return defined $answer ? $answer : '';
+}
 
 sub client {
     my ($port, $workers, $log) = @_;
@@ -88,6 +99,18 @@ sub client {
     $r = $http->get("$base/delayed");
     is $r->{status}, 202, 'delayed response';
     is $r->{content}, 'later';
+
+    # Interim responses from the perl thread: HTTP/2 sends them; csgi's HTTP/1 codec sends them only from
+    # its io thread or app-thread pool, so there the callback returns false and the response is unchanged.
+    SKIP: {
+        skip 'curl is not installed', 2 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
+        my $h2 = `curl -s -i --max-time 10 --http2-prior-knowledge http://127.0.0.1:$port/hints`;
+        like $h2, qr{^HTTP/2 103\s*\r\nlink: </style\.css>; rel=preload; as=style\r\n\r\nHTTP/2 200 }i,
+            'psgix.informational sends a 103 before the response (h2c)';
+        like $h2, qr/sent=1\z/;
+    }
+    my $raw = exchange($port, "GET /hints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    like $raw, qr{^HTTP/1\.1 200 .*sent=0\z}s, 'HTTP/1: no interim response from the perl thread, the final one intact';
 
     $r = $http->get("$base/die");
     is $r->{status}, 500, 'die answers 500';
