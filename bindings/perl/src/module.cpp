@@ -71,7 +71,8 @@ std::string lib_dir() {
 
 int load_psgi_app(const char* file, unsigned workers, const char* const* args, int argc, void* app_out, char* err,
                   size_t err_size) {
-  auto failed = [&](const std::string& what) {
+  auto failed = [&](std::string what) {
+    while (!what.empty() && what.back() == '\n') what.pop_back();
     std::snprintf(err, err_size, "--psgi %s: %s", file, what.c_str());
     return -1;
   };

@@ -57,6 +57,7 @@ my %routes = (
             ? $env->{'psgix.informational'}->(103, ['Link' => '</style.css>; rel=preload; as=style']) : 0;
         return [200, ['Content-Type' => 'text/plain'], ["sent=" . ($sent ? 1 : 0)]];
     },
+    '/dropped' => sub { sub { } },
     '/die' => sub { die "the app died on purpose\n" },
     '/bad' => sub { return "not a response" },
     '/errors' => sub {

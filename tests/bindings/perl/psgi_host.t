@@ -118,6 +118,9 @@ sub client {
     $r = $http->get("$base/bad");
     is $r->{status}, 500, 'a response that is no array or code answers 500';
 
+    $r = $http->get("$base/dropped");
+    is $r->{status}, 500, 'a responder dropped unanswered answers 500';
+
     $r = $http->get("$base/errors");
     is $r->{status}, 200, 'psgi.errors';
 
@@ -132,5 +135,6 @@ sub client {
     my $errors = do { local $/; <$in> };
     like $errors, qr{GET /die HTTP/1\.1: PSGI app: the app died on purpose}, 'the die is logged with the request line';
     like $errors, qr{GET /bad HTTP/1\.1: PSGI app: .*array reference}, 'the bad response is logged';
+    like $errors, qr{GET /dropped HTTP/1\.1: PSGI app: the PSGI app dropped its responder}, 'the dropped responder is logged';
     like $errors, qr{a message for psgi\.errors}, 'psgi.errors reaches the error log';
 }

@@ -16,7 +16,7 @@ sub new {
 sub run {
     my ($self, $app) = @_;
     my @listen = @{ $self->{listen} || [] };
-    push @listen, $self->{socket} if defined $self->{socket};
+    push @listen, $self->{socket} if defined $self->{socket} && !grep { $_ eq $self->{socket} } @listen;
     if (!@listen) {
         my $host = $self->{host};
         my $port = defined $self->{port} ? $self->{port} : 5000;
