@@ -12,9 +12,11 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "csgi/core/app_failure.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/process.hpp"
@@ -37,37 +39,28 @@ struct Job {
   Job(Env& e, Responder r) : env(&e), responder(std::move(r)) {}
   Job(const Job&) = delete;
   ~Job() {
-    if (answered) return;
-    report("the PSGI app dropped its responder without answering");
+    if (!answered) fail("the PSGI app dropped its responder without answering");
+  }
+  // The app failed: logged as every adapter logs a failed app (core/app_failure.hpp); 500 (or the problem
+  // response app_failure_response() makes) when nothing was sent yet, else the body ends there.
+  void fail(std::string_view what) noexcept {
     try {
-      responder.respond(Response::error(500));
+      std::string message(what);
+      while (!message.empty() && message.back() == '\n') message.pop_back();
+      if (!env) {
+        std::fprintf(stderr, "csgi: the PSGI app failed after its response: %s\n", message.c_str());
+      } else if (!answered) {
+        answered = true;
+        responder.respond(app_failure_response(*env, std::make_exception_ptr(std::runtime_error(message))));
+      } else {
+        env->errors().write(app_failure_line(*env, 0, "the PSGI app raised: " + message));
+        if (writer) writer->close();
+      }
     } catch (...) {
     }
+    complete();
   }
   ErrorStream* errors() const noexcept { return env ? &env->errors() : nullptr; }
-  // "GET /path HTTP/1.1: what\n" on csgi.errors (stderr once the response is complete).
-  void report(std::string_view what) const noexcept {
-    try {
-      std::string line;
-      if (env) {
-        line.append((*env)[keys::REQUEST_METHOD]).append(" ");
-        if (std::string_view uri = (*env)[keys::REQUEST_URI]; !uri.empty()) {
-          line.append(uri);
-        } else {  // a CGI gateway need not pass REQUEST_URI
-          line.append((*env)[keys::SCRIPT_NAME]).append((*env)[keys::PATH_INFO]);
-          if (std::string_view q = (*env)[keys::QUERY_STRING]; !q.empty()) line.append("?").append(q);
-        }
-        line.append(" ").append((*env)[keys::SERVER_PROTOCOL]).append(": ");
-      }
-      line.append("PSGI app: ").append(what);
-      if (line.empty() || line.back() != '\n') line += '\n';
-      if (env)
-        env->errors().write(line);
-      else
-        std::fwrite(line.data(), 1, line.size(), stderr);
-    } catch (...) {
-    }
-  }
   void complete() noexcept {
     env = nullptr;
     writer.reset();
@@ -292,24 +285,12 @@ SV* start(pTHX_ SV* self, SV* status_sv, SV* headers_sv) {
   }
 }
 
-// A failed app: logged with the request line; 500 when nothing was sent yet, else the body ends.
 void fail(pTHX_ SV* self, SV* message) {
   JobPtr* h = handle_of(aTHX_ self);
   if (!h || !*h) return;
-  Job& job = **h;
   STRLEN len = 0;
   const char* m = SvPV(message, len);
-  job.report(std::string_view(m, len));
-  try {
-    if (!job.answered) {
-      job.answered = true;
-      job.responder.respond(Response::error(500));
-    } else if (job.writer) {
-      job.writer->close();
-    }
-  } catch (...) {
-  }
-  job.complete();
+  (*h)->fail(std::string_view(m, len));
 }
 
 bool inform(pTHX_ SV* self, SV* status_sv, SV* headers_sv) {

@@ -133,8 +133,8 @@ sub client {
 
     open my $in, '<', $log or die $!;
     my $errors = do { local $/; <$in> };
-    like $errors, qr{GET /die HTTP/1\.1: PSGI app: the app died on purpose}, 'the die is logged with the request line';
-    like $errors, qr{GET /bad HTTP/1\.1: PSGI app: .*array reference}, 'the bad response is logged';
-    like $errors, qr{GET /dropped HTTP/1\.1: PSGI app: the PSGI app dropped its responder}, 'the dropped responder is logged';
+    like $errors, qr{^csgi: 500 for "GET /die HTTP/1\.1": the app raised: the app died on purpose$}m, 'the die is logged with the request line';
+    like $errors, qr{^csgi: 500 for "GET /bad HTTP/1\.1": the app raised: .*array reference}m, 'the bad response is logged';
+    like $errors, qr{^csgi: 500 for "GET /dropped HTTP/1\.1": the app raised: the PSGI app dropped its responder}m, 'the dropped responder is logged';
     like $errors, qr{a message for psgi\.errors}, 'psgi.errors reaches the error log';
 }
