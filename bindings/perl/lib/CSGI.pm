@@ -26,6 +26,13 @@ sub serve {
     return _serve($app, \@argv, $workers > 0);
 }
 
+# A csgi app library (CSGI_APP) as a PSGI app: CSGI->load_app("libapp.so", @app_args).
+sub load_app {
+    my ($class, $path, @args) = @_;
+    my $app = _load_app($path, \@args);
+    return sub { $app->call($_[0]) };
+}
+
 # The app of a .psgi file: the value of its last statement, evaluated in a package of its own.
 sub _load_psgi {
     my $file = File::Spec->rel2abs(shift);

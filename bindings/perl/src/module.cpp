@@ -57,6 +57,7 @@ XS_INTERNAL(xs_serve) {
 
 void define_module(pTHX) {
   define_request_classes(my_perl);
+  define_app_classes(my_perl);
   newXS("CSGI::_serve", xs_serve, __FILE__);
 }
 

@@ -21,6 +21,10 @@ namespace csgi::perl {
 /// the thread that made the interpreter may use it again (CSGI::serve).
 App psgi_app(PerlInterpreter* interp, struct sv* app, bool multiprocess);
 
+/// Defines CSGI::_load_app and the XSUBs of the CSGI::App and CSGI::Body classes in `interp`: a csgi app
+/// library as a PSGI app (from_csgi.cpp; CSGI->load_app in lib/CSGI.pm).
+void define_app_classes(PerlInterpreter* interp);
+
 /// Defines the XSUBs of the CSGI::Request, CSGI::Writer, CSGI::Input and CSGI::Errors classes in `interp`.
 void define_request_classes(PerlInterpreter* interp);
 
