@@ -96,6 +96,11 @@ sub _respond {
     return;
 }
 
+sub CSGI::Errors::printf {
+    my ($self, $format, @args) = @_;
+    return $self->print(sprintf $format, @args);
+}
+
 require Scalar::Util;
 require overload;
 
