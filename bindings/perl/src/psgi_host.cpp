@@ -97,8 +97,6 @@ public:
     generation_ = ~0u;
   }
 
-  bool multiprocess() const noexcept { return multiprocess_; }
-
 private:
   void run() {
     PERL_SET_CONTEXT(interp_);
@@ -111,7 +109,11 @@ private:
         job = std::move(queue_.front());
         queue_.pop_front();
       }
-      handle(std::move(job));
+      try {
+        handle(std::move(job));
+      } catch (const std::exception& e) {  // nothing leaves the thread
+        std::fprintf(stderr, "csgi: the PSGI host: %s\n", e.what());
+      }
     }
     std::lock_guard lock(mu_);
     running_ = false;
