@@ -16,6 +16,7 @@ run_pkgs=(
   libfcgi-dev zlib1g-dev libbrotli-dev libcrypt-dev libssl-dev
   pybind11-dev python3-dev python3-pybind11 nlohmann-json3-dev libnghttp2-dev libsystemd-dev
   node-ramda
+  libperl-dev
 )
 build_pkgs=(
   "${run_pkgs[@]}" catch2 libbenchmark-dev libhiredis-dev
@@ -31,6 +32,7 @@ test_pkgs=(
   openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart redis-server
+  libplack-perl libtest-tcp-perl starman libcatalyst-devel-perl
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest

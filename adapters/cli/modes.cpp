@@ -6,6 +6,9 @@
 #ifdef CSGI_EMBED_PYTHON  // set by bindings/CMakeLists.txt when libpython can be embedded
 #include "csgi/bindings/python_host.hpp"
 #endif
+#ifdef CSGI_EMBED_PERL  // set by bindings/perl/CMakeLists.txt when libperl can be embedded
+#include "csgi/bindings/perl/perl_host.hpp"
+#endif
 
 namespace csgi::cli {
 
@@ -42,6 +45,18 @@ const std::vector<Mode>& modes() {
        "embedded libpython; CSGI_PYTHON_EMBED=1 embeds instead). See docs/python.md.",
        [](const ModeArgs& a, App) {
          return python_host::load_asgi_app(a.value, a.options ? a.options->server.workers : 0, a.app_args);
+       }},
+#endif
+#ifdef CSGI_EMBED_PERL
+      {"psgi", "APP.psgi", Mode::Kind::source, "serve a Perl PSGI app (Plack, Catalyst, Dancer)",
+       "Loads APP.psgi as plackup does (the value of its last statement) into an embedded perl, loaded only "
+       "for this mode (libperl and the CSGI Perl module), and serves it with the full PSGI 1.1 protocol "
+       "(streaming, filehandle bodies sent as files). The interpreter runs on a perl thread of each serving "
+       "process, handed each request without blocking the io threads, so requests of a process run one "
+       "at a time: use --workers N (the app is loaded before the fork). A die answers 500, logged with the "
+       "request line. @ARGV is the --app-arg values. See docs/perl.md.",
+       [](const ModeArgs& a, App) {
+         return perl_host::load_psgi_app(a.value, a.options ? a.options->server.workers : 0, a.app_args);
        }},
 #endif
       {"static", "DIR", Mode::Kind::layer, "serve the files under DIR (in front of the app, if any)",

@@ -20,9 +20,16 @@ void watch_for_reload(const CommandLine& cl, standalone::ServerOptions::Reload& 
       reload.tree_suffix = ".py";
       return;
     }
-    throw UsageError("--reload: --" + std::string(name) + " has no files to watch; it reloads --app LIB.so and --wsgi");
+    if (name == "psgi") {
+      reload.files.push_back(fs::absolute(c.value, ec).lexically_normal().string());
+      reload.trees.push_back(fs::current_path(ec).string());
+      reload.tree_suffix = ".pm";
+      return;
+    }
+    throw UsageError("--reload: --" + std::string(name) +
+                     " has no files to watch; it reloads --app LIB.so, --wsgi and --psgi");
   }
-  throw UsageError("--reload needs --app LIB.so or --wsgi MODULE:APP: the files it watches");
+  throw UsageError("--reload needs --app LIB.so, --wsgi MODULE:APP or --psgi APP.psgi: the files it watches");
 }
 
 }  // namespace csgi::cli

@@ -7,7 +7,7 @@ namespace csgi::cli {
 
 /// Fills `reload.files` / `reload.trees` for the source mode of `cl`: `--app LIB.so` → that file;
 /// `--wsgi MODULE:APP` → every .py file under the current directory (where the module is imported from
-/// first). Throws UsageError for a source with nothing to watch (--demo, or no source).
+/// first); `--psgi APP.psgi` → that file and every .pm file under the current directory. Throws UsageError for a source with nothing to watch (--demo, or no source).
 void watch_for_reload(const CommandLine& cl, standalone::ServerOptions::Reload& reload);
 
 }  // namespace csgi::cli
