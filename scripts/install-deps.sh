@@ -19,6 +19,7 @@ run_pkgs=(
 )
 build_pkgs=(
   "${run_pkgs[@]}" catch2 libbenchmark-dev
+  ruby-dev
 )
 deb_pkgs=(
   "${run_pkgs[@]}" dpkg-dev file
@@ -31,6 +32,7 @@ test_pkgs=(
   openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart
+  ruby-rack ruby-rack-test ruby-sinatra puma
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest
