@@ -20,6 +20,13 @@ void watch_for_reload(const CommandLine& cl, standalone::ServerOptions::Reload& 
       reload.tree_suffix = ".py";
       return;
     }
+    if (name == "rack") {
+      fs::path ru = fs::absolute(c.value, ec).lexically_normal();
+      reload.files.push_back(ru.string());
+      reload.trees.push_back(ru.parent_path().string());
+      reload.tree_suffix = ".rb";
+      return;
+    }
     throw UsageError("--reload: --" + std::string(name) + " has no files to watch; it reloads --app LIB.so and --wsgi");
   }
   throw UsageError("--reload needs --app LIB.so or --wsgi MODULE:APP: the files it watches");

@@ -178,3 +178,21 @@ def test_config_that_does_not_load(start, csgi_bin, tmp_path):
         out = log.read_text()
         assert rc == (3 if extra else 1), out
         assert "did not load: SyntaxError" in out and "bad.ru:1" in out
+
+
+def test_reload_on_rb_change(start, csgi_bin, tmp_path):
+    (tmp_path / "msg.rb").write_text('MSG = "one"\n')
+    (tmp_path / "config.ru").write_text('require_relative "msg"\n'
+                                        'run ->(env) { [200, {"Content-Type" => "text/plain"}, [MSG]] }\n')
+    s = start([csgi_bin, "serve", "--rack", str(tmp_path / "config.ru"), "--reload", "--listen", "127.0.0.1:0"])
+    assert s.request("GET", "/")[2] == b"one"
+    (tmp_path / "msg.rb").write_text("MSG = \n")  # does not load: the old worker keeps serving
+    deadline = time.monotonic() + 20
+    while "reload failed" not in s.output() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "msg.rb:1: syntax error" in s.output() and s.request("GET", "/")[2] == b"one"
+    (tmp_path / "msg.rb").write_text('MSG = "two"\n')
+    deadline = time.monotonic() + 20
+    while s.request("GET", "/")[2] != b"two" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert s.request("GET", "/")[2] == b"two", s.output()
