@@ -3,11 +3,17 @@ reads and rewinds, streaming as produced, to_path as the file, close called once
 import json
 import os
 import socket
+import sys
 import time
 
 import pytest
 
-from conftest import HERE
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rack_server import csgi_bin, only_under_rack_host_test, start  # noqa: E402,F401 (fixtures)
+
+only_under_rack_host_test()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture

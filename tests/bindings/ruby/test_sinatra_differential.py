@@ -3,9 +3,15 @@ body and the fields an app sets; the port in absolute URLs and the session cooki
 import os
 import re
 import shutil
+import sys
 import hashlib
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rack_server import csgi_bin, only_under_rack_host_test, start  # noqa: E402,F401 (fixtures)
+
+only_under_rack_host_test()
 
 UPLOAD = os.urandom(150000)
 

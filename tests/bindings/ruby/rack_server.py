@@ -1,4 +1,5 @@
-"""Fixtures for the Rack host tests: servers started on 127.0.0.1 port 0, their port read from their log."""
+"""Fixtures for the Rack host tests (imported by each test module): servers started on 127.0.0.1 port 0,
+their port read from their log. Not a conftest.py: tests/bindings/*.py import their own conftest by name."""
 import http.client
 import os
 import re
@@ -10,9 +11,12 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Run by their own ctest entry (rack_host), not again by python_bindings' run over tests/bindings.
-if not os.environ.get("CSGI_RACK_TESTS"):
-    collect_ignore_glob = ["test_*.py"]
+
+
+def only_under_rack_host_test():
+    """Run by their own ctest entry (rack_host), not again by python_bindings' run over tests/bindings."""
+    if not os.environ.get("CSGI_RACK_TESTS"):
+        pytest.skip("run by ctest -R rack_host", allow_module_level=True)
 
 LISTENING = re.compile(rb"listening on (?:http://|tcp://)?127\.0\.0\.1:(\d+)", re.I)
 
