@@ -131,6 +131,7 @@ module CSGI
           elsif body.is_a?(Array)
             sink.complete(status, fields, body.join)
           else
+            raise TypeError, "Rack body #{body.class} does not respond to each" unless body.respond_to?(:each)
             sink.start(status, fields)
             body.each { |chunk| break unless sink.write(chunk) }
           end

@@ -275,7 +275,8 @@ VALUE define_glue(VALUE) {
   rb_define_method(c_response_sink, "file", sink_file, 3);
   rb_define_method(c_response_sink, "start", sink_start, 2);
   rb_define_method(c_response_sink, "write", sink_write, 1);
-  rb_eval_string(glue_source);
+  rb_funcall(rb_mKernel, rb_intern("eval"), 4, rb_str_new_cstr(glue_source), Qnil, rb_str_new_cstr("csgi/rack/glue.rb"),
+             INT2FIX(1));
   m_host = rb_const_get(m, rb_intern("Host"));
   return Qnil;
 }

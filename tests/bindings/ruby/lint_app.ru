@@ -92,6 +92,7 @@ map "/raw" do
   run lambda { |env|
     case env["PATH_INFO"]
     when "/file" then [200, { "Content-Type" => "text/plain" }, FileOnlyBody.new(File.join(__dir__, "lint_app.ru"))]
+    when "/not-a-body" then [200, { "Content-Type" => "text/plain" }, "a String is no Rack body"]
     when "/missing-file" then [200, { "Content-Type" => "text/plain" }, FileOnlyBody.new("/nonexistent/csgi-file")]
     else [404, {}, []]
     end

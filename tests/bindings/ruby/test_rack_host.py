@@ -152,12 +152,15 @@ def test_errors(rack):
         got = read_until(c, b"0\r\n\r\n")
     assert b"one\n" in got and not got.endswith(b"0\r\n\r\n")  # cut: no last chunk
     assert closed(s)["/midstream"] == 1
+    status, _, _ = s.request("GET", "/raw/not-a-body")  # refused before the response starts
+    assert status == 500
     assert s.request("GET", "/env")[0] == 200  # still serving
     out = s.output()
     assert "rack: GET /boom?q=1 HTTP/1.1: ArgumentError: boom from the app\n\t" in out
     assert "lint_app.ru" in out.split("boom from the app", 1)[1]
     assert "errors-line-one\n" in out and "errors-part-two\n" in out and "errors-unterminated\n" in out
     assert "rack: GET /midstream HTTP/1.1: RuntimeError: failed at part 1" in out
+    assert "rack: GET /raw/not-a-body HTTP/1.1: TypeError: Rack body String does not respond to each" in out
     no_lint_error(s)
 
 
