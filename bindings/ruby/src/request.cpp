@@ -227,6 +227,7 @@ struct Call {
   Job* job;
   VALUE app;
   volatile VALUE* objects;  // input source, error sink, response sink: on the caller's stack for the GC
+  std::string* scratch;     // owned by the caller: a raise here skips no destructor
 };
 
 VALUE call_protected(VALUE arg) {
@@ -234,19 +235,7 @@ VALUE call_protected(VALUE arg) {
   c->objects[0] = TypedData_Wrap_Struct(c_input_source, &pointer_type, &c->job->env->input());
   c->objects[1] = TypedData_Wrap_Struct(c_error_sink, &pointer_type, &c->job->env->errors());
   c->objects[2] = TypedData_Wrap_Struct(c_response_sink, &pointer_type, c->job);
-  std::string* scratch = new std::string;  // freed below: no destructor may be skipped by a raise here
-  VALUE env = Qnil;
-  int state = 0;
-  struct EnvArgs {
-    const Env* env;
-    std::string* scratch;
-  } ea{c->job->env, scratch};
-  env = rb_protect([](VALUE a) {
-    auto* p = reinterpret_cast<EnvArgs*>(a);
-    return rack_env(*p->env, *p->scratch);
-  }, reinterpret_cast<VALUE>(&ea), &state);
-  delete scratch;
-  if (state) rb_jump_tag(state);
+  VALUE env = rack_env(*c->job->env, *c->scratch);
   return rb_funcall(m_host, rb_intern("call"), 5, c->app, env, c->objects[0], c->objects[1], c->objects[2]);
 }
 
@@ -297,7 +286,8 @@ std::string take_error() {
 
 void serve(Job& job, VALUE app) {
   volatile VALUE objects[3] = {Qnil, Qnil, Qnil};
-  Call call{&job, app, objects};
+  std::string scratch;
+  Call call{&job, app, objects, &scratch};
   int state = 0;
   rb_protect(call_protected, reinterpret_cast<VALUE>(&call), &state);
   for (int i = 0; i < 3; ++i)
