@@ -113,8 +113,9 @@ module CSGI
     end
 
     # Calls the app and sends its answer: a body with to_path as the file (200 only: a partial answer
-    # names the whole file), an Array at once, anything else chunk by chunk as each yields (stopping
-    # when the client has gone). body.close is called once, whatever happens.
+    # names the whole file), an Array at once, anything else chunk by chunk as each yields (the status
+    # and headers with the first; stopping when the client has gone). body.close is called once,
+    # whatever happens.
     def self.call(app, env, source, error_sink, sink)
       errors = Errors.new(error_sink)
       env["rack.version"] = VERSION
@@ -132,8 +133,15 @@ module CSGI
             sink.complete(status, fields, body.join)
           else
             raise TypeError, "Rack body #{body.class} does not respond to each" unless body.respond_to?(:each)
-            sink.start(status, fields)
-            body.each { |chunk| break unless sink.write(chunk) }
+            started = false  # the status goes out with the first chunk: a body failing before it is a 500
+            body.each do |chunk|
+              unless started
+                sink.start(status, fields)
+                started = true
+              end
+              break unless sink.write(chunk)
+            end
+            sink.start(status, fields) unless started
           end
         ensure
           body.close if body.respond_to?(:close)
