@@ -29,7 +29,9 @@ namespace {
 
 class Vm {
 public:
-  Vm(std::string config_ru, std::vector<std::string> args) : config_(std::move(config_ru)), args_(std::move(args)) {}
+  /// `in_worker`: a failed boot ends the process with kWorkerCannotStart instead of being reported.
+  Vm(std::string config_ru, std::vector<std::string> args, bool in_worker)
+      : config_(std::move(config_ru)), args_(std::move(args)), in_worker_(in_worker) {}
 
   /// Starts the VM thread; it boots Ruby and builds the app, then serves the queue.
   void start() { std::thread([this] { main(); }).detach(); }
@@ -54,9 +56,6 @@ public:
     }
     cv_.notify_all();
   }
-
-  /// With `exit_on_failure` (a worker), a failed boot ends the process with kWorkerCannotStart.
-  bool exit_on_failure = false;
 
 private:
   // The signals the server handles (its own threads get them, not Ruby's), and the dispositions Ruby's
@@ -89,7 +88,7 @@ private:
   }
 
   void finish_boot(std::string error) {
-    if (!error.empty() && exit_on_failure) {
+    if (!error.empty() && in_worker_) {
       std::fprintf(stderr, "csgi: --rack: the app did not load in worker %d:\n%s\n", static_cast<int>(::getpid()),
                    error.c_str());
       std::fflush(stderr);
@@ -199,6 +198,7 @@ private:
 
   std::string config_;
   std::vector<std::string> args_;
+  bool in_worker_;
   VALUE app_ = Qnil;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -217,8 +217,7 @@ std::vector<std::string> g_args;
 
 void start_in_worker() {
   if (::getppid() != g_master) return;  // a process forked by a worker (or by the app) has no VM
-  g_vm = new Vm(g_config, g_args);
-  g_vm->exit_on_failure = true;
+  g_vm = new Vm(g_config, g_args, true);
   g_vm->start();
   // The worker sets its signal handling after this returns: not while Ruby sets and this host restores.
   g_vm->wait_setup();
@@ -250,7 +249,7 @@ App load(const std::string& config_ru, unsigned workers, std::vector<std::string
     ::pthread_atfork(nullptr, nullptr, start_in_worker);
     return rack_app();
   }
-  auto* vm = new Vm(path, std::move(args));
+  auto* vm = new Vm(path, std::move(args), false);
   vm->start();
   std::string error = vm->wait_booted();
   if (!error.empty()) throw std::runtime_error(error);
