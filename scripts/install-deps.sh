@@ -20,6 +20,7 @@ run_pkgs=(
 )
 build_pkgs=(
   "${run_pkgs[@]}" catch2 libbenchmark-dev libhiredis-dev
+  ruby-dev
 )
 deb_pkgs=(
   "${run_pkgs[@]}" dpkg-dev file
@@ -33,6 +34,7 @@ test_pkgs=(
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart redis-server
   libplack-perl libtest-tcp-perl starman libcatalyst-devel-perl
+  ruby-rack ruby-rack-test ruby-sinatra puma
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest

@@ -9,6 +9,9 @@
 #ifdef CSGI_EMBED_PERL  // set by bindings/perl/CMakeLists.txt when libperl can be embedded
 #include "csgi/bindings/perl/perl_host.hpp"
 #endif
+#ifdef CSGI_EMBED_RUBY  // set by bindings/ruby/CMakeLists.txt when libruby can be embedded
+#include "csgi/bindings/ruby/rack_host.hpp"
+#endif
 
 namespace csgi::cli {
 
@@ -57,6 +60,23 @@ const std::vector<Mode>& modes() {
        "request line. @ARGV is the --app-arg values. See docs/perl.md.",
        [](const ModeArgs& a, App) {
          return perl_host::load_psgi_app(a.value, a.options ? a.options->server.workers : 0, a.app_args);
+       }},
+#endif
+#ifdef CSGI_EMBED_RUBY
+      {"rack", "CONFIG.ru", Mode::Kind::source, "serve a Ruby Rack app (Sinatra, Rails)",
+       "Builds the app of CONFIG.ru with Rack::Builder.parse_file (Rack 2.2) on a Ruby VM that runs on a "
+       "thread of its own in each serving process (the Rack host module beside the program, loaded only "
+       "for this mode); io threads hand requests to it and never wait for Ruby. One request runs in Ruby "
+       "at a time per process: use --workers N for parallelism (each worker builds the app when it "
+       "starts; one whose app does not load stops the server with status 3). --reload watches CONFIG.ru and "
+       "the .rb files under its directory. Bodies are streamed as each "
+       "yields them, a body with to_path is sent as the file (sendfile), close is called once; an "
+       "exception answers 500 with the request line and the backtrace in the error log. ARGV is the "
+       "--app-arg values. See docs/ruby.md.",
+       [](const ModeArgs& a, App) {
+         // --reload loads the source in each worker after its fork: the VM starts there, as without workers
+         unsigned workers = a.options && !a.options->reload ? a.options->server.workers : 0;
+         return rack_host::load_rack_app(a.value, workers, a.app_args);
        }},
 #endif
       {"static", "DIR", Mode::Kind::layer, "serve the files under DIR (in front of the app, if any)",

@@ -138,6 +138,7 @@ std::string help_text() {
        "    LISTEN_PID, LISTEN_FDS  sockets passed by systemd socket activation; used instead of --listen\n"
        "    CSGI_APP                the --app LIB.so when the command line gives no mode\n"
        "    CSGI_PYTHON_EMBED       set (non-empty): --wsgi/--asgi run in embedded Python, not in the Python program\n"
+       "    CSGI_RACK_HOST          the path of the Rack host module (libcsgi_rack_host.so) --rack loads\n"
        "    NOTIFY_SOCKET           systemd Type=notify: READY, RELOADING, STOPPING, STATUS (and WATCHDOG\n"
        "                            pings with WATCHDOG_USEC) are sent there\n\n"
        "EXIT STATUS\n"

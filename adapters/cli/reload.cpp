@@ -26,8 +26,15 @@ void watch_for_reload(const CommandLine& cl, standalone::ServerOptions::Reload& 
       reload.tree_suffix = ".pm";
       return;
     }
+    if (name == "rack") {
+      fs::path ru = fs::absolute(c.value, ec).lexically_normal();
+      reload.files.push_back(ru.string());
+      reload.trees.push_back(ru.parent_path().string());
+      reload.tree_suffix = ".rb";
+      return;
+    }
     throw UsageError("--reload: --" + std::string(name) +
-                     " has no files to watch; it reloads --app LIB.so, --wsgi and --psgi");
+                     " has no files to watch; it reloads --app LIB.so, --wsgi, --psgi and --rack");
   }
   throw UsageError("--reload needs --app LIB.so, --wsgi MODULE:APP or --psgi APP.psgi: the files it watches");
 }

@@ -121,7 +121,8 @@ std::vector<OptionSpec> make_table() {
    [](Options& o, const std::string& v) { o.server.app_threads = static_cast<unsigned>(whole(v, 0, 4096)); }},
   {"reload", 0, nullptr, H, false,
    "for development: watch the --app library (with --wsgi, the module's .py files; with --psgi, the .psgi "
-   "file and the .pm files under the current directory) and, when it changes, "
+   "file and the .pm files under the current directory; with --rack, config.ru and the .rb files under its "
+   "directory) and, when it changes, "
    "start new workers with it; they replace the old ones once they listen, and a build that does not load "
    "leaves the old ones serving. Without --workers, one worker runs under a master",
    off, [](Options& o, const std::string&) { o.reload = true; }},

@@ -1,0 +1,159 @@
+# The Ruby side of the Rack host (request.cpp defines CSGI::InputSource, CSGI::ErrorSink and
+# CSGI::ResponseSink over the csgi request; this file turns them into rack.input, rack.errors and the
+# sending of [status, headers, body]).
+module CSGI
+  # rack.input: the request body read from csgi.input as the app asks, kept so that rewind replays it.
+  class Input
+    def initialize(source)
+      @source = source
+      @buf = String.new(encoding: Encoding::BINARY)
+      @pos = 0
+      @eof = false
+    end
+
+    def gets
+      loop do
+        nl = @buf.index("\n", @pos)
+        if nl
+          line = @buf.byteslice(@pos, nl + 1 - @pos)
+          @pos = nl + 1
+          return line
+        end
+        break unless fill
+      end
+      return nil if @pos >= @buf.bytesize
+      rest
+    end
+
+    def read(length = nil, outbuf = nil)
+      if length.nil?
+        nil while fill
+        data = rest
+      else
+        raise ArgumentError, "negative length #{length} given" if length.negative?
+        nil while @buf.bytesize - @pos < length && fill
+        if length.positive? && @pos >= @buf.bytesize
+          data = nil
+        else
+          data = @buf.byteslice(@pos, length)
+          @pos += data.bytesize
+        end
+      end
+      return data unless outbuf
+      outbuf.replace(data || "")
+      data && outbuf
+    end
+
+    def each
+      while (line = gets)
+        yield line
+      end
+    end
+
+    def rewind
+      @pos = 0
+    end
+
+    private
+
+    def rest
+      data = @buf.byteslice(@pos, @buf.bytesize - @pos)
+      @pos = @buf.bytesize
+      data
+    end
+
+    def fill
+      return false if @eof
+      chunk = @source.read_chunk(65536)
+      if chunk
+        @buf << chunk
+        true
+      else
+        @eof = true
+        false
+      end
+    end
+  end
+
+  # rack.errors: whole lines to csgi.errors (a write without a newline waits for the rest or a flush).
+  class Errors
+    def initialize(sink)
+      @sink = sink
+      @pending = String.new(encoding: Encoding::BINARY)
+    end
+
+    def write(str)
+      str = str.to_s
+      @pending << str.b
+      nl = @pending.rindex("\n")
+      @sink.write_message(@pending.slice!(0, nl + 1)) if nl
+      str.bytesize
+    end
+
+    def puts(*args)
+      args = [""] if args.empty?
+      args.flatten.each { |a| s = a.to_s; write(s.end_with?("\n") ? s : s + "\n") }
+      nil
+    end
+
+    def flush
+      @sink.write_message(@pending.slice!(0, @pending.bytesize)) unless @pending.empty?
+      self
+    end
+  end
+
+  module Host
+    VERSION = [1, 3].freeze
+
+    def self.load(path)
+      require "uri"  # loaded by every Rack server (Puma, WEBrick); Rack::Lint 2.2 uses it without requiring it
+      require "rack"
+      app = Rack::Builder.parse_file(path)
+      app.is_a?(Array) ? app[0] : app  # Rack 2 returns [app, options]
+    end
+
+    # Calls the app and sends its answer: a body with to_path as the file (200 only: a partial answer
+    # names the whole file), an Array at once, anything else chunk by chunk as each yields (the status
+    # and headers with the first; stopping when the client has gone). body.close is called once,
+    # whatever happens.
+    def self.call(app, env, source, error_sink, sink)
+      errors = Errors.new(error_sink)
+      env["rack.version"] = VERSION
+      env["rack.input"] = Input.new(source)
+      env["rack.errors"] = errors
+      begin
+        status, headers, body = app.call(env)
+        begin
+          status = Integer(status)
+          fields = []
+          headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+          if status == 200 && body.respond_to?(:to_path)
+            sink.file(status, fields, body.to_path.to_s)
+          elsif body.is_a?(Array)
+            sink.complete(status, fields, body.join)
+          else
+            raise TypeError, "Rack body #{body.class} does not respond to each" unless body.respond_to?(:each)
+            started = false  # the status goes out with the first chunk: a body failing before it is a 500
+            body.each do |chunk|
+              unless started
+                sink.start(status, fields)
+                started = true
+              end
+              break unless sink.write(chunk)
+            end
+            sink.start(status, fields) unless started
+          end
+        ensure
+          body.close if body.respond_to?(:close)
+        end
+      ensure
+        errors.flush
+      end
+      nil
+    end
+
+    def self.describe(e)
+      "#{e.class}: #{e.message}\n" + (e.backtrace || []).map { |l| "\t#{l}\n" }.join
+    end
+  end
+end

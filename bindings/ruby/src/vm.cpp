@@ -1,0 +1,282 @@
+// The Rack host module, libcsgi_rack_host.so (rack_host_abi.h): the Ruby VM of a serving process on a
+// thread of its own. Ruby is initialised on that thread and only that thread calls it; the app returns a
+// delayed response at once and the VM thread answers it, so io threads never wait for Ruby.
+#include <ruby.h>
+#include <ruby/thread.h>
+#include <signal.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "csgi/adapters/standalone/server.hpp"
+#include "csgi/bindings/ruby/rack_host_abi.h"
+#include "csgi/core/app_library.hpp"
+#include "request.hpp"
+
+namespace csgi::rack_host {
+namespace {
+
+class Vm {
+public:
+  /// `in_worker`: a failed boot ends the process with kWorkerCannotStart instead of being reported.
+  Vm(std::string config_ru, std::vector<std::string> args, bool in_worker)
+      : config_(std::move(config_ru)), args_(std::move(args)), in_worker_(in_worker) {}
+
+  /// Starts the VM thread; it boots Ruby and builds the app, then serves the queue.
+  void start() { std::thread([this] { main(); }).detach(); }
+
+  /// Blocks until Ruby has set its signal dispositions and this thread has put the process's back.
+  void wait_setup() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return set_up_; });
+  }
+
+  /// Blocks until the app is built; "" or the error that stopped it.
+  std::string wait_booted() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return booted_; });
+    return boot_error_;
+  }
+
+  void post(std::unique_ptr<Job> job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+  }
+
+private:
+  // The signals the server handles (its own threads get them, not Ruby's), and the dispositions Ruby's
+  // initialisation would replace, restored after it but for SIGVTALRM, with which Ruby wakes its threads.
+  static void block_server_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE, SIGWINCH, SIGALRM})
+      sigaddset(&set, s);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+
+  struct Dispositions {
+    struct sigaction saved[NSIG];
+    void save() {
+      for (int s = 1; s < NSIG; ++s) sigaction(s, nullptr, &saved[s]);
+    }
+    void restore() {
+      for (int s = 1; s < NSIG; ++s)
+        if (s != SIGVTALRM && s != SIGKILL && s != SIGSTOP) sigaction(s, &saved[s], nullptr);
+    }
+  };
+
+  void finish_setup() {
+    {
+      std::lock_guard lock(mu_);
+      set_up_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  void finish_boot(std::string error) {
+    if (!error.empty() && in_worker_) {
+      std::fprintf(stderr, "csgi: --rack: the app did not load in worker %d:\n%s\n", static_cast<int>(::getpid()),
+                   error.c_str());
+      std::fflush(stderr);
+      ::_exit(standalone::kWorkerCannotStart);
+    }
+    {
+      std::lock_guard lock(mu_);
+      booted_ = true;
+      boot_error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+  void main() {
+    block_server_signals();
+    RUBY_INIT_STACK;
+    static Dispositions dispositions;
+    dispositions.save();
+    static char arg0[] = "csgi", arg1[] = "-e", arg2[] = "";
+    static char* argv_storage[] = {arg0, arg1, arg2, nullptr};
+    int argc = 3;
+    char** argv = argv_storage;
+    ruby_sysinit(&argc, &argv);
+    int state = ruby_setup();
+    if (state) {
+      dispositions.restore();
+      finish_setup();
+      finish_boot("--rack: the Ruby VM did not start (ruby_setup failed)");
+      return;
+    }
+    void* node = ruby_options(argc, argv);  // the load path and RubyGems, as the ruby program has them
+    int status = 0;
+    dispositions.restore();
+    finish_setup();
+    if (!ruby_executable_node(node, &status)) {
+      finish_boot("--rack: the Ruby VM did not start (ruby_options failed)");
+      return;
+    }
+    ruby_script("csgi");
+    std::string error = load_app();
+    if (!error.empty()) {
+      finish_boot(std::move(error));
+      return;
+    }
+    finish_boot("");
+    serve_forever();
+  }
+
+  std::string load_app() {
+    int state = 0;
+    rb_protect(define_glue, Qnil, &state);
+    if (state) return "--rack: cannot define the csgi glue: " + take_error();
+    VALUE argv = rb_get_argv();
+    rb_ary_clear(argv);
+    for (const std::string& a : args_) rb_ary_push(argv, rb_str_new(a.data(), static_cast<long>(a.size())));
+    VALUE path = rb_str_new(config_.data(), static_cast<long>(config_.size()));
+    app_ = rb_protect(build_app, path, &state);
+    if (state) return "--rack: " + config_ + " did not load: " + take_error();
+    rb_gc_register_mark_object(app_);
+    return {};
+  }
+
+  struct Wait {
+    Vm* vm;
+    std::unique_ptr<Job> job;
+    bool interrupted = false;
+  };
+
+  static void* wait_without_gvl(void* p) {
+    auto* w = static_cast<Wait*>(p);
+    std::unique_lock lock(w->vm->mu_);
+    w->vm->cv_.wait(lock, [&] { return !w->vm->jobs_.empty() || w->interrupted; });
+    if (!w->vm->jobs_.empty()) {
+      w->job = std::move(w->vm->jobs_.front());
+      w->vm->jobs_.pop_front();
+    }
+    return nullptr;
+  }
+
+  static void unblock(void* p) {
+    auto* w = static_cast<Wait*>(p);
+    {
+      std::lock_guard lock(w->vm->mu_);
+      w->interrupted = true;
+    }
+    w->vm->cv_.notify_all();
+  }
+
+  // Waits for a job without the GVL (other Ruby threads of the app run meanwhile) and serves it.
+  void serve_forever() {
+    for (;;) {
+      Wait w{this, nullptr};
+      rb_thread_call_without_gvl(wait_without_gvl, &w, unblock, &w);
+      if (!w.job) {
+        rb_thread_check_ints_protected();
+        continue;
+      }
+      serve(*w.job, app_);
+    }
+  }
+
+  static void rb_thread_check_ints_protected() {
+    int state = 0;
+    rb_protect([](VALUE) { rb_thread_check_ints(); return Qnil; }, Qnil, &state);
+    if (state) rb_set_errinfo(Qnil);
+  }
+
+  std::string config_;
+  std::vector<std::string> args_;
+  bool in_worker_;
+  VALUE app_ = Qnil;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Job>> jobs_;
+  bool set_up_ = false;
+  bool booted_ = false;
+  std::string boot_error_;
+};
+
+// The VM of this process (never destroyed: the thread serves until the process ends), and what a worker
+// forked from the master starts its own from.
+Vm* g_vm = nullptr;
+pid_t g_master = 0;
+std::string g_config;
+std::vector<std::string> g_args;
+
+void start_in_worker() {
+  if (::getppid() != g_master) return;  // a process forked by a worker (or by the app) has no VM
+  g_vm = new Vm(g_config, g_args, true);
+  g_vm->start();
+  // The worker sets its signal handling after this returns: not while Ruby sets and this host restores.
+  g_vm->wait_setup();
+}
+
+App rack_app() {
+  return [](Env& env) {
+    Vm* vm = g_vm;
+    if (!vm) return Response::error(503, "the Rack app runs in the worker processes");
+    return Response::delayed([vm, &env](Responder r) {
+      auto job = std::make_unique<Job>();
+      job->env = &env;
+      job->responder = std::move(r);
+      vm->post(std::move(job));
+    });
+  };
+}
+
+App load(const std::string& config_ru, unsigned workers, std::vector<std::string> args) {
+  if (g_vm || g_master) throw std::runtime_error("--rack: Ruby is already running in this process");
+  std::error_code ec;
+  std::string path = std::filesystem::absolute(config_ru, ec).string();
+  if (ec || !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error("--rack: " + config_ru + ": no such file");
+  if (workers > 0) {
+    g_master = ::getpid();
+    g_config = path;
+    g_args = std::move(args);
+    ::pthread_atfork(nullptr, nullptr, start_in_worker);
+    return rack_app();
+  }
+  auto* vm = new Vm(path, std::move(args), false);
+  vm->start();
+  std::string error = vm->wait_booted();
+  if (!error.empty()) throw std::runtime_error(error);
+  g_vm = vm;
+  return rack_app();
+}
+
+int load_rack_app(const char* config_ru, unsigned workers, const char* const* argv, int argc, void* app_out,
+                  char* err, size_t err_size) noexcept {
+  try {
+    *static_cast<App*>(app_out) = load(config_ru, workers, std::vector<std::string>(argv, argv + argc));
+    return 0;
+  } catch (const std::exception& e) {
+    if (err_size) {
+      std::strncpy(err, e.what(), err_size - 1);
+      err[err_size - 1] = '\0';
+    }
+    return -1;
+  }
+}
+
+}  // namespace
+}  // namespace csgi::rack_host
+
+extern "C" __attribute__((visibility("default"))) const csgi_rack_host* csgi_rack_host_v1() {
+  static const csgi_rack_host host{CSGI_RACK_HOST_ABI_VERSION, csgi::detail::cxx_abi_tag(),
+                                   csgi::detail::core_layout_tag(), sizeof(csgi::App),
+                                   &csgi::rack_host::load_rack_app};
+  return &host;
+}

@@ -1,0 +1,2 @@
+require_relative "sinatra_app"
+run SinatraApp
