@@ -36,7 +36,7 @@ void watch_for_reload(const CommandLine& cl, standalone::ServerOptions::Reload& 
     throw UsageError("--reload: --" + std::string(name) +
                      " has no files to watch; it reloads --app LIB.so, --wsgi, --psgi and --rack");
   }
-  throw UsageError("--reload needs --app LIB.so, --wsgi MODULE:APP or --psgi APP.psgi: the files it watches");
+  throw UsageError("--reload needs --app LIB.so, --wsgi MODULE:APP, --psgi APP.psgi or --rack CONFIG.ru: the files it watches");
 }
 
 }  // namespace csgi::cli
