@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""`csgi serve --http3` on real sockets, driven by Debian's ngtcp2 client (gtlsclient, package ngtcp2-client):
+
+  * one connection, six streams: a complete body, the env of an HTTP/3 request (SERVER_PROTOCOL HTTP/3,
+    https), a pull stream with trailer fields, a 300 KB file (digest), a Writer's 256 KiB from another
+    thread with trailers, a delayed response answered from another thread;
+  * a request body echoed (csgi.input); one over --max-body-bytes refused 413, a request line over
+    --max-request-line refused 414 while the next stream of that connection is served, random datagrams
+    dropped; after each, another client is served;
+  * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response;
+  * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers;
+  * a graceful stop (SIGTERM) ends the process with status 0.
+Usage: test_h3.py CSGI_EXE H3_APP_SO"""
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import served  # noqa: E402
+from served import check, failures  # noqa: E402
+
+CSGI, APP = sys.argv[1], sys.argv[2]
+GTLS = shutil.which("gtlsclient")
+TMP = tempfile.mkdtemp(prefix="csgi-h3-")
+
+
+def make_cert():
+    cert, key = os.path.join(TMP, "cert.pem"), os.path.join(TMP, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return cert, key
+
+
+class Fetch:
+    """One gtlsclient connection with a stream for each path; the bodies land in `dir`, named after the
+    path's last segment."""
+
+    def __init__(self, port, paths, extra=(), dump=False):
+        self.dir = tempfile.mkdtemp(dir=TMP)
+        argv = [GTLS, "--exit-on-all-streams-close", "--timeout=5s", "--download=" + self.dir]
+        if not dump:
+            argv.append("--no-quic-dump")
+        argv += list(extra) + ["127.0.0.1", str(port)] + ["https://localhost:%d%s" % (port, p) for p in paths]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            self.rc, self.out = r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired:
+            self.rc, self.out = None, ""
+        # Stream ids 0, 4, 8, … in the order of the paths.
+        self.status = {int(i, 16) // 4: int(s) for i, s in re.findall(r"http: stream 0x([0-9a-f]+) \[:status: (\d+)\]",
+                                                                     self.out)}
+        self.trailers = re.findall(r"http: stream 0x[0-9a-f]+ \[(grpc-status|server-timing): ([^\]]*)\]", self.out)
+
+    def body(self, name):
+        try:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+
+def hello_served(port, what):
+    f = Fetch(port, ["/hello"])
+    check(f.status.get(0) == 200 and f.body("hello") == b"hello over h3", "another client is served " + what)
+
+
+def http1_alt_svc(port):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
+            ctx.wrap_socket(raw, server_hostname="localhost") as s:
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        data = b""
+        for _ in range(100):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode("latin-1")
+
+
+def kinds(srv, big, what):
+    f = Fetch(srv.port, ["/hello", "/env?x=1", "/stream", "/file", "/writer", "/delayed"])
+    check(f.rc == 0, "gtlsclient ends cleanly " + what)
+    check([f.status.get(i) for i in range(6)] == [200] * 6, "six streams answered 200 " + what)
+    check(f.body("hello") == b"hello over h3", "complete body " + what)
+    check(f.body("env?x=1") == b"HTTP/3|https|on|GET|x=1|", "env of an HTTP/3 request " + what)
+    check(f.body("stream") == b"one two three", "pull stream body " + what)
+    check(("grpc-status", "0") in f.trailers and ("server-timing", "app;dur=1") in f.trailers,
+          "pull stream trailer fields " + what)
+    body = f.body("file")
+    check(body is not None and hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
+          "300 KB file body, digest matches " + what)
+    expected = b"".join(bytes([ord("a") + i % 26]) * 4096 for i in range(64))
+    check(f.body("writer") == expected, "Writer body from another thread (256 KiB) " + what)
+    check(f.trailers.count(("grpc-status", "0")) == 2, "Writer trailer fields " + what)
+    check(f.body("delayed") == b"from another thread", "delayed response from another thread " + what)
+    upload = os.urandom(100000)
+    up = os.path.join(TMP, "up.bin")
+    with open(up, "wb") as fh:
+        fh.write(upload)
+    e = Fetch(srv.port, ["/echo"], ["-m", "POST", "-d", up])
+    check(e.status.get(0) == 200 and e.body("echo") == upload, "POST body echoed through csgi.input " + what)
+
+
+def main():
+    if not GTLS:
+        print("FAIL gtlsclient (Debian package ngtcp2-client) is not installed")
+        return 1
+    cert, key = make_cert()
+    big = os.urandom(300000)
+    big_path = os.path.join(TMP, "big.bin")
+    with open(big_path, "wb") as fh:
+        fh.write(big)
+    os.environ["CSGI_H3_TEST_FILE"] = big_path
+    errors = os.path.join(TMP, "errors.log")
+    tls = ["--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3", "--error-log", errors]
+
+    srv = served.Server([CSGI, "serve"] + tls + ["--max-body-bytes", "200000"], "https://127.0.0.1:0")
+    kinds(srv, big, "(inline)")
+
+    reply = http1_alt_svc(srv.port)
+    check(reply.startswith("HTTP/1.1 200") and ('alt-svc: h3=":%d"; ma=86400' % srv.port) in reply.lower(),
+          "HTTP/1.1 over TLS says Alt-Svc h3=\":PORT\"")
+
+    up = os.path.join(TMP, "over.bin")
+    with open(up, "wb") as fh:
+        fh.write(os.urandom(300000))
+    f = Fetch(srv.port, ["/echo"], ["-m", "POST", "-d", up])
+    check(f.status.get(0) == 413, "a body over --max-body-bytes is refused 413")
+    hello_served(srv.port, "after a 413")
+
+    f = Fetch(srv.port, ["/" + "a/" * 5000, "/hello"])
+    check(f.status.get(0) == 414, "a request line over --max-request-line is refused 414")
+    check(f.status.get(1) == 200 and f.body("hello") == b"hello over h3", "the same connection serves the next stream")
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        for i in range(200):
+            junk = os.urandom(1200)
+            if i % 2:  # a long header with a QUIC v1 version and garbage after it
+                junk = bytes([0xc0]) + b"\x00\x00\x00\x01" + junk[5:]
+            u.sendto(junk, ("127.0.0.1", srv.port))
+    hello_served(srv.port, "after 200 junk datagrams")
+    check(srv.p.poll() is None, "the server is still running")
+    check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
+
+    srv = served.Server([CSGI, "serve"] + tls + ["--app-threads", "2", "--http3-retry"], "https://127.0.0.1:0")
+    f = Fetch(srv.port, ["/hello"], dump=True)
+    check(f.status.get(0) == 200 and "type=Retry" in f.out, "--http3-retry: the client is sent a Retry, then served")
+    kinds(srv, big, "(app pool, Retry)")
+    check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
+
+    with open(errors) as fh:
+        log = fh.read()
+    check("internal error" not in log, "no internal error logged")
+    shutil.rmtree(TMP, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
