@@ -154,6 +154,13 @@ def main():
     check(srv.p.poll() is None, "the server is still running")
     check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
 
+    # Stream credit: 10 streams at once, 60 requests on one connection; each closed stream gives one back.
+    srv = served.Server([CSGI, "serve"] + tls + ["--h2-max-streams", "10"], "https://127.0.0.1:0")
+    f = Fetch(srv.port, ["/hello"], ["-n", "60"])
+    check(f.rc == 0 and len(f.status) == 60 and set(f.status.values()) == {200},
+          "60 requests through 10 concurrent streams on one connection")
+    check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
+
     srv = served.Server([CSGI, "serve"] + tls + ["--app-threads", "2", "--http3-retry"], "https://127.0.0.1:0")
     f = Fetch(srv.port, ["/hello"], dump=True)
     check(f.status.get(0) == 200 and "type=Retry" in f.out, "--http3-retry: the client is sent a Retry, then served")

@@ -103,6 +103,7 @@ struct Stream {
   std::optional<std::uint64_t> declared;
   Headers trailers;
   bool eof = false, deferred = false;
+  bool in_app = false;  // its app call (or delayed response's callable) has not returned
   std::deque<Chunk> chunks;
   std::uint64_t inflight = 0;
 
@@ -130,14 +131,18 @@ public:
   // QuicApp.
   bool start() override;
   bool received(std::int64_t id, const std::uint8_t* data, std::size_t n, bool fin) override;
-  bool acked(std::int64_t id, std::uint64_t n) override { return ok(nghttp3_conn_add_ack_offset(h3_, id, n)); }
+  bool acked(std::int64_t id, std::uint64_t n) override { return !h3_ || ok(nghttp3_conn_add_ack_offset(h3_, id, n)); }
   bool stream_closed(std::int64_t id, std::uint64_t code) override;
-  bool stream_reset(std::int64_t id) override { return ok(nghttp3_conn_shutdown_stream_read(h3_, id)); }
-  bool unblocked(std::int64_t id) override { return ok(nghttp3_conn_unblock_stream(h3_, id)); }
+  bool stream_reset(std::int64_t id) override { return !h3_ || ok(nghttp3_conn_shutdown_stream_read(h3_, id)); }
+  bool unblocked(std::int64_t id) override { return !h3_ || ok(nghttp3_conn_unblock_stream(h3_, id)); }
   long pending(std::int64_t& id, bool& fin, QuicVec* v, std::size_t max) override;
-  bool wrote(std::int64_t id, std::size_t n) override { return ok(nghttp3_conn_add_write_offset(h3_, id, n)); }
-  void blocked(std::int64_t id) override { nghttp3_conn_block_stream(h3_, id); }
-  void write_shut(std::int64_t id) override { nghttp3_conn_shutdown_stream_write(h3_, id); }
+  bool wrote(std::int64_t id, std::size_t n) override { return !h3_ || ok(nghttp3_conn_add_write_offset(h3_, id, n)); }
+  void blocked(std::int64_t id) override {
+    if (h3_) nghttp3_conn_block_stream(h3_, id);
+  }
+  void write_shut(std::int64_t id) override {
+    if (h3_) nghttp3_conn_shutdown_stream_write(h3_, id);
+  }
   void shutdown() override;
   std::size_t busy() const override { return streams_.size() + in_app_; }
   std::uint64_t error() const override { return error_; }
@@ -145,7 +150,7 @@ public:
 
   // The exchange's answers, on the io thread.
   void on_app_done(std::int64_t id, Response res);
-  void on_app_left();
+  void on_app_left(std::int64_t id);
   void on_writer_start(std::int64_t id, int status, Headers headers, const std::shared_ptr<WriterState>& w);
   void on_writer_flush(std::int64_t id);
   void on_responder_dropped(std::int64_t id);
@@ -157,7 +162,7 @@ public:
 private:
   struct Sink;
   bool ok(int rv) {
-    if (rv == 0 || !h3_) return true;
+    if (rv == 0) return true;
     error_ = nghttp3_err_infer_quic_app_error_code(rv);
     return false;
   }
@@ -166,6 +171,15 @@ private:
     return it == streams_.end() ? nullptr : it->second.get();
   }
   static H3& self(void* p) { return *static_cast<H3*>(p); }
+  template <class F>
+  static int guard(void* p, F&& f) noexcept {
+    try {
+      return f();
+    } catch (...) {
+      self(p).error_ = NGHTTP3_H3_INTERNAL_ERROR;
+      return NGHTTP3_ERR_CALLBACK_FAILURE;
+    }
+  }
   void dispatch();
   void finish_head(Stream& s);
   void request_complete(Stream& s);
@@ -270,13 +284,27 @@ bool H3::start() {
   if (h3_) return true;
   nghttp3_callbacks cb{};
   cb.acked_stream_data = &H3::on_acked;
-  cb.stream_close = &H3::on_stream_close;
-  cb.recv_data = &H3::on_recv_data;
   cb.deferred_consume = &H3::on_deferred_consume;
-  cb.begin_headers = &H3::on_begin_headers;
-  cb.recv_header = &H3::on_recv_header;
-  cb.end_headers = &H3::on_end_headers;
-  cb.end_stream = &H3::on_end_stream;
+  // No exception crosses nghttp3: one ends the connection (H3_INTERNAL_ERROR).
+  cb.stream_close = [](nghttp3_conn* c, std::int64_t id, std::uint64_t code, void* p, void* sp) {
+    return guard(p, [&] { return on_stream_close(c, id, code, p, sp); });
+  };
+  cb.recv_data = [](nghttp3_conn* c, std::int64_t id, const std::uint8_t* data, std::size_t n, void* p, void* sp) {
+    return guard(p, [&] { return on_recv_data(c, id, data, n, p, sp); });
+  };
+  cb.begin_headers = [](nghttp3_conn* c, std::int64_t id, void* p, void* sp) {
+    return guard(p, [&] { return on_begin_headers(c, id, p, sp); });
+  };
+  cb.recv_header = [](nghttp3_conn* c, std::int64_t id, std::int32_t t, nghttp3_rcbuf* n, nghttp3_rcbuf* v,
+                      std::uint8_t f, void* p, void* sp) {
+    return guard(p, [&] { return on_recv_header(c, id, t, n, v, f, p, sp); });
+  };
+  cb.end_headers = [](nghttp3_conn* c, std::int64_t id, int fin, void* p, void* sp) {
+    return guard(p, [&] { return on_end_headers(c, id, fin, p, sp); });
+  };
+  cb.end_stream = [](nghttp3_conn* c, std::int64_t id, void* p, void* sp) {
+    return guard(p, [&] { return on_end_stream(c, id, p, sp); });
+  };
   nghttp3_settings settings;
   nghttp3_settings_default(&settings);
   const ServerOptions& opt = t_.shared.opt;
@@ -328,7 +356,10 @@ long H3::pending(std::int64_t& id, bool& fin, QuicVec* v, std::size_t max) {
 bool H3::stream_closed(std::int64_t id, std::uint64_t code) {
   if (!h3_) return true;
   int rv = nghttp3_conn_close_stream(h3_, id, code);
-  if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) return true;
+  if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) {
+    if ((id & 0x3) == 0 && q_) q_->allow_stream();  // a request stream that carried nothing
+    return true;
+  }
   return ok(rv);
 }
 
@@ -367,10 +398,16 @@ void H3::report(Stream& s, bool complete) noexcept {
 int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {
   H3& h = self(p);
   auto it = h.streams_.find(id);
-  if (it == h.streams_.end()) return 0;
+  if (it == h.streams_.end()) {
+    if ((id & 0x3) == 0 && h.q_) h.q_->allow_stream();  // a request stream that never sent a head
+    return 0;
+  }
   Stream& s = *it->second;
   h.buffered_ -= std::min<std::uint64_t>(h.buffered_, s.req ? s.req->body.size() : 0);
   h.report(s, code == h3_no_error && s.eof);
+  // The peer may open another request stream, once this one's app call is done (a client resetting
+  // streams whose apps still run gets no more: CVE-2023-44487).
+  if (!s.in_app && h.q_) h.q_->allow_stream();
   h.streams_.erase(it);
   return 0;
 }
@@ -607,6 +644,7 @@ void H3::dispatch() {
       continue;
     }
     ++in_app_;
+    s->in_app = true;
     if (t_.shared.app_on_pool()) run_pooled(req);
     else run_inline(req);
     if (!h3_) return;  // the connection went while the app ran
@@ -636,10 +674,10 @@ void H3::run_inline(const std::shared_ptr<H3Request>& req) {
     RequestLog log(t_.shared.errors, req->env.get());
     AppScope scope(t_.fault_slot, nullptr);
     call_delayed(fn, std::move(responder), log);
-    on_app_left();
+    on_app_left(req->id);
     return;
   }
-  on_app_left();
+  on_app_left(req->id);
   respond(req->id, std::move(res));
 }
 
@@ -657,20 +695,22 @@ void H3::run_pooled(const std::shared_ptr<H3Request>& req) {
     bool answered = answer_on_pool(res, req->head, true, *req->env, sh.errors, responder);
     req.reset();
     auto back = [self = std::move(self), id, answered, r = std::make_shared<Response>(std::move(res))]() mutable {
-      self->on_app_left();
+      self->on_app_left(id);
       if (!answered) self->on_app_done(id, std::move(*r));
       self.reset();
     };
     mailbox->post(back);
   };
   if (!t_.shared.pool->post(std::move(job))) {
-    on_app_left();
+    on_app_left(req->id);
     respond(req->id, Response::error(503, "server stopping"));
   }
 }
 
-void H3::on_app_left() {
+void H3::on_app_left(std::int64_t id) {
   if (in_app_ > 0) --in_app_;
+  if (Stream* s = find(id)) s->in_app = false;
+  else if (q_) q_->allow_stream();  // its stream closed meanwhile
 }
 
 void H3::on_app_done(std::int64_t id, Response res) {

@@ -74,6 +74,14 @@ public:
   void close_now(std::uint64_t code);
   void write();
   QuicApp* app() const { return app_.get(); }
+  /// Runs `step` from an Asio handler: an exception (no memory) ends the connection there.
+  void safely(void (Connection::*step)()) noexcept {
+    try {
+      (this->*step)();
+    } catch (...) {
+      drop();
+    }
+  }
 
   // QuicStreams.
   bool open_uni(std::int64_t& id) override { return ngtcp2_conn_open_uni_stream(conn_, &id, nullptr) == 0; }
@@ -83,6 +91,9 @@ public:
   }
   void reset(std::int64_t id, std::uint64_t code) override { ngtcp2_conn_shutdown_stream(conn_, id, code); }
   void stop_reading(std::int64_t id, std::uint64_t code) override { ngtcp2_conn_shutdown_stream_read(conn_, id, code); }
+  void allow_stream() override {
+    if (!gone_) ngtcp2_conn_extend_max_streams_bidi(conn_, 1);
+  }
   void wake() override;
   void close(std::uint64_t code) override {
     closing_ = true;
@@ -101,31 +112,38 @@ private:
   void send(const std::uint8_t* data, std::size_t n);
   ngtcp2_path path();
 
-  // ngtcp2's callbacks.
-  static int handshake_completed(ngtcp2_conn*, void* p) { return self(p).app_->start() ? 0 : NGTCP2_ERR_CALLBACK_FAILURE; }
+  // ngtcp2's callbacks. No exception crosses ngtcp2: one closes the connection.
+  template <class F>
+  static int guard(void* p, F&& f) noexcept {
+    try {
+      return f(*self(p).app_) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    } catch (...) {
+      return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+  }
+  static int handshake_completed(ngtcp2_conn*, void* p) {
+    return guard(p, [](QuicApp& a) { return a.start(); });
+  }
   static int recv_stream_data(ngtcp2_conn*, std::uint32_t flags, std::int64_t id, std::uint64_t, const std::uint8_t* data,
                               std::size_t n, void* p, void*) {
     bool fin = flags & NGTCP2_STREAM_DATA_FLAG_FIN;
-    return self(p).app_->received(id, data, n, fin) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    return guard(p, [&](QuicApp& a) { return a.received(id, data, n, fin); });
   }
   static int acked(ngtcp2_conn*, std::int64_t id, std::uint64_t, std::uint64_t n, void* p, void*) {
-    return self(p).app_->acked(id, n) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    return guard(p, [&](QuicApp& a) { return a.acked(id, n); });
   }
   static int stream_close(ngtcp2_conn*, std::uint32_t flags, std::int64_t id, std::uint64_t code, void* p, void*) {
     if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) code = 0x0100;  // H3_NO_ERROR
-    Connection& c = self(p);
-    // A request stream of the peer's is done: it may open another (the limit stays the same).
-    if (!ngtcp2_conn_is_local_stream(c.conn_, id) && (id & 0x2) == 0) ngtcp2_conn_extend_max_streams_bidi(c.conn_, 1);
-    return c.app_->stream_closed(id, code) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    return guard(p, [&](QuicApp& a) { return a.stream_closed(id, code); });
   }
   static int stream_reset(ngtcp2_conn*, std::int64_t id, std::uint64_t, std::uint64_t, void* p, void*) {
-    return self(p).app_->stream_reset(id) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    return guard(p, [&](QuicApp& a) { return a.stream_reset(id); });
   }
   static int stop_sending(ngtcp2_conn*, std::int64_t id, std::uint64_t, void* p, void*) {
-    return self(p).app_->stream_reset(id) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    return guard(p, [&](QuicApp& a) { return a.stream_reset(id); });
   }
   static int extend_stream(ngtcp2_conn*, std::int64_t id, std::uint64_t, void* p, void*) {
-    return self(p).app_->unblocked(id) ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+    return guard(p, [&](QuicApp& a) { return a.unblocked(id); });
   }
   static void rand(std::uint8_t* dest, std::size_t n, const ngtcp2_rand_ctx*) { random_bytes(dest, n); }
   static int new_cid(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std::size_t len, void* p);
@@ -381,7 +399,7 @@ void Connection::wake() {
   wake_posted_ = true;
   asio::post(ep_.thread.ioc, [self = shared_from_this()] {
     self->wake_posted_ = false;
-    self->write();
+    self->safely(&Connection::write);
   });
 }
 
@@ -445,7 +463,7 @@ void Connection::arm_timer() {
   timer_.expires_at(Clock::time_point(std::chrono::nanoseconds(at)));
   timer_.async_wait([w = weak_from_this()](error_code ec) {
     if (ec) return;
-    if (auto self = w.lock()) self->on_timer();
+    if (auto self = w.lock()) self->safely(&Connection::on_timer);
   });
 }
 
@@ -515,8 +533,7 @@ void Endpoint::read_some() {
     if (n < 0) return;
     try {
       on_datagram(from, msg.msg_namelen, rbuf_.data(), static_cast<std::size_t>(n));
-    } catch (const std::exception& e) {
-      thread.shared.errors.write(std::string("csgi: HTTP/3: ") + e.what());
+    } catch (...) {  // no memory for a new connection: the datagram is dropped, as the network may
     }
   }
 }
@@ -584,9 +601,12 @@ void Endpoint::stop() {
     if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
   for (auto& c : all) {
     if (c->app()) c->app()->shutdown();
-    c->wake();
+    c->safely(&Connection::write);  // the GOAWAY goes out now
   }
-  poll_stop();
+  stop_timer_.expires_after(stop_poll);
+  stop_timer_.async_wait([this](error_code ec) {
+    if (!ec) poll_stop();
+  });
 }
 
 // While stopping: a connection whose requests are done is closed (after its GOAWAY); at the graceful

@@ -41,6 +41,8 @@ public:
   virtual void reset(std::int64_t id, std::uint64_t code) = 0;
   /// Asks the peer to stop sending on the stream (STOP_SENDING), whose response may still go out.
   virtual void stop_reading(std::int64_t id, std::uint64_t code) = 0;
+  /// The peer may open one more request stream (MAX_STREAMS).
+  virtual void allow_stream() = 0;
   /// Something may be ready to send: the connection writes packets (once, after the current event).
   virtual void wake() = 0;
   /// Closes the connection with an application error code (after its last packets).
