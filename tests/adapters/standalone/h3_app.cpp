@@ -1,7 +1,7 @@
 // A CSGI_APP library for test_h3.py: each response kind at a path of its own, since the HTTP/3 client
 // there (gtlsclient) sends no header fields of the test's.
 //   /hello    a complete body
-//   /env      SERVER_PROTOCOL|csgi.url_scheme|HTTPS|REQUEST_METHOD|QUERY_STRING
+//   /env      SERVER_PROTOCOL|csgi.url_scheme|HTTPS|REQUEST_METHOD|QUERY_STRING|SSL_PROTOCOL|SSL_CIPHER|SSL_TLS_SNI
 //   /echo     the request body (csgi.input), as it came
 //   /stream   a pull stream "one two three" with trailer fields grpc-status and server-timing
 //   /file     the file named by $CSGI_H3_TEST_FILE (a file body)
@@ -26,7 +26,7 @@ Response app(Env& env) {
   if (path == "/env") {
     std::string s;
     for (std::string_view k : {keys::SERVER_PROTOCOL, keys::url_scheme, keys::HTTPS, keys::REQUEST_METHOD,
-                               keys::QUERY_STRING})
+                               keys::QUERY_STRING, keys::SSL_PROTOCOL, keys::SSL_CIPHER, keys::SSL_TLS_SNI})
       s += std::string(env.get(k)) + "|";
     return Response::text(200, s);
   }

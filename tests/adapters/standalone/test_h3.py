@@ -94,7 +94,8 @@ def kinds(srv, big, what):
     check(f.rc == 0, "gtlsclient ends cleanly " + what)
     check([f.status.get(i) for i in range(6)] == [200] * 6, "six streams answered 200 " + what)
     check(f.body("hello") == b"hello over h3", "complete body " + what)
-    check(f.body("env?x=1") == b"HTTP/3|https|on|GET|x=1|", "env of an HTTP/3 request " + what)
+    check(f.body("env?x=1") == b"HTTP/3|https|on|GET|x=1|TLSv1.3|TLS_AES_128_GCM_SHA256|localhost|",
+          "env of an HTTP/3 request (SERVER_PROTOCOL, https, the TLS keys) " + what)
     check(f.body("stream") == b"one two three", "pull stream body " + what)
     check(("grpc-status", "0") in f.trailers and ("server-timing", "app;dur=1") in f.trailers,
           "pull stream trailer fields " + what)

@@ -275,13 +275,15 @@ H3::H3(QuicStreams& q, IoThread& t, const ListenSocket& l) : q_(&q), t_(t) {
   conn_.url_scheme = "https";
   conn_.script_name = text->script_name;
   text_ = std::move(text);
-  auto tls = std::make_shared<TlsInfo>();
-  tls->protocol = "TLSv1.3";
-  tls_ = std::move(tls);
 }
 
 bool H3::start() {
   if (h3_) return true;
+  auto tls = std::make_shared<TlsInfo>();
+  tls->protocol = "TLSv1.3";  // the only version QUIC runs on (RFC 9001)
+  tls->cipher = q_->tls_cipher();
+  tls->sni = q_->tls_sni();
+  tls_ = std::move(tls);
   nghttp3_callbacks cb{};
   cb.acked_stream_data = &H3::on_acked;
   cb.deferred_consume = &H3::on_deferred_consume;

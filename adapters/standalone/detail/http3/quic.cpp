@@ -100,6 +100,17 @@ public:
     close_code_ = code;
     wake();
   }
+  std::string tls_cipher() const override {
+    const char* name = gnutls_ciphersuite_get(tls_);
+    return name ? name : "";
+  }
+  std::string tls_sni() const override {
+    char name[256];
+    std::size_t len = sizeof name;
+    unsigned type = 0;
+    if (gnutls_server_name_get(tls_, name, &len, &type, 0) != 0 || type != GNUTLS_NAME_DNS) return {};
+    return std::string(name, strnlen(name, len));
+  }
   const char* peer_addr() const override { return addr_; }
   const char* peer_port() const override { return port_; }
 

@@ -47,6 +47,10 @@ public:
   virtual void wake() = 0;
   /// Closes the connection with an application error code (after its last packets).
   virtual void close(std::uint64_t code) = 0;
+  /// The TLS session's cipher suite (IANA name) and the SNI host name ("" for none), once the
+  /// handshake is done.
+  virtual std::string tls_cipher() const = 0;
+  virtual std::string tls_sni() const = 0;
   virtual const char* peer_addr() const = 0;
   virtual const char* peer_port() const = 0;
 };
