@@ -9,6 +9,8 @@
     dropped; after each, another client is served;
   * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response;
   * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers;
+  * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
+    --h2-max-streams 10 (stream credit comes back);
   * a graceful stop (SIGTERM) ends the process with status 0.
 Usage: test_h3.py CSGI_EXE H3_APP_SO"""
 import hashlib
@@ -92,13 +94,13 @@ def http1_alt_svc(port):
 def kinds(srv, big, what):
     f = Fetch(srv.port, ["/hello", "/env?x=1", "/stream", "/file", "/writer", "/delayed"])
     check(f.rc == 0, "gtlsclient ends cleanly " + what)
-    check([f.status.get(i) for i in range(6)] == [200] * 6, "six streams answered 200 " + what)
+    check([f.status.get(i) for i in range(6)] == [200] * 6, "[ADP-19] six streams answered 200 " + what)
     check(f.body("hello") == b"hello over h3", "complete body " + what)
     check(f.body("env?x=1") == b"HTTP/3|https|on|GET|x=1|TLSv1.3|TLS_AES_128_GCM_SHA256|localhost|",
-          "env of an HTTP/3 request (SERVER_PROTOCOL, https, the TLS keys) " + what)
+          "[ENV-19] env of an HTTP/3 request (SERVER_PROTOCOL, https, the TLS keys) " + what)
     check(f.body("stream") == b"one two three", "pull stream body " + what)
     check(("grpc-status", "0") in f.trailers and ("server-timing", "app;dur=1") in f.trailers,
-          "pull stream trailer fields " + what)
+          "[ADP-17] pull stream trailer fields " + what)
     body = f.body("file")
     check(body is not None and hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
           "300 KB file body, digest matches " + what)
@@ -132,18 +134,28 @@ def main():
 
     reply = http1_alt_svc(srv.port)
     check(reply.startswith("HTTP/1.1 200") and ('alt-svc: h3=":%d"; ma=86400' % srv.port) in reply.lower(),
-          "HTTP/1.1 over TLS says Alt-Svc h3=\":PORT\"")
+          "[ADP-18] HTTP/1.1 over TLS says Alt-Svc h3=\":PORT\"")
 
     up = os.path.join(TMP, "over.bin")
     with open(up, "wb") as fh:
         fh.write(os.urandom(300000))
     f = Fetch(srv.port, ["/echo"], ["-m", "POST", "-d", up])
-    check(f.status.get(0) == 413, "a body over --max-body-bytes is refused 413")
+    check(f.status.get(0) == 413, "[ADP-19] a body over --max-body-bytes is refused 413")
     hello_served(srv.port, "after a 413")
 
     f = Fetch(srv.port, ["/" + "a/" * 5000, "/hello"])
-    check(f.status.get(0) == 414, "a request line over --max-request-line is refused 414")
+    check(f.status.get(0) == 414, "[ADP-19] a request line over --max-request-line is refused 414")
     check(f.status.get(1) == 200 and f.body("hello") == b"hello over h3", "the same connection serves the next stream")
+
+    session = os.path.join(TMP, "session.pem")
+    f = Fetch(srv.port, ["/hello"], ["--session-file=" + session, "--tp-file=" + os.path.join(TMP, "tp")])
+    check(f.status.get(0) == 200 and not os.path.exists(session),
+          "[ADP-20] no session ticket is issued, so no 0-RTT can follow")
+
+    f = Fetch(srv.port, ["/hello"], ["-m", "GE T"])
+    check(0 not in f.status and "HTTP stream 0 closed with error code 270" in f.out,
+          "[ADP-19] a malformed request (a space in :method) is reset with H3_MESSAGE_ERROR")
+    hello_served(srv.port, "after a malformed request")
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
         for i in range(200):
@@ -153,18 +165,18 @@ def main():
             u.sendto(junk, ("127.0.0.1", srv.port))
     hello_served(srv.port, "after 200 junk datagrams")
     check(srv.p.poll() is None, "the server is still running")
-    check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
+    check(srv.stop() == 0, "[ADP-20] a graceful stop (SIGTERM) ends with status 0")
 
     # Stream credit: 10 streams at once, 60 requests on one connection; each closed stream gives one back.
     srv = served.Server([CSGI, "serve"] + tls + ["--h2-max-streams", "10"], "https://127.0.0.1:0")
     f = Fetch(srv.port, ["/hello"], ["-n", "60"])
     check(f.rc == 0 and len(f.status) == 60 and set(f.status.values()) == {200},
-          "60 requests through 10 concurrent streams on one connection")
+          "[ADP-19] 60 requests through 10 concurrent streams on one connection")
     check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
 
     srv = served.Server([CSGI, "serve"] + tls + ["--app-threads", "2", "--http3-retry"], "https://127.0.0.1:0")
     f = Fetch(srv.port, ["/hello"], dump=True)
-    check(f.status.get(0) == 200 and "type=Retry" in f.out, "--http3-retry: the client is sent a Retry, then served")
+    check(f.status.get(0) == 200 and "type=Retry" in f.out, "[ADP-20] --http3-retry: the client is sent a Retry, then served")
     kinds(srv, big, "(app pool, Retry)")
     check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
 

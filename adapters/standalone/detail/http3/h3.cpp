@@ -307,6 +307,15 @@ bool H3::start() {
   cb.end_stream = [](nghttp3_conn* c, std::int64_t id, void* p, void* sp) {
     return guard(p, [&] { return on_end_stream(c, id, p, sp); });
   };
+  // A stream nghttp3 finds malformed (RFC 9114 §4.1.2): it asks for the stream to be stopped both ways.
+  cb.stop_sending = [](nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {
+    if (self(p).q_) self(p).q_->stop_reading(id, code);
+    return 0;
+  };
+  cb.reset_stream = [](nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {
+    if (self(p).q_) self(p).q_->reset(id, code);
+    return 0;
+  };
   nghttp3_settings settings;
   nghttp3_settings_default(&settings);
   const ServerOptions& opt = t_.shared.opt;

@@ -304,7 +304,8 @@ bool Connection::init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* odcid, std::str
     why = ngtcp2_strerror(rv);
     return false;
   }
-  if (gnutls_init(&tls_, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA) != 0 ||
+  // No early data (0-RTT can be replayed) and no session tickets to resume with.
+  if (gnutls_init(&tls_, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA | GNUTLS_NO_TICKETS) != 0 ||
       gnutls_priority_set_direct(tls_, priority, nullptr) != 0 ||
       ngtcp2_crypto_gnutls_configure_server_session(tls_) != 0 ||
       gnutls_credentials_set(tls_, GNUTLS_CRD_CERTIFICATE, ep_.cred) != 0) {
