@@ -216,7 +216,6 @@ private:
   std::unordered_map<std::int64_t, std::unique_ptr<Stream>> streams_;
   std::vector<std::int64_t> ready_;  // complete requests, handed to the app after the bytes are read
   std::size_t in_app_ = 0;
-  std::uint64_t buffered_ = 0;       // request body bytes the open streams hold (within max_body_bytes)
   std::uint64_t error_ = 0;
   bool reading_ = false;
   struct Log final : ExchangeLog {
@@ -414,7 +413,6 @@ int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void
     return 0;
   }
   Stream& s = *it->second;
-  h.buffered_ -= std::min<std::uint64_t>(h.buffered_, s.req ? s.req->body.size() : 0);
   h.report(s, code == h3_no_error && s.eof);
   // The peer may open another request stream, once this one's app call is done (a client resetting
   // streams whose apps still run gets no more: CVE-2023-44487).
@@ -576,7 +574,6 @@ int H3::on_recv_data(nghttp3_conn*, std::int64_t id, const std::uint8_t* data, s
     h.request_complete(*s);
     return 0;
   }
-  h.buffered_ += n;
   return 0;
 }
 
