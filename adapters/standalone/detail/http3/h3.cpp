@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
+#include "csgi/adapters/standalone/detail/exchange/fields.hpp"
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
@@ -36,18 +37,6 @@ namespace {
 
 constexpr std::uint64_t h3_no_error = NGHTTP3_H3_NO_ERROR;
 constexpr std::size_t file_chunk = 16384;  // a file body is read this much at a time
-
-bool connection_specific(std::string_view name) {
-  return iequals(name, "connection") || iequals(name, "keep-alive") || iequals(name, "proxy-connection") ||
-         iequals(name, "transfer-encoding") || iequals(name, "upgrade") || iequals(name, "te");
-}
-
-std::optional<std::uint64_t> parse_length(std::string_view v) {
-  std::uint64_t n = 0;
-  auto r = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size()) return std::nullopt;
-  return n;
-}
 
 class H3;
 
