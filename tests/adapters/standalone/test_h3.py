@@ -9,6 +9,7 @@
     dropped; after each, another client is served;
   * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response;
   * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers;
+  * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
   * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
     --h2-max-streams 10 (stream credit comes back);
   * a graceful stop (SIGTERM) ends the process with status 0.
@@ -16,6 +17,7 @@ Usage: test_h3.py CSGI_EXE H3_APP_SO"""
 import hashlib
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -23,6 +25,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import served  # noqa: E402
@@ -33,13 +36,54 @@ GTLS = shutil.which("gtlsclient")
 TMP = tempfile.mkdtemp(prefix="csgi-h3-")
 
 
-def make_cert():
-    cert, key = os.path.join(TMP, "cert.pem"), os.path.join(TMP, "key.pem")
+def make_cert(name="cert", padding=0):
+    """A self-signed certificate for localhost; `padding` more names make its handshake flight larger."""
+    cert, key = os.path.join(TMP, name + ".pem"), os.path.join(TMP, name + ".key")
+    sans = ["DNS:localhost", "IP:127.0.0.1"] + ["DNS:name%03d.padding.example" % i for i in range(padding)]
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                    "-addext", "subjectAltName=" + ",".join(sans)],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return cert, key
+
+
+def amplification():
+    """A client whose address is never validated (a relay drops everything the server sends it): before
+    each of the client's datagrams, the server has sent at most 3x what it received (RFC 9000 §8.1),
+    although its handshake flight (a certificate with 300 names) is larger than that."""
+    cert, key = make_cert("big", padding=300)
+    srv = served.Server([CSGI, "serve", "--demo", "--tls-cert", cert, "--tls-key", key, "--http3"],
+                        "https://127.0.0.1:0")
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    up.connect(("127.0.0.1", srv.port))
+    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--handshake-timeout=3s", "127.0.0.1",
+                            str(relay.getsockname()[1]), "https://localhost/hello"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    received = sent = 0
+    within = True
+    deadline = time.time() + 4
+    while time.time() < deadline:
+        ready, _, _ = select.select([relay, up], [], [], 0.1)
+        for sock in ready:
+            data = sock.recv(65536)
+            if sock is relay:
+                within = within and sent <= 3 * received
+                received += len(data)
+                up.send(data)
+            else:
+                sent += len(data)
+    cli.kill()
+    cli.wait()
+    within = within and sent <= 3 * received
+    check(received > 0 and sent > 0 and within,
+          "[ADP-20] before validation the server sends at most 3x what it received (%d of %d)" % (sent, received))
+    hello = Fetch(srv.port, ["/hello"])
+    check(hello.status.get(0) == 200, "a client whose address is validated gets the whole flight and is served")
+    relay.close()
+    up.close()
+    check(srv.stop() == 0, "that server stops with status 0")
 
 
 class Fetch:
@@ -179,6 +223,8 @@ def main():
     check(f.status.get(0) == 200 and "type=Retry" in f.out, "[ADP-20] --http3-retry: the client is sent a Retry, then served")
     kinds(srv, big, "(app pool, Retry)")
     check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
+
+    amplification()
 
     with open(errors) as fh:
         log = fh.read()
