@@ -7,6 +7,8 @@
 //   /file     the file named by $CSGI_H3_TEST_FILE (a file body)
 //   /writer   a delayed response whose Writer writes 64 chunks of 4 KiB from another thread, then trailers
 //   /delayed  a delayed response answered from another thread
+//   /sleep    answers after 2.5 s (longer than the test's --idle-timeout)
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -60,6 +62,10 @@ Response app(Env& env) {
     return Response::delayed([](Responder r) {
       std::thread([r] { r.respond(Response::text(200, "from another thread")); }).detach();
     });
+  }
+  if (path == "/sleep") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    return Response::text(200, "slept");
   }
   return Response::error(404);
 }

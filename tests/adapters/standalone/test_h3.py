@@ -8,7 +8,8 @@
     --max-request-line refused 414 while the next stream of that connection is served, random datagrams
     dropped; after each, another client is served;
   * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response;
-  * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers;
+  * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers; an app
+    call longer than --idle-timeout still answered (keep-alive PINGs while requests are open);
   * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
   * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
     --h2-max-streams 10 (stream credit comes back);
@@ -218,7 +219,11 @@ def main():
           "[ADP-19] 60 requests through 10 concurrent streams on one connection")
     check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
 
-    srv = served.Server([CSGI, "serve"] + tls + ["--app-threads", "2", "--http3-retry"], "https://127.0.0.1:0")
+    srv = served.Server([CSGI, "serve"] + tls + ["--app-threads", "2", "--http3-retry", "--idle-timeout", "1"],
+                        "https://127.0.0.1:0")
+    f = Fetch(srv.port, ["/sleep"])
+    check(f.status.get(0) == 200 and f.body("sleep") == b"slept",
+          "an app call longer than --idle-timeout: the connection is kept alive until it answers")
     f = Fetch(srv.port, ["/hello"], dump=True)
     check(f.status.get(0) == 200 and "type=Retry" in f.out, "[ADP-20] --http3-retry: the client is sent a Retry, then served")
     kinds(srv, big, "(app pool, Retry)")

@@ -175,6 +175,7 @@ private:
   bool closing_ = false;
   bool gone_ = false;
   bool counted_ = false;  // in the endpoint's live count
+  bool keep_alive_ = false;
   std::uint64_t close_code_ = 0;
   friend class Endpoint;
 };
@@ -463,6 +464,14 @@ void Connection::write() {
       wake();  // the rest after the other connections' turns
       break;
     }
+  }
+  // While requests are open (an app may think for longer than the idle timeout), PINGs keep the
+  // connection from going idle; with none, the idle timeout ends it.
+  bool busy = app_->busy() > 0;
+  if (busy != keep_alive_) {
+    keep_alive_ = busy;
+    auto idle = static_cast<ngtcp2_duration>(ep_.thread.shared.opt.idle_timeout.count()) * NGTCP2_MILLISECONDS;
+    ngtcp2_conn_set_keep_alive_timeout(conn_, busy ? idle / 2 : 0);
   }
   arm_timer();
 }
