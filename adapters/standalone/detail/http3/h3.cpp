@@ -134,6 +134,12 @@ public:
   }
   void shutdown() override;
   std::size_t busy() const override { return streams_.size() + in_app_; }
+  bool app_at_work() const override {
+    if (in_app_ > 0) return true;
+    for (const auto& [id, s] : streams_)
+      if (s->src == Stream::Src::writer && !s->eof) return true;
+    return false;
+  }
   std::uint64_t error() const override { return error_; }
   void detach() noexcept override;
 

@@ -465,9 +465,9 @@ void Connection::write() {
       break;
     }
   }
-  // While requests are open (an app may think for longer than the idle timeout), PINGs keep the
-  // connection from going idle; with none, the idle timeout ends it.
-  bool busy = app_->busy() > 0;
+  // While the app is at work (it may think, or write, for longer than the idle timeout), PINGs keep the
+  // connection from going idle; otherwise a silent peer is gone after the idle timeout.
+  bool busy = app_->app_at_work();
   if (busy != keep_alive_) {
     keep_alive_ = busy;
     auto idle = static_cast<ngtcp2_duration>(ep_.thread.shared.opt.idle_timeout.count()) * NGTCP2_MILLISECONDS;

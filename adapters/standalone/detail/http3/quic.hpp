@@ -80,6 +80,9 @@ public:
   virtual void shutdown() = 0;
   /// Requests still open (the graceful stop waits for them).
   virtual std::size_t busy() const = 0;
+  /// The app is still at work on a request (its call, or a Writer not closed): the connection is kept
+  /// from going idle meanwhile.
+  virtual bool app_at_work() const = 0;
   /// The error code a failed call left (the protocol's).
   virtual std::uint64_t error() const = 0;
   /// The connection is gone: nothing more reaches the transport.
