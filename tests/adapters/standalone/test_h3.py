@@ -7,7 +7,7 @@
   * a request body echoed (csgi.input); one over --max-body-bytes refused 413, a request line over
     --max-request-line refused 414 while the next stream of that connection is served, random datagrams
     dropped; after each, another client is served;
-  * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response;
+  * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response; SIGHUP re-reads the certificate files;
   * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers; an app
     call longer than --idle-timeout still answered (keep-alive PINGs while requests are open);
   * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
@@ -115,6 +115,16 @@ class Fetch:
             return None
 
 
+def log_says(path, text):
+    """Whether the error log at `path` comes to say `text` within 5 s."""
+    for _ in range(50):
+        with open(path) as fh:
+            if text in fh.read():
+                return True
+        time.sleep(0.1)
+    return False
+
+
 def hello_served(port, what):
     f = Fetch(port, ["/hello"])
     check(f.status.get(0) == 200 and f.body("hello") == b"hello over h3", "another client is served " + what)
@@ -210,6 +220,22 @@ def main():
             u.sendto(junk, ("127.0.0.1", srv.port))
     hello_served(srv.port, "after 200 junk datagrams")
     check(srv.p.poll() is None, "the server is still running")
+
+    # SIGHUP re-reads the certificate files for QUIC too: a broken key is refused and logged, the
+    # previous certificates stay; a new certificate is taken.
+    with open(key, "rb") as fh:
+        good = fh.read()
+    with open(key, "w") as fh:
+        fh.write("not a key\n")
+    srv.p.send_signal(signal.SIGHUP)
+    check(log_says(errors, "HTTP/3 certificates not reloaded, the previous ones stay: --tls-cert " + cert),
+          "[ADP-18] SIGHUP with a broken key file: logged, the previous certificates stay")
+    hello_served(srv.port, "after a refused reload")
+    new_cert, new_key = make_cert("renewed")
+    shutil.copy(new_cert, cert)
+    shutil.copy(new_key, key)
+    srv.p.send_signal(signal.SIGHUP)
+    hello_served(srv.port, "after a new certificate was loaded")
     check(srv.stop() == 0, "[ADP-20] a graceful stop (SIGTERM) ends with status 0")
 
     # Stream credit: 10 streams at once, 60 requests on one connection; each closed stream gives one back.

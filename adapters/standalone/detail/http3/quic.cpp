@@ -59,6 +59,27 @@ std::string cid_key(const std::uint8_t* data, std::size_t len) {
 
 void random_bytes(std::uint8_t* dest, std::size_t n) { gnutls_rnd(GNUTLS_RND_RANDOM, dest, n); }
 
+/// The certificates of the listener, as GnuTLS holds them; a connection keeps the ones it started with.
+struct Credentials {
+  gnutls_certificate_credentials_t cred = nullptr;
+  Credentials() {
+    if (gnutls_certificate_allocate_credentials(&cred) != 0) throw std::runtime_error("no memory for certificates");
+  }
+  ~Credentials() { gnutls_certificate_free_credentials(cred); }
+  Credentials(const Credentials&) = delete;
+  Credentials& operator=(const Credentials&) = delete;
+};
+
+/// Reads the --tls-cert/--tls-key pairs; throws std::runtime_error naming the file.
+std::shared_ptr<Credentials> load_credentials(const ServerOptions& opt) {
+  auto c = std::make_shared<Credentials>();
+  for (const TlsCertificate& f : opt.tls_certificates) {
+    int rv = gnutls_certificate_set_x509_key_file(c->cred, f.cert_file.c_str(), f.key_file.c_str(), GNUTLS_X509_FMT_PEM);
+    if (rv < 0) throw std::runtime_error("--tls-cert " + f.cert_file + " (HTTP/3): " + gnutls_strerror(rv));
+  }
+  return c;
+}
+
 class Endpoint;
 
 class Connection final : public QuicStreams, public std::enable_shared_from_this<Connection> {
@@ -166,6 +187,7 @@ private:
   char addr_[INET6_ADDRSTRLEN] = "";
   char port_[8] = "";
   ngtcp2_conn* conn_ = nullptr;
+  std::shared_ptr<Credentials> cred_;  // outlives tls_ (declared first)
   gnutls_session_t tls_ = nullptr;
   ngtcp2_crypto_conn_ref ref_{};
   std::shared_ptr<QuicApp> app_;
@@ -185,12 +207,13 @@ public:
   Endpoint(IoThread& t, const ListenSocket& l, QuicAppMaker maker);
   ~Endpoint() override;
   void stop() override;
+  std::string reload() override;
   void start() { wait(); }
 
   IoThread& thread;
   const ListenSocket& listener;
   QuicAppMaker maker;
-  gnutls_certificate_credentials_t cred = nullptr;
+  std::shared_ptr<Credentials> cred;      // what new connections take
   std::array<std::uint8_t, 32> secret{};  // Retry tokens and stateless reset tokens
   sockaddr_storage local{};
   socklen_t local_len = 0;
@@ -306,10 +329,11 @@ bool Connection::init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* odcid, std::str
     return false;
   }
   // No early data (0-RTT can be replayed) and no session tickets to resume with.
+  cred_ = ep_.cred;
   if (gnutls_init(&tls_, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA | GNUTLS_NO_TICKETS) != 0 ||
       gnutls_priority_set_direct(tls_, priority, nullptr) != 0 ||
       ngtcp2_crypto_gnutls_configure_server_session(tls_) != 0 ||
-      gnutls_credentials_set(tls_, GNUTLS_CRD_CERTIFICATE, ep_.cred) != 0) {
+      gnutls_credentials_set(tls_, GNUTLS_CRD_CERTIFICATE, cred_->cred) != 0) {
     why = "TLS session";
     return false;
   }
@@ -498,12 +522,7 @@ void Connection::on_timer() {
 
 Endpoint::Endpoint(IoThread& t, const ListenSocket& l, QuicAppMaker m)
     : thread(t), listener(l), maker(m), sock_(t.ioc), stop_timer_(t.ioc) {
-  const ServerOptions& opt = t.shared.opt;
-  if (gnutls_certificate_allocate_credentials(&cred) != 0) throw std::runtime_error("HTTP/3: no memory for certificates");
-  for (const TlsCertificate& c : opt.tls_certificates) {
-    int rv = gnutls_certificate_set_x509_key_file(cred, c.cert_file.c_str(), c.key_file.c_str(), GNUTLS_X509_FMT_PEM);
-    if (rv < 0) throw std::runtime_error("--tls-cert " + c.cert_file + " (HTTP/3): " + gnutls_strerror(rv));
-  }
+  cred = load_credentials(t.shared.opt);
   random_bytes(secret.data(), secret.size());
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
@@ -527,8 +546,15 @@ Endpoint::~Endpoint() {
   std::vector<std::shared_ptr<Connection>> all;
   for (auto& [k, c] : ids) all.push_back(c);
   for (auto& c : all) c->drop();
-  all.clear();
-  if (cred) gnutls_certificate_free_credentials(cred);
+}
+
+std::string Endpoint::reload() {
+  try {
+    cred = load_credentials(thread.shared.opt);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 void Endpoint::wait() {

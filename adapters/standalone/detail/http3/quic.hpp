@@ -98,6 +98,9 @@ public:
   /// Graceful stop: GOAWAY on every connection; the socket closes once their requests are done, or at
   /// the graceful timeout.
   virtual void stop() = 0;
+  /// Re-reads the certificate files (SIGHUP): new connections take them, open ones keep theirs. On
+  /// failure the previous ones stay and the reason is returned ("" = done).
+  virtual std::string reload() = 0;
 };
 
 /// The UDP endpoint of `listener` (a TLS one) on `thread`: bound to the same address and port. Throws

@@ -83,6 +83,10 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   std::future<void> tls_reload;
   std::function<void(const error_code&, int)> wait_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
+    if (sig == SIGHUP)  // HTTP/3's certificates, on thread 0 with their endpoints
+      for (auto& e : http3)
+        if (std::string err = e->reload(); !err.empty())
+          sh.errors.write("csgi: HTTP/3 certificates not reloaded, the previous ones stay: " + err);
     if (on_signal(sh, in_worker, sig, tls_reload)) signals->async_wait(wait_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(wait_signal);
