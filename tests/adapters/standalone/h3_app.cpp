@@ -7,6 +7,7 @@
 //   /file     the file named by $CSGI_H3_TEST_FILE (a file body)
 //   /writer   a delayed response whose Writer writes 64 chunks of 4 KiB from another thread, then trailers
 //   /delayed  a delayed response answered from another thread
+//   /early    a 103 Early Hints (csgix.informational), then the answer
 //   /sleep    answers after 2.5 s (longer than the test's --idle-timeout)
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "csgi/core/app_library.hpp"
+#include "csgi/core/extensions.hpp"
 #include "csgi/core/keys.hpp"
 
 namespace {
@@ -62,6 +64,11 @@ Response app(Env& env) {
     return Response::delayed([](Responder r) {
       std::thread([r] { r.respond(Response::text(200, "from another thread")); }).detach();
     });
+  }
+  if (path == "/early") {
+    auto* info = env.object<Informational>(keys::x::informational);
+    bool sent = info && info->send(103, Headers{{"Link", "</style.css>; rel=preload; as=style"}});
+    return Response::text(200, sent ? "sent 103" : "no 103");
   }
   if (path == "/sleep") {
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));

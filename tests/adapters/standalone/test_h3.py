@@ -147,6 +147,9 @@ def http1_alt_svc(port):
 
 
 def kinds(srv, big, what):
+    f = Fetch(srv.port, ["/early"])
+    check(f.body("early") == b"sent 103" and "[:status: 103]" in f.out and "[link: </style.css>" in f.out,
+          "[ADP-19] a 103 Early Hints (csgix.informational) before the answer " + what)
     f = Fetch(srv.port, ["/hello", "/env?x=1", "/stream", "/file", "/writer", "/delayed"])
     check(f.rc == 0, "gtlsclient ends cleanly " + what)
     check([f.status.get(i) for i in range(6)] == [200] * 6, "[ADP-19] six streams answered 200 " + what)

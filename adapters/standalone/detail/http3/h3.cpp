@@ -50,7 +50,7 @@ struct H3Request final : Input, Informational {
   RequestBody body;
   bool head = false;
   std::weak_ptr<H3> codec;
-  Mailbox* mailbox = nullptr;
+  IoThread* thread = nullptr;
   ~H3Request() override {
     if (env && cleanup.size() > 0) cleanup.run(*env);
   }
@@ -248,11 +248,16 @@ private:
   std::int64_t id_;
 };
 
-// csgix.informational: sent at once on the io thread; from another thread it is not offered (false).
+// csgix.informational: sent at once on the io thread; from another thread through its mailbox (that
+// thread waits).
 bool H3Request::send(int status, const Headers& headers) {
-  if (!mailbox || !mailbox->on_io_thread()) return false;
-  auto c = codec.lock();
-  return c && c->interim(id, status, headers);
+  auto here = [&] {
+    auto c = codec.lock();
+    return c && c->interim(id, status, headers);
+  };
+  if (thread->ioc.get_executor().running_in_this_thread()) return here();
+  if (thread->exited.load(std::memory_order_acquire)) return false;
+  return call_on_io(*thread->mailbox, thread->exited, here);
 }
 
 H3::H3(QuicStreams& q, IoThread& t, const ListenSocket& l) : q_(&q), t_(t) {
@@ -443,7 +448,7 @@ int H3::on_begin_headers(nghttp3_conn*, std::int64_t id, void* p, void*) {
   s->req = std::make_shared<H3Request>();
   s->req->id = id;
   s->req->codec = h.weak_from_this();
-  s->req->mailbox = h.t_.mailbox.get();
+  s->req->thread = &h.t_;
   h.streams_.emplace(id, std::move(s));
   return 0;
 }
