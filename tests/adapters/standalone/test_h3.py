@@ -222,6 +222,25 @@ def main():
                 junk = bytes([0xc0]) + b"\x00\x00\x00\x01" + junk[5:]
             u.sendto(junk, ("127.0.0.1", srv.port))
     hello_served(srv.port, "after 200 junk datagrams")
+
+    # A version the server does not speak: a Version Negotiation packet naming QUIC v1, with the client's
+    # connection IDs swapped (RFC 9000 §17.2.1); a datagram under 1200 bytes gets nothing.
+    def long_header(dcid, scid):
+        return bytes([0xc0]) + b"\x1a\x2a\x3a\x4a" + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
+
+    dcid, scid = os.urandom(8), os.urandom(5)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(3)
+        u.sendto(long_header(os.urandom(8), os.urandom(5)) + bytes(100), ("127.0.0.1", srv.port))
+        initial = long_header(dcid, scid)
+        u.sendto(initial + bytes(1200 - len(initial)), ("127.0.0.1", srv.port))
+        try:
+            vn = u.recv(2048)
+        except socket.timeout:
+            vn = b""
+    expected = b"\x00\x00\x00\x00" + bytes([len(scid)]) + scid + bytes([len(dcid)]) + dcid + b"\x00\x00\x00\x01"
+    check(len(vn) > 0 and vn[0] & 0x80 and vn[1:] == expected,
+          "[ADP-20] an unknown QUIC version gets a Version Negotiation packet naming v1 (a small datagram none)")
     check(srv.p.poll() is None, "the server is still running")
 
     # SIGHUP re-reads the certificate files for QUIC too: a broken key is refused and logged, the

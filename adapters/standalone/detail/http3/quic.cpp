@@ -228,6 +228,7 @@ private:
   void read_some();
   void on_datagram(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n);
   void send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from, socklen_t fromlen);
+  void send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen);
   void poll_stop();
 
   Udp::socket sock_;
@@ -587,7 +588,11 @@ void Endpoint::read_some() {
 
 void Endpoint::on_datagram(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n) {
   ngtcp2_version_cid vc;
-  if (ngtcp2_pkt_decode_version_cid(&vc, data, n, cid_len) != 0) return;
+  int rv = ngtcp2_pkt_decode_version_cid(&vc, data, n, cid_len);
+  // A version this server does not speak: the versions it does (RFC 9000 §6), to a datagram as large as
+  // a client's first one must be (smaller ones are dropped: no amplification).
+  if (rv == NGTCP2_ERR_VERSION_NEGOTIATION && n >= 1200 && !stopping) return send_version_negotiation(vc, from, fromlen);
+  if (rv != 0) return;
   if (auto it = ids.find(cid_key(vc.dcid, vc.dcidlen)); it != ids.end()) {
     std::shared_ptr<Connection> c = it->second;
     return c->on_packet(data, n);
@@ -628,6 +633,16 @@ void Endpoint::send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from,
   std::array<std::uint8_t, max_packet> buf;
   ngtcp2_ssize n = ngtcp2_crypto_write_retry(buf.data(), buf.size(), hd.version, &hd.scid, &scid, &hd.dcid,
                                              token.data(), static_cast<std::size_t>(tokenlen));
+  if (n > 0) send(from, fromlen, buf.data(), static_cast<std::size_t>(n));
+}
+
+void Endpoint::send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen) {
+  std::uint8_t unused = 0;
+  random_bytes(&unused, 1);
+  const std::uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
+  std::array<std::uint8_t, 256> buf;
+  ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf.data(), buf.size(), unused, vc.scid, vc.scidlen, vc.dcid,
+                                                        vc.dcidlen, versions, 1);
   if (n > 0) send(from, fromlen, buf.data(), static_cast<std::size_t>(n));
 }
 
