@@ -10,17 +10,10 @@ namespace csgi::standalone::detail {
 
 namespace {
 constexpr std::chrono::milliseconds exit_check{100};  // how often a waiting caller looks whether the io thread has gone
-
-struct IoCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool abandoned = false;  // the caller gave up (the io thread had gone): `f` and the result are not touched
-};
 }  // namespace
 
 bool call_on_io(Mailbox& mailbox, const std::atomic<bool>& exited, const std::function<bool()>& f) {
-  auto c = std::make_shared<IoCall>();
+  auto c = std::make_shared<PoolCall>();
   bool result = false;
   auto call = [c, &f, &result] {
     std::lock_guard lock(c->mu);

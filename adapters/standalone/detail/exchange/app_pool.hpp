@@ -14,10 +14,22 @@
 
 namespace csgi::standalone::detail {
 
+/// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
+/// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
+/// unless the app's thread gave up waiting (`abandoned`: its io thread stopped), in which case the
+/// pointers into the app's stack are not touched.
+struct PoolCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;
+};
+
 class Mailbox;
 
-/// From another thread (the app's): runs `f` on the io thread behind `mailbox` and waits for its result;
-/// false when that thread is gone (`exited`: it has stopped running its handlers) or `f` threw.
+/// From another thread (the app's): runs `f` on the io thread behind `mailbox` and waits for its result
+/// (a PoolCall); false when that thread is gone (`exited`: it has stopped running its handlers) or `f`
+/// threw.
 bool call_on_io(Mailbox& mailbox, const std::atomic<bool>& exited, const std::function<bool()>& f);
 
 class AppPool {

@@ -118,7 +118,7 @@ std::shared_ptr<ResponderImpl> make_responder(std::shared_ptr<ResponseRoute> rou
 Headers ended_stream_trailers(Stream& stream, std::string& error) noexcept;
 
 struct FaultSlot;
-class Conn;
+class Transport;
 
 /// Where the pieces below report (csgi.errors with the request's line, as the protocol writes it), and
 /// the fault scope they call app code in (crash containment in a prefork worker; none by default).
@@ -128,7 +128,7 @@ public:
   virtual void error(std::string_view what) noexcept = 0;
   struct FaultScope {
     FaultSlot* slot = nullptr;
-    Conn* conn = nullptr;
+    Transport* conn = nullptr;
   };
   virtual FaultScope fault_scope() const noexcept { return {}; }
 };

@@ -1,6 +1,6 @@
 // Delayed responses on an HTTP/1 connection: the connection as the route of the exchange's Responder and
-// Writer (exchange/responder.hpp), and its writer's bytes framed onto the wire (see conn.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// Writer (exchange/responder.hpp), and its writer's bytes framed onto the wire (see h1_conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -10,7 +10,7 @@ namespace {
 /// app thread that kept the last reference would destroy it off its thread.
 class Http1Route final : public ResponseRoute {
 public:
-  explicit Http1Route(std::weak_ptr<Conn> c) : c_(std::move(c)) {}
+  explicit Http1Route(std::weak_ptr<H1Conn> c) : c_(std::move(c)) {}
   void respond(Response r) override {
     if (auto c = c_.lock()) c->on_delayed(std::move(r));
   }
@@ -27,26 +27,26 @@ public:
   }
 
 private:
-  std::weak_ptr<Conn> c_;
+  std::weak_ptr<H1Conn> c_;
 };
 
 }  // namespace
 
 // The Responder of a delayed response on this connection; `keeper` takes the request if the connection
 // closes before the response is complete (hand_over).
-std::shared_ptr<ResponderImpl> Conn::delayed_responder(const std::shared_ptr<Conn>& self,
+std::shared_ptr<ResponderImpl> H1Conn::delayed_responder(const std::shared_ptr<H1Conn>& self,
                                                        std::shared_ptr<RequestKeeper> keeper) {
   return make_responder(std::make_shared<Http1Route>(self), t_.mailbox, sh_.opt.send_timeout, std::move(keeper));
 }
 
-void Conn::on_delayed(Response r) {
+void H1Conn::on_delayed(Response r) {
   if (phase_ != Phase::delayed) return;
   phase_ = Phase::reading;
   start_body(r);
   if (phase_ == Phase::reading) process();
 }
 
-void Conn::on_writer_start(const std::shared_ptr<WriterState>& st, int status, Headers headers) {
+void H1Conn::on_writer_start(const std::shared_ptr<WriterState>& st, int status, Headers headers) {
   if (phase_ != Phase::delayed) return st->gone();
   if (status < 200 || status > 999) status = 500;
   bool no_body = status_has_no_body(status);
@@ -55,19 +55,19 @@ void Conn::on_writer_start(const std::shared_ptr<WriterState>& st, int status, H
   if (!no_body && !req_.head && !declared && req_.http10) req_.keep_alive = false;
   write_head(status, headers, no_body ? std::nullopt : declared, chunked);
   st->begin(req_.head || no_body, declared);
-  body_.framing = chunked ? Framing::chunked : Framing::none;
-  body_.writer = st;
-  phase_ = Phase::writer;
-  on_writer_flush(body_.writer);
+  body_ = WriterBody{st, chunked};
+  phase_ = Phase::body;
+  on_writer_flush(st);
 }
 
-void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
-  if (st != body_.writer || phase_ != Phase::writer) {
+void H1Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
+  auto* body = std::get_if<WriterBody>(&body_);
+  if (!body || st != body->writer || phase_ != Phase::body) {
     std::lock_guard lock(st->mu);
     st->flush_posted = false;
     return;
   }
-  bool chunked = body_.framing == Framing::chunked;
+  bool chunked = body->chunked;
   WriterState::Turn turn = st->take([&](std::string_view bytes) { append_body(out_.buf, bytes, chunked); });
   req_.sent_body += turn.bytes;
   if (turn.fin && !turn.aborted && chunked) append_last_chunk(out_.buf, turn.trailers);
@@ -80,29 +80,28 @@ void Conn::on_writer_flush(const std::shared_ptr<WriterState>& st) {
   if (phase_ == Phase::closed) return;
   // The client is gone: the writer's next write() says so (once the env is handed over), and nothing
   // more will be sent.
-  if (link_.dead) return writer_failed(false);
+  if (tr_.dead()) return writer_failed(false);
   if (turn.aborted) return writer_failed(true);
   if (!done) return wait_write();
   if (turn.fin) end_writer(turn);
 }
 
 // The client is gone, or the app dropped its Writer without close(): the connection ends.
-void Conn::writer_failed(bool aborted) {
+void H1Conn::writer_failed(bool aborted) {
   req_.keep_alive = false;
   if (aborted) log_error("a streaming Writer was dropped without close(); the response ends as failed");
   close_now();
-  body_.writer.reset();
+  body_ = std::monostate{};
 }
 
 // The writer closed and all its bytes are written. Past or short of its declared length, the body ends
 // the connection (ADP-13).
-void Conn::end_writer(const WriterState::Turn& turn) {
+void H1Conn::end_writer(const WriterState::Turn& turn) {
   if (turn.overrun > 0 || turn.left > 0) {
     log_length_error(turn.declared, turn.overrun > 0 ? turn.overrun : turn.declared - turn.left, turn.overrun > 0);
     req_.keep_alive = false;
   }
-  body_.writer.reset();
-  body_.framing = Framing::none;
+  body_ = std::monostate{};
   phase_ = Phase::reading;
   finish_response();
   if (phase_ == Phase::reading) process();

@@ -1,33 +1,9 @@
 // The HTTP/1 connection's way into HTTP/2: a connection whose first bytes are the HTTP/2 preface, whose TLS
 // handshake chose h2, or (when allowed) an HTTP/1.1 `Upgrade: h2c` request hands its byte stream to the
-// HTTP/2 codec (H2Conn), over the plain socket or the TLS session (tls_io.cpp).
-#include <boost/asio/write.hpp>
-
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// HTTP/2 codec (H2Conn), its sibling on the transport.
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
 
 namespace csgi::standalone::detail {
-
-namespace {
-/// The plain socket under a session: Asio's reads and writes on the connection's socket.
-class PlainTransport final : public H2Transport {
-public:
-  PlainTransport(Socket& socket, std::weak_ptr<Conn> conn) : socket_(socket), conn_(std::move(conn)) {}
-  void read_some(char* buf, std::size_t n) override {
-    socket_.async_read_some(asio::buffer(buf, n), [self = conn_.lock()](error_code ec, std::size_t got) {
-      if (self->h2()) self->h2()->on_read(ec, got);
-    });
-  }
-  void write(std::string_view data) override {
-    asio::async_write(socket_, asio::buffer(data.data(), data.size()), [self = conn_.lock()](error_code ec, std::size_t) {
-      if (self->h2()) self->h2()->on_written(ec);
-    });
-  }
-
-private:
-  Socket& socket_;
-  std::weak_ptr<Conn> conn_;
-};
-}  // namespace
 
 namespace {
 // RFC 4648 §5 (base64url), padding optional: the token68 of HTTP2-Settings. False on a bad character.
@@ -63,8 +39,8 @@ bool has_token(std::string_view list, std::string_view token) {
 // With h2c_upgrade on, HTTP/1.1 `Upgrade: h2c` with HTTP2-Settings (RFC 7540 §3.2) on a request without a
 // body: answered 101, and the request is served as stream 1 of an HTTP/2 connection. Anything else is
 // served as HTTP/1.1. Cleartext only (RFC 7540 §3.2): a TLS connection negotiates h2 by ALPN instead.
-bool Conn::try_h2c_upgrade() {
-  if (!sh_.opt.h2c_upgrade || tls_ || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
+bool H1Conn::try_h2c_upgrade() {
+  if (!sh_.opt.h2c_upgrade || tr_.tls() || !env_ || req_.http10 || !parser_ || !parser_->is_done() || req_.body_begun) return false;
   Env& old = *env_;
   if (!has_token(old.get("HTTP_UPGRADE"), "h2c") || !has_token(old.get("HTTP_CONNECTION"), "upgrade") ||
       !has_token(old.get("HTTP_CONNECTION"), "http2-settings") || !old.contains("HTTP_HTTP2_SETTINGS") ||
@@ -87,26 +63,16 @@ bool Conn::try_h2c_upgrade() {
   t_.release_env(std::move(env_));
   req_.stage = Request::none;
   phase_ = Phase::h2;
-  h2_ = std::make_unique<H2Conn>(*this);
-  h2_->start_upgraded(settings, std::move(env), head, rest, std::make_unique<PlainTransport>(socket_, weak_from_this()));
+  tr_.start_h2_upgraded(settings, std::move(env), head, rest);
   return true;
 }
 
-// Conn's side: the connection's first bytes were the HTTP/2 preface, or its TLS handshake chose h2.
-void Conn::start_h2() {
+// The connection's first bytes were the HTTP/2 preface, or its TLS handshake chose h2.
+void H1Conn::start_h2() {
   phase_ = Phase::h2;  // nothing HTTP/1 is ever written on this connection
-  std::unique_ptr<H2Transport> transport;
-  if (tls_) {
-    tls_connection_info();
-    transport = tls_h2_transport();
-  } else {
-    transport = std::make_unique<PlainTransport>(socket_, weak_from_this());
-  }
-  h2_ = std::make_unique<H2Conn>(*this, tls_ ? "https" : "http");
   std::string_view initial = in_.unparsed();
   in_.begin = in_.end = 0;
-  h2_->start(initial, std::move(transport));
+  tr_.start_h2(initial);
 }
-
 
 }  // namespace csgi::standalone::detail

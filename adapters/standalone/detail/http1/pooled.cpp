@@ -1,9 +1,9 @@
 // The app on the pool (--app-threads N, app_pool.hpp): the io thread posts the request, the app runs on a
 // pool thread, and what the app asks of the connection (csgix.informational, csgix.io) is done by the io
 // thread while the app's thread waits. The pool thread touches only the env, the request body (complete
-// before the app runs) and what it gets back from the io thread (see conn.hpp).
+// before the app runs) and what it gets back from the io thread (see h1_conn.hpp).
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -14,11 +14,11 @@ constexpr std::chrono::milliseconds exit_check{100};
 
 // On the io thread: the env is complete; the app runs on the pool. Until it returns, the env and the
 // buffer its views point into stay (close_now keeps them).
-void Conn::run_in_pool() {
+void H1Conn::run_in_pool() {
   phase_ = Phase::pooled;
   Env* env = env_.get();
   auto job = [self = shared_from_this(), env]() mutable {
-    Conn* c = self.get();
+    H1Conn* c = self.get();
     c->pool_job(std::move(self), *env);
   };
   if (!sh_.pool->post(std::move(job))) {
@@ -29,11 +29,11 @@ void Conn::run_in_pool() {
 }
 
 // On a pool thread.
-void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
+void H1Conn::pool_job(std::shared_ptr<H1Conn> self, Env& env) {
   int failed = 0;
   Response res;
   {
-    AppScope scope(pool_fault_slot, this);
+    AppScope scope(pool_fault_slot, &tr_);
     res = call_app(sh_, env, failed);
   }
   if (!answer_on_pool(res, req_.head, !req_.http10, env, sh_.errors, [&] { return pool_responder(self); }))
@@ -42,14 +42,14 @@ void Conn::pool_job(std::shared_ptr<Conn> self, Env& env) {
 }
 
 // Hands the app's response to the io thread (which keeps the last reference to the connection).
-void Conn::post_done(std::shared_ptr<Conn> self, Response r, int failed) {
+void H1Conn::post_done(std::shared_ptr<H1Conn> self, Response r, int failed) {
   auto call = [self = std::move(self), r = std::make_shared<Response>(std::move(r)), failed] {
     self->on_pooled_done(std::move(*r), failed);
   };
   t_.mailbox->post(call);
 }
 
-void Conn::on_pooled_done(Response r, int failed) {
+void H1Conn::on_pooled_done(Response r, int failed) {
   if (phase_ == Phase::closed) {
     // The client went while the app ran: the env goes now.
     drop_env();
@@ -61,7 +61,7 @@ void Conn::on_pooled_done(Response r, int failed) {
 
 // A Responder for a response finished from the pool thread: the io thread learns first (the mailbox keeps
 // the order of posts), so that it waits for the answer as for any delayed response.
-std::shared_ptr<ResponderImpl> Conn::pool_responder(const std::shared_ptr<Conn>& self) {
+std::shared_ptr<ResponderImpl> H1Conn::pool_responder(const std::shared_ptr<H1Conn>& self) {
   auto keeper = std::make_shared<RequestKeeper>();
   auto responder = delayed_responder(self, keeper);
   auto call = [self, k = std::weak_ptr<RequestKeeper>(keeper)] { self->on_pooled_delayed(k); };
@@ -69,7 +69,7 @@ std::shared_ptr<ResponderImpl> Conn::pool_responder(const std::shared_ptr<Conn>&
   return responder;
 }
 
-void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
+void H1Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
   keeper_ = std::move(keeper);
   if (phase_ == Phase::closed) {
     drop_env();  // handed to the Responder while the response is not complete (APP-4)
@@ -85,13 +85,13 @@ void Conn::on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper) {
 
 // Drops the pool thread's reference on the io thread, which may hold the last one (a connection is only
 // destroyed there). Nothing of this connection may be touched after this.
-void Conn::release_on_io(std::shared_ptr<Conn> self) {
+void H1Conn::release_on_io(std::shared_ptr<H1Conn> self) {
   auto call = [self = std::move(self)]() mutable { self.reset(); };
   t_.mailbox->post(call);
 }
 
 // Waits until the io thread has done the call; false (the call abandoned) when the io thread stopped.
-bool Conn::wait_call(PoolCall& c) {
+bool H1Conn::wait_call(PoolCall& c) {
   std::unique_lock lock(c.mu);
   while (!c.cv.wait_for(lock, exit_check, [&] { return c.done; })) {
     if (t_.exited.load(std::memory_order_acquire)) {
@@ -103,7 +103,7 @@ bool Conn::wait_call(PoolCall& c) {
 }
 
 // Runs `f` on the io thread while this thread waits. Nothing when the io thread has stopped.
-void Conn::run_on_io(const std::function<void()>& f) {
+void H1Conn::run_on_io(const std::function<void()>& f) {
   auto c = std::make_shared<PoolCall>();
   auto call = [self = shared_from_this(), c, &f] {
     std::lock_guard lock(c->mu);
@@ -120,23 +120,21 @@ void Conn::run_on_io(const std::function<void()>& f) {
 
 // A deadline passed while the app runs on the pool: the client stopped reading an interim response
 // (closed). Otherwise the app may take its time.
-void Conn::pooled_timeout() {
+void H1Conn::pooled_timeout() {
   if (out_.pending()) close_now();
 }
 
 // The pool thread running this connection's app call is frozen (a fault, a request timeout) and keeps
 // its reference to the connection for good; the io thread, which runs on, answers in the app's place.
-std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept {
+std::string H1Conn::abandon_pooled(int status, std::atomic<bool>& answered) noexcept {
   std::string what;
   try {
-    if (c.env_)
-      what = std::string(c.env_->get(keys::REQUEST_METHOD)) + " " + std::string(c.env_->get(keys::REQUEST_URI));
-    Conn* conn = &c;
-    auto answer = [conn, status, &answered] {
-      conn->on_pooled_done(Response::error(status), status);
+    if (env_) what = std::string(env_->get(keys::REQUEST_METHOD)) + " " + std::string(env_->get(keys::REQUEST_URI));
+    auto answer = [this, status, &answered] {
+      on_pooled_done(Response::error(status), status);
       answered.store(true);
     };
-    c.t_.mailbox->post(answer);
+    t_.mailbox->post(answer);
   } catch (...) {
   }
   return what;

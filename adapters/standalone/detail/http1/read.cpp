@@ -1,22 +1,18 @@
 // An HTTP/1 connection reading requests: the buffer, the head (parsed by request_parser.hpp), the body
-// into its store, the keep-alive wait for the next request (see conn.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// into its store, the keep-alive wait for the next request (see h1_conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
+#include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 
 namespace csgi::standalone::detail {
 
 // The connection's own bytes begin: requests are read.
-void Conn::serve() {
+void H1Conn::serve() {
   phase_ = Phase::reading;
   wait_read();
 }
 
-// Reads with async_read_some: Asio tries the recv at once (a speculative read). Boost 1.74's reactor
-// stops trying at once only after a read that returned nothing, so after each keep-alive response this
-// recv finds nothing (EAGAIN) before the connection waits for the next epoll edge. Waiting first
-// (async_wait(wait_read)) would not save it: an op queued without that read costs an
-// epoll_ctl(EPOLL_CTL_MOD) per call there instead, the same one syscall per request.
-void Conn::wait_read() {
-  if (link_.reading || phase_ == Phase::closed || link_.peer_eof) return;
+void H1Conn::wait_read() {
+  if (tr_.reading() || phase_ == Phase::closed || link_.peer_eof) return;
   if (!make_room()) {
     if (phase_ == Phase::lingering) in_.begin = in_.end = 0;
     else {
@@ -24,19 +20,10 @@ void Conn::wait_read() {
       return;
     }
   }
-  link_.reading = true;
-  if (tls_) {
-    tls_wait_read();
-    return;
-  }
-  socket_.async_read_some(asio::buffer(in_.buf.get() + in_.end, in_.cap - in_.end),
-                          [self = shared_from_this()](error_code ec, std::size_t n) {
-                            self->link_.reading = false;
-                            self->on_read(ec, n);
-                          });
+  tr_.read_some(in_.buf.get() + in_.end, in_.cap - in_.end);
 }
 
-void Conn::on_read(error_code ec, std::size_t n) {
+void H1Conn::on_read(error_code ec, std::size_t n) {
   if (phase_ == Phase::closed || ec == asio::error::operation_aborted) return;
   if (phase_ == Phase::lingering) {
     if (ec) {
@@ -50,7 +37,7 @@ void Conn::on_read(error_code ec, std::size_t n) {
   if (ec == asio::error::eof) {
     link_.peer_eof = true;
   } else if (ec) {
-    link_.dead = true;
+    tr_.mark_dead();
     close_now();
     return;
   } else {
@@ -59,7 +46,7 @@ void Conn::on_read(error_code ec, std::size_t n) {
   if (phase_ == Phase::reading) process();
 }
 
-bool Conn::make_room() {
+bool H1Conn::make_room() {
   if (in_.end < in_.cap) return true;
   if (req_.stage != Request::active && in_.begin > 0) {
     std::memmove(in_.buf.get(), in_.at(in_.begin), in_.end - in_.begin);
@@ -88,17 +75,17 @@ bool Conn::make_room() {
   return in_.end < in_.cap;
 }
 
-void Conn::begin_request() {
+void H1Conn::begin_request() {
   if (!env_) env_ = t_.acquire_env();
   csgi::ConnectionInfo conn;
-  conn.server_name = listener_.server_name;
-  conn.server_port =
-      peer_.server_port[0] ? std::string_view(peer_.server_port) : std::string_view(listener_.server_port);
-  if (peer_.https) conn.url_scheme = "https";
-  conn.remote_addr = peer_.addr;
-  conn.remote_port = peer_.port;
+  const Transport::Peer& peer = tr_.peer();
+  const ListenSocket& listener = tr_.listener();
+  conn.server_name = listener.server_name;
+  conn.server_port = peer.server_port[0] ? std::string_view(peer.server_port) : std::string_view(listener.server_port);
+  if (peer.https || tr_.tls()) conn.url_scheme = "https";
+  conn.remote_addr = peer.addr;
+  conn.remote_port = peer.port;
   conn.script_name = sh_.opt.script_name;
-  if (tls_) tls_begin_request(conn);
   req_ = {};
   body_in_.reset();
   parser_.emplace(*env_, sh_.opt, conn);
@@ -107,7 +94,7 @@ void Conn::begin_request() {
 
 // Parses and serves every complete request in the buffer, then waits for more bytes. Each step says
 // what comes next: the following step, the loop again, waiting for bytes, or nothing (it took over).
-void Conn::process() {
+void H1Conn::process() {
   while (phase_ == Phase::reading) {
     Step step = req_.stage != Request::active ? read_head() : Step::next;
     if (step == Step::next) step = read_body();
@@ -128,7 +115,7 @@ void Conn::process() {
 
 // Parses the next request's head once it is all in the buffer (the env's views point into it), within
 // the request-line and header limits.
-Conn::Step Conn::read_head() {
+H1Conn::Step H1Conn::read_head() {
   if (!parser_) {
     Step step = start_request();
     if (step != Step::next) return step;
@@ -138,7 +125,7 @@ Conn::Step Conn::read_head() {
 }
 
 // The first bytes of a request: HTTP/1 (a new request begins) or, on a new connection, maybe HTTP/2.
-Conn::Step Conn::start_request() {
+H1Conn::Step H1Conn::start_request() {
   // RFC 9112 §2.2: ignore empty lines before a request-line.
   while (in_.begin < in_.end && (in_.buf[in_.begin] == '\r' || in_.buf[in_.begin] == '\n')) ++in_.begin;
   if (in_.begin == in_.end) {
@@ -148,7 +135,7 @@ Conn::Step Conn::start_request() {
   if (link_.h2_possible) {
     // Plain: the preface starts HTTP/2 (prior knowledge). TLS: ALPN chose, during the handshake that
     // the first read made; the session checks the preface (RFC 9113 §3.3, §3.4).
-    int m = tls_ ? (tls_->alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
+    int m = tr_.tls() ? (tr_.alpn() == "h2" ? 1 : -1) : h2_preface_match(in_.unparsed());
     if (m == 0) return Step::wait;
     link_.h2_possible = false;
     if (m > 0) return start_h2(), Step::stop;
@@ -160,7 +147,7 @@ Conn::Step Conn::start_request() {
 }
 
 // Header incomplete: enforce the request-line and header-size limits on what we have.
-Conn::Step Conn::head_incomplete() {
+H1Conn::Step H1Conn::head_incomplete() {
   std::string_view have = in_.unparsed();
   std::size_t eol = have.find('\n');
   if (eol == std::string_view::npos ? have.size() > sh_.opt.max_request_line : eol > sh_.opt.max_request_line + 1) {
@@ -175,7 +162,7 @@ Conn::Step Conn::head_incomplete() {
 }
 
 // The whole head is buffered: Beast parses it in one call, so env views into it stay valid.
-Conn::Step Conn::parse_head() {
+H1Conn::Step H1Conn::parse_head() {
   // RFC 9112 §5.2: obs-fold is refused. Before parsing: Beast unfolds such a value into a buffer of its
   // own, and the env's views (and the parser's checks of Host, Content-Length, Expect) would point there.
   if (req_.folded) {
@@ -210,7 +197,7 @@ Conn::Step Conn::parse_head() {
 // as the bytes come, whatever the app's mode: no app ever waits on the network. Chunked bodies are
 // decoded. The body ends in 413 past --max-body-bytes, 400 when malformed, 408 when slower than
 // body_deadline() allows (on_timeout).
-Conn::Step Conn::read_body() {
+H1Conn::Step H1Conn::read_body() {
   if (parser_->is_done()) return Step::next;
   if (!req_.body_begun) {
     req_.body_begun = true;
@@ -230,7 +217,7 @@ Conn::Step Conn::read_body() {
   return store_body(chunk, sizeof chunk);
 }
 
-Conn::Step Conn::store_body(char* chunk, std::size_t cap) {
+H1Conn::Step H1Conn::store_body(char* chunk, std::size_t cap) {
   for (;;) {
     parser_->sink = chunk;
     parser_->sink_cap = cap;
@@ -267,13 +254,13 @@ Conn::Step Conn::store_body(char* chunk, std::size_t cap) {
 }
 
 // The body's deadline after a piece: --body-timeout from now, within what --body-min-rate allows.
-void Conn::body_deadline() {
-  deadline_ = pace_.deadline(t_.now, sh_.opt.body_timeout, sh_.opt.body_min_rate);
+void H1Conn::body_deadline() {
+  tr_.set_deadline_at(pace_.deadline(t_.now, sh_.opt.body_timeout, sh_.opt.body_min_rate));
 }
 
 // Every complete request is answered: write what is pending, then wait for the next request (or close
 // after a client's half-close).
-void Conn::wait_for_request() {
+void H1Conn::wait_for_request() {
   if (out_.pending()) {
     if (!flush()) {
       wait_write();

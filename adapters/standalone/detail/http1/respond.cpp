@@ -1,10 +1,10 @@
-// The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see conn.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// The standalone server's responses: heads, bodies, files (sendfile), pull streams, and writing (see h1_conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
 
 namespace csgi::standalone::detail {
 
 // Turns the app's response into bytes (or starts its body), in the order of requests.
-void Conn::handle(Response&& res) {
+void H1Conn::handle(Response&& res) {
   if (link_.hijacked || phase_ == Phase::closed) return;
   if (req_.continue_pending) req_.keep_alive = false;  // the client may still be waiting to send its body
   if (auto* d = std::get_if<Delayed>(&res.body)) {
@@ -14,14 +14,14 @@ void Conn::handle(Response&& res) {
     keeper_ = keeper;
     auto responder = delayed_responder(self_hold_, std::move(keeper));
     Delayed fn = std::move(*d);
-    AppScope scope(t_.fault_slot, this);
+    AppScope scope(t_.fault_slot, &tr_);
     call_delayed(fn, std::move(responder), log_);  // unanswered, the dropped responder answers 500
     return;
   }
   start_body(res);
 }
 
-void Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
+void H1Conn::write_head(int status, const Headers& headers, std::optional<std::uint64_t> length, bool chunked) {
   req_.status = status;
   if (!req_.keep_alive || sh_.stopping.load(std::memory_order_relaxed)) req_.keep_alive = false;
   Persistence p = status == 101         ? Persistence::upgrade
@@ -32,17 +32,17 @@ void Conn::write_head(int status, const Headers& headers, std::optional<std::uin
 }
 
 // The response's body, resolved by the exchange (response_body.hpp), written as HTTP/1 bytes.
-void Conn::start_body(Response& res) {
+void H1Conn::start_body(Response& res) {
   Sink sink(this);
   drive_response(res, req_.head, !req_.http10, sink, log_);
 }
 
-void Conn::Sink::head_only(int status, Headers& headers, std::optional<std::uint64_t> length) {
+void H1Conn::Sink::head_only(int status, Headers& headers, std::optional<std::uint64_t> length) {
   c->write_head(status, headers, length, false);
   c->finish_response();
 }
 
-void Conn::Sink::text(int status, Headers& headers, std::string& body) {
+void H1Conn::Sink::text(int status, Headers& headers, std::string& body) {
   c->write_head(status, headers, body.size(), false);
   c->req_.sent_body = body.size();
   if (body.size() <= inline_body_max) {
@@ -54,7 +54,7 @@ void Conn::Sink::text(int status, Headers& headers, std::string& body) {
   c->finish_response();
 }
 
-void Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
+void H1Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
   c->write_head(status, headers, body->size(), false);
   c->req_.sent_body = body->size();
   if (body->size() <= 2048) c->out_.append(*body);
@@ -62,42 +62,40 @@ void Conn::Sink::bytes(int status, Headers& headers, const SharedBytes& body) {
   c->finish_response();
 }
 
-void Conn::Sink::file(int status, Headers& headers, FileSpan span) {
+void H1Conn::Sink::file(int status, Headers& headers, FileSpan span) {
   c->write_head(status, headers, span.length, false);
-  c->body_.file = std::move(span.file);
-  c->body_.file_off = span.offset;
-  c->body_.file_left = span.length;
+  c->body_ = FileBody{std::move(span.file), span.offset, span.length};
   c->req_.sent_body = span.length;
-  c->phase_ = Phase::file;
+  c->phase_ = Phase::body;
   c->pump_file();
 }
 
 // A pull stream past its first chunk: framed by the app's Content-Length (counted, ADP-13), chunked, or
 // (HTTP/1.0) ended by closing; pump_stream writes the chunks as the socket takes them.
-void Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
+void H1Conn::Sink::stream(int status, Headers& headers, StreamPtr stream, std::string first,
                         std::optional<std::uint64_t> declared) {
-  BodySource& body = c->body_;
+  StreamBody& body = c->body_.emplace<StreamBody>();
   body.stream = std::move(stream);
   body.framing = declared ? Framing::counted : c->req_.http10 ? Framing::until_close : Framing::chunked;
   if (body.framing == Framing::until_close) c->req_.keep_alive = false;
   c->write_head(status, headers, declared, body.framing == Framing::chunked);
   body.declared = body.left = declared.value_or(0);
-  c->phase_ = Phase::stream;
+  c->phase_ = Phase::body;
   if (c->append_counted(first)) c->pump_stream();
   else c->end_stream();
 }
 
 // Trailers only: an empty chunked body that carries them.
-void Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers) {
+void H1Conn::Sink::trailers_only(int status, Headers& headers, Headers trailers) {
   c->write_head(status, headers, std::nullopt, true);
   append_last_chunk(c->out_.buf, trailers);
   c->finish_response();
 }
 
 // Closes the pull stream (a close() that throws is logged) and lets it go.
-void Conn::drop_stream() noexcept {
-  close_stream(*body_.stream, log_);
-  body_.stream.reset();
+void H1Conn::drop_stream() noexcept {
+  close_stream(*std::get<StreamBody>(body_).stream, log_);
+  body_ = std::monostate{};
 }
 
 
@@ -107,19 +105,20 @@ void Conn::drop_stream() noexcept {
 // the last one leaves at once (TCP_NODELAY). That is what TCP_CORK around the response gives, without
 // its two setsockopt calls per response; a body that fills the socket may leave one short segment where
 // a call stopped, one per wait for writability.
-void Conn::pump_file() {
+void H1Conn::pump_file() {
   if (!flush()) {
-    if (link_.dead) close_now();
+    if (tr_.dead()) close_now();
     else wait_write();
     return;
   }
-  while (body_.file_left > 0) {
-    off_t off = static_cast<off_t>(body_.file_off);
-    std::size_t want = std::min<std::uint64_t>(body_.file_left, 1 << 30);
-    ssize_t n = tls_ ? tls_sendfile(body_.file->fd(), &off, want) : ::sendfile(fd_, body_.file->fd(), &off, want);
+  FileBody& f = std::get<FileBody>(body_);
+  while (f.left > 0) {
+    off_t off = static_cast<off_t>(f.off);
+    std::size_t want = std::min<std::uint64_t>(f.left, 1 << 30);
+    ssize_t n = tr_.sendfile(f.file->fd(), &off, want);
     if (n > 0) {
-      body_.file_off += static_cast<std::uint64_t>(n);
-      body_.file_left -= static_cast<std::uint64_t>(n);
+      f.off += static_cast<std::uint64_t>(n);
+      f.left -= static_cast<std::uint64_t>(n);
       set_deadline(sh_.opt.send_timeout);
       continue;
     }
@@ -128,31 +127,31 @@ void Conn::pump_file() {
       return;
     }
     // Error, or the file shrank under us: the response cannot be completed.
-    if (n == 0) log_length_error(req_.sent_body, req_.sent_body - body_.file_left, false);
+    if (n == 0) log_length_error(req_.sent_body, req_.sent_body - f.left, false);
     req_.keep_alive = false;
-    link_.dead = n < 0;
+    if (n < 0) tr_.mark_dead();
     close_now();
     return;
   }
-  body_.file.reset();
+  body_ = std::monostate{};
   finish_response();
 }
 
 // Pulls chunks from the stream until the output is large, then writes; close() is always called.
-void Conn::pump_stream() {
+void H1Conn::pump_stream() {
   std::string chunk;
   for (;;) {
     if (out_.unsent() >= flush_threshold) {
       if (!flush()) {
-        if (link_.dead) close_now();
+        if (tr_.dead()) close_now();
         else wait_write();
         return;
       }
     }
     bool more = false;
     try {
-      AppScope scope(t_.fault_slot, this);
-      more = body_.stream->next(chunk);
+      AppScope scope(t_.fault_slot, &tr_);
+      more = std::get<StreamBody>(body_).stream->next(chunk);
     } catch (const std::exception& e) {
       log_error(std::string("the response stream's next() threw after the head was sent: ") + e.what());
       req_.keep_alive = false;
@@ -171,57 +170,58 @@ void Conn::pump_stream() {
 
 // The stream ended (or ran past its declared length): close it and finish the response. A body short of
 // its declared length is not passed off as complete: the connection closes after it (ADP-13).
-void Conn::end_stream() {
-  if (body_.framing == Framing::counted && body_.left > 0) {
-    log_length_error(body_.declared, body_.declared - body_.left, false);
+void H1Conn::end_stream() {
+  StreamBody& s = std::get<StreamBody>(body_);
+  if (s.framing == Framing::counted && s.left > 0) {
+    log_length_error(s.declared, s.declared - s.left, false);
     req_.keep_alive = false;
   }
-  if (body_.framing == Framing::chunked) append_last_chunk(out_.buf, pull_trailers());
+  if (s.framing == Framing::chunked) append_last_chunk(out_.buf, pull_trailers());
   drop_stream();
-  body_.framing = Framing::none;
   finish_response();
 }
 
 // The trailer fields of the pull stream that ended (RES-15).
-Headers Conn::pull_trailers() {
-  AppScope scope(t_.fault_slot, this);
-  return stream_trailers(*body_.stream, log_);
+Headers H1Conn::pull_trailers() {
+  AppScope scope(t_.fault_slot, &tr_);
+  return stream_trailers(*std::get<StreamBody>(body_).stream, log_);
 }
 
 
 // Appends a streamed chunk, framed. Under a declared Content-Length nothing goes past it (ADP-13): the
 // excess is dropped and logged, the connection closes after the response, and false says to stop.
-bool Conn::append_counted(std::string_view chunk) {
-  if (body_.framing == Framing::counted) {
-    if (chunk.size() > body_.left) {
-      log_length_error(body_.declared, body_.declared - body_.left + chunk.size(), true);
-      chunk = chunk.substr(0, body_.left);
-      body_.left = 0;
+bool H1Conn::append_counted(std::string_view chunk) {
+  StreamBody& s = std::get<StreamBody>(body_);
+  if (s.framing == Framing::counted) {
+    if (chunk.size() > s.left) {
+      log_length_error(s.declared, s.declared - s.left + chunk.size(), true);
+      chunk = chunk.substr(0, s.left);
+      s.left = 0;
       req_.keep_alive = false;
       req_.sent_body += chunk.size();
       out_.append(chunk);
       return false;
     }
-    body_.left -= chunk.size();
+    s.left -= chunk.size();
   }
   req_.sent_body += chunk.size();
-  append_body(out_.buf, chunk, body_.framing == Framing::chunked);
+  append_body(out_.buf, chunk, s.framing == Framing::chunked);
   return true;
 }
 
-void Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
+void H1Conn::log_length_error(std::uint64_t declared, std::uint64_t produced, bool over) {
   log_error(length_error(declared, produced, over, "the connection is closed"));
 }
 
 // The response is complete in the output buffer (maybe not yet written).
-void Conn::finish_response() {
+void H1Conn::finish_response() {
   end_request();
   settle_request_body();
   if (!req_.keep_alive) {
     in_.begin = in_.end;
     if (flush()) {
       linger();
-    } else if (!link_.dead) {
+    } else if (!tr_.dead()) {
       phase_ = Phase::lingering;
       wait_write();
     } else {
@@ -232,10 +232,10 @@ void Conn::finish_response() {
 
 // The request is answered: counted, logged, its cleanup handlers run, its env back to the thread's pool
 // (an idle keep-alive connection holds no env).
-void Conn::end_request() {
+void H1Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
-  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
+  response_done(sh_, tr_.peer().addr, env_.get(), req_.status, req_.sent_body);
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();
@@ -249,22 +249,22 @@ void Conn::end_request() {
 // The request's body once its response is complete: read whole before the app ran, it goes now. A
 // request answered before its body was read (a framing error, an unsupported expectation) closes the
 // connection after the response.
-void Conn::settle_request_body() {
+void H1Conn::settle_request_body() {
   if (parser_ && !parser_->is_done()) req_.keep_alive = false;
   parser_.reset();
   body_in_.reset();
 }
 
-ExchangeLog::FaultScope Conn::Log::fault_scope() const noexcept { return {c->t_.fault_slot, c}; }
+ExchangeLog::FaultScope H1Conn::Log::fault_scope() const noexcept { return {c->t_.fault_slot, &c->tr_}; }
 
-void Conn::Log::error(std::string_view what) noexcept {
+void H1Conn::Log::error(std::string_view what) noexcept {
   try {
     c->log_error(what);
   } catch (...) {
   }
 }
 
-void Conn::log_error(std::string_view what) {
+void H1Conn::log_error(std::string_view what) {
   std::string line = "csgi: ";
   line += what;
   if (env_) {
@@ -281,14 +281,14 @@ void Conn::log_error(std::string_view what) {
 
 // The connection closes with the response's head written and its body not complete: counted and logged
 // with the body bytes it got, as the complete ones are.
-void Conn::log_cut_short() noexcept {
-  if (body_.file) req_.sent_body -= body_.file_left;
-  response_done(sh_, peer_.addr, env_.get(), req_.status, req_.sent_body);
+void H1Conn::log_cut_short() noexcept {
+  if (auto* f = std::get_if<FileBody>(&body_)) req_.sent_body -= f->left;
+  response_done(sh_, tr_.peer().addr, env_.get(), req_.status, req_.sent_body);
 }
 
 // Output.
 
-int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
+int H1Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
   int n = 0;
   std::size_t at = pos;
   for (std::size_t i = ext_done; i < ext.size() && n < max - 2; ++i) {
@@ -304,7 +304,7 @@ int Conn::Output::gather_segments(iovec* iov, int max) const noexcept {
 }
 
 // Moves past `n` written bytes, through buf and the segments (a written segment lets its bytes go).
-void Conn::Output::advance_segments(std::size_t n) noexcept {
+void H1Conn::Output::advance_segments(std::size_t n) noexcept {
   while (n > 0) {
     std::size_t next_at = ext_done < ext.size() ? ext[ext_done].at : buf.size();
     if (pos < next_at) {
@@ -327,7 +327,7 @@ void Conn::Output::advance_segments(std::size_t n) noexcept {
 }
 
 // What is unwritten, copied out; the output is empty after.
-std::string Conn::Output::take() {
+std::string H1Conn::Output::take() {
   std::string o;
   std::size_t at = pos;
   for (std::size_t i = ext_done; i < ext.size(); ++i) {
@@ -342,8 +342,8 @@ std::string Conn::Output::take() {
   return o;
 }
 
-bool Conn::flush() {
-  if (link_.dead) return false;
+bool H1Conn::flush() {
+  if (tr_.dead()) return false;
   for (;;) {
     iovec iov[32];
     int n = out_.gather(iov, 32);
@@ -351,16 +351,12 @@ bool Conn::flush() {
       out_.clear();
       return true;
     }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<std::size_t>(n);
-    int flags = MSG_NOSIGNAL;
-    if (phase_ == Phase::file && body_.file_left > 0) flags |= MSG_MORE;
-    ssize_t w = tls_ ? tls_writev(iov, n) : ::sendmsg(fd_, &msg, flags);
+    auto* file = std::get_if<FileBody>(&body_);
+    ssize_t w = tr_.writev(iov, n, file && file->left > 0);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      link_.dead = true;
+      tr_.mark_dead();
       return false;
     }
     set_deadline(sh_.opt.send_timeout);
@@ -373,51 +369,45 @@ bool Conn::flush() {
   }
 }
 
-void Conn::wait_write() {
-  if (link_.writing || phase_ == Phase::closed) return;
-  link_.writing = true;
-  socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) {
-    self->link_.writing = false;
-    self->on_writable(ec);
-  });
+void H1Conn::wait_write() {
+  if (tr_.writing() || phase_ == Phase::closed) return;
+  tr_.wait_writable();
 }
 
-void Conn::on_writable(error_code ec) {
+void H1Conn::on_writable(error_code ec) {
   if (ec == asio::error::operation_aborted && phase_ != Phase::closed) return;
   if (ec || phase_ == Phase::closed) {
     close_now();
     return;
   }
   switch (phase_) {
-    case Phase::file:
-    case Phase::stream:
+    case Phase::body:
       // A body that ends here ends a response that process() is not waiting on: what is left of the
       // output, a pipelined request in the buffer and the next read are taken up here.
-      if (phase_ == Phase::file)
-        pump_file();
-      else
-        pump_stream();
+      if (auto* w = std::get_if<WriterBody>(&body_)) {
+        std::shared_ptr<WriterState> writer = w->writer;  // the body may end inside
+        return on_writer_flush(writer);
+      }
+      if (std::holds_alternative<FileBody>(body_)) pump_file();
+      else pump_stream();
       if (phase_ == Phase::reading) process();
-      return;
-    case Phase::writer:
-      if (body_.writer) on_writer_flush(body_.writer);
       return;
     case Phase::lingering:
       if (flush()) linger();
-      else if (!link_.dead) wait_write();
+      else if (!tr_.dead()) wait_write();
       else close_now();
       return;
     default: break;
   }
   if (!flush()) {
-    if (link_.dead) close_now();
+    if (tr_.dead()) close_now();
     else wait_write();
     return;
   }
   after_flush();
 }
 
-void Conn::after_flush() {
+void H1Conn::after_flush() {
   if (phase_ == Phase::reading) process();
 }
 

@@ -4,8 +4,8 @@
 #include <boost/asio/write.hpp>
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
+#include "csgi/adapters/standalone/detail/process/fault.hpp"
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
 #include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
 
 namespace csgi::standalone::detail {
@@ -20,7 +20,7 @@ constexpr std::size_t spare_envs_max = 32;  // envs of closed streams a connecti
 /// there. Only the io thread locks the connection.
 class H2Route final : public ResponseRoute {
 public:
-  H2Route(std::weak_ptr<Conn> c, std::int32_t id) : c_(std::move(c)), id_(id) {}
+  H2Route(std::weak_ptr<Transport> c, std::int32_t id) : c_(std::move(c)), id_(id) {}
   void respond(Response r) override {
     with_driver([&](H2Conn& h) { h.on_app_done(id_, std::move(r)); });
   }
@@ -46,7 +46,7 @@ private:
     f(*c->h2());
     return true;
   }
-  std::weak_ptr<Conn> c_;
+  std::weak_ptr<Transport> c_;
   std::int32_t id_;
 };
 
@@ -66,34 +66,33 @@ int h2_preface_match(std::string_view bytes) noexcept {
   return n == preface.size() ? 1 : 0;
 }
 
-H2Conn::H2Conn(Conn& c, std::string_view url_scheme) : c_(c), url_scheme_(url_scheme) {}
+H2Conn::H2Conn(Transport& t, std::string_view url_scheme) : Codec(t), url_scheme_(url_scheme) {}
 
 H2Conn::~H2Conn() = default;
 
 
-void H2Conn::open(std::unique_ptr<H2Transport> transport) {
-  transport_ = std::move(transport);
+void H2Conn::open() {
   csgi::ConnectionInfo conn;
-  conn.server_name = c_.listener().server_name;
-  conn.server_port = c_.listener().server_port;
-  conn.remote_addr = c_.peer().addr;
-  conn.remote_port = c_.peer().port;
+  conn.server_name = tr_.listener().server_name;
+  conn.server_port = tr_.listener().server_port;
+  conn.remote_addr = tr_.peer().addr;
+  conn.remote_port = tr_.peer().port;
   conn.url_scheme = url_scheme_;
-  conn.script_name = c_.shared().opt.script_name;
-  H2Limits limits = H2Limits::from(c_.shared().opt);
-  limits.body = c_.shared().body_limits;
+  conn.script_name = tr_.shared().opt.script_name;
+  H2Limits limits = H2Limits::from(tr_.shared().opt);
+  limits.body = tr_.shared().body_limits;
   session_ = std::make_unique<H2Session>(*this, limits, conn);
   rbuf_.reset(new char[read_size]);
 }
 
-void H2Conn::start(std::string_view initial, std::unique_ptr<H2Transport> transport) {
-  open(std::move(transport));
+void H2Conn::start(std::string_view initial) {
+  open();
   receive_first(initial);
 }
 
 // The bytes read before the session began, then reading.
 void H2Conn::receive_first(std::string_view initial) {
-  if (c_.thread().stopping) {
+  if (tr_.thread().stopping) {
     stopping_ = true;
     session_->shutdown();
   }
@@ -103,9 +102,8 @@ void H2Conn::receive_first(std::string_view initial) {
   wait_read();
 }
 
-void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env, bool head, std::string_view initial,
-                            std::unique_ptr<H2Transport> transport) {
-  open(std::move(transport));
+void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env, bool head, std::string_view initial) {
+  open();
   prefix_ = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
   receiving_ = true;  // the upgraded request's app may run now
   bool upgraded = session_->upgrade(settings, std::move(env), head);
@@ -118,19 +116,19 @@ void H2Conn::start_upgraded(std::string_view settings, std::unique_ptr<Env> env,
 }
 
 void H2Conn::wait_read() {
-  if (reading_ || !session_ || c_.closed()) return;
+  if (reading_ || !session_ || tr_.closed()) return;
   // Back-pressure: a peer that does not read what it asked for, or keeps more requests in the app than
   // it may have streams (reset streams whose app still runs count: CVE-2023-44487), is not read from.
-  if (writing_ || in_app_ >= c_.shared().opt.h2_max_streams) return;
+  if (writing_ || in_app_ >= tr_.shared().opt.h2_max_streams) return;
   reading_ = true;
-  transport_->read_some(rbuf_.get(), read_size);
+  tr_.read_some(rbuf_.get(), read_size);
 }
 
 void H2Conn::on_read(error_code ec, std::size_t n) {
   reading_ = false;
-  if (!session_ || c_.closed() || ec == asio::error::operation_aborted) return;
-  if (ec) return c_.close_now();
-  c_.thread().now = Clock::now();
+  if (!session_ || tr_.closed() || ec == asio::error::operation_aborted) return;
+  if (ec) return tr_.close();
+  tr_.thread().now = Clock::now();
   bool ok = receive(rbuf_.get(), n);
   pump();
   if (!ok) return finish();
@@ -150,13 +148,13 @@ bool H2Conn::receive(const char* data, std::size_t n) {
 // Produces frames and starts writing them (one write in flight); ends the connection when the session
 // is done and everything is written (not while it is receiving: the next pump() does that).
 void H2Conn::pump() {
-  if (!session_ || c_.closed() || writing_) return;
+  if (!session_ || tr_.closed() || writing_) return;
   out_.clear();
   if (!prefix_.empty()) out_.swap(prefix_);  // the 101 of an upgrade goes first
   bool ok = session_->produce(out_, out_high);
   if (!out_.empty()) {
     writing_ = true;
-    transport_->write(out_);
+    tr_.write_all(out_);
   } else if (!ok || !session_->alive()) {
     if (!receiving_) finish();
     return;
@@ -166,11 +164,11 @@ void H2Conn::pump() {
 
 void H2Conn::on_written(error_code ec) {
   writing_ = false;
-  if (!session_ || c_.closed() || ec == asio::error::operation_aborted) return;
+  if (!session_ || tr_.closed() || ec == asio::error::operation_aborted) return;
   if (ec || finishing_) {
-    if (ec) c_.mark_dead();
-    if (!ec) transport_->end();
-    return c_.close_now();
+    if (ec) tr_.mark_dead();
+    if (!ec) tr_.end_stream();
+    return tr_.close();
   }
   pump();
   wait_read();
@@ -187,28 +185,28 @@ void H2Conn::update_deadline() {
   bool progress = session_->data_sent() != data_sent_;
   data_sent_ = session_->data_sent();
   if (blocked) {
-    if (!blocked_ || progress) c_.set_deadline(c_.shared().opt.send_timeout);
+    if (!blocked_ || progress) tr_.set_deadline(tr_.shared().opt.send_timeout);
   } else if (session_->awaiting_request()) {
-    if (!pacing_) pace_.begin(c_.thread().now);
+    if (!pacing_) pace_.begin(tr_.thread().now);
     pacing_ = true;
-    c_.set_deadline_at(pace_.deadline(c_.thread().now, c_.shared().opt.body_timeout, c_.shared().opt.body_min_rate));
+    tr_.set_deadline_at(pace_.deadline(tr_.thread().now, tr_.shared().opt.body_timeout, tr_.shared().opt.body_min_rate));
   } else if (session_->open_streams() == 0 && in_app_ == 0) {
-    c_.set_deadline(c_.shared().opt.idle_timeout);
+    tr_.set_deadline(tr_.shared().opt.idle_timeout);
   } else {
-    c_.clear_deadline();
+    tr_.clear_deadline();
   }
   if (blocked || !session_->awaiting_request()) pacing_ = false;
   blocked_ = blocked;
 }
 
 void H2Conn::on_timeout() {
-  if (!session_) return c_.close_now();
-  c_.clear_deadline();
+  if (!session_) return tr_.close();
+  tr_.clear_deadline();
   bool idle = session_->open_streams() == 0 && in_app_ == 0 && !writing_;
-  if (pacing_ && pace_.too_slow(c_.thread().now, c_.shared().opt.body_timeout, c_.shared().opt.body_min_rate))
-    log_error("HTTP/2 request bodies slower than " + std::to_string(c_.shared().opt.body_min_rate) +
+  if (pacing_ && pace_.too_slow(tr_.thread().now, tr_.shared().opt.body_timeout, tr_.shared().opt.body_min_rate))
+    log_error("HTTP/2 request bodies slower than " + std::to_string(tr_.shared().opt.body_min_rate) +
               " bytes/s: connection closed");
-  if (!idle) return c_.close_now();  // a stalled peer
+  if (!idle) return tr_.close();  // a stalled peer
   session_->shutdown();
   pump();
   if (!writing_) finish();
@@ -228,13 +226,13 @@ void H2Conn::on_shutdown(bool hurry) {
 // The session has ended (or must): the connection closes (a write in flight is cut short: the peer has
 // had its GOAWAY unless it stopped reading).
 void H2Conn::finish() {
-  if (c_.closed()) return;
+  if (tr_.closed()) return;
   if (writing_) {
     finishing_ = true;  // on_written closes once the last bytes are out
     return;
   }
-  transport_->end();
-  c_.close_now();
+  tr_.end_stream();
+  tr_.close();
 }
 
 void H2Conn::on_close() noexcept {
@@ -242,12 +240,27 @@ void H2Conn::on_close() noexcept {
   session_.reset();
 }
 
+// A stream's app froze: which one is not known here; the connection ends (the transport half-closes).
+std::string H2Conn::abandon(int) noexcept { return {}; }
+
+std::string H2Conn::abandon_pooled(int, std::atomic<bool>& answered) noexcept {
+  try {
+    auto close = [self = tr_.weak_from_this(), &answered] {
+      if (auto t = self.lock()) t->close();
+      answered.store(true);
+    };
+    tr_.thread().mailbox->post(close);
+  } catch (...) {
+  }
+  return {};
+}
+
 namespace {
 /// csgix.informational of the streams of one connection: on the io thread at once, from another thread
 /// through the mailbox (that thread waits).
 class Interim final : public H2Interim {
 public:
-  Interim(std::weak_ptr<Conn> c, IoThread& t) : c_(std::move(c)), t_(&t) {}
+  Interim(std::weak_ptr<Transport> c, IoThread& t) : c_(std::move(c)), t_(&t) {}
   bool send(std::int32_t id, int status, const Headers& headers) override {
     auto here = [&] {
       auto c = c_.lock();
@@ -259,7 +272,7 @@ public:
   }
 
 private:
-  std::weak_ptr<Conn> c_;
+  std::weak_ptr<Transport> c_;
   IoThread* t_;
 };
 }  // namespace
@@ -268,7 +281,7 @@ private:
 // connection with a hundred streams in flight reuses envs instead of making one for each stream past the
 // pool's. The spares are few (an env holds about 11 KiB) and go with the connection.
 std::unique_ptr<Env> H2Conn::acquire_env() {
-  if (spare_envs_.empty()) return c_.thread().acquire_env();
+  if (spare_envs_.empty()) return tr_.thread().acquire_env();
   std::unique_ptr<Env> env = std::move(spare_envs_.back());
   spare_envs_.pop_back();
   return env;
@@ -276,7 +289,7 @@ std::unique_ptr<Env> H2Conn::acquire_env() {
 
 void H2Conn::release_env(std::unique_ptr<Env> env) {
   if (!env) return;
-  if (spare_envs_.size() >= spare_envs_max) return c_.thread().release_env(std::move(env));
+  if (spare_envs_.size() >= spare_envs_max) return tr_.thread().release_env(std::move(env));
   env->clear();
   spare_envs_.push_back(std::move(env));
 }
@@ -288,14 +301,14 @@ void H2Conn::set_env(H2Request& req) {
   o.cleanup = &req.cleanup;
   o.informational = &req;
   if (req.websocket) o.websocket = &req;
-  set_server_env(env, c_.shared(), o, c_.peer().https);
-  if (c_.tls_info()) {
+  set_server_env(env, tr_.shared(), o, tr_.peer().https);
+  if (tr_.tls_info()) {
     // A copy the request shares: the env may outlive the connection (APP-4).
-    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*c_.tls_info());
+    if (!tls_info_) tls_info_ = std::make_shared<const TlsInfo>(*tr_.tls_info());
     tls_info_->set_env(env);
     req.keep_tls = tls_info_;
   }
-  if (!interim_) interim_ = std::make_shared<Interim>(c_.weak_from_this(), c_.thread());
+  if (!interim_) interim_ = std::make_shared<Interim>(tr_.weak_from_this(), tr_.thread());
   req.interim = interim_;
 }
 
@@ -307,19 +320,19 @@ bool H2Conn::interim_here(std::int32_t id, int status, const Headers& headers) {
 
 void H2Conn::on_request(std::shared_ptr<H2Request> req) {
   set_env(*req);
-  if (!inside_mount(c_.shared(), *req->env)) {
+  if (!inside_mount(tr_.shared(), *req->env)) {
     session_->respond(req->id, Response::error(404));
     return;
   }
   ++in_app_;
-  if (c_.shared().app_on_pool()) run_pooled(req);
+  if (tr_.shared().app_on_pool()) run_pooled(req);
   else run_inline(req);
 }
 
 namespace {
 // The Responder of a delayed response on a stream: it keeps the stream's request until the response is
 // complete (APP-4). Callable from any thread.
-std::shared_ptr<ResponderImpl> stream_responder(std::weak_ptr<Conn> c, std::shared_ptr<Mailbox> mailbox,
+std::shared_ptr<ResponderImpl> stream_responder(std::weak_ptr<Transport> c, std::shared_ptr<Mailbox> mailbox,
                                                 std::chrono::milliseconds send_timeout,
                                                 const std::shared_ptr<H2Request>& req) {
   req->escaped = true;
@@ -334,17 +347,17 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
   int failed = 0;
   Response res;
   {
-    AppScope scope(c_.thread().fault_slot, &c_);
+    AppScope scope(tr_.thread().fault_slot, &tr_);
     req->in_app = true;
-    res = call_app(c_.shared(), *req->env, failed);
+    res = call_app(tr_.shared(), *req->env, failed);
     req->in_app = false;
   }
   auto ws = taken_websocket(*req, res);
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     Delayed fn = std::move(*d);
-    auto responder = stream_responder(c_.weak_from_this(), c_.thread().mailbox, c_.shared().opt.send_timeout, req);
-    RequestLog log(c_.shared().errors, req->env.get());
-    AppScope scope(c_.thread().fault_slot, &c_);
+    auto responder = stream_responder(tr_.weak_from_this(), tr_.thread().mailbox, tr_.shared().opt.send_timeout, req);
+    RequestLog log(tr_.shared().errors, req->env.get());
+    AppScope scope(tr_.thread().fault_slot, &tr_);
     call_delayed(fn, std::move(responder), log);
     on_app_left();
     return;
@@ -357,15 +370,15 @@ void H2Conn::run_inline(const std::shared_ptr<H2Request>& req) {
 // callable run here, answering through a Responder).
 void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
   req->escaped = true;
-  auto job = [self = c_.shared_from_this(), req = req]() mutable {
-    Conn* c = self.get();
+  auto job = [self = tr_.shared_from_this(), req = req]() mutable {
+    Transport* c = self.get();
     Shared& sh = c->shared();
     int failed = 0;
     req->in_app = true;
     Response res = call_app(sh, *req->env, failed);
     req->in_app = false;
     auto ws = taken_websocket(*req, res);
-    std::weak_ptr<Conn> wc = self;
+    std::weak_ptr<Transport> wc = self;
     std::shared_ptr<Mailbox> mailbox = c->thread().mailbox;
     auto responder = [&] { return stream_responder(wc, mailbox, sh.opt.send_timeout, req); };
     if (answer_on_pool(res, req->head, true, *req->env, sh.errors, responder)) {
@@ -390,7 +403,7 @@ void H2Conn::run_pooled(const std::shared_ptr<H2Request>& req) {
     };
     mailbox->post(release);
   };
-  if (!c_.shared().pool->post(std::move(job))) {
+  if (!tr_.shared().pool->post(std::move(job))) {
     on_app_left();
     session_->respond(req->id, Response::error(503, "server stopping"));
   }
@@ -438,14 +451,14 @@ void H2Conn::on_responder_dropped(std::int32_t id) {
 }
 
 void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool) {
-  response_done(c_.shared(), c_.peer().addr, req.env.get(), status, body_bytes);
+  response_done(tr_.shared(), tr_.peer().addr, req.env.get(), status, body_bytes);
 }
 
 void H2Conn::log_error(std::string_view what) {
   std::string line = "csgi: ";
   line += what;
   line += " (HTTP/2)";
-  c_.shared().errors.write(line);
+  tr_.shared().errors.write(line);
 }
 
 }  // namespace csgi::standalone::detail

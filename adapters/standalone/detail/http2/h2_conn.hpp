@@ -1,8 +1,8 @@
 #pragma once
-// The driver of an HTTP/2 connection (internal, not installed): a connection (conn.hpp) whose first
-// bytes are the HTTP/2 preface, or whose TLS handshake chose h2 by ALPN, hands its byte stream
-// (H2Transport) to this, which reads into the H2Session, writes
-// what the session produces, runs the app for each complete request (inline on the io thread, or on the
+// The HTTP/2 codec of a connection (internal, not installed): a connection whose first bytes are the
+// HTTP/2 preface, whose TLS handshake chose h2 by ALPN, or whose HTTP/1.1 request asked for h2c, is
+// handed by its HTTP/1 codec to this sibling on the transport (transport/transport.hpp), which reads
+// into the H2Session, writes what the session produces, runs the app for each complete request (inline on the io thread, or on the
 // app pool) and keeps the connection's deadline (idle, body, send timeouts) in the io thread's list.
 #include <memory>
 #include <string>
@@ -13,53 +13,38 @@
 #include <boost/system/error_code.hpp>
 
 #include "csgi/adapters/standalone/detail/http2/h2_session.hpp"
-#include "csgi/adapters/standalone/detail/tls/tls.hpp"
+#include "csgi/adapters/standalone/detail/transport/transport.hpp"
 
 namespace csgi::standalone::detail {
 
-using boost::system::error_code;
-class Conn;
 class WsSession;
 class ByteBudget;
-
-/// The byte stream under a session: the plain socket (h2_conn.cpp), or a TLS stream whose ALPN chose
-/// "h2". Each call starts one operation and returns; its completion comes back on the io thread as
-/// H2Conn::on_read / H2Conn::on_written (with operation_aborted once the connection is closed). There is
-/// at most one read and one write in flight.
-class H2Transport {
-public:
-  virtual ~H2Transport() = default;
-  /// Reads some bytes into buf[0, n) → on_read(ec, bytes).
-  virtual void read_some(char* buf, std::size_t n) = 0;
-  /// Writes all of `data` (valid until the completion) → on_written(ec).
-  virtual void write(std::string_view data) = 0;
-  /// The session has ended and its last bytes are written: what the stream sends before the socket
-  /// closes (TLS: close_notify).
-  virtual void end() noexcept {}
-};
 
 /// How `bytes` (the first bytes of a connection) compare with the HTTP/2 client preface (RFC 9113 §3.4):
 /// 1 all of it, 0 a prefix of it (wait for more), -1 something else.
 int h2_preface_match(std::string_view bytes) noexcept;
 
-class H2Conn final : public H2Host {
+class H2Conn final : public H2Host, public Codec {
 public:
   /// `url_scheme` is the connection's: "http" on a plain socket, "https" over TLS.
-  explicit H2Conn(Conn& c, std::string_view url_scheme = "http");
+  explicit H2Conn(Transport& t, std::string_view url_scheme = "http");
   ~H2Conn() override;
-  /// Starts the session over `transport` with the bytes already read from it (the preface and what
-  /// followed it).
-  void start(std::string_view initial, std::unique_ptr<H2Transport> transport);
+  /// Starts the session with the bytes already read from the transport (the preface and what followed
+  /// it).
+  void start(std::string_view initial);
   /// The same after an HTTP/1.1 `Upgrade: h2c` request: a 101 goes first, then the session with that
   /// request as stream 1 (`settings`: its decoded HTTP2-Settings; `env`: its env, copied).
-  void start_upgraded(std::string_view settings, std::unique_ptr<Env> env, bool head, std::string_view initial,
-                      std::unique_ptr<H2Transport> transport);
-  void on_read(error_code ec, std::size_t n);
-  void on_written(error_code ec);
-  void on_timeout();
-  void on_shutdown(bool hurry);
+  void start_upgraded(std::string_view settings, std::unique_ptr<Env> env, bool head, std::string_view initial);
+
+  // Codec.
+  void on_read(error_code ec, std::size_t n) override;
+  void on_written(error_code ec) override;
+  void on_timeout() override;
+  void on_shutdown(bool hurry) override;
   /// The connection is closed: the session and its streams go (writers fail from now on).
-  void on_close() noexcept;
+  void on_close() noexcept override;
+  std::string abandon(int status) noexcept override;
+  std::string abandon_pooled(int status, std::atomic<bool>& answered) noexcept override;
 
   // H2Host.
   void on_request(std::shared_ptr<H2Request> req) override;
@@ -90,16 +75,14 @@ private:
   void run_inline(const std::shared_ptr<H2Request>& req);
   void run_pooled(const std::shared_ptr<H2Request>& req);
   void answer(const std::shared_ptr<H2Request>& req, Response res, std::shared_ptr<websocket::Handler> ws = nullptr);
-  void open(std::unique_ptr<H2Transport> transport);
+  void open();
   void receive_first(std::string_view initial);
   bool receive(const char* data, std::size_t n);
   void wait_read();
   void update_deadline();
   void finish();
 
-  Conn& c_;
   std::string_view url_scheme_;
-  std::unique_ptr<H2Transport> transport_;
   std::unique_ptr<H2Session> session_;
   std::unique_ptr<char[]> rbuf_;
   std::string out_;           // the bytes of the write in flight

@@ -1,7 +1,7 @@
 // The bytes of a WebSocket over an HTTP/2 stream (see h2_websocket.hpp).
 #include "csgi/adapters/standalone/detail/http2/h2_websocket.hpp"
 
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 
 namespace csgi::standalone::detail {
@@ -51,12 +51,12 @@ void H2WsStream::close(error_code& ec) noexcept {
 void H2Conn::begin_websocket(std::int32_t id, Response& res, websocket::Handler handler) {
   H2Request* req = session_->request(id);
   if (!req || !req->env) return;
-  if (c_.thread().stopping) {
+  if (tr_.thread().stopping) {
     session_->respond(id, Response::error(503, "server stopping"));
     return pump();
   }
-  auto pipe = std::make_shared<H2WsPipe>(c_.thread().ioc.get_executor());
-  std::weak_ptr<Conn> wc = c_.weak_from_this();
+  auto pipe = std::make_shared<H2WsPipe>(tr_.thread().ioc.get_executor());
+  std::weak_ptr<Transport> wc = tr_.weak_from_this();
   pipe->consume = [wc, id](std::size_t n) {
     if (auto c = wc.lock(); c && c->h2()) c->h2()->ws_consume(id, n);
   };
@@ -71,14 +71,14 @@ void H2Conn::begin_websocket(std::int32_t id, Response& res, websocket::Handler 
   WsStart st;
   st.handler = std::move(handler);
   st.handshake = ws_handshake_text(*req->env);
-  st.remote_addr = c_.peer().addr;
-  if (!ws_budget_) ws_budget_ = std::make_shared<ByteBudget>(c_.shared().opt.ws_connection_buffer_bytes);
+  st.remote_addr = tr_.peer().addr;
+  if (!ws_budget_) ws_budget_ = std::make_shared<ByteBudget>(tr_.shared().opt.ws_connection_buffer_bytes);
   st.connection_budget = ws_budget_;
   st.on_end = [wc, id] {
     if (auto c = wc.lock(); c && c->h2()) c->h2()->ws_ended(id);
   };
   if (!session_->start_websocket(id, headers, pipe)) return pump();
-  ws_[id] = start_ws_session(c_.thread(), H2WsStream(pipe), std::move(st));
+  ws_[id] = start_ws_session(tr_.thread(), H2WsStream(pipe), std::move(st));
   pump();
 }
 

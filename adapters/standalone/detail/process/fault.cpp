@@ -241,7 +241,7 @@ void watch_requests(std::chrono::milliseconds request_timeout) {
   // 2. Only the faulting (timed-out) request's client sees the failure: a 500 (504). On an io thread the
   // connection is answered from here; on an app pool thread its io thread, which runs on, answers it.
   bool pooled = static_cast<std::size_t>(slot) >= threads.size();
-  Conn* c = g_fault.slots[slot].conn.load();
+  Transport* c = g_fault.slots[slot].conn.load();
   int status = timeout ? 504 : 500;
   static std::atomic<bool> answered{false};
   std::string request = !c ? std::string() : pooled ? abandon_pooled(*c, status, answered) : abandon_faulted(*c, status);

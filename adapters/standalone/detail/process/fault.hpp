@@ -14,14 +14,14 @@
 
 namespace csgi::standalone::detail {
 
-class Conn;
+class Transport;
 class IoThread;
 struct Shared;
 
 /// One thread's slot. Lock-free atomics only: the handler may read them at any instant.
 struct FaultSlot {
   std::atomic<long> tid{0};            // the io thread's kernel thread id
-  std::atomic<Conn*> conn{nullptr};  // the connection whose app code runs now, or null
+  std::atomic<Transport*> conn{nullptr};  // the connection whose app code runs now, or null
   std::atomic<std::uint64_t> calls{0};  // app calls begun on this thread (the request timeout's watchdog)
 };
 
@@ -32,7 +32,7 @@ void take_fault_slot(FaultSlot& slot);
 /// Sets the slot around a call into the app (nests); nothing when the thread has no slot.
 class AppScope {
 public:
-  AppScope(FaultSlot* slot, Conn* c) noexcept : slot_(slot) {
+  AppScope(FaultSlot* slot, Transport* c) noexcept : slot_(slot) {
     if (!slot_) return;
     prev_ = slot_->conn.load(std::memory_order_relaxed);
     if (!prev_) slot_->calls.store(slot_->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -49,7 +49,7 @@ public:
 
 private:
   FaultSlot* slot_;
-  Conn* prev_ = nullptr;
+  Transport* prev_ = nullptr;
 };
 
 /// The fault slot of this thread when it is an app pool thread of a prefork worker (set as it starts).
@@ -58,13 +58,13 @@ inline thread_local FaultSlot* pool_fault_slot = nullptr;
 /// After a fault or a request timeout in `c`'s app call on a pool thread (frozen for good): has the
 /// connection's io thread answer `status` as the app's response, then set `answered`. Returns "METHOD
 /// URI" for the log.
-std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
+std::string abandon_pooled(Transport& c, int status, std::atomic<bool>& answered) noexcept;
 
 /// After a fault in `c`'s app code, with the faulting io thread frozen (never to run again): answers
 /// `status` (500 for a fault, 504 for a request timeout) when nothing of the response went out yet,
 /// half-closes the socket, and detaches the connection from its thread so that nothing touches it
 /// again. Returns "METHOD URI" of its request for the log.
-std::string abandon_faulted(Conn& c, int status = 500) noexcept;
+std::string abandon_faulted(Transport& c, int status = 500) noexcept;
 
 /// In a worker, before its app pool starts: one slot per io thread (given to each), then one per app
 /// thread. The slots live as long as the process.

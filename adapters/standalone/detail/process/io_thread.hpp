@@ -22,13 +22,13 @@ namespace csgi::standalone::detail {
 
 using Clock = std::chrono::steady_clock;
 
-class Conn;
+class Transport;
 struct FaultSlot;
 
 using ConnHook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 /// A connection's link in its thread's list (for timeouts and graceful stop); unlinks itself.
 struct ConnNode : ConnHook {
-  Conn* conn = nullptr;
+  Transport* conn = nullptr;
 };
 
 /// One io thread: its own io_context, acceptors, connections, timeout sweeper and pool of envs.
@@ -57,7 +57,7 @@ public:
 
   std::unique_ptr<Env> acquire_env();
   void release_env(std::unique_ptr<Env> env);
-  void add(Conn& c);
+  void add(Transport& c);
 
 private:
   struct Listener {
@@ -89,7 +89,7 @@ private:
   std::vector<std::unique_ptr<Env>> env_pool_;
   std::vector<int> owned_fds_;
   std::size_t peak_ = 0;  // most connections seen since the last malloc_trim (thread 0)
-  friend class Conn;
+  friend class Transport;
 };
 
 /// Starts serving an accepted socket.

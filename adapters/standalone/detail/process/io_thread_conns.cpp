@@ -1,15 +1,12 @@
 // An io thread's connections: starting one, the sweep of their deadlines, and the graceful stop that
 // closes them (see io_thread.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include <malloc.h>
+
+#include "csgi/adapters/standalone/detail/transport/transport.hpp"
 
 namespace csgi::standalone::detail {
 
-void start_connection(IoThread& t, Socket socket, const ListenSocket& listener) {
-  auto c = std::make_shared<Conn>(t, std::move(socket), listener);
-  c->start();
-}
-
-void IoThread::add(Conn& c) {
+void IoThread::add(Transport& c) {
   conns_.push_back(c.node());
   if (stopping && !sweeping_) {
     // A connection accepted late in a stop (an accept that had completed, one posted by another thread):
@@ -46,7 +43,7 @@ void IoThread::sweep() {
       peak_ = open_now;
     }
   }
-  std::vector<std::shared_ptr<Conn>> expired;
+  std::vector<std::shared_ptr<Transport>> expired;
   for (ConnNode& n : conns_)
     if (n.conn->expired(now)) expired.push_back(n.conn->shared_from_this());
   for (auto& c : expired) c->on_timeout();
@@ -61,7 +58,7 @@ void IoThread::sweep() {
 void IoThread::begin_stop() {
   if (stopping) {
     // A second stop request: idle connections are closed now instead of at their timeout.
-    std::vector<std::shared_ptr<Conn>> all;
+    std::vector<std::shared_ptr<Transport>> all;
     for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
     for (auto& c : all) c->on_shutdown(true);
     maybe_finish_stop();
@@ -79,7 +76,7 @@ void IoThread::begin_stop() {
   // Once no thread accepts any more, no thread can be handed a connection: the threads may finish.
   if (shared.accepting.fetch_sub(1, std::memory_order_acq_rel) == 1)
     for (IoThread* t : shared.threads) asio::post(t->ioc, [t] { t->hold_.reset(); });
-  std::vector<std::shared_ptr<Conn>> all;
+  std::vector<std::shared_ptr<Transport>> all;
   for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
   for (auto& c : all) c->on_shutdown(false);
   arm_stop_timer();
@@ -107,7 +104,7 @@ void IoThread::drain_accept_queue(Listener& l) {
 }
 
 void IoThread::close_all_connections() noexcept {
-  std::vector<std::shared_ptr<Conn>> left;
+  std::vector<std::shared_ptr<Transport>> left;
   for (ConnNode& n : conns_) left.push_back(n.conn->shared_from_this());
   for (auto& c : left) {
     try {

@@ -1,6 +1,9 @@
 // A TLS connection's reads and writes through its TlsSession (tls.hpp), on the connection's non-blocking
-// socket (see conn.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// socket (see transport/transport.hpp).
+#include "csgi/adapters/standalone/detail/transport/transport.hpp"
+
+#include <boost/asio/post.hpp>
+#include <cstring>
 
 namespace csgi::standalone::detail {
 
@@ -15,8 +18,8 @@ constexpr std::size_t tls_file_chunk = 64 * 1024;
 // Reads like async_read_some does: at once when the session has bytes, completing through the
 // io_context; otherwise once the reactor has read more ciphertext into the session (tls_on_socket). The
 // first reads make the handshake.
-void Conn::tls_wait_read() {
-  ssize_t r = tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end);
+void Transport::tls_read() {
+  ssize_t r = tls_->recv(rbuf_, rn_);
   if (r < 0 && errno == EAGAIN) {
     tls_wait_socket();
     return;
@@ -25,15 +28,14 @@ void Conn::tls_wait_read() {
   if (r == 0) ec = asio::error::eof;
   else if (r < 0) ec = asio::error::connection_reset;
   asio::post(t_.ioc, [self = shared_from_this(), ec, n = r > 0 ? static_cast<std::size_t>(r) : 0] {
-    self->link_.reading = false;
-    self->on_read(ec, n);
+    self->read_done(ec, n);
   });
 }
 
 // Waits for what the session needs: writability (a handshake flight the socket did not take), or
 // ciphertext, read by the reactor straight into the session's buffer (a speculative read that, unlike
 // async_wait, re-arms no epoll registration).
-void Conn::tls_wait_socket() {
+void Transport::tls_wait_socket() {
   if (tls_->want_write()) {
     socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) { self->tls_on_socket(ec, 0); });
     return;
@@ -43,34 +45,32 @@ void Conn::tls_wait_socket() {
                           [self = shared_from_this()](error_code ec, std::size_t got) { self->tls_on_socket(ec, got); });
 }
 
-void Conn::tls_on_socket(error_code ec, std::size_t got) {
-  if (phase_ == Phase::closed || !tls_) {
+void Transport::tls_on_socket(error_code ec, std::size_t got) {
+  if (state_ == State::closed || !tls_) {
     // Closed meanwhile: the session is not used again (its descriptor's number may be another's now);
     // or a WebSocket session has it.
-    link_.reading = false;
+    reading_ = false;
     return;
   }
   if (ec == asio::error::eof) {
     tls_->in_eof();
   } else if (ec) {
-    link_.reading = false;
-    on_read(ec, 0);
+    read_done(ec, 0);
     return;
   }
   tls_->in_added(got);
-  ssize_t r = tls_->recv(in_.buf.get() + in_.end, in_.cap - in_.end);
-  if (r < 0 && errno == EAGAIN && phase_ != Phase::closed) {
+  ssize_t r = tls_->recv(rbuf_, rn_);
+  if (r < 0 && errno == EAGAIN) {
     tls_wait_socket();
     return;
   }
-  link_.reading = false;
-  if (r > 0) on_read({}, static_cast<std::size_t>(r));
-  else on_read(r == 0 ? error_code(asio::error::eof) : error_code(asio::error::connection_reset), 0);
+  if (r > 0) read_done({}, static_cast<std::size_t>(r));
+  else read_done(r == 0 ? error_code(asio::error::eof) : error_code(asio::error::connection_reset), 0);
 }
 
 // After a poll for the socket in a blocking read or write: ciphertext goes into the session (false: the
 // connection failed).
-bool Conn::tls_fill() {
+bool Transport::tls_fill() {
   if (tls_->want_write()) return true;
   ssize_t r = tls_->fill();
   return r >= 0 || errno == EAGAIN || errno == EINTR;
@@ -79,7 +79,7 @@ bool Conn::tls_fill() {
 // A write the session could not finish is made again with the same first bytes (the caller has not
 // moved past them) and no fewer of them: the first segment only grows while it is not written, so the
 // choice between gathering and writing it in place, and the length, never go back.
-ssize_t Conn::tls_writev(const iovec* iov, int n) {
+ssize_t Transport::tls_writev(const iovec* iov, int n) {
   if (iov[0].iov_len >= tls_record)
     return tls_->send(static_cast<const char*>(iov[0].iov_base), std::min(iov[0].iov_len, tls_direct_max));
   if (!tls_out_) tls_out_.reset(new char[tls_record]);
@@ -94,7 +94,7 @@ ssize_t Conn::tls_writev(const iovec* iov, int n) {
 
 // A file body: read into a buffer held while the file is sent, and written through the session (no
 // kernel TLS offload). A retried write reads the same bytes again.
-ssize_t Conn::tls_sendfile(int file_fd, off_t* off, std::size_t n) {
+ssize_t Transport::tls_sendfile(int file_fd, off_t* off, std::size_t n) {
   if (!tls_file_) tls_file_.reset(new char[tls_file_chunk]);
   std::size_t want = std::min(n, tls_file_chunk);
   ssize_t got = ::pread(file_fd, tls_file_.get(), want, *off);
@@ -106,114 +106,38 @@ ssize_t Conn::tls_sendfile(int file_fd, off_t* off, std::size_t n) {
 }
 
 // The connection's TLS facts, read once the handshake is done (before its first request is parsed).
-void Conn::tls_begin_request(csgi::ConnectionInfo& conn) {
-  conn.url_scheme = "https";
-  tls_connection_info();
-}
-
-const TlsInfo& Conn::tls_connection_info() {
+const TlsInfo* Transport::tls_info() {
+  if (!tls_) return tls_info_.get();
   if (!tls_info_) {
     tls_info_ = std::make_unique<TlsInfo>();
     tls_->info(*tls_info_);
   }
-  return *tls_info_;
+  return tls_info_.get();
 }
 
-namespace {
-/// The TLS session under an HTTP/2 connection (H2Transport): reads and writes through OpenSSL on the
-/// connection's non-blocking socket, waiting for it through the reactor as the HTTP/1 path does (the
-/// ciphertext read straight into the session's buffer). A completion never runs inside the call that
-/// started it. Once the handshake is done a write needs only writability (renegotiation is off).
-class TlsTransport final : public H2Transport {
-public:
-  TlsTransport(TlsSession& tls, Socket& socket, std::weak_ptr<Conn> conn)
-      : tls_(tls), socket_(socket), conn_(std::move(conn)) {}
-
-  void read_some(char* buf, std::size_t n) override {
-    rbuf_ = buf;
-    rn_ = n;
-    try_read(false);
-  }
-  void write(std::string_view data) override {
-    wdata_ = data;
-    try_write(false);
-  }
-  void end() noexcept override { tls_.shutdown(); }
-
-private:
-  // Decrypts what the session holds; else waits for the socket and tries again.
-  void try_read(bool in_handler) {
-    ssize_t r = tls_.recv(rbuf_, rn_);
-    if (r < 0 && errno == EAGAIN) {
-      if (tls_.want_write()) {
-        socket_.async_wait(Socket::wait_write, [this, self = conn_.lock()](error_code ec) {
-          if (!socket_.is_open()) ec = asio::error::operation_aborted;
-          if (ec) return read_done(self, ec, 0);
-          try_read(true);
-        });
-        return;
-      }
-      auto [room, n] = tls_.in_room();
-      socket_.async_read_some(asio::buffer(room, n), [this, self = conn_.lock()](error_code ec, std::size_t got) {
-        // Closed meanwhile: the session is not used again (its descriptor's number may be another's now).
-        if (!socket_.is_open()) ec = asio::error::operation_aborted;
-        if (ec == asio::error::eof) tls_.in_eof();
-        else if (ec) return read_done(self, ec, 0);
-        tls_.in_added(got);
-        try_read(true);
+// Writes all of wdata_, a record at a time; a write the socket did not take is made again with the same
+// bytes once it is writable. A completion never runs inside the call that started it.
+void Transport::tls_write_all(bool in_handler) {
+  error_code ec;
+  while (!wdata_.empty()) {
+    ssize_t w = tls_->send(wdata_.data(), wdata_.size());
+    if (w > 0) {
+      wdata_.remove_prefix(static_cast<std::size_t>(w));
+      continue;
+    }
+    if (w < 0 && errno == EAGAIN && tls_->want_write()) {
+      socket_.async_wait(Socket::wait_write, [self = shared_from_this()](error_code ec) {
+        if (!self->socket_.is_open() || !self->tls_) ec = asio::error::operation_aborted;
+        if (ec) return self->written(ec);
+        self->tls_write_all(true);
       });
       return;
     }
-    error_code ec;
-    if (r == 0) ec = asio::error::eof;
-    else if (r < 0) ec = asio::error::connection_reset;
-    std::size_t got = r > 0 ? static_cast<std::size_t>(r) : 0;
-    if (in_handler) return read_done(conn_.lock(), ec, got);
-    asio::post(socket_.get_executor(), [self = conn_.lock(), ec, got] { read_done(self, ec, got); });
+    ec = asio::error::connection_reset;
+    break;
   }
-  static void read_done(const std::shared_ptr<Conn>& self, error_code ec, std::size_t n) {
-    if (self && self->h2()) self->h2()->on_read(ec, n);
-  }
-
-  // Writes all of wdata_, a record at a time; a write the socket did not take is made again with the
-  // same bytes once it is writable.
-  void try_write(bool in_handler) {
-    error_code ec;
-    while (!wdata_.empty()) {
-      ssize_t w = tls_.send(wdata_.data(), wdata_.size());
-      if (w > 0) {
-        wdata_.remove_prefix(static_cast<std::size_t>(w));
-        continue;
-      }
-      if (w < 0 && errno == EAGAIN && tls_.want_write()) {
-        socket_.async_wait(Socket::wait_write, [this, self = conn_.lock()](error_code ec) {
-          if (!socket_.is_open()) ec = asio::error::operation_aborted;
-          if (ec) return write_done(self, ec);
-          try_write(true);
-        });
-        return;
-      }
-      ec = asio::error::connection_reset;
-      break;
-    }
-    if (in_handler) return write_done(conn_.lock(), ec);
-    asio::post(socket_.get_executor(), [self = conn_.lock(), ec] { write_done(self, ec); });
-  }
-  static void write_done(const std::shared_ptr<Conn>& self, error_code ec) {
-    if (self && self->h2()) self->h2()->on_written(ec);
-  }
-
-  TlsSession& tls_;
-  Socket& socket_;
-  std::weak_ptr<Conn> conn_;
-  char* rbuf_ = nullptr;
-  std::size_t rn_ = 0;
-  std::string_view wdata_;
-};
-}  // namespace
-
-std::unique_ptr<H2Transport> Conn::tls_h2_transport() {
-  return std::make_unique<TlsTransport>(*tls_, socket_, weak_from_this());
+  if (in_handler) return written(ec);
+  asio::post(t_.ioc, [self = shared_from_this(), ec] { self->written(ec); });
 }
 
 }  // namespace csgi::standalone::detail

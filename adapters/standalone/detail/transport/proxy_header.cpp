@@ -4,7 +4,15 @@
 // connection. A peer that is not trusted is only looked at: it is served unless it sends a header.
 #include <cerrno>
 
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+#include <poll.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
+#include "csgi/adapters/standalone/detail/transport/transport.hpp"
 
 namespace csgi::standalone::detail {
 
@@ -34,23 +42,23 @@ bool peer_closed(int fd) {
 
 }  // namespace
 
-void Conn::read_proxy_header() {
+void Transport::read_proxy_header() {
   if (!peer_.addr[0]) {  // no peer address: reset before it was accepted (HAProxy's checks close so)
-    close_now();
+    close();
     return;
   }
-  phase_ = Phase::proxy;
+  state_ = State::proxy;
   char head[pp::max_header];
   ssize_t n;
   do n = ::recv(fd_, head, sizeof head, MSG_PEEK);
   while (n < 0 && errno == EINTR);
   if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-    link_.dead = true;
-    close_now();
+    dead_ = true;
+    close();
     return;
   }
   if (n == 0) {  // closed before a byte (a TCP health check)
-    close_now();
+    close();
     return;
   }
   std::string_view bytes(head, n > 0 ? static_cast<std::size_t>(n) : 0);
@@ -59,7 +67,7 @@ void Conn::read_proxy_header() {
 }
 
 // A trusted proxy's connection: its header is required.
-void Conn::proxy_from_trusted(std::string_view bytes) {
+void Transport::proxy_from_trusted(std::string_view bytes) {
   peer_.proxy_partial = !bytes.empty();
   pp::Result r = pp::parse(bytes);
   switch (r.status) {
@@ -76,7 +84,7 @@ void Conn::proxy_from_trusted(std::string_view bytes) {
 }
 
 // Any other peer is served, unless its first bytes are a PROXY header.
-void Conn::proxy_from_untrusted(std::string_view bytes) {
+void Transport::proxy_from_untrusted(std::string_view bytes) {
   if (pp::has_signature(bytes)) {
     refuse_proxy("a PROXY header from an address that is not a --trusted-proxy", bytes);
   } else if (pp::parse(bytes).status == pp::Status::need_more && !peer_closed(fd_)) {
@@ -86,29 +94,27 @@ void Conn::proxy_from_untrusted(std::string_view bytes) {
   }
 }
 
-void Conn::wait_proxy_bytes() {
-  socket_.async_wait(Socket::wait_read, [self = shared_from_this()](error_code ec) { self->on_proxy_readable(ec); });
-}
-
-void Conn::on_proxy_readable(error_code ec) {
-  if (phase_ != Phase::proxy) return;
-  if (ec) {
-    link_.dead = true;
-    close_now();
-    return;
-  }
-  read_proxy_header();
+void Transport::wait_proxy_bytes() {
+  socket_.async_wait(Socket::wait_read, [self = shared_from_this()](error_code ec) {
+    if (self->state_ != State::proxy) return;
+    if (ec) {
+      self->dead_ = true;
+      self->close();
+      return;
+    }
+    self->read_proxy_header();
+  });
 }
 
 // Consumes the header (already received: the bytes are there) and takes the client's addresses from it.
-void Conn::accept_proxy_header(const pp::Header& h, std::size_t length) {
+void Transport::accept_proxy_header(const pp::Header& h, std::size_t length) {
   char sink[pp::max_header];
   while (length > 0) {
     ssize_t n = ::recv(fd_, sink, length, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      link_.dead = true;
-      close_now();
+      dead_ = true;
+      close();
       return;
     }
     length -= static_cast<std::size_t>(n);
@@ -126,18 +132,19 @@ void Conn::accept_proxy_header(const pp::Header& h, std::size_t length) {
 
 // Logged with the peer's own address; text gets a 400 with the reason (then the connection closes), other
 // bytes a plain close.
-void Conn::refuse_proxy(std::string_view why, std::string_view bytes) {
+void Transport::refuse_proxy(std::string_view why, std::string_view bytes) {
   sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(peer_.addr, peer_.port) + ": " +
                    std::string(why));
-  if (looks_like_text(bytes)) reject(400, why);
-  else close_now();
+  if (!looks_like_text(bytes)) return close();
+  state_ = State::open;
+  h1_->reject(400, why);
 }
 
-void Conn::proxy_timeout() {
+void Transport::proxy_timeout() {
   if (peer_.proxy_partial)
     sh_.errors.write("csgi: PROXY protocol: refused the connection from " + peer_text(peer_.addr, peer_.port) +
                      ": no complete PROXY header within the header timeout");
-  close_now();
+  close();
 }
 
 }  // namespace csgi::standalone::detail

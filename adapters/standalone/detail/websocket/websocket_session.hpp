@@ -1,7 +1,7 @@
 #pragma once
 // A WebSocket session of the standalone server (internal, not installed): once an app's handler has been
 // taken through csgix.websocket and its 101 is the final response, the connection (conn.hpp) hands its
-// socket over to a session (Conn::begin_websocket, websocket_session.cpp). The session writes what the
+// socket over to a session (H1Conn::begin_websocket, websocket_session.cpp). The session writes what the
 // connection still had to send, lets Boost.Beast's websocket stream answer the handshake and run RFC 6455,
 // and calls the app's handler where apps run: inline on the io thread, or on the app pool
 // (--app-threads), one callback at a time. The connection stays in its io thread's list as the session's

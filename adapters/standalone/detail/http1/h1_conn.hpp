@@ -1,21 +1,19 @@
 #pragma once
-// One HTTP/1.x connection of the standalone server (internal, not installed). The class is declared here
-// and its members are defined by concern:
-//   connection.cpp  reading requests (parsed by request_parser.hpp), the env, the app call, closing, and
-//                   the io thread's list of connections;
+// The HTTP/1 codec of a connection (internal, not installed): it reads requests from its transport
+// (transport/transport.hpp), serves them through the exchange and writes their responses. The class is
+// declared here and its members are defined by concern:
+//   h1_conn.cpp     the codec's life (closing, timeouts, graceful stop, faults), the env and the app call of
+//                   a request, interim responses and csgix.io;
+//   read.cpp        reading requests (parsed by request_parser.hpp) and their bodies;
 //   respond.cpp     turning the app's response into bytes: heads, bodies, files, pull streams, writing;
 //   delayed.cpp     delayed responses: the Responder and the streaming Writer, usable from any thread;
-//   tls_io.cpp      the TLS connection's reads and writes through its TlsSession (tls.hpp).
+//   pooled.cpp      the app on the pool;
+//   h2_start.cpp    handing the connection to HTTP/2.
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
 // bytes of an active request's header never move; body bytes are read behind the header and go, decoded,
 // into the request's body store (request_body.hpp) before the app runs. Responses are serialised into
-// one output buffer and written with one sendmsg(2) for as many pipelined responses as are ready. The socket is non-blocking; Asio is used as the reactor (async_wait) and for timers.
-//
-// On a TLS listener the connection has a TlsSession (tls_, OpenSSL in libcsgi_tls.so): each place that
-// reads or writes the socket goes through it instead (one branch on tls_, so the plain path makes the same
-// syscalls as without TLS). The handshake is made by the first read, bounded by the header
-// timeout like a slow request head.
+// one output buffer and written with one gathered write for as many pipelined responses as are ready.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -36,16 +34,17 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <variant>
 
+#include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 #include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
 #include "csgi/adapters/standalone/detail/process/shared.hpp"
-#include "csgi/adapters/standalone/detail/http2/h2_conn.hpp"
 #include "csgi/adapters/standalone/detail/http1/framing.hpp"
 #include "csgi/adapters/standalone/detail/http1/request_parser.hpp"
 #include "csgi/adapters/standalone/detail/websocket/websocket_session.hpp"
-#include "csgi/adapters/standalone/detail/tls/tls.hpp"
+#include "csgi/adapters/standalone/detail/transport/transport.hpp"
 #include "csgi/adapters/standalone/detail/exchange/mailbox.hpp"
 #include "csgi/adapters/standalone/detail/process/fault.hpp"
 #include "csgi/adapters/standalone/detail/process/io_thread.hpp"
@@ -64,17 +63,6 @@ using boost::system::error_code;
 inline constexpr std::size_t initial_buffer = 4096;
 inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
-
-/// A call from the app's pool thread (--app-threads) to the connection's io thread: an interim response
-/// or csgix.io. The app's thread waits on `cv` until `done`; the io thread does the call with `mu` held,
-/// unless the app's thread gave up waiting (`abandoned`: its io thread stopped), in which case the
-/// pointers into the app's stack are not touched.
-struct PoolCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool abandoned = false;
-};
 
 /// A delayed response's request, kept when its connection closed before the response was complete
 /// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
@@ -96,24 +84,26 @@ struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
 };
 
 
-class Conn final : public std::enable_shared_from_this<Conn>,
-                   public Hijack,
-                   public Informational,
-                   public websocket::Upgrade {
+class H1Conn final : public Codec,
+                     public Hijack,
+                     public Informational,
+                     public websocket::Upgrade {
 public:
-  Conn(IoThread& t, Socket s, const ListenSocket& l);
-  ~Conn();
-  void start();
-  void on_timeout();
-  void on_shutdown(bool hurry);
-  std::string abandon(int status) noexcept;
-  friend std::string abandon_pooled(Conn& c, int status, std::atomic<bool>& answered) noexcept;
-  void force_close() { close_now(); }
-  ConnNode& node() noexcept {
-    node_.conn = this;
-    return node_;
-  }
-  bool expired(Clock::time_point now) const noexcept { return deadline_ != Clock::time_point{} && now >= deadline_; }
+  explicit H1Conn(Transport& t);
+  ~H1Conn() override;
+  /// The connection's own bytes begin (after a PROXY header): requests are read.
+  void serve();
+  /// Framing is lost (or a PROXY header refused): answers `status` with `why`, then closes.
+  void reject(int status, std::string_view why);
+
+  // Codec.
+  void on_read(error_code ec, std::size_t n) override;
+  void on_writable(error_code ec) override;
+  void on_timeout() override;
+  void on_shutdown(bool hurry) override;
+  void on_close() noexcept override;
+  std::string abandon(int status) noexcept override;
+  std::string abandon_pooled(int status, std::atomic<bool>& answered) noexcept override;
 
   // csgix.io
   int take(std::string& pending) override;
@@ -134,52 +124,26 @@ public:
   void on_writer_flush(const std::shared_ptr<WriterState>& st);
 
   // The app on the pool (--app-threads; pooled.cpp).
-  void pool_job(std::shared_ptr<Conn> self, Env& env);
+  void pool_job(std::shared_ptr<H1Conn> self, Env& env);
   void on_pooled_done(Response r, int failed);
   void on_pooled_delayed(std::weak_ptr<RequestKeeper> keeper);
 
-  bool on_io_thread() const { return t_.ioc.get_executor().running_in_this_thread(); }
-
-  // The transport, for the codec that speaks HTTP/2 on it (H2Conn) and its WebSocket sessions.
-  // Who is at the other end: the peer's address, or what a PROXY header said (the client's address, the
-  // proxy's destination port, else the listener's, and TLS to the proxy).
-  struct Peer {
-    char addr[48] = {0};
-    char port[8] = {0};
-    char server_port[8] = {0};
-    bool https = false;
-    bool proxy_partial = false;  // a trusted proxy sent part of its header (a timeout then is logged)
-  };
-  Shared& shared() const noexcept { return sh_; }
-  IoThread& thread() const noexcept { return t_; }
-  const Peer& peer() const noexcept { return peer_; }
-  const ListenSocket& listener() const noexcept { return listener_; }
-  const TlsInfo* tls_info() const noexcept { return tls_info_.get(); }
-  bool closed() const noexcept { return phase_ == Phase::closed; }
-  /// A write failed: the client is gone.
-  void mark_dead() noexcept { link_.dead = true; }
-  void set_deadline(std::chrono::milliseconds d) { deadline_ = t_.now + d; }
-  void set_deadline_at(Clock::time_point at) { deadline_ = at; }
-  void clear_deadline() { deadline_ = {}; }
-  void close_now();
-  /// The HTTP/2 driver once the connection speaks HTTP/2 (io thread only).
-  H2Conn* h2() noexcept { return h2_.get(); }
+  /// This codec, sharing the ownership of its connection (the transport).
+  std::shared_ptr<H1Conn> shared_from_this() { return {tr_.shared_from_this(), this}; }
+  std::weak_ptr<H1Conn> weak_from_this() { return shared_from_this(); }
 
 private:
   // What the connection is doing; each event handler looks here first.
   enum class Phase {
-    proxy,       // reading a PROXY header (proxy_header.cpp)
     reading,     // reading and serving requests (process)
     app,         // the app runs on the io thread
     pooled,      // the app runs on the pool (pooled.cpp)
     delayed,     // a delayed response's Responder has not answered yet (delayed.cpp)
-    writer,      // a streaming Writer's body is being written (delayed.cpp)
-    stream,      // a pull stream's body is being written
-    file,        // a file body is being sent
+    body,        // a body past its head is being sent: what kind, body_ says
     lingering,   // half-closed after the last response, reading until the client closes
     websocket,   // the socket belongs to a WebSocket session (websocket/websocket_handshake.cpp)
-    closed,
-    h2,          // an HTTP/2 connection, driven by h2_ (h2_conn.cpp)
+    closed,      // the transport closed
+    h2,          // the connection speaks HTTP/2 (H2Conn): nothing of this codec is used again
   };
   // The request in the buffer: none (waiting for or parsing a head), active (head parsed, response not
   // finished).
@@ -197,10 +161,12 @@ private:
   void refuse_proxy(std::string_view why, std::string_view bytes);
   void proxy_timeout();
 
+  bool on_io_thread() const { return tr_.on_io_thread(); }
+  void set_deadline(std::chrono::milliseconds d) { tr_.set_deadline(d); }
+  void clear_deadline() { tr_.clear_deadline(); }
+
   // Reading and parsing.
-  void serve();
   void wait_read();
-  void on_read(error_code ec, std::size_t n);
   void process();
   Step read_head();
   Step start_request();
@@ -217,7 +183,6 @@ private:
   void request_ready();
   void set_connection_env(Env& env);
   void after_app(Response&& res, int failed);
-  void reject(int status, std::string_view why);
   bool send_interim(int status, const Headers& headers);
   int take_here(std::string& pending);
   // WebSocket (websocket/websocket_handshake.cpp): the app's 101 hands the socket to a session.
@@ -226,15 +191,15 @@ private:
 
   // The app on the pool (pooled.cpp).
   void run_in_pool();
-  void post_done(std::shared_ptr<Conn> self, Response r, int failed);
-  void release_on_io(std::shared_ptr<Conn> self);
-  std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<Conn>& self);
+  void post_done(std::shared_ptr<H1Conn> self, Response r, int failed);
+  void release_on_io(std::shared_ptr<H1Conn> self);
+  std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<H1Conn>& self);
   void run_on_io(const std::function<void()>& f);
   bool wait_call(PoolCall& c);
   void pooled_timeout();
 
   // Delayed responses (delayed.cpp): this connection as their route.
-  std::shared_ptr<ResponderImpl> delayed_responder(const std::shared_ptr<Conn>& self,
+  std::shared_ptr<ResponderImpl> delayed_responder(const std::shared_ptr<H1Conn>& self,
                                                    std::shared_ptr<RequestKeeper> keeper);
   void writer_failed(bool aborted);
   void end_writer(const WriterState::Turn& turn);
@@ -259,7 +224,6 @@ private:
   // Writing.
   bool flush();  // true when everything is written; false when waiting for writability (or dead)
   void wait_write();
-  void on_writable(error_code ec);
   void after_flush();
   void set_idle(bool idle) noexcept {
     if (idle == link_.idle) return;
@@ -269,29 +233,15 @@ private:
       else sh_.slot->connections_idle.fetch_sub(1, std::memory_order_relaxed);
     }
   }
+  void close_now() { tr_.close(); }
   void drop_env() noexcept;
   bool hand_over(RequestKeeper& k);
   void linger();
-  bool blocking_send(std::string_view data);
-
-  // TLS (tls_io.cpp). Each returns what the syscall it replaces would: bytes, 0 at the end, or -1 with
-  // errno (EAGAIN when the session waits for the socket: readable, or writable when it wants to write).
-  void tls_wait_read();
-  void tls_wait_socket();
-  void tls_on_socket(error_code ec, std::size_t got);
-  bool tls_fill();
-  ssize_t tls_writev(const iovec* iov, int n);
-  ssize_t tls_sendfile(int file_fd, off_t* off, std::size_t n);
-  void tls_begin_request(csgi::ConnectionInfo& conn);
-  const TlsInfo& tls_connection_info();
-  // HTTP/2 over the TLS session, once ALPN chose h2 (tls_io.cpp).
-  std::unique_ptr<H2Transport> tls_h2_transport();
-  short tls_poll_events(short plain) const noexcept { return tls_ && tls_->want_write() ? POLLOUT : plain; }
 
   // csgi.errors lines about the request in progress (log_error), for the exchange's pieces.
   struct Log final : ExchangeLog {
-    Conn* c;
-    explicit Log(Conn* conn) : c(conn) {}
+    H1Conn* c;
+    explicit Log(H1Conn* conn) : c(conn) {}
     void error(std::string_view what) noexcept override;
     FaultScope fault_scope() const noexcept override;
   };
@@ -299,8 +249,8 @@ private:
 
   // Where the exchange hands a response (drive_response): written as HTTP/1 bytes (respond.cpp).
   struct Sink final : ResponseSink {
-    Conn* c;
-    explicit Sink(Conn* conn) : c(conn) {}
+    H1Conn* c;
+    explicit Sink(H1Conn* conn) : c(conn) {}
     void head_only(int status, Headers& headers, std::optional<std::uint64_t> length) override;
     void text(int status, Headers& headers, std::string& body) override;
     void bytes(int status, Headers& headers, const SharedBytes& body) override;
@@ -310,21 +260,12 @@ private:
     void trailers_only(int status, Headers& headers, Headers trailers) override;
   };
 
-  ConnNode node_;
   IoThread& t_;
   Shared& sh_;
-  Socket socket_;
-  int fd_;
-  const ListenSocket& listener_;
 
-  Peer peer_;
-
-  // The connection's own state, for its whole life.
+  // The codec's own state, for the connection's whole life.
   struct Link {
-    bool reading = false;     // a read is pending
-    bool writing = false;     // a wait for writability is pending
     bool peer_eof = false;    // the client half-closed
-    bool dead = false;        // a write failed: the client is gone
     bool idle = false;        // a keep-alive connection waiting for its next request (counted on the board)
     bool hijacked = false;    // the app took the socket (csgix.io)
     bool h2_possible = true;  // HTTP/2 may still start (h2_preface_match; on TLS, the protocol ALPN chose)
@@ -406,25 +347,34 @@ private:
   };
   Output out_;
 
-  // How a pull stream's body is framed: by the app's Content-Length (counted, ADP-13: declared and the
-  // bytes it still allows, left), chunked, or ended by closing (HTTP/1.0 without a length).
-  enum class Framing { none, counted, chunked, until_close };
-  // The response body in progress past its head: a file, a pull stream or a streaming writer.
-  struct BodySource {
-    Framing framing = Framing::none;
-    std::uint64_t declared = 0, left = 0;
+  // The response body in progress past its head (Phase::body), one of:
+  // a file, sent with sendfile from `off`, `left` bytes to go;
+  struct FileBody {
     std::shared_ptr<FileHandle> file;
-    std::uint64_t file_off = 0, file_left = 0;
-    StreamPtr stream;
-    std::shared_ptr<WriterState> writer;
+    std::uint64_t off = 0, left = 0;
   };
-  BodySource body_;
+  // a pull stream, framed by the app's Content-Length (counted, ADP-13: declared and the bytes it still
+  // allows, left), chunked, or ended by closing (HTTP/1.0 without a length);
+  enum class Framing { counted, chunked, until_close };
+  struct StreamBody {
+    StreamPtr stream;
+    Framing framing = Framing::chunked;
+    std::uint64_t declared = 0, left = 0;
+  };
+  // a streaming Writer's bytes, chunked or not.
+  struct WriterBody {
+    std::shared_ptr<WriterState> writer;
+    bool chunked = false;
+  };
+  std::variant<std::monostate, FileBody, StreamBody, WriterBody> body_;
+  /// Ends the body in progress: a pull stream is closed (a close() that throws is ignored), a writer
+  /// learns that the client is gone.
+  void drop_body() noexcept;
 
   std::optional<RequestParser> parser_;
   std::unique_ptr<Env> env_;
   CleanupHandlers cleanup_;
   Phase phase_ = Phase::reading;
-  Clock::time_point deadline_{};
   // The request's body, read whole before the app runs: the env's csgi.input. Emptied when the next
   // request begins (a delayed response's app may read it until its response is complete).
   RequestBody body_in_;
@@ -434,17 +384,10 @@ private:
   std::weak_ptr<RequestKeeper> keeper_;
   // Keeps the connection alive while only the app's responder or writer refers to it (every entry
   // point into the connection holds its own reference, so dropping this one never frees it mid-call).
-  std::shared_ptr<Conn> self_hold_;
+  std::shared_ptr<H1Conn> self_hold_;
   // The handler the app gave csgix.websocket during its call, then the session running it.
   std::unique_ptr<websocket::Handler> ws_handler_;
   std::shared_ptr<WsSession> ws_;
-  // HTTP/2 (unless --h2-max-streams 0): the driver, once the connection speaks it.
-  std::unique_ptr<H2Conn> h2_;
-  // TLS: the connection's session, what its env says, and the buffers of its writes.
-  std::unique_ptr<TlsSession> tls_;
-  std::unique_ptr<TlsInfo> tls_info_;
-  std::unique_ptr<char[]> tls_out_;   // 16 KiB, for gathered small segments
-  std::unique_ptr<char[]> tls_file_;  // 64 KiB, while a file body is sent
 };
 
 

@@ -1,73 +1,37 @@
-// An HTTP/1 connection: its life (start, close, timeouts, graceful stop, faults), the env and the app
-// call of a request, interim responses and csgix.io (see conn.hpp).
-#include "csgi/adapters/standalone/detail/http1/conn.hpp"
+// The HTTP/1 codec: its life (close, timeouts, graceful stop, faults), the env and the app call of a
+// request, interim responses and csgix.io (see h1_conn.hpp).
+#include "csgi/adapters/standalone/detail/http1/h1_conn.hpp"
 #include "csgi/adapters/standalone/detail/exchange/request.hpp"
 #include "csgi/core/app_failure.hpp"
 
 namespace csgi::standalone::detail {
 
-Conn::Conn(IoThread& t, Socket s, const ListenSocket& l)
-    : t_(t), sh_(t.shared), socket_(std::move(s)), fd_(socket_.native_handle()), listener_(l) {
-  sh_.connections.fetch_add(1, std::memory_order_relaxed);
-  t_.open.fetch_add(1, std::memory_order_relaxed);
+H1Conn::H1Conn(Transport& t) : Codec(t), t_(t.thread()), sh_(t.shared()) {
   in_.buf.reset(new char[initial_buffer]);
   in_.cap = initial_buffer;
-  error_code ec;
-  socket_.native_non_blocking(true, ec);
   link_.h2_possible = sh_.opt.h2_max_streams > 0;
-  if (listener_.tls && sh_.tls) {
-    std::string why;
-    tls_ = sh_.tls->accept(fd_, why);
-    if (!tls_) sh_.errors.write("csgi: TLS connection setup failed: " + why);
-  }
-  if (listener_.tcp) {
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-      if (ss.ss_family == AF_INET) {
-        auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-        ::inet_ntop(AF_INET, &in->sin_addr, peer_.addr, sizeof peer_.addr);
-        std::to_chars(peer_.port, peer_.port + sizeof peer_.port - 1, ntohs(in->sin_port));
-      } else if (ss.ss_family == AF_INET6) {
-        auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-        ::inet_ntop(AF_INET6, &in6->sin6_addr, peer_.addr, sizeof peer_.addr);
-        std::to_chars(peer_.port, peer_.port + sizeof peer_.port - 1, ntohs(in6->sin6_port));
-      }
-    }
-  }
 }
 
-Conn::~Conn() {
-  if (body_.stream) {
+H1Conn::~H1Conn() {
+  if (std::holds_alternative<StreamBody>(body_)) drop_body();
+  drop_env();  // before a writer learns that the client is gone: it may read the env at once
+  drop_body();
+}
+
+void H1Conn::drop_body() noexcept {
+  if (auto* w = std::get_if<WriterBody>(&body_)) w->writer->gone();
+  if (auto* s = std::get_if<StreamBody>(&body_)) {
     try {
-      body_.stream->close();
+      s->stream->close();
     } catch (...) {
     }
   }
-  drop_env();  // first: a writer that learns the client is gone may read the env at once
-  if (body_.writer) body_.writer->gone();
-  sh_.connections.fetch_sub(1, std::memory_order_relaxed);
-  t_.open.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void Conn::start() {
-  t_.add(*this);
-  sh_.stats->connection_opened();
-  if (sh_.slot) sh_.slot->connections_open.fetch_add(1, std::memory_order_relaxed);
-  set_deadline(sh_.opt.header_timeout);
-  if (listener_.tls && !tls_) {
-    close_now();
-    return;
-  }
-  if (sh_.proxy.enabled() && listener_.tcp) read_proxy_header();  // serve() follows the header
-  else serve();
+  body_ = std::monostate{};
 }
 
 // The request's header is parsed (and a small body buffered): build the rest of the env and call the app,
 // here or on the pool.
-void Conn::request_ready() {
+void H1Conn::request_ready() {
   Env& env = *env_;
   req_.keep_alive = req_.keep_alive && parser_->keep_alive() && !t_.stopping;
   if (!req_.expect.empty() && !iequals(req_.expect, "100-continue")) {
@@ -89,36 +53,33 @@ void Conn::request_ready() {
   phase_ = Phase::app;
   int failed = 0;
   Response res = [&] {
-    AppScope scope(t_.fault_slot, this);
+    AppScope scope(t_.fault_slot, &tr_);
     return call_app(sh_, env, failed);
   }();
   if (phase_ == Phase::closed) return;
   after_app(std::move(res), failed);
 }
 
-void Conn::set_connection_env(Env& env) {
+void H1Conn::set_connection_env(Env& env) {
   RequestObjects o;
   o.input = &body_in_;
   o.cleanup = &cleanup_;
   o.informational = this;
   o.websocket = this;
-  if (!tls_) o.io = this;  // no raw socket under TLS
-  set_server_env(env, sh_, o, peer_.https);
-  if (tls_ && tls_info_) tls_info_->set_env(env);
+  if (!tr_.tls()) o.io = this;  // no raw socket under TLS
+  set_server_env(env, sh_, o, tr_.peer().https);
+  if (const TlsInfo* tls = tr_.tls_info()) tls->set_env(env);
 }
 
 // Back on the io thread with the app's response.
-void Conn::after_app(Response&& res, int failed) {
+void H1Conn::after_app(Response&& res, int failed) {
   if (failed == 408 || failed == 413 || failed == 400) req_.keep_alive = false;
   phase_ = Phase::reading;
   if (link_.hijacked) {
     // The app owns the connection now; drop our descriptor without touching the connection. Nothing will
     // be sent: a delayed response's callable is not called.
-    error_code ec;
-    socket_.close(ec);
     phase_ = Phase::closed;
-    sh_.stats->connection_closed();  // the app owns it now: no longer one of ours
-    if (sh_.slot) sh_.slot->connections_open.fetch_sub(1, std::memory_order_relaxed);
+    tr_.forget();
     t_.release_env(std::move(env_));
     return;
   }
@@ -127,7 +88,7 @@ void Conn::after_app(Response&& res, int failed) {
   handle(std::move(res));
 }
 
-void Conn::reject(int status, std::string_view why) {
+void H1Conn::reject(int status, std::string_view why) {
   // Framing is lost: answer, then close (the bytes after this request are never served: no smuggling).
   if (!env_) env_ = t_.acquire_env();
   req_.keep_alive = false;
@@ -140,17 +101,16 @@ void Conn::reject(int status, std::string_view why) {
   handle(std::move(r));
 }
 
-void Conn::linger() {
+void H1Conn::linger() {
   // Half-close and read until the client closes (or 2 s), so the client reads our last response
   // instead of a reset caused by bytes we never read.
-  if (link_.dead) {
+  if (tr_.dead()) {
     close_now();
     return;
   }
   phase_ = Phase::lingering;
-  if (tls_) tls_->shutdown();  // close_notify, as far as the socket takes it now
-  ::shutdown(fd_, SHUT_WR);
-  deadline_ = t_.now + std::chrono::seconds(2);
+  tr_.half_close();
+  set_deadline(std::chrono::seconds(2));
   if (link_.peer_eof) {
     close_now();
     return;
@@ -159,39 +119,25 @@ void Conn::linger() {
   wait_read();
 }
 
-void Conn::close_now() {
+// The transport closed.
+void H1Conn::on_close() noexcept {
   if (phase_ == Phase::closed) return;
   bool app_running = phase_ == Phase::pooled;
   if (env_ && req_.stage == Request::active && req_.status != 0) log_cut_short();
   phase_ = Phase::closed;
-  sh_.stats->connection_closed();
   set_idle(false);
-  if (sh_.slot) sh_.slot->connections_open.fetch_sub(1, std::memory_order_relaxed);
   self_hold_.reset();
-  clear_deadline();
-  error_code ec;
-  socket_.close(ec);
   // While the app runs on the pool, the env (with the buffer its views point into, and the body) stays
   // until it returns (on_pooled_done). Otherwise the env goes first: a writer that learns the client is
   // gone may read the env at once.
   if (!app_running) drop_env();
-  if (body_.writer) body_.writer->gone();
-  if (body_.stream) {
-    try {
-      body_.stream->close();
-    } catch (...) {
-    }
-    body_.stream.reset();
-  }
-  body_.file.reset();
+  drop_body();
   if (ws_) std::exchange(ws_, nullptr)->abort();
-  if (h2_) h2_->on_close();
-  node_.unlink();
 }
 
 // The request's env, when the connection closes: handed to the delayed response's Responder or Writer
 // while that response is not complete (APP-4), else its cleanup handlers run and it goes back to the pool.
-void Conn::drop_env() noexcept {
+void H1Conn::drop_env() noexcept {
   if (!env_) return;
   if (auto k = keeper_.lock()) {
     keeper_.reset();
@@ -209,7 +155,7 @@ void Conn::drop_env() noexcept {
 // env's connection objects at it; only values of existing keys are overwritten (the app's thread may be
 // reading the env). csgi.errors stays valid: the Responder and Writer keep the error stream through their
 // mailbox. Never back to the pool: the holder may end on another thread.
-bool Conn::hand_over(RequestKeeper& k) {
+bool H1Conn::hand_over(RequestKeeper& k) {
   std::lock_guard lock(k.mu);
   if (k.complete) return false;
   auto h = std::make_unique<HeldRequest>();
@@ -236,14 +182,9 @@ bool Conn::hand_over(RequestKeeper& k) {
   return true;
 }
 
-void Conn::on_timeout() {
+void H1Conn::on_timeout() {
   if (phase_ == Phase::closed) return;
-  if (h2_) return h2_->on_timeout();
   clear_deadline();
-  if (phase_ == Phase::proxy) {
-    proxy_timeout();
-    return;
-  }
   if (phase_ == Phase::pooled) {
     pooled_timeout();
     return;
@@ -259,7 +200,7 @@ void Conn::on_timeout() {
   close_now();
 }
 
-std::string Conn::abandon(int status) noexcept {
+std::string H1Conn::abandon(int status) noexcept {
   std::string what;
   try {
     if (env_) what = std::string(env_->get(keys::REQUEST_METHOD)) + " " + std::string(env_->get(keys::REQUEST_URI));
@@ -267,8 +208,8 @@ std::string Conn::abandon(int status) noexcept {
   }
   if (phase_ == Phase::closed || link_.hijacked) return what;
   // Nothing of this response nor of an earlier pipelined one is pending: a 500 (504) is in order. One
-  // non-blocking send; if it does not fit, the client gets the half-close alone.
-  if (!tls_ && !response_started() && !link_.dead && !out_.pending()) {
+  // non-blocking write; if it does not fit, the client gets the half-close alone (the transport's).
+  if (!tr_.tls() && !response_started() && !tr_.dead() && !out_.pending()) {
     static constexpr std::string_view r500 =
         "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n"
         "Connection: close\r\n\r\nInternal Server Error\n";
@@ -276,21 +217,14 @@ std::string Conn::abandon(int status) noexcept {
         "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
         "Connection: close\r\n\r\nGateway Timeout\n";
     std::string_view r = status == 504 ? r504 : r500;
-    (void)::send(fd_, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    iovec one{const_cast<char*>(r.data()), r.size()};
+    (void)tr_.writev(&one, 1, false);
   }
-  ::shutdown(fd_, SHUT_WR);
-  // The descriptor stays open until the worker exits (closing it here could reuse the number while the
-  // frozen thread still holds it); nothing reads or writes this connection again.
   phase_ = Phase::closed;
-  clear_deadline();
-  node_.unlink();
   return what;
 }
 
-std::string abandon_faulted(Conn& c, int status) noexcept { return c.abandon(status); }
-
-void Conn::on_shutdown(bool hurry) {
-  if (h2_) return h2_->on_shutdown(hurry);
+void H1Conn::on_shutdown(bool hurry) {
   req_.keep_alive = false;
   if (phase_ == Phase::websocket) {
     if (ws_) ws_->going_away();
@@ -301,35 +235,11 @@ void Conn::on_shutdown(bool hurry) {
   // request (RFC 9112 §9.6). The connection keeps its deadline (idle or header timeout), bounded by the
   // graceful timeout, and a request that arrives is answered with Connection: close. A second stop
   // request (hurry) closes idle connections at once.
-  bool waiting = phase_ == Phase::proxy || phase_ == Phase::reading;
+  bool waiting = phase_ == Phase::reading;
   if (hurry && waiting && req_.stage != Request::active && in_.begin == in_.end && !out_.pending()) close_now();
 }
 
-bool Conn::blocking_send(std::string_view data) {
-  while (!data.empty()) {
-    iovec one{const_cast<char*>(data.data()), data.size()};
-    ssize_t w = tls_ ? tls_writev(&one, 1) : ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-    if (w > 0) {
-      data.remove_prefix(static_cast<std::size_t>(w));
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd_, tls_ && !tls_->want_write() ? short(POLLIN) : short(POLLOUT), 0};
-      if (::poll(&p, 1, static_cast<int>(sh_.opt.send_timeout.count())) <= 0) return false;
-      if (tls_ && !tls_fill()) {
-        link_.dead = true;
-        return false;
-      }
-      continue;
-    }
-    link_.dead = true;
-    return false;
-  }
-  return true;
-}
-
-int Conn::take(std::string& pending) {
+int H1Conn::take(std::string& pending) {
   if (sh_.pool && !on_io_thread()) {
     int fd = -1;
     run_on_io([&] { fd = take_here(pending); });
@@ -339,15 +249,12 @@ int Conn::take(std::string& pending) {
   return take_here(pending);
 }
 
-int Conn::take_here(std::string& pending) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || link_.hijacked || tls_) return -1;
-  int fd = ::dup(fd_);
+int H1Conn::take_here(std::string& pending) {
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || link_.hijacked || tr_.tls()) return -1;
+  int fd = tr_.dup_blocking();
   if (fd < 0) return -1;
-  int fl = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   // Whatever was written (100 Continue, 103) goes out first.
-  if (out_.pos < out_.size()) blocking_send(std::string_view(out_.buf).substr(out_.pos));
+  if (out_.pos < out_.size()) tr_.blocking_send(std::string_view(out_.buf).substr(out_.pos));
   out_.buf.clear();
   out_.pos = 0;
   pending.append(in_.unparsed());
@@ -356,7 +263,7 @@ int Conn::take_here(std::string& pending) {
   return fd;
 }
 
-bool Conn::send(int status, const Headers& headers) {
+bool H1Conn::send(int status, const Headers& headers) {
   if (sh_.pool && !on_io_thread()) {
     bool ok = false;
     run_on_io([&] { ok = send_interim(status, headers); });
@@ -367,8 +274,8 @@ bool Conn::send(int status, const Headers& headers) {
   return send_interim(status, headers);
 }
 
-bool Conn::send_interim(int status, const Headers& headers) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || req_.http10 || link_.hijacked || link_.dead ||
+bool H1Conn::send_interim(int status, const Headers& headers) {
+  if ((phase_ != Phase::app && phase_ != Phase::pooled) || req_.http10 || link_.hijacked || tr_.dead() ||
       status < 100 || status > 199 || status == 101)
     return false;
   if (status == 100) req_.continue_pending = false;
@@ -383,8 +290,8 @@ bool Conn::send_interim(int status, const Headers& headers) {
   out_.append("\r\n");
   // Interim responses go out now, ahead of the final one (a partial write completes with it; in pool
   // mode the io thread finishes it while the app runs).
-  if (!flush() && !link_.dead && phase_ == Phase::pooled) wait_write();
-  return !link_.dead;
+  if (!flush() && !tr_.dead() && phase_ == Phase::pooled) wait_write();
+  return !tr_.dead();
 }
 
 
