@@ -15,6 +15,7 @@ run_pkgs=(
   libboost-dev
   libfcgi-dev zlib1g-dev libbrotli-dev libcrypt-dev libssl-dev
   pybind11-dev python3-dev python3-pybind11 nlohmann-json3-dev libnghttp2-dev libsystemd-dev
+  libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
   node-ramda
   libperl-dev
 )
@@ -30,7 +31,7 @@ test_pkgs=(
   python3-pytest python3-gunicorn python3-flask python3-django
   uwsgi-core uwsgi-plugin-python3
   clang libclang-rt-14-dev chromium iproute2 wrk haproxy prometheus
-  openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools
+  openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools ngtcp2-client
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart redis-server
   libplack-perl libtest-tcp-perl starman libcatalyst-devel-perl

@@ -249,6 +249,15 @@ std::vector<OptionSpec> make_table() {
    "setups do), the client's later requests reach the server as HTTP/2 frames the proxy does not inspect, "
    "past its per-path rules",
    off, [](Options& o, const std::string&) { o.server.h2c_upgrade = true; }},
+  {"http3", 0, nullptr, H, false,
+   "HTTP/3 over QUIC on each https:// listener: a UDP socket on the same port, the same --tls-cert files "
+   "(ALPN h3, TLS 1.3, no 0-RTT), and `Alt-Svc: h3=\":PORT\"; ma=86400` on its HTTP/1.1 and HTTP/2 "
+   "responses. Streams per connection: --h2-max-streams. Not with --workers yet",
+   off, [](Options& o, const std::string&) { o.server.http3 = true; }},
+  {"http3-retry", 0, nullptr, H, false,
+   "HTTP/3: every new client proves its address with a Retry round trip before the server keeps state for "
+   "it (one more round trip; for servers under spoofed-address floods)",
+   off, [](Options& o, const std::string&) { o.server.http3_retry = true; }},
   {"header-timeout", 0, "SECONDS", H, false, "to receive a request head; then 408",
    [](const Options& d) { return show_seconds(d.server.header_timeout); },
    [](Options& o, const std::string& v) { o.server.header_timeout = seconds(v); }},
@@ -667,6 +676,8 @@ void validate(Options& o) {
     if (c.key_file.empty()) throw UsageError("--tls-cert " + c.cert_file + ": no --tls-key given for it (they come in pairs)");
     if (c.cert_file.empty()) throw UsageError("--tls-key " + c.key_file + ": no --tls-cert given for it (they come in pairs)");
   }
+  if (s.http3 && s.tls_certificates.empty()) throw UsageError("--http3: give --tls-cert FILE --tls-key FILE too");
+  if (s.http3 && s.workers > 0) throw UsageError("--http3: not with --workers yet (one process serves QUIC)");
   if (!s.tls_client_ca.empty() && s.tls_certificates.empty())
     throw UsageError("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
   if (s.max_request_line > s.max_header_bytes) s.max_request_line = s.max_header_bytes;

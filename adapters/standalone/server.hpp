@@ -103,6 +103,11 @@ struct ServerOptions {
   // configurations do), the client speaks HTTP/2 straight to the server and its further requests pass
   // the proxy's per-request rules unseen.
   bool h2c_upgrade = false;
+  // HTTP/3 over QUIC (docs/standalone.md, HTTP/3): a UDP socket on the port of each https:// listener,
+  // and Alt-Svc on that listener's HTTP/1.1 and HTTP/2 responses. With http3_retry every new client proves
+  // its address with a Retry round trip before the server keeps any state for it. 0-RTT is never accepted.
+  bool http3 = false;
+  bool http3_retry = false;
 
   // PROXY protocol (v1 and v2, as HAProxy's send-proxy/send-proxy-v2 send it): with proxy_protocol, a TCP
   // connection from an address in trusted_proxies (CIDR blocks, IPv4 or IPv6; required then) must start

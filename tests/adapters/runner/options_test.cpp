@@ -66,7 +66,7 @@ std::vector<std::string> companion(const OptionSpec& row) {
   // TLS files come in pairs, and a client CA needs them.
   if (name == "tls-cert") return {"--tls-key", "k.pem"};
   if (name == "tls-key") return {"--tls-cert", "c.pem"};
-  if (name == "tls-client-ca") return {"--tls-cert", "c.pem", "--tls-key", "k.pem"};
+  if (name == "tls-client-ca" || name == "http3") return {"--tls-cert", "c.pem", "--tls-key", "k.pem"};
   return {};
 }
 
@@ -78,6 +78,13 @@ std::string read_file(const std::string& path) {
 }
 
 }  // namespace
+
+TEST_CASE("--http3 needs certificates and one process") {
+  CHECK(usage_error({"--http3"}) == "--http3: give --tls-cert FILE --tls-key FILE too");
+  CHECK(usage_error({"--http3", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--workers", "2"}) ==
+        "--http3: not with --workers yet (one process serves QUIC)");
+  CHECK_NOTHROW(parse_args({"--http3", "--http3-retry", "--tls-cert", "c.pem", "--tls-key", "k.pem"}));
+}
 
 TEST_CASE("an option given for an adapter it does not apply to is a usage error naming the option and the adapter") {
   int refused = 0;

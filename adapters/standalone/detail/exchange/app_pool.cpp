@@ -1,7 +1,40 @@
 // The app executor of the standalone server (see app_pool.hpp).
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
 
+#include <chrono>
+#include <memory>
+
+#include "csgi/adapters/standalone/detail/exchange/mailbox.hpp"
+
 namespace csgi::standalone::detail {
+
+namespace {
+constexpr std::chrono::milliseconds exit_check{100};  // how often a waiting caller looks whether the io thread has gone
+}  // namespace
+
+bool call_on_io(Mailbox& mailbox, const std::atomic<bool>& exited, const std::function<bool()>& f) {
+  auto c = std::make_shared<PoolCall>();
+  bool result = false;
+  auto call = [c, &f, &result] {
+    std::lock_guard lock(c->mu);
+    if (c->abandoned) return;
+    try {
+      result = f();
+    } catch (...) {
+    }
+    c->done = true;
+    c->cv.notify_all();
+  };
+  if (!mailbox.post(call)) return false;
+  std::unique_lock lock(c->mu);
+  while (!c->cv.wait_for(lock, exit_check, [&] { return c->done; })) {
+    if (exited.load(std::memory_order_acquire)) {
+      c->abandoned = true;
+      return false;
+    }
+  }
+  return result;
+}
 
 AppPool::AppPool(unsigned threads, WorkerBoard::Slot* board, std::function<void(unsigned)> on_start)
     : board_(board), on_start_(std::move(on_start)) {

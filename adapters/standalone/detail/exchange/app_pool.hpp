@@ -2,6 +2,7 @@
 // The app executor of the standalone server (internal, not installed): with --app-threads N the app runs
 // on N threads that take requests from one shared queue, so a request waits only while all N are busy
 // (work-conserving). The io threads post jobs and keep reading, writing, timing out and accepting.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -23,6 +24,13 @@ struct PoolCall {
   bool done = false;
   bool abandoned = false;
 };
+
+class Mailbox;
+
+/// From another thread (the app's): runs `f` on the io thread behind `mailbox` and waits for its result
+/// (a PoolCall); false when that thread is gone (`exited`: it has stopped running its handlers) or `f`
+/// threw.
+bool call_on_io(Mailbox& mailbox, const std::atomic<bool>& exited, const std::function<bool()>& f);
 
 class AppPool {
 public:

@@ -14,6 +14,18 @@ namespace {
 [[gnu::always_inline]] inline void put_key(Env& env, std::string_view key, Value v) {
   *env.emplace(key, v, false).first = v;
 }
+
+// A TLS listener that serves HTTP/3 says so on its HTTP/1.1 and HTTP/2 responses (RFC 7838 Alt-Svc),
+// unless the app gave its own.
+void advertise_http3(const Shared& sh, const Env& env, Response& res) {
+  if (env.get(keys::url_scheme) != "https" || env.get(keys::SERVER_PROTOCOL) == "HTTP/3") return;
+  std::string_view port = env.get(keys::SERVER_PORT);
+  for (const auto& [p, value] : sh.alt_svc) {
+    if (p != port) continue;
+    if (!res.headers.has("Alt-Svc")) res.headers.add("Alt-Svc", value);
+    return;
+  }
+}
 }  // namespace
 
 void set_server_env(Env& env, const Shared& sh, const RequestObjects& o, bool https_via_proxy) {
@@ -39,7 +51,9 @@ Response call_app(const Shared& sh, Env& env, int& failed) noexcept {
   try {
     // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
     InlineWatch::Call watch(sh.inline_watch && sh.inline_watch->inline_now() ? sh.inline_watch : nullptr);
-    return sh.app(env);
+    Response res = sh.app(env);
+    if (!sh.alt_svc.empty()) advertise_http3(sh, env, res);
+    return res;
   } catch (...) {
     try {
       Response res = app_failure_response(env, std::current_exception());

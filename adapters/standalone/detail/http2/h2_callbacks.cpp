@@ -16,9 +16,6 @@
 
 namespace csgi::standalone::detail {
 
-using h2::connection_specific;
-using h2::parse_length;
-
 // The nghttp2 callbacks: each one catches what it calls (no exception crosses into C).
 struct H2Callbacks {
   static H2Session& self(void* p) { return *static_cast<H2Session*>(p); }

@@ -14,33 +14,7 @@ namespace {
 constexpr std::string_view preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::size_t read_size = 16384;
 constexpr std::size_t out_high = 64 * 1024;  // produce and buffer up to this much before writing
-constexpr std::chrono::milliseconds exit_check{100};
 constexpr std::size_t spare_envs_max = 32;  // envs of closed streams a connection keeps for its next ones
-
-// Runs `f` on the io thread behind `mailbox` and waits for its result; false when that thread is gone.
-bool call_on_io(IoThread& t, const std::function<bool()>& f) {
-  auto c = std::make_shared<PoolCall>();
-  bool result = false;
-  auto call = [c, &f, &result] {
-    std::lock_guard lock(c->mu);
-    if (c->abandoned) return;
-    try {
-      result = f();
-    } catch (...) {
-    }
-    c->done = true;
-    c->cv.notify_all();
-  };
-  if (!t.mailbox->post(call)) return false;
-  std::unique_lock lock(c->mu);
-  while (!c->cv.wait_for(lock, exit_check, [&] { return c->done; })) {
-    if (t.exited.load(std::memory_order_acquire)) {
-      c->abandoned = true;
-      return false;
-    }
-  }
-  return result;
-}
 
 /// The route of a delayed response on an HTTP/2 stream: the stream of its connection, if both are still
 /// there. Only the io thread locks the connection.
@@ -294,7 +268,7 @@ public:
     };
     if (t_->ioc.get_executor().running_in_this_thread()) return here();
     if (t_->exited.load(std::memory_order_acquire)) return false;
-    return call_on_io(*t_, here);
+    return call_on_io(*t_->mailbox, t_->exited, here);
   }
 
 private:

@@ -17,8 +17,6 @@
 
 namespace csgi::standalone::detail {
 
-using h2::connection_specific;
-
 void H2Session::refuse(Stream& s, int status, std::string_view why) {
   respond(s.id, Response::error(status, std::string(why)));
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "csgi/adapters/standalone/detail/exchange/fields.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_session.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_websocket.hpp"
 #include "csgi/core/text.hpp"
@@ -17,19 +18,6 @@ namespace h2 {
 // DATA frames with neither payload nor END_STREAM a connection may send (CVE-2019-9518), plus one per
 // request it completes.
 constexpr std::uint64_t empty_frame_budget = 1000;
-
-inline std::optional<std::uint64_t> parse_length(std::string_view v) {
-  std::uint64_t n = 0;
-  auto r = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size()) return std::nullopt;
-  return n;
-}
-
-// Fields that RFC 9113 §8.2.2 forbids in HTTP/2: an app's response may still carry them (HTTP/1 habits).
-inline bool connection_specific(std::string_view name) {
-  return iequals(name, "connection") || iequals(name, "keep-alive") || iequals(name, "proxy-connection") ||
-         iequals(name, "transfer-encoding") || iequals(name, "upgrade") || iequals(name, "te");
-}
 }  // namespace h2
 
 struct H2Session::Stream {

@@ -9,6 +9,7 @@
 
 #include "csgi/adapters/standalone/detail/exchange/app_pool.hpp"
 #include "csgi/adapters/standalone/detail/exchange/inline_watch.hpp"
+#include "csgi/adapters/standalone/detail/http3/h3.hpp"
 #include "csgi/adapters/standalone/detail/process/binary_upgrade.hpp"
 #include "csgi/adapters/standalone/detail/process/fault.hpp"
 #include "csgi/adapters/standalone/detail/process/recycle.hpp"
@@ -58,11 +59,14 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   sh.accepting = static_cast<unsigned>(threads.size());
   if (in_worker) arm_fault_containment(sh, threads, [this](WorkerBoard::Cause cause) { notify_master(cause); });
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
+  // HTTP/3: the UDP sockets of the TLS listeners, on thread 0 (closed by its graceful stop).
+  std::vector<std::unique_ptr<QuicEndpoint>> http3 = open_http3(*threads[0]);
   // The signal set belongs to thread 0's io_context and must go before it does (below).
   std::optional<asio::signal_set> signals(std::in_place, threads[0]->ioc);
   std::optional<Ticker> ticker;  // systemd's watchdog and STATUS (or a worker's count for its master's)
   install_ticker(ticker, in_worker);
-  threads[0]->on_stop = [&signals, &ticker] {
+  threads[0]->on_stop = [&signals, &ticker, &http3] {
+    for (auto& e : http3) e->stop();
     error_code ignore;
     if (signals) signals->cancel(ignore);
     if (ticker) ticker->cancel();
@@ -79,6 +83,10 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   std::future<void> tls_reload;
   std::function<void(const error_code&, int)> wait_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
+    if (sig == SIGHUP)  // HTTP/3's certificates, on thread 0 with their endpoints
+      for (auto& e : http3)
+        if (std::string err = e->reload(); !err.empty())
+          sh.errors.write("csgi: HTTP/3 certificates not reloaded, the previous ones stay: " + err);
     if (on_signal(sh, in_worker, sig, tls_reload)) signals->async_wait(wait_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(wait_signal);
@@ -104,6 +112,7 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   for (auto& th : extra) th.join();
   if (pool) pool->shutdown();
   disarm_fault_containment();  // a fault from here on (teardown) is not contained
+  http3.clear();
   if (in_worker) {
     // Done serving: a SIGTERM that comes now (the master repeating a stop) must not find the default
     // action once the signal set is gone; the worker is about to exit anyway.

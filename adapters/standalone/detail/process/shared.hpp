@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "csgi/adapters/standalone/detail/exchange/inline_watch.hpp"
@@ -48,6 +49,8 @@ struct Shared {
   WorkerBoard::Slot* slot = nullptr;     // this process's gauges on the server's WorkerBoard
   class Recycler* recycler = nullptr;    // a prefork worker with --max-requests/--max-worker-memory
   std::unique_ptr<class TlsContext> tls;  // certificates given: the TLS listeners' (tls.hpp)
+  // --http3: the Alt-Svc value ("h3=\":PORT\"; ma=86400") of each TLS listener's SERVER_PORT.
+  std::vector<std::pair<std::string, std::string>> alt_svc;
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);

@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""`csgi serve --http3` on real sockets, driven by Debian's ngtcp2 client (gtlsclient, package ngtcp2-client):
+
+  * one connection, six streams: a complete body, the env of an HTTP/3 request (SERVER_PROTOCOL HTTP/3,
+    https), a pull stream with trailer fields, a 300 KB file (digest), a Writer's 256 KiB from another
+    thread with trailers, a delayed response answered from another thread;
+  * a request body echoed (csgi.input); one over --max-body-bytes refused 413, a request line over
+    --max-request-line refused 414 while the next stream of that connection is served, random datagrams
+    dropped; after each, another client is served;
+  * Alt-Svc h3=":PORT" on the listener's HTTP/1.1 response; SIGHUP re-reads the certificate files;
+  * with the app on a pool and --http3-retry: the client goes through a Retry, the same answers; an app
+    call longer than --idle-timeout still answered (keep-alive PINGs while requests are open);
+  * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
+  * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
+    --h2-max-streams 10 (stream credit comes back);
+  * a graceful stop (SIGTERM) ends the process with status 0.
+Usage: test_h3.py CSGI_EXE H3_APP_SO"""
+import hashlib
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import served  # noqa: E402
+from served import check, failures  # noqa: E402
+
+CSGI, APP = sys.argv[1], sys.argv[2]
+GTLS = shutil.which("gtlsclient")
+TMP = tempfile.mkdtemp(prefix="csgi-h3-")
+
+
+def make_cert(name="cert", padding=0):
+    """A self-signed certificate for localhost; `padding` more names make its handshake flight larger."""
+    cert, key = os.path.join(TMP, name + ".pem"), os.path.join(TMP, name + ".key")
+    sans = ["DNS:localhost", "IP:127.0.0.1"] + ["DNS:name%03d.padding.example" % i for i in range(padding)]
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=" + ",".join(sans)],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return cert, key
+
+
+def amplification():
+    """A client whose address is never validated (a relay drops everything the server sends it): before
+    each of the client's datagrams, the server has sent at most 3x what it received (RFC 9000 §8.1),
+    although its handshake flight (a certificate with 300 names) is larger than that."""
+    cert, key = make_cert("big", padding=300)
+    srv = served.Server([CSGI, "serve", "--demo", "--tls-cert", cert, "--tls-key", key, "--http3"],
+                        "https://127.0.0.1:0")
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    up.connect(("127.0.0.1", srv.port))
+    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--handshake-timeout=3s", "127.0.0.1",
+                            str(relay.getsockname()[1]), "https://localhost/hello"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    received = sent = 0
+    within = True
+    deadline = time.time() + 4
+    while time.time() < deadline:
+        ready, _, _ = select.select([relay, up], [], [], 0.1)
+        for sock in ready:
+            data = sock.recv(65536)
+            if sock is relay:
+                within = within and sent <= 3 * received
+                received += len(data)
+                up.send(data)
+            else:
+                sent += len(data)
+    cli.kill()
+    cli.wait()
+    within = within and sent <= 3 * received
+    check(received > 0 and sent > 0 and within,
+          "[ADP-20] before validation the server sends at most 3x what it received (%d of %d)" % (sent, received))
+    hello = Fetch(srv.port, ["/hello"])
+    check(hello.status.get(0) == 200, "a client whose address is validated gets the whole flight and is served")
+    relay.close()
+    up.close()
+    check(srv.stop() == 0, "that server stops with status 0")
+
+
+class Fetch:
+    """One gtlsclient connection with a stream for each path; the bodies land in `dir`, named after the
+    path's last segment."""
+
+    def __init__(self, port, paths, extra=(), dump=False):
+        self.dir = tempfile.mkdtemp(dir=TMP)
+        argv = [GTLS, "--exit-on-all-streams-close", "--timeout=5s", "--download=" + self.dir]
+        if not dump:
+            argv.append("--no-quic-dump")
+        argv += list(extra) + ["127.0.0.1", str(port)] + ["https://localhost:%d%s" % (port, p) for p in paths]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            self.rc, self.out = r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired:
+            self.rc, self.out = None, ""
+        # Stream ids 0, 4, 8, … in the order of the paths.
+        self.status = {int(i, 16) // 4: int(s) for i, s in re.findall(r"http: stream 0x([0-9a-f]+) \[:status: (\d+)\]",
+                                                                     self.out)}
+        self.trailers = re.findall(r"http: stream 0x[0-9a-f]+ \[(grpc-status|server-timing): ([^\]]*)\]", self.out)
+
+    def body(self, name):
+        try:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+
+def log_says(path, text):
+    """Whether the error log at `path` comes to say `text` within 5 s."""
+    for _ in range(50):
+        with open(path) as fh:
+            if text in fh.read():
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def hello_served(port, what):
+    f = Fetch(port, ["/hello"])
+    check(f.status.get(0) == 200 and f.body("hello") == b"hello over h3", "another client is served " + what)
+
+
+def http1_alt_svc(port):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
+            ctx.wrap_socket(raw, server_hostname="localhost") as s:
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        data = b""
+        for _ in range(100):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode("latin-1")
+
+
+def kinds(srv, big, what):
+    f = Fetch(srv.port, ["/early"])
+    check(f.body("early") == b"sent 103" and "[:status: 103]" in f.out and "[link: </style.css>" in f.out,
+          "[ADP-19] a 103 Early Hints (csgix.informational) before the answer " + what)
+    f = Fetch(srv.port, ["/hello", "/env?x=1", "/stream", "/file", "/writer", "/delayed"])
+    check(f.rc == 0, "gtlsclient ends cleanly " + what)
+    check([f.status.get(i) for i in range(6)] == [200] * 6, "[ADP-19] six streams answered 200 " + what)
+    check(f.body("hello") == b"hello over h3", "complete body " + what)
+    check(f.body("env?x=1") == b"HTTP/3|https|on|GET|x=1|TLSv1.3|TLS_AES_128_GCM_SHA256|localhost|",
+          "[ENV-19] env of an HTTP/3 request (SERVER_PROTOCOL, https, the TLS keys) " + what)
+    check(f.body("stream") == b"one two three", "pull stream body " + what)
+    check(("grpc-status", "0") in f.trailers and ("server-timing", "app;dur=1") in f.trailers,
+          "[ADP-17] pull stream trailer fields " + what)
+    body = f.body("file")
+    check(body is not None and hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
+          "300 KB file body, digest matches " + what)
+    expected = b"".join(bytes([ord("a") + i % 26]) * 4096 for i in range(64))
+    check(f.body("writer") == expected, "Writer body from another thread (256 KiB) " + what)
+    check(f.trailers.count(("grpc-status", "0")) == 2, "Writer trailer fields " + what)
+    check(f.body("delayed") == b"from another thread", "delayed response from another thread " + what)
+    upload = os.urandom(100000)
+    up = os.path.join(TMP, "up.bin")
+    with open(up, "wb") as fh:
+        fh.write(upload)
+    e = Fetch(srv.port, ["/echo"], ["-m", "POST", "-d", up])
+    check(e.status.get(0) == 200 and e.body("echo") == upload, "POST body echoed through csgi.input " + what)
+
+
+def main():
+    if not GTLS:
+        print("FAIL gtlsclient (Debian package ngtcp2-client) is not installed")
+        return 1
+    cert, key = make_cert()
+    big = os.urandom(300000)
+    big_path = os.path.join(TMP, "big.bin")
+    with open(big_path, "wb") as fh:
+        fh.write(big)
+    os.environ["CSGI_H3_TEST_FILE"] = big_path
+    errors = os.path.join(TMP, "errors.log")
+    tls = ["--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3", "--error-log", errors]
+
+    srv = served.Server([CSGI, "serve"] + tls + ["--max-body-bytes", "200000"], "https://127.0.0.1:0")
+    kinds(srv, big, "(inline)")
+
+    reply = http1_alt_svc(srv.port)
+    check(reply.startswith("HTTP/1.1 200") and ('alt-svc: h3=":%d"; ma=86400' % srv.port) in reply.lower(),
+          "[ADP-18] HTTP/1.1 over TLS says Alt-Svc h3=\":PORT\"")
+
+    up = os.path.join(TMP, "over.bin")
+    with open(up, "wb") as fh:
+        fh.write(os.urandom(300000))
+    f = Fetch(srv.port, ["/echo"], ["-m", "POST", "-d", up])
+    check(f.status.get(0) == 413, "[ADP-19] a body over --max-body-bytes is refused 413")
+    hello_served(srv.port, "after a 413")
+
+    f = Fetch(srv.port, ["/" + "a/" * 5000, "/hello"])
+    check(f.status.get(0) == 414, "[ADP-19] a request line over --max-request-line is refused 414")
+    check(f.status.get(1) == 200 and f.body("hello") == b"hello over h3", "the same connection serves the next stream")
+
+    session = os.path.join(TMP, "session.pem")
+    f = Fetch(srv.port, ["/hello"], ["--session-file=" + session, "--tp-file=" + os.path.join(TMP, "tp")])
+    check(f.status.get(0) == 200 and not os.path.exists(session),
+          "[ADP-20] no session ticket is issued, so no 0-RTT can follow")
+
+    f = Fetch(srv.port, ["/hello"], ["-m", "GE T"])
+    check(0 not in f.status and "HTTP stream 0 closed with error code 270" in f.out,
+          "[ADP-19] a malformed request (a space in :method) is reset with H3_MESSAGE_ERROR")
+    hello_served(srv.port, "after a malformed request")
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        for i in range(200):
+            junk = os.urandom(1200)
+            if i % 2:  # a long header with a QUIC v1 version and garbage after it
+                junk = bytes([0xc0]) + b"\x00\x00\x00\x01" + junk[5:]
+            u.sendto(junk, ("127.0.0.1", srv.port))
+    hello_served(srv.port, "after 200 junk datagrams")
+
+    # A version the server does not speak: a Version Negotiation packet naming QUIC v1, with the client's
+    # connection IDs swapped (RFC 9000 §17.2.1); a datagram under 1200 bytes gets nothing.
+    def long_header(dcid, scid):
+        return bytes([0xc0]) + b"\x1a\x2a\x3a\x4a" + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
+
+    dcid, scid = os.urandom(8), os.urandom(5)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(3)
+        u.sendto(long_header(os.urandom(8), os.urandom(5)) + bytes(100), ("127.0.0.1", srv.port))
+        initial = long_header(dcid, scid)
+        u.sendto(initial + bytes(1200 - len(initial)), ("127.0.0.1", srv.port))
+        try:
+            vn = u.recv(2048)
+        except socket.timeout:
+            vn = b""
+    expected = b"\x00\x00\x00\x00" + bytes([len(scid)]) + scid + bytes([len(dcid)]) + dcid + b"\x00\x00\x00\x01"
+    check(len(vn) > 0 and vn[0] & 0x80 and vn[1:] == expected,
+          "[ADP-20] an unknown QUIC version gets a Version Negotiation packet naming v1 (a small datagram none)")
+    check(srv.p.poll() is None, "the server is still running")
+
+    # SIGHUP re-reads the certificate files for QUIC too: a broken key is refused and logged, the
+    # previous certificates stay; a new certificate is taken.
+    with open(key, "rb") as fh:
+        good = fh.read()
+    with open(key, "w") as fh:
+        fh.write("not a key\n")
+    srv.p.send_signal(signal.SIGHUP)
+    check(log_says(errors, "HTTP/3 certificates not reloaded, the previous ones stay: --tls-cert " + cert),
+          "[ADP-18] SIGHUP with a broken key file: logged, the previous certificates stay")
+    hello_served(srv.port, "after a refused reload")
+    new_cert, new_key = make_cert("renewed")
+    shutil.copy(new_cert, cert)
+    shutil.copy(new_key, key)
+    srv.p.send_signal(signal.SIGHUP)
+    hello_served(srv.port, "after a new certificate was loaded")
+    check(srv.stop() == 0, "[ADP-20] a graceful stop (SIGTERM) ends with status 0")
+
+    # Stream credit: 10 streams at once, 60 requests on one connection; each closed stream gives one back.
+    srv = served.Server([CSGI, "serve"] + tls + ["--h2-max-streams", "10"], "https://127.0.0.1:0")
+    f = Fetch(srv.port, ["/hello"], ["-n", "60"])
+    check(f.rc == 0 and len(f.status) == 60 and set(f.status.values()) == {200},
+          "[ADP-19] 60 requests through 10 concurrent streams on one connection")
+    check(srv.stop() == 0, "a graceful stop (SIGTERM) ends with status 0")
+
+    srv = served.Server([CSGI, "serve"] + tls + ["--app-threads", "2", "--http3-retry", "--idle-timeout", "1"],
+                        "https://127.0.0.1:0")
+    f = Fetch(srv.port, ["/sleep"])
+    check(f.status.get(0) == 200 and f.body("sleep") == b"slept",
+          "an app call longer than --idle-timeout: the connection is kept alive until it answers")
+    f = Fetch(srv.port, ["/hello"], dump=True)
+    check(f.status.get(0) == 200 and "type=Retry" in f.out, "[ADP-20] --http3-retry: the client is sent a Retry, then served")
+    kinds(srv, big, "(app pool, Retry)")
+    check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
+
+    amplification()
+
+    with open(errors) as fh:
+        log = fh.read()
+    check("internal error" not in log, "no internal error logged")
+    shutil.rmtree(TMP, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
