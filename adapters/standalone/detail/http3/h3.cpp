@@ -397,12 +397,13 @@ void H3::log_error(std::string_view what) noexcept {
   }
 }
 
-// The stream's response ended (complete, or cut short): the stats, the access log.
+// The stream's response ended (complete, or cut short): the stats, and what went out for its cleanup
+// handlers (the access log).
 void H3::report(Stream& s, bool complete) noexcept {
   if (s.reported || !s.responded) return;
   s.reported = true;
   (void)complete;
-  response_done(t_.shared, text_->remote_addr.c_str(), s.req ? s.req->env.get() : nullptr, s.status, s.sent);
+  response_done(t_.shared, s.req ? s.req->env.get() : nullptr, s.status, s.sent);
 }
 
 int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {
