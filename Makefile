@@ -76,7 +76,7 @@ ASAN_TESTS = core_tests middleware_tests bundler_tests cgi_gateway_tests standal
              ctest:websocket_conformance ctest:websocket_conformance_pool ctest:websocket_examples \
              ctest:cli_tls ctest:conformance_standalone_tls ctest:cli_proxy_protocol ctest:standalone_workers \
              ctest:cli_metrics ctest:standalone_h2_websocket ctest:cli_h2c_haproxy fastcgi_socket_tests \
-             cli_options_tests ctest:cli_command_line
+             cli_options_tests ctest:cli_command_line standalone_h3_app ctest:standalone_h3
 TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app ctest:conformance_standalone_threads \
              ctest:standalone_test_pool ctest:conformance_standalone_pool \
              standalone_process_app standalone_websocket_app ctest:standalone_h2 ctest:conformance_standalone_h2c_pool \

@@ -49,7 +49,7 @@ const std::vector<runner::ExtraOption>& csgi_only_options() {
   static const std::vector<runner::ExtraOption> options = {
       {"app", "LIB.so", true, ""},  {"demo", nullptr, true, ""},  {"static", "DIR", true, ""},
       {"bundle", "DIR", true, ""}, {"health", nullptr, true, ""}, {"metrics", nullptr, true, ""},
-      {"rack", "CONFIG.ru", true, ""},
+      {"psgi", "APP.psgi", true, ""}, {"rack", "CONFIG.ru", true, ""},
   };
   return options;
 }

@@ -100,8 +100,7 @@ sub client {
     is $r->{status}, 202, 'delayed response';
     is $r->{content}, 'later';
 
-    # Interim responses from the perl thread: HTTP/2 sends them; csgi's HTTP/1 codec sends them only from
-    # its io thread or app-thread pool, so there the callback returns false and the response is unchanged.
+    # Interim responses from the perl thread, over HTTP/2 and HTTP/1.1 alike: the io thread sends them.
     SKIP: {
         skip 'curl is not installed', 2 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
         my $h2 = `curl -s -i --max-time 10 --http2-prior-knowledge http://127.0.0.1:$port/hints`;
@@ -110,7 +109,8 @@ sub client {
         like $h2, qr/sent=1\z/;
     }
     my $raw = exchange($port, "GET /hints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    like $raw, qr{^HTTP/1\.1 200 .*sent=0\z}s, 'HTTP/1: no interim response from the perl thread, the final one intact';
+    like $raw, qr{^HTTP/1\.1 103 Early Hints\r\nLink: </style\.css>; rel=preload; as=style\r\n\r\nHTTP/1\.1 200 .*sent=1\z}s,
+        'psgix.informational sends a 103 before the response (HTTP/1.1)';
 
     $r = $http->get("$base/die");
     is $r->{status}, 500, 'die answers 500';
