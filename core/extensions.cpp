@@ -34,9 +34,9 @@ void CleanupHandlers::move_to(CleanupHandlers& to) {
   handlers_.clear();
 }
 
-void CleanupHandlers::report_sent(Sent sent) noexcept {
+void CleanupHandlers::report_sent(Sent sent) const noexcept {
   std::lock_guard lock(mu_);
-  sent_ = sent;
+  if (!handlers_.empty()) sent_ = sent;
 }
 
 std::optional<CleanupHandlers::Sent> CleanupHandlers::sent() const noexcept {

@@ -65,19 +65,20 @@ public:
 
   /// What went out on the wire, for the handlers (an access log's status and body bytes): an adapter
   /// that knows reports it before it runs them (EXT-4). `body_bytes` counts what the client was sent: fewer
-  /// than the body when the connection ended first. Forgotten once the handlers have run.
+  /// than the body when the connection ended first. Kept only while handlers wait (nothing is reported to
+  /// no one); forgotten once they have run.
   struct Sent {
     int status = 0;
     std::uint64_t body_bytes = 0;
   };
-  void report_sent(Sent sent) noexcept;
+  void report_sent(Sent sent) const noexcept;
   /// What the adapter reported; none when it did not (the handler then goes by the response it saw).
   std::optional<Sent> sent() const noexcept;
 
 private:
   mutable std::mutex mu_;
   std::vector<Handler> handlers_;
-  std::optional<Sent> sent_;
+  mutable std::optional<Sent> sent_;
 };
 
 /// csgix.informational: interim (1xx) responses before the final one, e.g. 103 Early Hints (EXT-5).

@@ -51,8 +51,9 @@ Response call_app(const Shared& sh, Env& env, int& failed) noexcept {
   try {
     // An inline call under app_inline_first is timed (a pool thread calls only once the watch said so).
     InlineWatch::Call watch(sh.inline_watch && sh.inline_watch->inline_now() ? sh.inline_watch : nullptr);
+    if (sh.alt_svc.empty()) return sh.app(env);  // (copy elision: no move of the response)
     Response res = sh.app(env);
-    if (!sh.alt_svc.empty()) advertise_http3(sh, env, res);
+    advertise_http3(sh, env, res);
     return res;
   } catch (...) {
     try {
@@ -68,16 +69,10 @@ Response call_app(const Shared& sh, Env& env, int& failed) noexcept {
   return res;
 }
 
-void response_done(const Shared& sh, const Env* env, int status, std::uint64_t body_bytes) noexcept {
+void response_done(const Shared& sh, const CleanupHandlers& cleanup, int status, std::uint64_t body_bytes) noexcept {
   sh.stats->record_response(status, body_bytes);
-  report_sent(env, status, body_bytes);
+  cleanup.report_sent({status, body_bytes});
   if (sh.recycler) sh.recycler->after_request();
-}
-
-void report_sent(const Env* env, int status, std::uint64_t body_bytes) noexcept {
-  if (!env) return;
-  auto* handlers = env->object<CleanupHandlers>(keys::x::cleanup_handlers);
-  if (handlers && handlers->size() > 0) handlers->report_sent({status, body_bytes});
 }
 
 }  // namespace csgi::standalone::detail

@@ -33,12 +33,8 @@ bool inside_mount(const Shared& sh, const Env& env) noexcept;
 Response call_app(const Shared& sh, Env& env, int& failed) noexcept;
 
 /// A request's response ended (complete, or cut short by the connection with `body_bytes` sent): counted
-/// in the server's stats and toward the worker's --max-requests, and reported to its cleanup handlers
-/// (report_sent).
-void response_done(const Shared& sh, const Env* env, int status, std::uint64_t body_bytes) noexcept;
-
-/// What went out for a request, for its cleanup handlers (the access log middleware logs it), when it has
-/// any: they run next (EXT-4).
-void report_sent(const Env* env, int status, std::uint64_t body_bytes) noexcept;
+/// in the server's stats and toward the worker's --max-requests, and reported to the request's cleanup
+/// handlers, which run next (EXT-4: the access log middleware logs it).
+void response_done(const Shared& sh, const CleanupHandlers& cleanup, int status, std::uint64_t body_bytes) noexcept;
 
 }  // namespace csgi::standalone::detail

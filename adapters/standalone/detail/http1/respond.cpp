@@ -235,7 +235,7 @@ void H1Conn::finish_response() {
 void H1Conn::end_request() {
   self_hold_.reset();
   keeper_.reset();
-  response_done(sh_, env_.get(), req_.status, req_.sent_body);
+  response_done(sh_, cleanup_, req_.status, req_.sent_body);
   if (cleanup_.size() > 0) {
     // Cleanup handlers run after the response went out: write what we have first.
     flush();
@@ -283,7 +283,7 @@ void H1Conn::log_error(std::string_view what) {
 // with the body bytes it got, as the complete ones are.
 void H1Conn::log_cut_short() noexcept {
   if (auto* f = std::get_if<FileBody>(&body_)) req_.sent_body -= f->left;
-  response_done(sh_, env_.get(), req_.status, req_.sent_body);
+  response_done(sh_, cleanup_, req_.status, req_.sent_body);
 }
 
 // Output.

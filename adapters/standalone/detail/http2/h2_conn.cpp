@@ -451,7 +451,7 @@ void H2Conn::on_responder_dropped(std::int32_t id) {
 }
 
 void H2Conn::on_response_done(const H2Request& req, int status, std::uint64_t body_bytes, bool) {
-  response_done(tr_.shared(), req.env.get(), status, body_bytes);
+  response_done(tr_.shared(), req.cleanup, status, body_bytes);
 }
 
 void H2Conn::log_error(std::string_view what) {

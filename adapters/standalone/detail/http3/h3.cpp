@@ -403,7 +403,8 @@ void H3::report(Stream& s, bool complete) noexcept {
   if (s.reported || !s.responded) return;
   s.reported = true;
   (void)complete;
-  response_done(t_.shared, s.req ? s.req->env.get() : nullptr, s.status, s.sent);
+  if (s.req) response_done(t_.shared, s.req->cleanup, s.status, s.sent);
+  else response_done(t_.shared, CleanupHandlers{}, s.status, s.sent);
 }
 
 int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {

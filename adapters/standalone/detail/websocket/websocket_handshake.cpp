@@ -42,7 +42,7 @@ void H1Conn::begin_websocket(Response& res) {
     if (auto c = weak.lock()) c->close_now();
   };
   req_.status = 101;
-  report_sent(env_.get(), 101, 0);
+  cleanup_.report_sent({101, 0});
   drop_env();
   parser_.reset();
   body_in_.reset();
