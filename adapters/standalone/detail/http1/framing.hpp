@@ -1,6 +1,6 @@
 #pragma once
 // HTTP/1 response framing as bytes (RFC 9112), apart from any connection: the head, a chunk, the last
-// chunk with its trailers. The connection (conn.hpp) appends them to its output; tests check the bytes
+// chunk with its trailers. The HTTP/1 codec (h1_conn.hpp) appends them to its output; tests check the bytes
 // without a socket.
 #include <charconv>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The io thread's own part: its acceptors, the balancing of accepted connections, its run loop and env
-// pool. Its connection list, sweeper and graceful stop are with the connections (http1/connection.cpp).
+// pool. Its connection list, sweeper and graceful stop are with the connections (io_thread_conns.cpp, transport/transport.cpp).
 #include "csgi/adapters/standalone/detail/process/io_thread.hpp"
 
 #include <fcntl.h>
