@@ -1,6 +1,6 @@
 #pragma once
 // QUIC for HTTP/3 (internal, not installed): the transport under the HTTP/3 codec (h3.hpp). ngtcp2 and its
-// GnuTLS helper stay in quic.cpp, behind QuicStreams (what the codec asks of a connection) and QuicApp
+// GnuTLS helper stay in quic_conn.hpp and its .cpp files, behind QuicStreams (what the codec asks of a connection) and QuicApp
 // (what a connection asks of the codec), so that the library versions can move without touching the codec.
 //
 //   QuicEndpoint  one UDP socket on the port of an https:// listener (io thread 0): the datagrams, the
