@@ -72,7 +72,7 @@ inline constexpr K cleanup_handlers = "csgix.cleanup.handlers";  // object csgi:
 inline constexpr K informational = "csgix.informational";      // object csgi::Informational
 inline constexpr K request_body_limit = "csgix.body_limit";    // integer: max request body bytes
 inline constexpr K server_stats = "csgix.server_stats";        // object csgi::ServerStats (EXT-7)
-inline constexpr K websocket = "csgix.websocket";  // object csgi::websocket::Upgrade (EXT-8)
+inline constexpr K websocket = "csgix.websocket";  // object csgi::websocket::Handshake (EXT-8)
 }  // namespace x
 // Keys of the apps in middleware/, each under its own prefix (EXT-6).
 namespace router {

@@ -151,7 +151,7 @@ void check_extensions(const Env& env) {
   need_object<CleanupHandlers>(env, keys::x::cleanup_handlers, "csgi::CleanupHandlers", "EXT-1");
   need_object<Informational>(env, keys::x::informational, "csgi::Informational", "EXT-1");
   need_object<ServerStats>(env, keys::x::server_stats, "csgi::ServerStats", "EXT-7");
-  need_object<websocket::Upgrade>(env, keys::x::websocket, "csgi::websocket::Upgrade", "EXT-8");
+  need_object<websocket::Handshake>(env, keys::x::websocket, "csgi::websocket::Handshake", "EXT-8");
   if (env.flag(keys::x::cleanup) && !env.object<CleanupHandlers>(keys::x::cleanup_handlers))
     fail("EXT-4", "csgix.cleanup is true but csgix.cleanup.handlers is missing");
 }
@@ -259,7 +259,7 @@ struct Exchange {
   bool head_request = false;
   bool answered = false;        // the Responder was used
   bool final_started = false;   // the final response was handed to the adapter
-  bool upgraded = false;        // csgix.websocket took a handler
+  bool ws_taken = false;        // csgix.websocket took a handler
 };
 
 void check_length(std::uint64_t declared, std::uint64_t actual, bool head_request) {
@@ -457,33 +457,33 @@ private:
   std::shared_ptr<Exchange> ex_;
 };
 
-class LintUpgrade final : public websocket::Upgrade {
+class LintHandshake final : public websocket::Handshake {
 public:
-  LintUpgrade(websocket::Upgrade& inner, Value held, std::shared_ptr<Exchange> ex)
+  LintHandshake(websocket::Handshake& inner, Value held, std::shared_ptr<Exchange> ex)
       : inner_(inner), held_(std::move(held)), ex_(std::move(ex)) {}
-  bool upgrade(websocket::Handler handler) override {
+  bool take(websocket::Handler handler) override {
     std::lock_guard lock(ex_->mu);
     if (ex_->final_started) fail("EXT-9", "csgix.websocket used after the app returned its response");
-    if (ex_->upgraded) fail("EXT-9", "csgix.websocket's upgrade() called twice for one request");
-    ex_->upgraded = inner_.upgrade(std::move(handler));
-    return ex_->upgraded;
+    if (ex_->ws_taken) fail("EXT-9", "csgix.websocket's take() called twice for one request");
+    ex_->ws_taken = inner_.take(std::move(handler));
+    return ex_->ws_taken;
   }
   const std::vector<std::string>& allowed_origins() const override { return inner_.allowed_origins(); }
 
 private:
-  websocket::Upgrade& inner_;
+  websocket::Handshake& inner_;
   Value held_;
   std::shared_ptr<Exchange> ex_;
 };
 
 /// EXT-9: a handler taken means a 101 answer, and a WebSocket 101 needs a handler taken.
-void check_upgrade(const Response& res, const Exchange& ex) {
+void check_ws_handshake(const Response& res, const Exchange& ex) {
   bool ws101 = res.status == 101 && iequals(res.headers.get("Upgrade").value_or(""), "websocket");
-  if (ex.upgraded && res.status != 101)
+  if (ex.ws_taken && res.status != 101)
     fail("EXT-9", str("csgix.websocket took a handler but the response is ", std::to_string(res.status),
                       ", not 101 (return what csgi::websocket::accept returned)"));
-  if (ws101 && !ex.upgraded)
-    fail("EXT-9", "a 101 with Upgrade: websocket needs csgix.websocket's upgrade() (csgi::websocket::accept)");
+  if (ws101 && !ex.ws_taken)
+    fail("EXT-9", "a 101 with Upgrade: websocket needs csgix.websocket's take() (csgi::websocket::accept)");
 }
 
 }  // namespace
@@ -610,10 +610,10 @@ Response Lint::operator()(Env& env) const {
         std::make_shared<LintInformational>(*info, *env.find(keys::x::informational), ex);
     env.set_object<Informational>(keys::x::informational, std::move(wrapped));
   }
-  if (auto* up = env.object<websocket::Upgrade>(keys::x::websocket)) {
-    std::shared_ptr<websocket::Upgrade> wrapped =
-        std::make_shared<LintUpgrade>(*up, *env.find(keys::x::websocket), ex);
-    env.set_object<websocket::Upgrade>(keys::x::websocket, std::move(wrapped));
+  if (auto* up = env.object<websocket::Handshake>(keys::x::websocket)) {
+    std::shared_ptr<websocket::Handshake> wrapped =
+        std::make_shared<LintHandshake>(*up, *env.find(keys::x::websocket), ex);
+    env.set_object<websocket::Handshake>(keys::x::websocket, std::move(wrapped));
   }
 
   std::string_view script = env.get(keys::SCRIPT_NAME), path = env.get(keys::PATH_INFO);
@@ -631,7 +631,7 @@ Response Lint::operator()(Env& env) const {
 
   {
     std::lock_guard lock(ex->mu);
-    check_upgrade(res, *ex);
+    check_ws_handshake(res, *ex);
   }
   if (auto* d = std::get_if<Delayed>(&res.body)) {
     if (!*d) fail("RES-8", "a delayed response needs a callable");

@@ -58,7 +58,7 @@ std::string handshake_problem(const Env& env) {
   return {};
 }
 
-const std::vector<std::string>& Upgrade::allowed_origins() const {
+const std::vector<std::string>& Handshake::allowed_origins() const {
   static const std::vector<std::string> none;
   return none;
 }
@@ -98,7 +98,7 @@ std::string origin_problem(const Env& env, const std::vector<std::string>& allow
 }
 
 Response accept(Env& env, Handler handler) {
-  auto* up = env.object<Upgrade>(keys::x::websocket);
+  auto* up = env.object<Handshake>(keys::x::websocket);
   if (!up)
     return Response::error(501, "this server offers no WebSocket here (csgix.websocket is absent): serve the app "
                                 "with csgi serve");
@@ -110,7 +110,7 @@ Response accept(Env& env, Handler handler) {
   std::string_view length = env.get(keys::CONTENT_LENGTH);
   if ((!length.empty() && length != "0") || !env.get("HTTP_TRANSFER_ENCODING").empty())
     return Response::error(400, "a WebSocket handshake has no body");
-  if (!up->upgrade(std::move(handler)))
+  if (!up->take(std::move(handler)))
     return Response::error(500, "the connection could not be upgraded (csgix.websocket refused the handler)");
   Response r;
   r.status = 101;

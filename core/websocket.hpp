@@ -100,17 +100,17 @@ struct Handler {
   /// above the adapter's limit is cut to it.
   std::size_t max_message_bytes = 0;
   /// Origins ("https://app.example", "http://localhost:3000"; "*" for any) that may open this WebSocket
-  /// besides the request's own origin. Empty: the adapter's list (Upgrade::allowed_origins).
+  /// besides the request's own origin. Empty: the adapter's list (Handshake::allowed_origins).
   std::vector<std::string> allowed_origins;
 };
 
 /// csgix.websocket: offered by an adapter that can turn this request's connection into a WebSocket (EXT-8).
-class Upgrade {
+class Handshake {
 public:
-  virtual ~Upgrade() = default;
+  virtual ~Handshake() = default;
   /// Takes the handler for this request (called during the app call, on the app's thread). Returns false
   /// when it cannot (called twice, or not during the app call). The app then returns a 101 (EXT-9).
-  virtual bool upgrade(Handler handler) = 0;
+  virtual bool take(Handler handler) = 0;
   /// The origins the server allows besides the same origin (`csgi serve --ws-allowed-origin`); none by
   /// default.
   virtual const std::vector<std::string>& allowed_origins() const;

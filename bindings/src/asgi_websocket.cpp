@@ -97,7 +97,7 @@ class AsgiSocket : public std::enable_shared_from_this<AsgiSocket> {
 
 bool asgi_websocket_request(const Env& env) {
   // The Upgrade header first: a plain request is told apart by one lookup.
-  return !env.get("HTTP_UPGRADE").empty() && env.object<websocket::Upgrade>(keys::x::websocket) &&
+  return !env.get("HTTP_UPGRADE").empty() && env.object<websocket::Handshake>(keys::x::websocket) &&
          websocket::handshake_problem(env).empty();
 }
 

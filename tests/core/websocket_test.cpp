@@ -17,12 +17,12 @@ namespace ws = csgi::websocket;
 namespace {
 
 /// An adapter's csgix.websocket in memory: keeps what it was handed, refuses a second handler.
-struct FakeUpgrade final : ws::Upgrade {
+struct FakeHandshake final : ws::Handshake {
   int taken = 0;
   ws::Handler handler;
   std::vector<std::string> origins;  // the server's allowed origins
   const std::vector<std::string>& allowed_origins() const override { return origins; }
-  bool upgrade(ws::Handler h) override {
+  bool take(ws::Handler h) override {
     if (taken++ > 0) return false;
     handler = std::move(h);
     return true;
@@ -50,11 +50,11 @@ Fields with(Fields f, std::string name, std::string value) {
 }
 
 /// Calls an app answering with accept() where `up` is the adapter's csgix.websocket (nullptr: none).
-testing::TestResponse call_accept(FakeUpgrade* up, Fields fields, std::string request = "GET /ws HTTP/1.1",
+testing::TestResponse call_accept(FakeHandshake* up, Fields fields, std::string request = "GET /ws HTTP/1.1",
                                   std::string body = {}) {
   testing::Options o;
   o.setup = [up](Env& env) {
-    if (up) env.set_object<ws::Upgrade>(keys::x::websocket, up);
+    if (up) env.set_object<ws::Handshake>(keys::x::websocket, up);
   };
   App app = [](Env& env) { return ws::accept(env, ws::Handler{}); };
   return testing::call(wrap<Lint>(app), request, std::move(fields), std::move(body), o);
@@ -78,14 +78,14 @@ TEST_CASE("websocket::accept: 501 where the adapter offers no WebSocket", "[webs
 }
 
 TEST_CASE("websocket::accept: a valid handshake gives the handler to the adapter and answers 101", "[websocket][EXT-9]") {
-  FakeUpgrade up;
+  FakeHandshake up;
   auto r = call_accept(&up, handshake());
   CHECK(r.status == 101);
   CHECK(r.header("Upgrade") == "websocket");
   CHECK(r.body.empty());
   CHECK(up.taken == 1);
   // Header names and tokens compare case-insensitively; the Connection list may hold other tokens.
-  FakeUpgrade up2;
+  FakeHandshake up2;
   CHECK(call_accept(&up2, with(with(handshake(), "Upgrade", "WebSocket"), "Connection", "upgrade")).status == 101);
 }
 
@@ -108,13 +108,13 @@ TEST_CASE("websocket::accept: 426 with Upgrade for a request that is not a valid
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    FakeUpgrade up;
+    FakeHandshake up;
     auto r = call_accept(&up, c.fields, c.request);
     CHECK(r.status == 426);
     CHECK(r.header("Upgrade") == "websocket");
     CHECK(up.taken == 0);
   }
-  FakeUpgrade up;
+  FakeHandshake up;
   auto r = call_accept(&up, with(handshake(), "Sec-WebSocket-Version", "8"));
   CHECK(r.status == 426);
   CHECK(r.header("Sec-WebSocket-Version") == "13");
@@ -122,39 +122,39 @@ TEST_CASE("websocket::accept: 426 with Upgrade for a request that is not a valid
 }
 
 TEST_CASE("websocket::accept: an HTTP/2 stream presented as the GET handshake is upgraded", "[websocket][EXT-11]") {
-  FakeUpgrade up;
+  FakeHandshake up;
   CHECK(call_accept(&up, with(handshake(), "Host", "example.org"), "GET /ws HTTP/2").status == 101);
   CHECK(up.taken == 1);
-  FakeUpgrade up2;
+  FakeHandshake up2;
   CHECK(call_accept(&up2, with(handshake(), "Host", "example.org"), "CONNECT /ws HTTP/2").status == 426);
   CHECK(up2.taken == 0);
 }
 
 TEST_CASE("websocket::accept: a handshake with a body is a 400", "[websocket][EXT-9]") {
-  FakeUpgrade up;
+  FakeHandshake up;
   auto r = call_accept(&up, with(handshake(), "Content-Length", "3"), "GET /ws HTTP/1.1", "abc");
   CHECK(r.status == 400);
   CHECK(up.taken == 0);
 }
 
 TEST_CASE("websocket::accept: an adapter refusing the handler is a 500, not a 101", "[websocket][EXT-8]") {
-  FakeUpgrade up;
+  FakeHandshake up;
   up.taken = 1;  // as if a handler had been taken already
   auto r = call_accept(&up, handshake());
   CHECK(r.status == 500);
 }
 
 TEST_CASE("Lint: a taken handler answered other than 101, and a WebSocket 101 without one", "[websocket][lint][EXT-9]") {
-  FakeUpgrade up;
+  FakeHandshake up;
   testing::Options o;
-  o.setup = [&up](Env& env) { env.set_object<ws::Upgrade>(keys::x::websocket, &up); };
+  o.setup = [&up](Env& env) { env.set_object<ws::Handshake>(keys::x::websocket, &up); };
   App forgets = [](Env& env) {
     (void)ws::accept(env, ws::Handler{});
     return Response::text(200, "ok");
   };
   CHECK(lint_rule([&] { testing::call(wrap<Lint>(forgets), "GET /", handshake(), "", o); }) == "EXT-9");
-  FakeUpgrade up2;
-  o.setup = [&up2](Env& env) { env.set_object<ws::Upgrade>(keys::x::websocket, &up2); };
+  FakeHandshake up2;
+  o.setup = [&up2](Env& env) { env.set_object<ws::Handshake>(keys::x::websocket, &up2); };
   App handmade = [](Env&) {
     Response r;
     r.status = 101;
@@ -162,12 +162,12 @@ TEST_CASE("Lint: a taken handler answered other than 101, and a WebSocket 101 wi
     return r;
   };
   CHECK(lint_rule([&] { testing::call(wrap<Lint>(handmade), "GET /", handshake(), "", o); }) == "EXT-9");
-  FakeUpgrade up3;
-  o.setup = [&up3](Env& env) { env.set_object<ws::Upgrade>(keys::x::websocket, &up3); };
+  FakeHandshake up3;
+  o.setup = [&up3](Env& env) { env.set_object<ws::Handshake>(keys::x::websocket, &up3); };
   App twice = [](Env& env) {
-    auto* u = env.object<ws::Upgrade>(keys::x::websocket);
-    u->upgrade({});
-    u->upgrade({});
+    auto* u = env.object<ws::Handshake>(keys::x::websocket);
+    u->take({});
+    u->take({});
     Response r;
     r.status = 101;
     r.headers.add("Upgrade", "websocket");
@@ -176,7 +176,7 @@ TEST_CASE("Lint: a taken handler answered other than 101, and a WebSocket 101 wi
   CHECK(lint_rule([&] { testing::call(wrap<Lint>(twice), "GET /", handshake(), "", o); }) == "EXT-9");
 }
 
-TEST_CASE("Lint: csgix.websocket must hold a csgi::websocket::Upgrade", "[websocket][lint][EXT-8]") {
+TEST_CASE("Lint: csgix.websocket must hold a csgi::websocket::Handshake", "[websocket][lint][EXT-8]") {
   testing::Options o;
   o.setup = [](Env& env) { env.set_bool(keys::x::websocket, true); };
   App app = [](Env&) { return Response::text(200, "ok"); };
@@ -220,7 +220,7 @@ TEST_CASE("websocket::sendable_close_code", "[websocket]") {
 
 TEST_CASE("websocket::accept: a browser's Origin must be the same origin or an allowed one, else 403", "[websocket]") {
   auto status = [](Fields f, std::vector<std::string> server = {}) {
-    FakeUpgrade up;
+    FakeHandshake up;
     up.origins = std::move(server);
     auto r = call_accept(&up, with(std::move(f), "Host", "a.example:8080"));
     if (r.status == 403) CHECK(r.body.find("Origin") != std::string::npos);

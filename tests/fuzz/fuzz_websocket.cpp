@@ -15,9 +15,9 @@
 
 namespace {
 
-struct Taker final : csgi::websocket::Upgrade {
+struct Taker final : csgi::websocket::Handshake {
   int taken = 0;
-  bool upgrade(csgi::websocket::Handler) override { return ++taken == 1; }
+  bool take(csgi::websocket::Handler) override { return ++taken == 1; }
 };
 
 /// A header value an adapter passes to the app: no control character but tab (an HTTP parser refuses
@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string method = size % 3 == 0 ? "POST" : "GET";
   Taker taker;
   csgi::testing::Options o;
-  o.setup = [&](csgi::Env& env) { env.set_object<csgi::websocket::Upgrade>(csgi::keys::x::websocket, &taker); };
+  o.setup = [&](csgi::Env& env) { env.set_object<csgi::websocket::Handshake>(csgi::keys::x::websocket, &taker); };
   std::string problem;
   o.inspect = [&](const csgi::Env& env) { problem = csgi::websocket::handshake_problem(env); };
   csgi::App app = [](csgi::Env& env) { return csgi::websocket::accept(env, {}); };

@@ -15,7 +15,7 @@ struct RequestObjects {
   Input* input = nullptr;                     // csgi.input: the whole body, read before the app runs
   CleanupHandlers* cleanup = nullptr;         // csgix.cleanup.handlers
   Informational* informational = nullptr;     // csgix.informational
-  websocket::Upgrade* websocket = nullptr;    // csgix.websocket
+  websocket::Handshake* websocket = nullptr;    // csgix.websocket
   Hijack* io = nullptr;                       // csgix.io (HTTP/1 without TLS only)
 };
 

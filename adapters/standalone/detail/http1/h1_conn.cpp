@@ -173,7 +173,7 @@ bool H1Conn::hand_over(RequestKeeper& k) {
   if (env.contains(keys::x::io)) env.set_object<Hijack>(keys::x::io, static_cast<Hijack*>(h.get()));
   env.set_object<Informational>(keys::x::informational, static_cast<Informational*>(h.get()));
   if (env.contains(keys::x::websocket))
-    env.set_object<websocket::Upgrade>(keys::x::websocket, static_cast<websocket::Upgrade*>(h.get()));
+    env.set_object<websocket::Handshake>(keys::x::websocket, static_cast<websocket::Handshake*>(h.get()));
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &h->cleanup);
   cleanup_.move_to(h->cleanup);
   h->buf = std::exchange(in_.buf, std::move(fresh));

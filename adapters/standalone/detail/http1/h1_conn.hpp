@@ -67,7 +67,7 @@ inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bod
 /// (APP-4): the env, the read buffer its text views point into, and the cleanup handlers, which run when
 /// this is destroyed. It stands in for the connection's csgi.input, csgix.io and csgix.informational,
 /// which fail from then on.
-struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
+struct HeldRequest final : Input, Hijack, Informational, websocket::Handshake {
   std::unique_ptr<Env> env;
   std::unique_ptr<char[]> buf;
   CleanupHandlers cleanup;
@@ -79,14 +79,14 @@ struct HeldRequest final : Input, Hijack, Informational, websocket::Upgrade {
   }
   int take(std::string&) override { return -1; }
   bool send(int, const Headers&) override { return false; }
-  bool upgrade(websocket::Handler) override { return false; }
+  bool take(websocket::Handler) override { return false; }
 };
 
 
 class H1Conn final : public Codec,
                      public Hijack,
                      public Informational,
-                     public websocket::Upgrade {
+                     public websocket::Handshake {
 public:
   explicit H1Conn(Transport& t);
   ~H1Conn() override;
@@ -109,7 +109,7 @@ public:
   // csgix.informational
   bool send(int status, const Headers& headers) override;
   // csgix.websocket (websocket/websocket_handshake.cpp)
-  bool upgrade(websocket::Handler handler) override;
+  bool take(websocket::Handler handler) override;
   const std::vector<std::string>& allowed_origins() const override { return sh_.opt.ws_allowed_origins; }
 
   // Delayed responses (called on the io thread, posted by the responder / writer).

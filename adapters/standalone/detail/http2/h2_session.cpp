@@ -29,7 +29,7 @@ H2Request::~H2Request() {
   if (env && cleanup.size() > 0) cleanup.run(*env);
 }
 
-bool H2Request::upgrade(websocket::Handler handler) {
+bool H2Request::take(websocket::Handler handler) {
   if (!websocket || !in_app.load() || ws_handler) return false;
   ws_handler = std::make_unique<websocket::Handler>(std::move(handler));
   return true;

@@ -44,7 +44,7 @@ public:
 /// csgix.informational (forwarded to `interim`, set by the driver). On an RFC 8441 extended CONNECT
 /// (`websocket`) it is also csgix.websocket: the handler the app gives during its call (`in_app`) is
 /// kept for the driver, which runs it once the app answered 101.
-struct H2Request final : Input, Informational, websocket::Upgrade {
+struct H2Request final : Input, Informational, websocket::Handshake {
   std::int32_t id = 0;
   // What the env's connection values point into (REMOTE_ADDR, SERVER_PORT, …; HTTPS, SSL_* over TLS):
   // the connection's, shared rather than copied into each env.
@@ -65,10 +65,10 @@ struct H2Request final : Input, Informational, websocket::Upgrade {
   bool seekable() const override { return true; }
   void rewind() override { body.rewind(); }
   bool send(int status, const Headers& headers) override { return interim && interim->send(id, status, headers); }
-  bool upgrade(websocket::Handler handler) override;
+  bool take(websocket::Handler handler) override;
   const std::vector<std::string>* origins = nullptr;  // ServerOptions::ws_allowed_origins
   const std::vector<std::string>& allowed_origins() const override {
-    return origins ? *origins : websocket::Upgrade::allowed_origins();
+    return origins ? *origins : websocket::Handshake::allowed_origins();
   }
 };
 

@@ -65,11 +65,11 @@ void put_number(char* out, long n) {
 
 }  // namespace
 
-Upgrade::~Upgrade() {
+BinaryUpgrade::~BinaryUpgrade() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool Upgrade::start(const std::vector<ListenSocket>& sockets, std::chrono::seconds deadline, std::string& why) {
+bool BinaryUpgrade::start(const std::vector<ListenSocket>& sockets, std::chrono::seconds deadline, std::string& why) {
   if (pid_ > 0) {
     why = "an upgrade is under way already (process " + std::to_string(pid_) + ")";
     return false;
@@ -147,16 +147,16 @@ bool Upgrade::start(const std::vector<ListenSocket>& sockets, std::chrono::secon
   return true;
 }
 
-void Upgrade::exited(int wait_status) { exit_status_ = wait_status; }
+void BinaryUpgrade::exited(int wait_status) { exit_status_ = wait_status; }
 
-void Upgrade::finish() {
+void BinaryUpgrade::finish() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   pid_ = 0;
   exit_status_ = -1;
 }
 
-Upgrade::State Upgrade::poll(Clock::time_point now, std::string& why) {
+BinaryUpgrade::State BinaryUpgrade::poll(Clock::time_point now, std::string& why) {
   if (pid_ <= 0) return State::none;
   char c = 0;
   ssize_t r = ::read(fd_, &c, 1);

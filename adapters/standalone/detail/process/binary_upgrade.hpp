@@ -16,15 +16,15 @@
 
 namespace csgi::standalone::detail {
 
-class Upgrade {
+class BinaryUpgrade {
 public:
   using Clock = std::chrono::steady_clock;
   enum class State { none, waiting, ready, failed };
 
-  Upgrade() = default;
-  ~Upgrade();
-  Upgrade(const Upgrade&) = delete;
-  Upgrade& operator=(const Upgrade&) = delete;
+  BinaryUpgrade() = default;
+  ~BinaryUpgrade();
+  BinaryUpgrade(const BinaryUpgrade&) = delete;
+  BinaryUpgrade& operator=(const BinaryUpgrade&) = delete;
 
   /// Starts the new binary with `sockets`; false with the reason in `why` when it cannot be started.
   bool start(const std::vector<ListenSocket>& sockets, std::chrono::seconds deadline, std::string& why);

@@ -92,13 +92,13 @@ void Handover::poll(bool stopping) {
   pid_t new_master = upgrade_.pid();
   std::string why;
   switch (upgrade_.poll(now, why)) {
-    case Upgrade::State::ready:
+    case BinaryUpgrade::State::ready:
       log("csgi: binary upgrade: the new master " + std::to_string(new_master) +
           " is ready; this one stops its workers gracefully and exits");
       sd_.ready("handed over to the new master " + std::to_string(new_master), new_master);
       handed_over_ = true;
       break;
-    case Upgrade::State::failed:
+    case BinaryUpgrade::State::failed:
       log("csgi: binary upgrade failed: " + why + "; this master keeps serving");
       sd_.ready(status());
       break;

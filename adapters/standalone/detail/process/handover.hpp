@@ -76,7 +76,7 @@ private:
   std::set<pid_t> ready_;
   unsigned pending_ = 0;  // the pending generation, 0 when none
   bool announced_ = false;
-  Upgrade upgrade_;
+  BinaryUpgrade upgrade_;
   bool handed_over_ = false;
 };
 

@@ -5,7 +5,7 @@
 
 namespace csgi::standalone::detail {
 
-bool H1Conn::upgrade(websocket::Handler handler) {
+bool H1Conn::take(websocket::Handler handler) {
   if (sh_.pool && !on_io_thread()) {
     bool ok = false;
     run_on_io([&] { ok = upgrade_here(handler); });
