@@ -112,19 +112,7 @@ void choose_tls_listeners(Shared& sh) {
 int Server::Impl::run() {
   ::signal(SIGPIPE, SIG_IGN);
   Shared sh;
-  sh.app = app;
-  sh.opt = opt;
-  sh.body_memory = std::make_unique<BodyMemory>(opt.body_memory_bytes);
-  sh.body_limits.memory_bytes = opt.body_buffer_bytes;
-  sh.body_limits.memory = sh.body_memory.get();
-  if (!opt.body_temp_dir.empty()) sh.body_limits.temp_dir = opt.body_temp_dir;
-  else if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) sh.body_limits.temp_dir = tmp;
-  sh.ws_budget = std::make_shared<ByteBudget>(opt.ws_process_buffer_bytes);
-  sh.proxy = ProxyTrust(opt.proxy_protocol, opt.trusted_proxies);
-  sh.init_status_lines();
-  sh.multithread = opt.threads > 1 || opt.app_threads > 0;
-  sh.multiprocess = opt.workers > 0;
-  sh.stats = &stats;
+  sh.configure(app, opt, stats);
   stats.attach_adapter("standalone");
   stats.set_workers(opt.workers > 0 ? opt.workers : 1);
   upgrade_fd = take_upgrade_fd();

@@ -56,6 +56,9 @@ struct Shared {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
   }
   void init_status_lines();
+  /// Takes the app, the options and the stats a server process serves with: the request-body limits,
+  /// the WebSocket budget, the PROXY trust, the status lines (not the listeners, logs nor TLS).
+  void configure(App a, const ServerOptions& o, ServerStats& s);
   Shared() = default;
   Shared(const Shared&) = delete;
   Shared& operator=(const Shared&) = delete;
