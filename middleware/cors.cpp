@@ -41,7 +41,7 @@ bool holds(const std::vector<std::string>& v, std::string_view item) {
   return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return iequals(s, item); });
 }
 
-Response refuse(std::string_view reason) { return Response::text(400, "Disallowed CORS " + std::string(reason) + "\n"); }
+Response refuse_cors(std::string_view reason) { return Response::text(400, "Disallowed CORS " + std::string(reason) + "\n"); }
 
 }  // namespace
 
@@ -87,15 +87,15 @@ void Cors::add_origin_headers(Headers& h, std::string_view origin) const {
 }
 
 Response Cors::preflight(std::string_view origin, std::string_view method, std::string_view headers) const {
-  if (!allowed_origin(origin)) return refuse("origin");
-  if (!any_method_ && !holds(options_.methods, method)) return refuse("method");
+  if (!allowed_origin(origin)) return refuse_cors("origin");
+  if (!any_method_ && !holds(options_.methods, method)) return refuse_cors("method");
   if (!any_header_) {
     std::string_view rest = headers;
     while (!rest.empty()) {
       std::size_t comma = rest.find(',');
       std::string_view name = trim_ows(rest.substr(0, comma));
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-      if (!name.empty() && !list_has_token(allow_headers_, name)) return refuse("header");
+      if (!name.empty() && !list_has_token(allow_headers_, name)) return refuse_cors("header");
     }
   }
   Response res = Response::text(200, "OK");

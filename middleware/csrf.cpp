@@ -37,7 +37,7 @@ std::string_view stored_token(Env& env, const Session& s) {
   return v.substr(sp + 1);
 }
 
-Response refuse(std::string_view reason) {
+Response refuse_csrf(std::string_view reason) {
   Response r = Response::text(403, "Forbidden: " + std::string(reason) + "\n");
   r.headers.add("Cache-Control", "no-store");
   return r;
@@ -81,15 +81,15 @@ std::string_view Csrf::origin_problem(Env& env) const {
 Response Csrf::operator()(Env& env) {
   Session& s = session_of(env);
   if (safe_method(env.get(keys::REQUEST_METHOD))) return next_(env);
-  if (std::string_view why = origin_problem(env); !why.empty()) return refuse(why);
+  if (std::string_view why = origin_problem(env); !why.empty()) return refuse_csrf(why);
   std::string_view want = stored_token(env, s);
-  if (want.empty()) return refuse("CSRF token missing from the session");
+  if (want.empty()) return refuse_csrf("CSRF token missing from the session");
   std::string_view got = env.get(env_header_);
   if (got.empty() && !options_.form_field.empty())
     got = Request(env).body_parameters().get(options_.form_field).value_or(std::string_view{});
-  if (got.empty()) return refuse("CSRF token missing");
+  if (got.empty()) return refuse_csrf("CSRF token missing");
   if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), got.size()) != 0)
-    return refuse("CSRF token invalid");
+    return refuse_csrf("CSRF token invalid");
   return next_(env);
 }
 

@@ -8,7 +8,7 @@ namespace csgi::mw {
 
 namespace {
 
-Response answer(int status, std::string_view what) {
+Response health_answer(int status, std::string_view what) {
   Response r = Response::text(status, std::string(what) + "\n");
   r.headers.set("Cache-Control", "no-store");
   return r;
@@ -29,15 +29,15 @@ Response Health::operator()(Env& env) {
   if (!ready && !live) return next_(env);
   std::string_view method = env.get(keys::REQUEST_METHOD);
   if (method != "GET" && method != "HEAD") {
-    Response r = answer(405, "405 Method Not Allowed");
+    Response r = health_answer(405, "405 Method Not Allowed");
     r.headers.add("Allow", "GET, HEAD");
     return r;
   }
-  if (live) return answer(200, "alive");
+  if (live) return health_answer(200, "alive");
   if (const auto* stats = env.object<ServerStats>(keys::x::server_stats); stats && stats->draining())
-    return answer(503, "draining");
-  if (options_.ready && !options_.ready()) return answer(503, "not ready");
-  return answer(200, "ready");
+    return health_answer(503, "draining");
+  if (options_.ready && !options_.ready()) return health_answer(503, "not ready");
+  return health_answer(200, "ready");
 }
 
 }  // namespace csgi::mw

@@ -192,7 +192,7 @@ std::shared_ptr<Metrics::Counters> shared_counters() {
   return std::shared_ptr<Metrics::Counters>(c, [size](Metrics::Counters* q) { ::munmap(q, size); });
 }
 
-Response answer(int status, std::string body, std::string content_type = "text/plain; charset=utf-8") {
+Response metrics_answer(int status, std::string body, std::string content_type = "text/plain; charset=utf-8") {
   Response r = Response::text(status, std::move(body), std::move(content_type));
   r.headers.set("Cache-Control", "no-store");
   return r;
@@ -244,18 +244,18 @@ Response Metrics::operator()(Env& env) {
     if (env.get(keys::PATH_INFO) != options_.path) {
       res = next_(env);
     } else if (!allow_.empty() && !allow_.contains(env.get(keys::REMOTE_ADDR))) {
-      res = answer(403, "403 Forbidden\n");
+      res = metrics_answer(403, "403 Forbidden\n");
     } else if (!options_.bearer_token.empty() &&
                !bearer_matches(env.get(keys::HTTP_AUTHORIZATION), options_.bearer_token)) {
-      res = answer(401, "401 Unauthorized: send Authorization: Bearer <token>\n");
+      res = metrics_answer(401, "401 Unauthorized: send Authorization: Bearer <token>\n");
       res.headers.set("WWW-Authenticate", "Bearer realm=\"metrics\"");
     } else if (options_.bearer_token.empty() && !options_.trust_forwarded && forwarded(env)) {
-      res = answer(403, "403 Forbidden: a forwarded request (a proxy's client) may not scrape without a token\n");
+      res = metrics_answer(403, "403 Forbidden: a forwarded request (a proxy's client) may not scrape without a token\n");
     } else if (method != "GET" && method != "HEAD") {
-      res = answer(405, "405 Method Not Allowed\n");
+      res = metrics_answer(405, "405 Method Not Allowed\n");
       res.headers.add("Allow", "GET, HEAD");
     } else {
-      res = answer(200, render(env), "text/plain; version=0.0.4; charset=utf-8");
+      res = metrics_answer(200, render(env), "text/plain; version=0.0.4; charset=utf-8");
     }
   } catch (const HttpError& e) {
     c.record(m, e.status(), start);

@@ -8,8 +8,6 @@ namespace csgi::mw::bundler {
 
 namespace {
 
-constexpr std::size_t npos = ~std::size_t{0};
-
 /// A token with the lexer's one-character punctuators joined into JavaScript's operators (`==`, `!=`).
 struct Tk {
   Token::Kind kind;

@@ -13,8 +13,6 @@ namespace csgi::mw::bundler {
 
 namespace {
 
-constexpr std::size_t npos = ~std::size_t{0};
-
 struct Binding {
   std::string expr;  // what a reference becomes: "__csgi_i0.name"
   std::string spec, imported;  // where it comes from

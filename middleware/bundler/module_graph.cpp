@@ -260,7 +260,7 @@ Resolved Graph::resolve_entry(const std::string& spec) {
 }
 
 namespace {
-std::string dir_of(const std::string& path) {
+std::string parent_dir(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
@@ -335,7 +335,7 @@ bool Graph::refresh(Module& m) {
   if (m.empty) return true;
   if (m.checked_gen == g && m.scanned) return !m.error;
   std::string a = abs(m.path);
-  if (use_inotify_ && watcher_.ok()) watcher_.watch(abs(dir_of(m.path)));  // before reading: no lost edit
+  if (use_inotify_ && watcher_.ok()) watcher_.watch(abs(parent_dir(m.path)));  // before reading: no lost edit
   Stamp now = stamp_of(a);
   if (m.scanned && now == m.stamp && now.exists && !racy(m.stamp, m.read_at_ns)) {
     m.checked_gen = g;
@@ -448,7 +448,7 @@ void Graph::resolve_edges(Module& m) {
   auto g = generation();
   if (m.edges_gen == g) return;
   m.edges.clear();
-  std::string dir = dir_of(m.path);
+  std::string dir = parent_dir(m.path);
   std::vector<std::string> probed;
   if (resolutions_gen_ != g) {
     resolutions_.clear();
@@ -509,7 +509,7 @@ std::optional<GraphError> Graph::closure(std::uint32_t entry, Closure& out) {
     }
     resolve_edges(m);
     out.order.push_back(id);
-    if (!m.empty) out.dirs.push_back(dir_of(m.path));
+    if (!m.empty) out.dirs.push_back(parent_dir(m.path));
     return std::nullopt;
   };
   if (auto e = enter(entry)) return e;

@@ -26,6 +26,9 @@
 
 namespace csgi::mw::bundler {
 
+/// No position (a token or an index not found), as std::string::npos.
+inline constexpr std::size_t npos = ~std::size_t{0};
+
 struct Dependency {
   std::string spec;        // the literal, escapes decoded
   std::uint32_t line = 0;  // 1-based
