@@ -1,7 +1,8 @@
 #pragma once
-/// The standalone HTTP/1.1 server (docs/standalone.md): runs any csgi::App over HTTP/1.0 and 1.1 with
-/// keep-alive, pipelining, chunked bodies, file bodies by sendfile(2), delayed and streaming responses,
-/// and the csgix.io / csgix.cleanup / csgix.informational / csgix.server_stats / csgix.websocket extensions.
+/// The standalone server (docs/standalone.md): runs any csgi::App over HTTP/1.0 and 1.1, HTTP/2 (h2c and
+/// over TLS) and, with --http3, HTTP/3 over QUIC, with keep-alive, pipelining, chunked bodies, file
+/// bodies by sendfile(2), delayed and streaming responses, and the csgix.io / csgix.cleanup /
+/// csgix.informational / csgix.server_stats / csgix.websocket extensions.
 ///
 /// Threads and workers. Each of `threads` io threads runs its own io_context with its own connections;
 /// the app is called on the io thread that owns the connection. An app that blocks holds up only the
