@@ -4,7 +4,7 @@ temporary HOME, made with certutil from libnss3-tools): the demo page, a page th
 navigation's protocol (h2: the browser and the server chose HTTP/2 by ALPN) and secure context, a page
 whose WebSocket echo round-trips over wss:// (on the page's HTTP/2 connection: an RFC 8441 extended CONNECT,
 which the access log has as "GET /websocket/echo HTTP/2" 200), and /env with the TLS keys (SERVER_PROTOCOL
-HTTP/2). Without the CA the page does not load (the control). Exit 77 (skipped) without chromium or certutil.
+HTTP/2); then the same page and /env over HTTP/3 (QUIC, `--http3`). Without the CA the page does not load (the control). Exit 77 (skipped) without chromium or certutil.
 Usage: test_browser_tls.py CSGI_EXE"""
 import os
 import shutil
@@ -49,10 +49,10 @@ untrusting = os.path.join(work, "home-untrusting")
 os.mkdir(untrusting)
 
 
-def dump(url, home, budget_ms=3000):
+def dump(url, home, budget_ms=3000, flags=()):
     profile = tempfile.mkdtemp(dir=work)
     r = subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                        "--user-data-dir=" + profile, "--virtual-time-budget=%d" % budget_ms, "--dump-dom", url],
+                        "--user-data-dir=" + profile, "--virtual-time-budget=%d" % budget_ms, *flags, "--dump-dom", url],
                        capture_output=True, text=True, timeout=90, env=dict(os.environ, HOME=home))
     return r.stdout
 
@@ -62,7 +62,8 @@ p, port = start(CSGI, ["--demo"] + tls, listen="https://127.0.0.1:0")
 q = None
 try:
     log = os.path.join(work, "access.log")
-    q, probe_port = start(CSGI, ["--demo", "--static", site, "--access-log", log] + tls, listen="https://127.0.0.1:0")
+    q, probe_port = start(CSGI, ["--demo", "--static", site, "--access-log", log, "--http3"] + tls,
+                          listen="https://127.0.0.1:0")
     base = "https://localhost:%d" % port
     check("Hello from" not in dump(base + "/", untrusting), "without the test CA the page does not load")
     check("Hello from csgi!" in dump(base + "/", trusting), "the demo page loads over https")
@@ -92,6 +93,19 @@ try:
     check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's request: SSL_TLS_SNI localhost")
     check("<td>csgi.url_scheme</td><td>https</td>" in env, "the browser's request: csgi.url_scheme https")
     check("<td>SERVER_PROTOCOL</td><td>HTTP/2</td>" in env, "the browser's request: SERVER_PROTOCOL HTTP/2")
+    # HTTP/3: Chromium takes an Alt-Svc to QUIC only from certificates of the public roots, so it is told to
+    # speak QUIC to this origin; "localhost" is mapped to the address the UDP socket is bound to (Chromium
+    # does not fall back from ::1 for QUIC as it does for TCP).
+    quic = ["--origin-to-force-quic-on=localhost:%d" % probe_port, "--host-resolver-rules=MAP localhost 127.0.0.1"]
+    probe = dump("https://localhost:%d/probe.html" % probe_port, trusting, flags=quic)
+    check("protocol=h3 secure=true" in probe, "nextHopProtocol h3 (HTTP/3 over QUIC) in a secure context: %r" %
+          probe[probe.find("id=\"out\""):][:60])
+    env = dump("https://localhost:%d/env" % probe_port, trusting, flags=quic)
+    check("<td>SERVER_PROTOCOL</td><td>HTTP/3</td>" in env, "the browser's request: SERVER_PROTOCOL HTTP/3")
+    check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's HTTP/3 request: SSL_TLS_SNI localhost")
+    with open(log) as f:
+        h3_lines = [line for line in f if '"GET /probe.html HTTP/3" 200 ' in line]
+    check(len(h3_lines) == 1, "the access log has the page's request as HTTP/3: %r" % h3_lines)
 finally:
     for server in (p, q):
         if server is None:
