@@ -5,6 +5,7 @@
 //   delayed          a delayed response answered at once
 //   writer           a delayed response streamed through a Writer from another thread
 //   late_env FILE    a Writer streamed until the host stops reading; then writes PATH_INFO and the body to FILE
+//   late_key KEY     a stream of one chunk: the env's KEY, read when the host asks for the chunk
 //   file PATH [OFF LEN]  a FileBody
 //   shared           SharedBytes body
 //   work MS          sleeps MS milliseconds (I/O-like work), then "done"
@@ -26,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "csgi/core/app_library.hpp"
@@ -160,6 +162,17 @@ csgi::App make_app(const csgi::AppArgs& args) {
           w->close();
         }).detach();
       });
+    };
+  }
+  if (name == "late_key") {
+    return [key = arg(1)](csgi::Env& env) {
+      csgi::Response r;
+      auto done = std::make_shared<bool>(false);
+      r.body = csgi::make_stream([&env, key, done]() -> std::optional<std::string> {
+        if (std::exchange(*done, true)) return std::nullopt;
+        return std::string(env.get(key, "<absent>"));
+      });
+      return r;
     };
   }
   if (name == "later") {  // a delayed response answered from a thread of its own after arg(1) ms
