@@ -10,7 +10,8 @@
 # to the same one, and wrk -t1 to another (PYAPPS_LOAD_CPU, default 1); the servers of a group take turns run
 # for run. Reported per request, from /proc over each server's wrk runs: CPU µs (utime+stime of the server
 # and its child processes) and context switches (voluntary + involuntary, every thread of those processes);
-# req/s beside them moves with whatever else the machine runs.
+# req/s beside them moves with whatever else the machine runs. PYAPPS_GROUPS (default "hello flask django
+# starlette") picks the groups to run.
 set -uo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -23,6 +24,7 @@ reps=${BENCH_REPS:-3}
 conns=${PYAPPS_CONNECTIONS:-32}
 scpu=${PYAPPS_SERVER_CPU:-0}
 lcpu=${PYAPPS_LOAD_CPU:-1}
+groups=" ${PYAPPS_GROUPS:-hello flask django starlette} "
 lib="$build/tests/bindings/libcsgi_pytest_apps.so"
 csgi_bin="$build/adapters/cli/csgi"
 [ -e "$lib" ] && [ -d "$build/bindings/python/csgi" ] && [ -x "$csgi_bin" ] ||
@@ -138,22 +140,30 @@ C=("$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1)
 : > "$work/runs.tsv"
 echo "python_apps bench (${dur}s runs, $reps rounds; servers on cpu $scpu, wrk -c$conns on cpu $lcpu)"
 
-serve gun_cxx "${G[@]}" --worker-class sync cxxhello:application
-serve gun_py "${G[@]}" --worker-class sync pyhello:application
-measure hello -- gun_cxx gun_py
+if [[ "$groups" == *" hello "* ]]; then
+  serve gun_cxx "${G[@]}" --worker-class sync cxxhello:application
+  serve gun_py "${G[@]}" --worker-class sync pyhello:application
+  measure hello -- gun_cxx gun_py
+fi
 
-serve csgi_flask "${C[@]}" --wsgi flaskapp:application
-serve uwsgi_flask "${U[@]}" --wsgi-file flaskapp.py
-measure hello stream upload -- csgi_flask uwsgi_flask
+if [[ "$groups" == *" flask "* ]]; then
+  serve csgi_flask "${C[@]}" --wsgi flaskapp:application
+  serve uwsgi_flask "${U[@]}" --wsgi-file flaskapp.py
+  measure hello stream upload -- csgi_flask uwsgi_flask
+fi
 
-serve csgi_django "${C[@]}" --wsgi django_project:application
-serve gun_django "${G[@]}" --worker-class sync django_project:application
-serve gth_django "${G[@]}" --worker-class gthread --threads 4 django_project:application
-measure hello stream upload -- csgi_django gun_django gth_django
+if [[ "$groups" == *" django "* ]]; then
+  serve csgi_django "${C[@]}" --wsgi django_project:application
+  serve gun_django "${G[@]}" --worker-class sync django_project:application
+  serve gth_django "${G[@]}" --worker-class gthread --threads 4 django_project:application
+  measure hello stream upload -- csgi_django gun_django gth_django
+fi
 
-serve csgi_st "${C[@]}" --asgi stapp:app
-serve uv_st "${UV[@]}" stapp:app
-measure hello stream upload -- csgi_st uv_st
+if [[ "$groups" == *" starlette "* ]]; then
+  serve csgi_st "${C[@]}" --asgi stapp:app
+  serve uv_st "${UV[@]}" stapp:app
+  measure hello stream upload -- csgi_st uv_st
+fi
 
 "$PY" - "$work/runs.tsv" "$dur" "$reps" "$conns" "$scpu" "$lcpu" > "$md" <<'PYEOF'
 import os, statistics, sys
