@@ -292,7 +292,7 @@ bool WsgiEnviron::fetch(Env& env, std::string_view key) noexcept {
   if (key.empty() || forgotten(key) || !lookup(key, f)) return true;
   try {
     if (env.emplace(f.key.empty() ? key : f.key, f.value, f.key.empty()).second)
-      conversions_.fetch_add(1, std::memory_order_relaxed);
+      count_env_conversion();
   } catch (...) {  // out of memory copying the key: the entry reads as absent
   }
   return true;
@@ -305,12 +305,12 @@ void WsgiEnviron::fetch_all(Env& env) noexcept {
       Found f;
       if (!(fixed_forgotten_ >> i & 1) && lookup(kFixed[static_cast<std::size_t>(i)], f) &&
           env.emplace(f.key, f.value, false).second)
-        conversions_.fetch_add(1, std::memory_order_relaxed);
+        count_env_conversion();
     }
     for (const Item& it : items_) {
       std::string_view t;
       if (it.forgotten || left_out(it.key) || fixed_index(it.key) >= 0 || !text_of(it.key, it.value, t)) continue;
-      if (env.emplace(it.key, Value::of_text(t), false).second) conversions_.fetch_add(1, std::memory_order_relaxed);
+      if (env.emplace(it.key, Value::of_text(t), false).second) count_env_conversion();
     }
   } catch (...) {  // out of memory growing the env: it keeps what it got
   }

@@ -20,7 +20,6 @@
 /// call then raises the same ValueError instead of answering.
 #include <Python.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -61,9 +60,6 @@ public:
   bool started() const noexcept { return environ_ != nullptr; }
   /// Drops the request (after the env was cleared).
   void reset() noexcept;
-  /// How many env entries the sources of this process have added (for tests: an entry never read is
-  /// never converted).
-  static std::uint64_t conversions() noexcept { return conversions_.load(std::memory_order_relaxed); }
 
   bool fetch(Env& env, std::string_view key) noexcept override;
   void fetch_all(Env& env) noexcept override;
@@ -104,7 +100,6 @@ private:
   std::uint32_t fixed_forgotten_ = 0;  // the keys of kFixed that were erased
   std::string bad_key_;
   std::string uri_;  // a REQUEST_URI built here
-  static inline std::atomic<std::uint64_t> conversions_{0};
 };
 
 }  // namespace csgi::python

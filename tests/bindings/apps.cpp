@@ -21,6 +21,8 @@
 //                    <object>), then "lint=ok" or Lint's complaint
 //   envops           reads, erases, sets and emplaces keys (HTTP_X_A, HTTP_X_GONE, HTTP_X_SET, HTTP_X_KEEP,
 //                    csgi.version), then iterates: one "name=result" line each
+//   erase_first      before reading any entry erases SERVER_NAME, REMOTE_ADDR, HTTP_X_GONE and CONTENT_TYPE,
+//                    sets SERVER_PORT and HTTP_X_SET, emplaces REQUEST_METHOD; then the erase results and dump
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -162,6 +164,19 @@ csgi::App make_app(const csgi::AppArgs& args) {
           w->close();
         }).detach();
       });
+    };
+  }
+  if (name == "erase_first") {
+    return [](csgi::Env& env) {
+      std::string erased;
+      for (auto k : {"SERVER_NAME", "REMOTE_ADDR", "HTTP_X_GONE", "CONTENT_TYPE", "HTTP_X_NONE"})
+        erased.append(k).append(env.erase(k) ? "=erased\n" : "=absent\n");
+      env.set("SERVER_PORT", "1");
+      env.set("HTTP_X_SET", "mine");
+      env.emplace("REQUEST_METHOD", csgi::Value::of_text("X"));
+      csgi::Response r = dump(env);
+      r.body = erased + std::get<std::string>(r.body);
+      return r;
     };
   }
   if (name == "late_key") {

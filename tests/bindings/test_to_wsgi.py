@@ -10,7 +10,7 @@ import wsgiref.validate
 import pytest
 
 import csgi
-from csgi._csgi import _environ_conversions as conversions
+from csgi._csgi import _env_conversions as conversions
 
 APPS = ["hello", "echo", "stream", "delayed", "writer", "shared", "error", "bad", "stack", ("status", "204"),
         ("status", "304"), ("work", "1")]
