@@ -109,14 +109,17 @@ cpu_and_switches() {
   done
   echo "$ticks $sw"
 }
-# measure WORKLOADS -- KEY...: $reps rounds; in each, every workload on every server in turn. One line per
-# wrk run into runs.tsv: key workload requests ticks switches non-2xx. Then stops the servers.
+# measure WORKLOADS -- KEY...: $reps rounds; in each, every workload on every server in turn, the first
+# server of the turn rotating round by round. One line per wrk run into runs.tsv: key workload requests
+# ticks switches non-2xx. Then stops the servers.
 measure() {
-  local workloads=() key w round t0 s0 t1 s1 res
+  local workloads=() key w round i t0 s0 t1 s1 res
   while [ "$1" != -- ]; do workloads+=("$1"); shift; done; shift
+  local keys=("$@")
   for round in $(seq "$reps"); do
     for w in "${workloads[@]}"; do
-      for key in "$@"; do
+      for i in "${!keys[@]}"; do
+        key=${keys[$(( (i + round) % ${#keys[@]} ))]}
         [ -n "${PID[$key]:-}" ] || continue
         read -r t0 s0 <<<"$(cpu_and_switches "${PID[$key]}")"
         # shellcheck disable=SC2086
