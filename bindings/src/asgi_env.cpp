@@ -1,6 +1,7 @@
 // ASGI http scope → csgi env (asgi_env.hpp): the rules of the WSGI bridge without a Python environ.
 #include "asgi_env.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstring>
 
@@ -47,7 +48,7 @@ PyObject* item(PyObject* scope, PyObject* key) {
   return v;
 }
 
-/// The UTF-8 bytes of a str (PEP 3333 hosts give them to the environ as latin-1 code points).
+/// The UTF-8 bytes of a str, for a check.
 std::string_view utf8_of(PyObject* s, const char* what) {
   if (!PyUnicode_Check(s)) throw py::type_error(std::string("ASGI scope: ") + what + " must be a str");
   Py_ssize_t n = 0;
@@ -56,21 +57,61 @@ std::string_view utf8_of(PyObject* s, const char* what) {
   return {c, static_cast<std::size_t>(n)};
 }
 
-/// str(obj) as UTF-8, into the env's arena.
-std::string_view text_of(Env& env, PyObject* obj) {
-  PyObject* s = PyObject_Str(obj);
-  if (!s) throw_python_error();
-  Py_ssize_t n = 0;
-  const char* c = PyUnicode_AsUTF8AndSize(s, &n);
-  std::string_view out = c ? env.intern(std::string_view(c, static_cast<std::size_t>(n))) : std::string_view();
-  Py_DECREF(s);
-  if (!c) throw_python_error();
-  return out;
+// The keys AsgiScope makes one by one; a bit each in fixed_forgotten_.
+enum Fixed : int {
+  kMethod, kScriptName, kPathInfo, kQueryString, kProtocol, kRequestUri, kServerName, kServerPort, kRemoteAddr,
+  kRemotePort, kVersion, kUrlScheme, kMultithread, kMultiprocess, kRunOnce, kNonblocking, kStreaming, kFixedCount
+};
+constexpr std::array<std::string_view, kFixedCount> kFixed = {
+    keys::REQUEST_METHOD, keys::SCRIPT_NAME, keys::PATH_INFO, keys::QUERY_STRING, keys::SERVER_PROTOCOL,
+    keys::REQUEST_URI, keys::SERVER_NAME, keys::SERVER_PORT, keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::version,
+    keys::url_scheme, keys::multithread, keys::multiprocess, keys::run_once, keys::nonblocking, keys::streaming};
+
+int fixed_index(std::string_view key) noexcept {
+  for (int i = 0; i < kFixedCount; ++i)
+    if (kFixed[i] == key) return i;
+  return -1;
 }
 
-/// (host, port) of scope["server"] / scope["client"] into two env keys; false when absent.
-bool address(Env& env, PyObject* pair, std::string_view host_key, std::string_view port_key) {
-  if (!pair || pair == Py_None) return false;
+// Keys the header fields give: the first one read makes the whole env.
+bool from_headers(std::string_view key) noexcept {
+  return key.starts_with("HTTP_") || key == keys::CONTENT_TYPE || key == keys::CONTENT_LENGTH;
+}
+
+}  // namespace
+
+PyObject* AsgiScope::hold(PyObject* o) {
+  held_.push_back(o);
+  Py_INCREF(o);
+  return o;
+}
+
+/// The bytes of a bytes object (held), or a copy of a bytearray's (which may change meanwhile); false for
+/// anything else.
+bool AsgiScope::held_bytes(PyObject* b, std::string_view& out) {
+  if (PyBytes_Check(b)) {
+    bytes_of(hold(b), out);
+    return true;
+  }
+  if (!PyByteArray_Check(b)) return false;
+  PyObject* copy = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(b), PyByteArray_GET_SIZE(b));
+  if (!copy) throw_python_error();
+  bytes_of(hold(copy), out);
+  Py_DECREF(copy);
+  return true;
+}
+
+/// The UTF-8 bytes of a str (PEP 3333 hosts give them to the environ as latin-1 code points).
+std::string_view AsgiScope::utf8(PyObject* s, const char* what) {
+  std::string_view t = utf8_of(s, what);
+  hold(s);
+  return t;
+}
+
+/// scope["server"] / scope["client"]: (host, port), each as str() gives it; a port None is "".
+void AsgiScope::address(PyObject* pair, Address& out) {
+  out = Address{};
+  if (!pair || pair == Py_None) return;
   PyObject* seq = PySequence_Fast(pair, "ASGI scope: server and client are (host, port) pairs");
   if (!seq) throw_python_error();
   struct Drop {
@@ -78,87 +119,225 @@ bool address(Env& env, PyObject* pair, std::string_view host_key, std::string_vi
     ~Drop() { Py_DECREF(o); }
   } drop{seq};
   if (PySequence_Fast_GET_SIZE(seq) != 2) throw py::value_error("ASGI scope: server and client are (host, port) pairs");
-  PyObject* host = PySequence_Fast_GET_ITEM(seq, 0);
+  auto text = [&](PyObject* o) {
+    if (PyUnicode_Check(o)) return utf8(o, "host");
+    PyObject* s = PyObject_Str(o);
+    if (!s) throw_python_error();
+    std::string_view t = utf8(s, "str()");
+    Py_DECREF(s);  // held
+    return t;
+  };
+  out.given = true;
+  out.host = text(PySequence_Fast_GET_ITEM(seq, 0));
   PyObject* port = PySequence_Fast_GET_ITEM(seq, 1);
-  env.set_view(host_key, text_of(env, host));
-  env.set_view(port_key, port == Py_None ? std::string_view() : text_of(env, port));
-  return true;
-}
-
-/// The request headers into the env by the one rule of every adapter (add_header: names with '_', Proxy
-/// and HTTP_CONTENT_* get no key; repeats joined with ", ", "; " for cookies). The values are copied into
-/// the env's arena: the env may outlive the scope's bytes objects.
-void scope_headers(Env& env, PyObject* headers) {
-  if (!headers) return;
-  PyObject* seq = PySequence_Fast(headers, "ASGI scope: headers must be a sequence of (name, value) pairs");
-  if (!seq) throw_python_error();
-  struct Drop {
-    PyObject* o;
-    ~Drop() { Py_DECREF(o); }
-  } drop{seq};
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* pair = PySequence_Fast_GET_ITEM(seq, i);
-    std::string_view name, value;
-    if (!(PyTuple_Check(pair) || PyList_Check(pair)) || PySequence_Size(pair) != 2 ||
-        !bytes_of(PyTuple_Check(pair) ? PyTuple_GET_ITEM(pair, 0) : PyList_GET_ITEM(pair, 0), name) ||
-        !bytes_of(PyTuple_Check(pair) ? PyTuple_GET_ITEM(pair, 1) : PyList_GET_ITEM(pair, 1), value))
-      throw py::type_error("ASGI scope: a header is a (name, value) pair of bytes");
-    char* copy = env.allocate(value.size());
-    if (!value.empty()) std::memcpy(copy, value.data(), value.size());
-    add_header(env, name, {copy, value.size()});
+  int overflow = 0;
+  long long n = PyLong_CheckExact(port) ? PyLong_AsLongLongAndOverflow(port, &overflow) : -1;
+  if (PyLong_CheckExact(port) && !overflow && !(n == -1 && PyErr_Occurred())) {
+    auto [p, ec] = std::to_chars(out.port_text, out.port_text + sizeof out.port_text, n);
+    out.port = {out.port_text, static_cast<std::size_t>(p - out.port_text)};
+  } else {
+    PyErr_Clear();
+    out.port = port == Py_None ? std::string_view() : text(port);
   }
 }
 
-}  // namespace
-
-void scope_to_env(Env& env, std::string& request_uri, PyObject* scope) {
+void AsgiScope::start(Env& env, PyObject* scope) {
   const ScopeKeys& k = scope_keys();
   PyObject* method = item(scope, k.method);
   PyObject* path = item(scope, k.path);
   if (!method || !path) throw py::key_error("ASGI scope: method and path are required");
-  env.set(keys::REQUEST_METHOD, utf8_of(method, "method"));
+  method_ = utf8(method, "method");
   PyObject* root = item(scope, k.root_path);
-  env.set(keys::SCRIPT_NAME, root ? utf8_of(root, "root_path") : std::string_view());
-  env.set(keys::PATH_INFO, utf8_of(path, "path"));
-  std::string_view query;
-  if (PyObject* q = item(scope, k.query_string); q && !bytes_of(q, query))
+  root_ = root ? utf8(root, "root_path") : std::string_view();
+  path_ = utf8(path, "path");
+  query_ = {};
+  if (PyObject* q = item(scope, k.query_string); q && !held_bytes(q, query_))
     throw py::type_error("ASGI scope: query_string must be bytes");
-  env.set(keys::QUERY_STRING, query);
   PyObject* version = item(scope, k.http_version);
-  std::string proto = "HTTP/";
-  proto += version ? utf8_of(version, "http_version") : std::string_view("1.1");
-  env.set(keys::SERVER_PROTOCOL, proto);
-  std::string_view raw;
-  if (PyObject* r = item(scope, k.raw_path); r && r != Py_None && !bytes_of(r, raw))
+  version_ = version ? utf8(version, "http_version") : std::string_view("1.1");
+  raw_ = {};
+  if (PyObject* r = item(scope, k.raw_path); r && r != Py_None && !held_bytes(r, raw_))
     throw py::type_error("ASGI scope: raw_path must be bytes");
-  bool has_server = address(env, item(scope, k.server), keys::SERVER_NAME, keys::SERVER_PORT);
-  address(env, item(scope, k.client), keys::REMOTE_ADDR, keys::REMOTE_PORT);
-  PyObject* scheme_obj = item(scope, k.scheme);
-  std::string_view scheme = scheme_obj ? utf8_of(scheme_obj, "scheme") : std::string_view("http");
-  scope_headers(env, item(scope, k.headers));
-  if (!has_server) {  // from Host, as the WSGI adapters do
-    env.set_view(keys::SERVER_NAME, "localhost");
-    set_server_from_host(env, scheme == "https" ? "443" : "80");
+  address(item(scope, k.server), server_);
+  address(item(scope, k.client), client_);
+  PyObject* scheme = item(scope, k.scheme);
+  scheme_ = scheme ? utf8(scheme, "scheme") : std::string_view("http");
+  if (PyObject* headers = item(scope, k.headers)) {
+    PyObject* seq = PySequence_Fast(headers, "ASGI scope: headers must be a sequence of (name, value) pairs");
+    if (!seq) throw_python_error();
+    hold(seq);
+    Py_DECREF(seq);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    headers_.reserve(static_cast<std::size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* pair = PySequence_Fast_GET_ITEM(seq, i);
+      std::string_view name, value;
+      if (!(PyTuple_Check(pair) || PyList_Check(pair)) || PySequence_Size(pair) != 2 ||
+          !held_bytes(PyTuple_Check(pair) ? PyTuple_GET_ITEM(pair, 0) : PyList_GET_ITEM(pair, 0), name) ||
+          !held_bytes(PyTuple_Check(pair) ? PyTuple_GET_ITEM(pair, 1) : PyList_GET_ITEM(pair, 1), value))
+        throw py::type_error("ASGI scope: a header is a (name, value) pair of bytes");
+      headers_.emplace_back(name, value);
+    }
   }
-  for (std::string_view key : {keys::CONTENT_LENGTH, keys::CONTENT_TYPE})
-    if (env.get(key).empty()) env.erase(key);
-  if (!raw.empty()) {
-    std::string& uri = request_uri;
-    uri.assign(raw);
-    if (!query.empty()) uri.append("?").append(query);
-    env.set_view(keys::REQUEST_URI, uri);
-  } else {
-    std::string& uri = request_uri;
-    percent_encode_to(uri, env.get(keys::SCRIPT_NAME), uri::path);
-    percent_encode_to(uri, env.get(keys::PATH_INFO), uri::path);
-    if (uri.empty()) uri = "/";
-    if (!query.empty()) uri.append("?").append(query);
-    env.set_view(keys::REQUEST_URI, uri);
+  env.attach(*this, kFixedCount + headers_.size() + 2);
+}
+
+void AsgiScope::reset() noexcept {
+  for (PyObject* o : held_) Py_DECREF(o);
+  held_.clear();
+  headers_.clear();
+  method_ = path_ = root_ = query_ = raw_ = version_ = scheme_ = {};
+  server_ = client_ = Address{};
+  fixed_forgotten_ = 0;
+  forgotten_.clear();
+}
+
+bool AsgiScope::lookup(Env& env, int fixed, Value& out) noexcept {
+  auto text = [&out](std::string_view t) {
+    out = Value::of_text(t);
+    return true;
+  };
+  try {
+    switch (fixed) {
+      case kMethod: return text(method_);
+      case kScriptName: return text(root_);
+      case kPathInfo: return text(path_);
+      case kQueryString: return text(query_);
+      case kProtocol: {
+        char* p = env.allocate(5 + version_.size());
+        std::memcpy(p, "HTTP/", 5);
+        if (!version_.empty()) std::memcpy(p + 5, version_.data(), version_.size());
+        return text({p, 5 + version_.size()});
+      }
+      case kRequestUri: {
+        std::string uri;
+        if (!raw_.empty()) {
+          uri.assign(raw_);
+        } else {
+          percent_encode_to(uri, root_, uri::path);
+          percent_encode_to(uri, path_, uri::path);
+          if (uri.empty()) uri = "/";
+        }
+        if (!query_.empty()) uri.append("?").append(query_);
+        return text(env.intern(uri));
+      }
+      case kServerName: return server_.given && text(server_.host);
+      case kServerPort: return server_.given && text(server_.port);
+      case kRemoteAddr: return client_.given && text(client_.host);
+      case kRemotePort: return client_.given && text(client_.port);
+      case kVersion: return text(keys::spec_version);
+      case kUrlScheme: return text(scheme_ == "https" ? "https" : "http");
+      // What set_server_flags sets for an ASGI host: multithread, one process, streaming.
+      case kMultithread: out = Value::of_bool(true); return true;
+      case kMultiprocess: case kRunOnce: case kNonblocking: out = Value::of_bool(false); return true;
+      case kStreaming: out = Value::of_bool(true); return true;
+      default: return false;
+    }
+  } catch (...) {  // out of memory: the entry reads as absent
+    return false;
   }
-  env.set_view(keys::version, keys::spec_version);
-  env.set_view(keys::url_scheme, scheme == "https" ? std::string_view("https") : std::string_view("http"));
-  set_server_flags(env, {.multithread = true});
+}
+
+bool AsgiScope::forgotten(std::string_view key) const noexcept {
+  int i = fixed_index(key);
+  if (i >= 0) return fixed_forgotten_ >> i & 1;
+  for (const std::string& f : forgotten_)
+    if (f == key) return true;
+  return false;
+}
+
+bool AsgiScope::fetch(Env& env, std::string_view key) noexcept {
+  if (from_headers(key)) return false;
+  int i = fixed_index(key);
+  if (i < 0) return true;
+  if ((i == kServerName || i == kServerPort) && !server_.given) return false;  // from Host
+  Value v;
+  if (!(fixed_forgotten_ >> i & 1) && lookup(env, i, v) && env.emplace(kFixed[i], v, false).second)
+    count_env_conversion();
+  return true;
+}
+
+void AsgiScope::fetch_all(Env& env) noexcept {
+  try {
+    for (int i = 0; i < kFixedCount; ++i) {
+      Value v;
+      if (!(fixed_forgotten_ >> i & 1) && lookup(env, i, v) && env.emplace(kFixed[i], v, false).second)
+        count_env_conversion();
+    }
+    add_headers(env);
+    if (!server_.given) server_from_host(env);
+  } catch (...) {  // out of memory growing the env: it keeps what it got
+  }
+}
+
+// The request headers by the one rule of every adapter (add_header: names with '_', Proxy and
+// HTTP_CONTENT_* get no key; repeats joined with ", ", "; " for cookies); a key the app set or erased
+// itself is left as it is; an empty CONTENT_TYPE / CONTENT_LENGTH is left out.
+void AsgiScope::add_headers(Env& env) {
+  std::vector<char> skip(headers_.size());
+  for (std::size_t i = 0; i < headers_.size(); ++i) {
+    std::string_view key = header_key(env, headers_[i].first);
+    skip[i] = key.empty() || forgotten(key) || env.contains(key);
+  }
+  bool content = false;
+  for (std::size_t i = 0; i < headers_.size(); ++i) {
+    if (skip[i]) continue;
+    auto [name, value] = headers_[i];
+    if (add_header(env, name, value)) count_env_conversion();
+    content |= iequals(name, "content-type") || iequals(name, "content-length");
+  }
+  if (content)
+    for (std::string_view key : {keys::CONTENT_LENGTH, keys::CONTENT_TYPE})
+      if (const Value* v = env.find(key); v && v->is_text() && v->text().empty()) env.erase(key);
+}
+
+// SERVER_NAME and SERVER_PORT of a scope without "server": from Host, as the WSGI adapters do (from the
+// env's HTTP_HOST, which the app may have set before it read any header key), else localhost and the
+// scheme's port. A key the app set or erased itself is left as it is.
+void AsgiScope::server_from_host(Env& env) {
+  bool name_free = !(fixed_forgotten_ >> kServerName & 1) && !env.contains(keys::SERVER_NAME);
+  bool port_free = !(fixed_forgotten_ >> kServerPort & 1) && !env.contains(keys::SERVER_PORT);
+  if (!name_free && !port_free) return;
+  const Value* name = env.find(keys::SERVER_NAME);
+  const Value* port = env.find(keys::SERVER_PORT);
+  std::optional<Value> app_name = name ? std::optional<Value>(*name) : std::nullopt;
+  std::optional<Value> app_port = port ? std::optional<Value>(*port) : std::nullopt;
+  env.set_view(keys::SERVER_NAME, "localhost");
+  set_server_from_host(env, scheme_ == "https" ? "443" : "80");
+  auto restore = [&env](std::string_view key, bool free, const std::optional<Value>& app) {
+    if (free) {
+      count_env_conversion();
+    } else if (app) {
+      env.set_value(key, *app);
+    } else {
+      env.erase(key);
+    }
+  };
+  restore(keys::SERVER_NAME, name_free, app_name);
+  restore(keys::SERVER_PORT, port_free, app_port);
+}
+
+bool AsgiScope::forget(std::string_view key) noexcept {
+  int i = fixed_index(key);
+  if (i >= 0) {
+    bool held = !(fixed_forgotten_ >> i & 1) && ((i != kRemoteAddr && i != kRemotePort) || client_.given);
+    fixed_forgotten_ |= 1u << i;
+    return held;
+  }
+  if (!from_headers(key)) return false;
+  try {
+    if (forgotten(key)) return false;
+    forgotten_.emplace_back(key);
+    if (!scratch_) scratch_ = std::make_unique<Env>();
+    for (auto [name, value] : headers_) {
+      scratch_->clear();
+      // The first field of a key gives it; an empty CONTENT_TYPE / CONTENT_LENGTH is left out.
+      if (header_key(*scratch_, name) == key) return !value.empty() || key.starts_with("HTTP_");
+    }
+    return false;
+  } catch (...) {
+    return false;
+  }
 }
 
 /// True for a GET or HEAD whose framing says it has no body (HTTP/1 without Content-Length or

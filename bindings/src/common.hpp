@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -13,6 +15,11 @@
 
 namespace csgi::python {
 namespace py = pybind11;
+
+/// How many env entries the environ and scope sources (WsgiEnviron, AsgiScope) have made in this
+/// process: for tests, that an entry an app never reads is never made.
+inline std::atomic<std::uint64_t> env_conversions{0};
+inline void count_env_conversion() noexcept { env_conversions.fetch_add(1, std::memory_order_relaxed); }
 
 /// Thrown when a Python error is set and should propagate as it is. Used instead of
 /// py::error_already_set, whose destructor (pybind11 2.10) takes the GIL through PyGILState: that

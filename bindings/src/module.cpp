@@ -290,6 +290,11 @@ middleware, e.g. from csgi.mw) or Python factories f(wsgi_app) -> wsgi_app.
         py::arg("path"), py::arg("args") = std::vector<std::string>{},
         "Loads a csgi app library (a .so exporting CSGI_APP) with its arguments, as a csgi.App.");
 
+  m.def(
+      "_env_conversions", [] { return env_conversions.load(std::memory_order_relaxed); },
+      "For tests: how many env entries of C++ apps called as WSGI or ASGI apps were made from their environ or "
+      "scope in this process (an entry the app never reads is never made).");
+
   py::module_ testing = m.def_submodule("testing", "In-memory calls of csgi apps (csgi::testing::call).");
   py::class_<testing::TestResponse>(testing, "TestResponse", py::module_local())
       .def_readonly("status", &testing::TestResponse::status)

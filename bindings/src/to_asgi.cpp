@@ -21,7 +21,7 @@ namespace {
 /// request body (bytes; None: empty) or an object whose read() gives it; errors go to sys.stderr.
 void fill_env_from_scope(Exchange& ex, PyObject* scope, PyObject* body) {
   Env& env = ex.env;
-  scope_to_env(env, ex.request_uri, scope);
+  ex.scope_env.start(env, scope);
   std::string_view whole;
   if (body == Py_None || bytes_of(body, whole)) {
     ex.memory_input.assign(std::string(whole));

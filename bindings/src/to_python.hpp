@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "asgi_env.hpp"
 #include "common.hpp"
 #include "gil.hpp"
 #include "wsgi_environ.hpp"
@@ -81,24 +82,24 @@ struct Exchange final : HostStreams {
   HostInput input{*this};
   HostErrors errors{*this};
   WsgiEnviron environ_env{*this};  // WSGI: the env's source
+  AsgiScope scope_env;             // ASGI: the env's source
   PyInterpreterState* interp = nullptr;
   PyObject* environ = nullptr;       // owned: keeps every str the env points into alive (ASGI: the input)
   PyObject* errors_obj = nullptr;    // owned (ASGI: sys.stderr)
   StringInput memory_input;          // ASGI: a request body that came whole
   PendingError pending;
-  std::string request_uri;
 
   /// Drops the request; needs the GIL.
   void reset() noexcept {
     env.clear();
     environ_env.reset();
+    scope_env.reset();
     input.release();
     errors.release();
     pending.clear();
     Py_CLEAR(environ);
     Py_CLEAR(errors_obj);
     memory_input.assign(std::string());
-    request_uri.clear();
   }
   Input* open_input(PyObject* obj, std::int64_t length, bool unbounded) noexcept override;
   ErrorStream* open_errors(PyObject* obj) noexcept override;

@@ -291,7 +291,8 @@ bool WsgiEnviron::fetch(Env& env, std::string_view key) noexcept {
   Found f;
   if (key.empty() || forgotten(key) || !lookup(key, f)) return true;
   try {
-    env.emplace(f.key.empty() ? key : f.key, f.value, f.key.empty());
+    if (env.emplace(f.key.empty() ? key : f.key, f.value, f.key.empty()).second)
+      count_env_conversion();
   } catch (...) {  // out of memory copying the key: the entry reads as absent
   }
   return true;
@@ -302,13 +303,14 @@ void WsgiEnviron::fetch_all(Env& env) noexcept {
   try {
     for (int i = 0; i < kFixedCount; ++i) {
       Found f;
-      if (!(fixed_forgotten_ >> i & 1) && lookup(kFixed[static_cast<std::size_t>(i)], f))
-        env.emplace(f.key, f.value, false);
+      if (!(fixed_forgotten_ >> i & 1) && lookup(kFixed[static_cast<std::size_t>(i)], f) &&
+          env.emplace(f.key, f.value, false).second)
+        count_env_conversion();
     }
     for (const Item& it : items_) {
       std::string_view t;
       if (it.forgotten || left_out(it.key) || fixed_index(it.key) >= 0 || !text_of(it.key, it.value, t)) continue;
-      env.emplace(it.key, Value::of_text(t), false);
+      if (env.emplace(it.key, Value::of_text(t), false).second) count_env_conversion();
     }
   } catch (...) {  // out of memory growing the env: it keeps what it got
   }

@@ -5,6 +5,7 @@
 //   delayed          a delayed response answered at once
 //   writer           a delayed response streamed through a Writer from another thread
 //   late_env FILE    a Writer streamed until the host stops reading; then writes PATH_INFO and the body to FILE
+//   late_key KEY     a stream of one chunk: the env's KEY, read when the host asks for the chunk
 //   file PATH [OFF LEN]  a FileBody
 //   shared           SharedBytes body
 //   work MS          sleeps MS milliseconds (I/O-like work), then "done"
@@ -20,12 +21,15 @@
 //                    <object>), then "lint=ok" or Lint's complaint
 //   envops           reads, erases, sets and emplaces keys (HTTP_X_A, HTTP_X_GONE, HTTP_X_SET, HTTP_X_KEEP,
 //                    csgi.version), then iterates: one "name=result" line each
+//   erase_first      before reading any entry erases SERVER_NAME, REMOTE_ADDR, HTTP_X_GONE and CONTENT_TYPE,
+//                    sets SERVER_PORT and HTTP_X_SET, emplaces REQUEST_METHOD; then the erase results and dump
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "csgi/core/app_library.hpp"
@@ -160,6 +164,30 @@ csgi::App make_app(const csgi::AppArgs& args) {
           w->close();
         }).detach();
       });
+    };
+  }
+  if (name == "erase_first") {
+    return [](csgi::Env& env) {
+      std::string erased;
+      for (auto k : {"SERVER_NAME", "REMOTE_ADDR", "HTTP_X_GONE", "CONTENT_TYPE", "HTTP_X_NONE"})
+        erased.append(k).append(env.erase(k) ? "=erased\n" : "=absent\n");
+      env.set("SERVER_PORT", "1");
+      env.set("HTTP_X_SET", "mine");
+      env.emplace("REQUEST_METHOD", csgi::Value::of_text("X"));
+      csgi::Response r = dump(env);
+      r.body = erased + std::get<std::string>(r.body);
+      return r;
+    };
+  }
+  if (name == "late_key") {
+    return [key = arg(1)](csgi::Env& env) {
+      csgi::Response r;
+      auto done = std::make_shared<bool>(false);
+      r.body = csgi::make_stream([&env, key, done]() -> std::optional<std::string> {
+        if (std::exchange(*done, true)) return std::nullopt;
+        return std::string(env.get(key, "<absent>"));
+      });
+      return r;
     };
   }
   if (name == "later") {  // a delayed response answered from a thread of its own after arg(1) ms

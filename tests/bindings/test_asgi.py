@@ -218,6 +218,38 @@ def test_failure_after_the_response_started(load):
     assert all(m.get("more_body") is True for m in sent[1:])  # never a final message: the server aborts
 
 
+@pytest.mark.parametrize("threads", [0, 4])
+def test_an_env_entry_is_made_from_the_scope_when_read(load, threads):
+    from csgi._csgi import _env_conversions as conversions
+    headers = [("X-H%02d" % i, "value %d" % i) for i in range(20)]
+    hello = csgi.asgi(load("hello"), threads=threads)
+    before = conversions()
+    assert validate(drive(hello, scope("/", headers=headers)))[2] == b"Hello, World!"
+    assert conversions() == before + 2  # SCRIPT_NAME and PATH_INFO, made canonical before every app
+    before = conversions()
+    assert validate(drive(csgi.asgi(load("late_key", "REMOTE_ADDR"), threads=threads),
+                          scope("/", headers=headers)))[2] == b"127.0.0.1"
+    assert conversions() == before + 3  # and REMOTE_ADDR, read from the body stream
+    # The first header key read makes the whole env: every header and CGI key, each once.
+    late = csgi.asgi(load("late_key", "HTTP_X_H07"), threads=threads)
+    assert validate(drive(late, scope("/", headers=headers)))[2] == b"value 7"
+
+
+def test_env_erased_and_set_before_any_read_is_as_an_eager_one(load):
+    # The app erases and sets keys before reading any: erase() answers as it would on an env made whole
+    # first, and what the scope holds never comes back over the app's own values.
+    sc = scope("/p", headers=[("Host", "example.org"), ("X-Gone", "g"), ("Content-Type", ""), ("X-Set", "s"),
+                              ("Content-Length", "0")])
+    status, _, body = validate(drive(csgi.asgi(load("erase_first"), threads=0), sc))
+    lines = body.decode().splitlines()
+    assert lines[:5] == ["SERVER_NAME=erased", "REMOTE_ADDR=erased", "HTTP_X_GONE=erased", "CONTENT_TYPE=absent",
+                         "HTTP_X_NONE=absent"]
+    env = dict(line.split("=", 1) for line in lines[5:])
+    assert (env["SERVER_PORT"], env["HTTP_X_SET"], env["REQUEST_METHOD"], env["CONTENT_LENGTH"]) == ("1", "mine", "GET", "0")
+    assert not {"SERVER_NAME", "REMOTE_ADDR", "HTTP_X_GONE", "CONTENT_TYPE"} & set(env)
+    assert env["HTTP_HOST"] == "example.org" and env["REMOTE_PORT"] == "40000"
+
+
 def test_scope_headers_follow_the_one_header_rule(load):
     sc = scope("/", headers=SMUGGLED)
     status, _, body = validate(drive(csgi.asgi(load("dump")), sc))

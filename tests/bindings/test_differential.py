@@ -1,6 +1,7 @@
 """Differential test: the same Flask and Django apps served by `csgi serve --wsgi` and by gunicorn (sync)
 answer a corpus of requests (GET/HEAD/POST, forms, uploads, unicode paths, redirects, cookies, errors,
-streams, files) with the same status, headers and body.
+streams, files) with the same status, headers and body. The Django apps: django_site (a few middleware, many
+views) and django_project (startproject's apps and middleware, CSRF included).
 
 Compared:
 - the status code exactly; the reason phrase without regard to case when csgi knows the code (csgi's
@@ -118,9 +119,25 @@ def django_corpus():
     ]
 
 
+BODY_100K = bytes((i * 7 + 3) & 0xFF for i in range(100 * 1024))
+
+
+def django_project_corpus():
+    return [
+        ("GET", "/", [], None),
+        ("HEAD", "/", [], None),
+        ("GET", "/no/such/view", [], None),
+        ("POST", "/upload", [("Content-Type", "application/octet-stream")], BODY_100K),
+        ("POST", "/", FORM, b"a=1"),  # not exempt: refused by CsrfViewMiddleware
+        ("GET", "/upload", [], None),
+        ("GET", "/stream", [], None),
+    ]
+
+
 @pytest.mark.parametrize("spec,corpus", [("flask_diff_site:application", flask_corpus),
-                                         ("django_site:application", django_corpus)],
-                         ids=["flask", "django"])
+                                         ("django_site:application", django_corpus),
+                                         ("django_project:application", django_project_corpus)],
+                         ids=["flask", "django", "django_project"])
 def test_csgi_and_gunicorn_answer_alike(server_factory, csgi_bin, spec, corpus):
     p1, p2 = free_port(), free_port()
     env = {"PYTHONHASHSEED": "0"}

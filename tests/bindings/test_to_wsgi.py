@@ -10,6 +10,7 @@ import wsgiref.validate
 import pytest
 
 import csgi
+from csgi._csgi import _env_conversions as conversions
 
 APPS = ["hello", "echo", "stream", "delayed", "writer", "shared", "error", "bad", "stack", ("status", "204"),
         ("status", "304"), ("work", "1")]
@@ -168,6 +169,28 @@ def test_env_reads_erases_sets_and_emplaces_like_an_eager_env(load):
         "multithread": "0", "streaming": "1", "size": str(size), "dup": "0", "iter HTTP_X_A": "HTTP_X_A=a",
         "iter HTTP_X_B": "HTTP_X_B=b", "iter HTTP_X_GONE": "-", "iter HTTP_X_SET": "HTTP_X_SET=new",
         "iter HTTP_X_KEEP": "HTTP_X_KEEP=host", "iter X_NEW": "X_NEW=mine", "iter csgi.version": "-", "b": "b"}
+
+
+def test_an_environ_entry_is_converted_when_read_and_never_when_not(load):
+    # A gunicorn-sized environ: 20 headers beside the CGI keys.
+    headers = {"HTTP_X_H%02d" % i: "value %d" % i for i in range(20)}
+    hello, late = load("hello"), load("late_key", "HTTP_X_H07")
+    before = conversions()
+    status, _, body, _ = call(hello, environ(**headers), validate=False)
+    assert (status, body) == ("200 OK", b"Hello, World!")
+    assert conversions() == before  # the hello reads no entry: none is made
+
+    env = environ(**headers)
+    seen = {}
+    result = late(env, lambda s, h, e=None: seen.setdefault("status", s))
+    assert seen["status"] == "200 OK" and conversions() == before  # not read yet
+    env["HTTP_X_H07"] = "changed after the call"  # the env reads the environ as it is when the app reads
+    try:
+        chunks = list(result)
+    finally:
+        result.close()
+    assert chunks == [b"changed after the call"]
+    assert conversions() == before + 1  # that one entry, and no other
 
 
 def test_input_is_streamed_not_read_whole(load):
