@@ -27,6 +27,7 @@ struct Sub {
   std::deque<MessagePtr> queue;
   std::uint64_t skipped = 0;
   bool scheduled = false;       // in the run queue or being delivered
+  std::thread::id delivering;   // the delivery thread inside its callbacks
   bool want_heartbeat = false;
   bool delivered = false;       // since the last heartbeat tick
   End end = End::none;
@@ -46,7 +47,8 @@ struct BroadcastState {
 
   const BroadcastOptions options;
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable cv;       // work for the delivery threads
+  std::condition_variable done_cv;  // a delivery finished
   std::map<std::string, Topic, std::less<>> topics;
   std::unordered_map<std::uint64_t, SubPtr> subs;
   std::deque<SubPtr> runq;
@@ -110,18 +112,20 @@ struct BroadcastState {
       schedule(s);  // its delivery thread tells it
     }
   }
+  /// Ends subscription `id`; waits for a delivery to it running on another thread.
   void cancel(std::uint64_t id) {
     Subscriber fn;  // destroyed after the lock: its captures may cancel other subscriptions
-    {
-      std::lock_guard lock(mu);
-      auto it = subs.find(id);
-      if (it == subs.end()) return;
-      SubPtr s = it->second;
-      s->end = End::cancelled;
-      s->queue.clear();
-      remove(*s);
-      if (!s->scheduled) fn = std::move(s->fn);
-    }
+    std::unique_lock lock(mu);
+    auto it = subs.find(id);
+    if (it == subs.end()) return;
+    SubPtr s = it->second;
+    s->end = End::cancelled;
+    s->queue.clear();
+    remove(*s);
+    if (!s->scheduled) fn = std::move(s->fn);
+    if (s->delivering != std::this_thread::get_id())
+      done_cv.wait(lock, [&] { return s->delivering == std::thread::id(); });
+    lock.unlock();
   }
   /// A heartbeat for every subscriber that wants one and got nothing since the last tick.
   void tick(std::chrono::steady_clock::time_point now) {
@@ -162,6 +166,7 @@ void BroadcastState::deliver(std::unique_lock<std::mutex>& lock, const SubPtr& s
   bool heartbeat = std::exchange(s->want_heartbeat, false);
   End end = s->end;
   std::string why = end == End::dropped ? s->reason : std::string();
+  s->delivering = std::this_thread::get_id();
   lock.unlock();
   if (end == End::none) {
     bool alive = true;
@@ -177,6 +182,8 @@ void BroadcastState::deliver(std::unique_lock<std::mutex>& lock, const SubPtr& s
   }
   Subscriber fn;
   lock.lock();
+  s->delivering = std::thread::id();
+  done_cv.notify_all();
   if (s->end == End::dropped && why.empty()) why = s->reason;
   if (!batch.empty()) s->delivered = true;
   if (end == End::gone && s->end == End::none) {
@@ -232,6 +239,12 @@ LocalBroadcast::LocalBroadcast(BroadcastOptions options) {
   if (options.delivery_threads == 0) throw std::invalid_argument("LocalBroadcast: delivery_threads must be at least 1");
   if (options.heartbeat.count() <= 0) throw std::invalid_argument("LocalBroadcast: heartbeat must be positive");
   st_ = std::make_shared<BroadcastState>(std::move(options));
+}
+
+// The threads start in the process that first uses the hub: never in a prefork master that only builds
+// the app, so none is lost at fork().
+void LocalBroadcast::start_locked() {
+  if (!threads_.empty()) return;
   st_->next_tick = std::chrono::steady_clock::now() + st_->options.heartbeat;
   for (std::size_t i = 0; i < st_->options.delivery_threads; ++i) threads_.emplace_back([st = st_.get()] { st->run(); });
 }
@@ -266,6 +279,7 @@ LocalBroadcast::~LocalBroadcast() {
 
 std::uint64_t LocalBroadcast::publish(std::string_view topic, std::string_view data) {
   std::lock_guard lock(st_->mu);
+  start_locked();
   std::uint64_t id = ++st_->last_message;
   st_->fan_out(topic, id, data);
   return id;
@@ -273,6 +287,7 @@ std::uint64_t LocalBroadcast::publish(std::string_view topic, std::string_view d
 
 void LocalBroadcast::fan_out(std::string_view topic, std::uint64_t id, std::string_view data) {
   std::lock_guard lock(st_->mu);
+  start_locked();
   st_->last_message = std::max(st_->last_message, id);
   st_->fan_out(topic, id, data);
 }
@@ -280,6 +295,7 @@ void LocalBroadcast::fan_out(std::string_view topic, std::uint64_t id, std::stri
 Subscription LocalBroadcast::subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after) {
   if (!subscriber.deliver) throw std::invalid_argument("Broadcast: subscribe() needs a deliver callback");
   std::lock_guard lock(st_->mu);
+  start_locked();
   auto s = std::make_shared<Sub>();
   s->id = ++st_->last_sub;
   s->topic = topic;

@@ -79,8 +79,9 @@ public:
 struct BroadcastState;
 
 /// A subscription's handle: destroying it (or cancel()) unsubscribes; detach() leaves the subscription to
-/// end by itself (its subscriber gone, dropped, or the hub stopped). Movable, usable from any thread. A
-/// delivery already running when cancel() is called may finish after it.
+/// end by itself (its subscriber gone, dropped, or the hub stopped). Movable, usable from any thread.
+/// cancel() waits for a callback of the subscriber running on another thread, so that what the callbacks
+/// use may go once it returns (called from inside a callback, it returns at once).
 class Subscription {
 public:
   Subscription() = default;
@@ -107,7 +108,9 @@ public:
   virtual Subscription subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after = {}) = 0;
 };
 
-/// The hub of one process: topics, subscribers, their queues and the delivery threads.
+/// The hub of one process: topics, subscribers, their queues and the delivery threads, which start when
+/// the hub is first used (a hub made in a prefork master before fork() starts them in each worker; one
+/// must not be used both before a fork() and after it).
 class LocalBroadcast final : public Broadcast {
 public:
   /// Throws std::invalid_argument for a zero queue_limit, delivery_threads or heartbeat.
@@ -122,8 +125,10 @@ public:
   std::size_t subscribers() const;
 
 private:
+  void start_locked();
+
   std::shared_ptr<BroadcastState> st_;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;  // started on first use, with st_->mu held
 };
 
 /// Puts a Broadcast in the env for the app (key broadcast.hub).

@@ -1,6 +1,8 @@
 #include "csgi/middleware/broadcast_streams.hpp"
 
 #include <charconv>
+#include <mutex>
+#include <utility>
 
 #include "csgi/core/env.hpp"
 
@@ -42,22 +44,46 @@ std::optional<std::uint64_t> last_event_id(const Env& env) {
   return id;
 }
 
+namespace {
+
+/// An SSE stream's writer: the preamble goes first, whoever writes first (the subscription may deliver
+/// kept messages before sse_subscribe's own first write); writes never overlap (RES-10).
+class SseStream {
+public:
+  SseStream(WriterPtr w, std::string preamble) : w_(std::move(w)), preamble_(std::move(preamble)) {}
+  bool write(std::string_view chunk) {
+    std::lock_guard lock(mu_);
+    if (!preamble_.empty() && !w_->write(std::exchange(preamble_, std::string()))) return false;
+    return w_->write(chunk);
+  }
+  void close() {
+    std::lock_guard lock(mu_);
+    w_->close();
+  }
+
+private:
+  std::mutex mu_;
+  WriterPtr w_;
+  std::string preamble_;
+};
+
+}  // namespace
+
 Response sse_subscribe(Env& env, Broadcast& hub, std::string topic, SseOptions options) {
   std::optional<std::uint64_t> after = last_event_id(env);
   return Response::delayed([&hub, topic = std::move(topic), options = std::move(options), after](Responder r) {
     Headers h{{"Content-Type", "text/event-stream; charset=utf-8"}, {"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
-    WriterPtr w = r.start(200, std::move(h));
-    if (!w->write(options.retry_ms ? "retry: " + std::to_string(options.retry_ms) + "\n\n" : std::string(": ok\n\n"))) {
-      w->close();
-      return;
-    }
+    auto stream = std::make_shared<SseStream>(
+        r.start(200, std::move(h)), options.retry_ms ? "retry: " + std::to_string(options.retry_ms) + "\n\n" : ": ok\n\n");
     Subscriber s;
-    s.deliver = [w, event = options.event](const BroadcastMessage& m, std::uint64_t) {
-      return w->write(sse_frame(m.data, event, std::to_string(m.id)));
+    s.deliver = [stream, event = options.event](const BroadcastMessage& m, std::uint64_t) {
+      return stream->write(sse_frame(m.data, event, std::to_string(m.id)));
     };
-    s.heartbeat = [w] { return w->write(": keep-alive\n\n"); };
-    s.ended = [w](std::string_view) { w->close(); };
+    s.heartbeat = [stream] { return stream->write(": keep-alive\n\n"); };
+    s.ended = [stream](std::string_view) { stream->close(); };
+    // Subscribed before the preamble goes out: a client that has read it gets every later message.
     hub.subscribe(topic, std::move(s), after).detach();
+    stream->write({});
   });
 }
 

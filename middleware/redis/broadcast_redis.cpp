@@ -36,7 +36,16 @@ RedisBroadcast::RedisBroadcast(std::shared_ptr<RedisClient> redis, BroadcastOpti
     : redis_(std::move(redis)), local_(std::move(options)) {
   if (!redis_) throw std::invalid_argument("RedisBroadcast: no Redis client");
   channel_prefix_ = redis_->options().prefix + "broadcast:";
+}
+
+// As LocalBroadcast's threads, the listener starts in the process that first uses the hub (not in a
+// prefork master). The first subscriber waits for it (at most connect_timeout), so that what is published
+// right after it subscribed reaches it.
+void RedisBroadcast::start_listener(bool wait) {
+  std::unique_lock lock(mu_);
+  if (thread_.joinable()) return;
   thread_ = std::thread([this] { listen(); });
+  if (wait) cv_.wait_for(lock, redis_->options().connect_timeout, [&] { return listener_ != nullptr || stop_; });
 }
 
 RedisBroadcast::~RedisBroadcast() {
@@ -46,10 +55,11 @@ RedisBroadcast::~RedisBroadcast() {
     if (listener_) ::shutdown(listener_->fd, SHUT_RDWR);  // ends the blocking read
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 std::uint64_t RedisBroadcast::publish(std::string_view topic, std::string_view data) {
+  start_listener(false);
   std::string channel = channel_prefix_ + std::string(topic);
   try {
     RedisReply r = redis_->command({"EVAL", script, "1", channel_prefix_ + "id", channel, data});
@@ -61,10 +71,13 @@ std::uint64_t RedisBroadcast::publish(std::string_view topic, std::string_view d
 }
 
 Subscription RedisBroadcast::subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after) {
-  return local_.subscribe(topic, std::move(subscriber), after);
+  Subscription s = local_.subscribe(topic, std::move(subscriber), after);
+  start_listener(true);
+  return s;
 }
 
-bool RedisBroadcast::listening(std::chrono::milliseconds wait) const {
+bool RedisBroadcast::listening(std::chrono::milliseconds wait) {
+  start_listener(false);
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, wait, [&] { return listener_ != nullptr || stop_; }) && listener_ != nullptr;
 }

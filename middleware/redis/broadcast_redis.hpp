@@ -22,16 +22,18 @@ namespace csgi::mw {
 
 class RedisBroadcast final : public Broadcast {
 public:
-  /// Starts the listener, which connects in the background. Throws std::invalid_argument without a client.
+  /// Connects nothing yet: the listener starts (and connects in the background) when the hub is first
+  /// used, in the process that uses it. Throws std::invalid_argument without a client.
   explicit RedisBroadcast(std::shared_ptr<RedisClient> redis, BroadcastOptions options = {});
   /// Stops the listener; live subscriptions end with "broadcast stopped".
   ~RedisBroadcast() override;
   std::uint64_t publish(std::string_view topic, std::string_view data) override;
   Subscription subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after = {}) override;
   /// True while the listener is subscribed; waits up to `wait` for it.
-  bool listening(std::chrono::milliseconds wait = {}) const;
+  bool listening(std::chrono::milliseconds wait = {});
 
 private:
+  void start_listener(bool wait);
   void listen();
   /// Reads messages from `c` until it fails or is shut down.
   void read_messages(redisContext* c);
@@ -43,7 +45,7 @@ private:
   mutable std::condition_variable cv_;
   bool stop_ = false;
   redisContext* listener_ = nullptr;  // while subscribed
-  std::thread thread_;
+  std::thread thread_;                // started on first use, with mu_ held
 };
 
 }  // namespace csgi::mw
