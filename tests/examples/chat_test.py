@@ -7,103 +7,16 @@ origin is answered, and what is posted to one host reaches WebSocket and SSE cli
 Skipped (exit 0 with the reason) when redis-server is not installed.
 Usage: chat_test.py CSGI_EXE CHAT_SO"""
 import asyncio
-import http.client
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 
 import websockets
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ports import free_port, wait_port  # noqa: E402
+from chat_hosts import ORIGIN, Sse, check, failures, request, serve, start_redis, stop
 
 CSGI, CHAT = sys.argv[1:3]
-ORIGIN = "http://chat.example"
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def start_redis(tmp):
-    port = free_port()
-    conf = os.path.join(tmp, "redis.conf")
-    with open(conf, "w") as f:
-        f.write('port %d\nbind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\ndaemonize no\ndir %s\nlogfile ""\n'
-                % (port, tmp))
-    p = subprocess.Popen(["/usr/bin/redis-server", conf], stdout=subprocess.DEVNULL, start_new_session=True)
-    if not wait_port(port):
-        stop(p)
-        raise SystemExit("redis-server did not start")
-    return p, port
-
-
-def serve(redis_port):
-    p = subprocess.Popen([CSGI, "serve", "--listen", "127.0.0.1:0", "--workers", "2", "--app", CHAT,
-                          "--app-arg", "redis://127.0.0.1:%d" % redis_port, "--app-arg", "cors=" + ORIGIN],
-                         stdout=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        line = p.stdout.readline()
-        m = re.search(r"listening on http://127.0.0.1:(\d+)/", line or "")
-        if m:
-            return p, int(m.group(1))
-        if not line:
-            break
-    stop(p)
-    raise SystemExit("csgi serve did not start")
-
-
-def stop(p):
-    os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-
-
-def request(port, method, path, body=None, headers=None):
-    """(status, headers, body) of one request on a connection of its own."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, r.headers, r.read()
-    finally:
-        c.close()
-
-
-class Sse:
-    """An SSE client: event() reads one event (its fields; data lines joined), each read bounded by 10 s."""
-
-    def __init__(self, port, path, headers=None):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        self.conn.request("GET", path, headers=headers or {})
-        self.res = self.conn.getresponse()
-
-    def event(self):
-        fields = {}
-        for _ in range(100):
-            line = self.res.readline().decode().rstrip("\n")
-            if line == "":
-                return fields
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(": ")
-            fields[name] = fields[name] + "\n" + value if name in fields else value
-        raise AssertionError("no end of an SSE event")
-
-    def close(self):
-        self.conn.close()
 
 
 async def ws_messages(url, joined, n):
@@ -159,9 +72,9 @@ def main():
         redis, redis_port = start_redis(tmp)
         procs = [redis]
         try:
-            pa, a = serve(redis_port)
+            pa, a = serve(CSGI, CHAT, redis_port)
             procs.append(pa)
-            pb, b = serve(redis_port)
+            pb, b = serve(CSGI, CHAT, redis_port)
             procs.append(pb)
             run(a, b)
         finally:
@@ -218,4 +131,5 @@ def run(a, b):
     check(15 <= statuses.count(202) <= 30, "about 20 allowed first (%d)" % statuses.count(202))
 
 
-main()
+if __name__ == "__main__":
+    main()
