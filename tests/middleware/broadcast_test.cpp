@@ -230,36 +230,72 @@ TEST_CASE("sse: frames with event, id and one data line per line; Last-Event-ID"
   CHECK(id_of("-1") == std::nullopt);
 }
 
+namespace {
+
+/// A Responder whose Writer keeps what was written, for the test thread to wait on.
+class Recorder final : public ResponderImpl {
+public:
+  void respond(Response) override {}
+  WriterPtr start(int st, Headers h) override {
+    std::lock_guard lock(mu_);
+    status = st;
+    headers = std::move(h);
+    return std::make_shared<W>(*this);
+  }
+  /// Waits (at most 10 s) until `pred(body, closed)` holds.
+  template <class P>
+  bool wait(P pred) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, seconds(10), [&] { return pred(body, closed); });
+  }
+  int status = 0;
+  Headers headers;
+  std::string body;
+  bool closed = false;
+
+private:
+  struct W final : Writer {
+    explicit W(Recorder& r) : r(r) {}
+    bool write(std::string_view chunk) override {
+      std::lock_guard lock(r.mu_);
+      r.body.append(chunk);
+      r.cv_.notify_all();
+      return true;
+    }
+    void close() override {
+      std::lock_guard lock(r.mu_);
+      r.closed = true;
+      r.cv_.notify_all();
+    }
+    Recorder& r;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace
+
 TEST_CASE("sse: a stream replays after Last-Event-ID, carries what is published, ends with the hub") {
-  mw::BroadcastOptions o;
-  o.delivery_threads = 1;  // one queue of deliveries: "three" is out before the probe below gets it
-  auto hub = std::make_unique<mw::LocalBroadcast>(o);
+  auto hub = std::make_unique<mw::LocalBroadcast>();
   hub->publish("room", "one");
   hub->publish("room", "two\nlines");
-  mw::Broadcast* h = hub.get();
-  App app = [h](Env& env) { return mw::sse_subscribe(env, *h, "room", {.event = "chat"}); };
-  testing::TestResponse res;
-  std::thread client([&] { res = testing::call(app, "GET /events", {{"Last-Event-ID", "1"}}); });
-  bool subscribed = false;
-  for (int i = 0; i < 1000 && !subscribed; ++i) {
-    subscribed = hub->subscribers() == 1;
-    if (!subscribed) std::this_thread::sleep_for(milliseconds(5));
-  }
-  CHECK(subscribed);
+  Env env;
+  env.set("HTTP_LAST_EVENT_ID", "1");
+  Response res = mw::sse_subscribe(env, *hub, "room", {.event = "chat"});
+  REQUIRE(res.is_delayed());
+  auto rec = std::make_shared<Recorder>();
+  std::get<Delayed>(res.body)(Responder(rec));
+  const std::string replayed = "retry: 2000\n\nevent: chat\nid: 2\ndata: two\ndata: lines\n\n";
+  REQUIRE(rec->wait([&](const std::string& body, bool) { return body == replayed; }));
   hub->publish("room", "three");
   hub->publish("other", "not this");
-  // The hub stops once "three" is out: the stream then ends (its writer closed).
-  Inbox probe;
-  auto p = hub->subscribe("room", probe.subscriber(), 2);
-  REQUIRE(probe.wait([&] { return probe.data.size() == 1; }));
-  p.cancel();
-  hub.reset();
-  client.join();
-  CHECK(res.status == 200);
-  CHECK(res.header("Content-Type") == "text/event-stream; charset=utf-8");
-  CHECK(res.header("Cache-Control") == "no-store");
-  CHECK(res.closed);
-  CHECK(res.body == "retry: 2000\n\n"
-                    "event: chat\nid: 2\ndata: two\ndata: lines\n\n"
-                    "event: chat\nid: 3\ndata: three\n\n");
+  const std::string all = replayed + "event: chat\nid: 3\ndata: three\n\n";
+  REQUIRE(rec->wait([&](const std::string& body, bool) { return body == all; }));
+  CHECK(rec->status == 200);
+  CHECK(rec->headers.get("Content-Type") == "text/event-stream; charset=utf-8");
+  CHECK(rec->headers.get("Cache-Control") == "no-store");
+  CHECK_FALSE(rec->closed);
+  hub.reset();  // the stream ends with the hub: its writer closed
+  CHECK(rec->wait([](const std::string&, bool closed) { return closed; }));
+  CHECK(rec->body == all);
 }
