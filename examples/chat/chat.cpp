@@ -97,11 +97,12 @@ csgi::App say_route(std::shared_ptr<mw::RateLimitBackend> limits, const Config& 
   return [checked](csgi::Env& env) { return name_of(env).empty() ? not_logged_in() : checked(env); };
 }
 
-csgi::Response listen_ws(csgi::Env& env) {
+csgi::Response listen_ws(csgi::Env& env, const Config& c) {
   std::string room = room_of(env);
   if (room.empty()) return csgi::json_response(400, {{"error", "bad room name"}});
   csgi::websocket::Handler h;
   h.max_message_bytes = 1024;
+  if (!c.cors_origin.empty()) h.allowed_origins = {c.cors_origin};  // besides the page's own origin
   // Subscribed by now: the client may rely on every message posted after this one.
   h.on_open = [room](csgi::websocket::Connection& c) { c.send_text(csgi::to_json_text({{"joined", room}})); };
   return mw::websocket_subscribe(env, *mw::Broadcasting::of(env), "room:" + room, std::move(h));
@@ -138,7 +139,7 @@ csgi::App make_chat(const csgi::AppArgs& args) {
                         return name_of(env).empty() ? not_logged_in() : csgi::json_response(200, {{"token", mw::Csrf::token(env)}});
                       })
                       .post("/say", say_route(limits, c))
-                      .get("/ws", listen_ws)
+                      .get("/ws", [c](csgi::Env& env) { return listen_ws(env, c); })
                       .get("/events", listen_sse);
   app = csgi::wrap<mw::Sessions>(std::move(app), sessions);
   app = csgi::wrap<mw::Broadcasting>(std::move(app), hub);  // holds the hub as long as the app lives

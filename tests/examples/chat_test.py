@@ -34,6 +34,13 @@ async def broadcast(a, b, cookie, token):
     ws_task = asyncio.ensure_future(ws_messages("ws://127.0.0.1:%d/ws?room=den" % b, joined, 3))
     hello = await asyncio.wait_for(joined, 10)
     check(hello == {"joined": "den"}, "the WebSocket joined its room (%s)" % hello)
+    for origin, want in ((ORIGIN, None), ("http://evil.example", 403)):
+        try:
+            async with websockets.connect("ws://127.0.0.1:%d/ws" % b, origin=origin) as ws:
+                got = None if json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"joined": "lobby"} else "?"
+        except websockets.exceptions.InvalidStatusCode as e:
+            got = e.status_code
+        check(got == want, "a WebSocket from %s: %s (%s)" % (origin, want or "joined", got))
     sse = await asyncio.to_thread(Sse, b, "/events?room=den")
     check(sse.res.status == 200 and sse.res.getheader("Content-Type") == "text/event-stream; charset=utf-8",
           "SSE: 200 text/event-stream")
