@@ -4,7 +4,9 @@
 ///   auto hub = std::make_shared<csgi::mw::LocalBroadcast>();   // or RedisBroadcast (redis/broadcast_redis.hpp)
 ///   builder.use<csgi::mw::Broadcasting>(hub);                  // the app finds it as Broadcasting::of(env)
 ///   hub->publish("room:lobby", R"({"text":"hi"})");
-///   auto sub = hub->subscribe("room:lobby", {.deliver = [](const csgi::mw::BroadcastMessage& m) { ...; return true; }});
+///   csgi::mw::Subscriber s;
+///   s.deliver = [](const csgi::mw::BroadcastMessage& m, std::uint64_t skipped) { ...; return true; };
+///   csgi::mw::Subscription sub = hub->subscribe("room:lobby", std::move(s));
 ///
 /// A subscriber has its own bounded queue; publish() only appends to the queues of the topic's
 /// subscribers and never waits for one. The hub's delivery threads empty the queues, calling each
