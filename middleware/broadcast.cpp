@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "csgi/core/env.hpp"
-#include "csgi/core/keys.hpp"
 
 namespace csgi::mw {
 
@@ -324,10 +323,10 @@ Broadcasting::Broadcasting(App next, std::shared_ptr<Broadcast> hub) : next_(std
 }
 
 Response Broadcasting::operator()(Env& env) {
-  env.set_object<Broadcast>(keys::broadcast::hub, hub_.get());
+  env.set_object<Broadcast>(env_key, hub_.get());
   return next_(env);
 }
 
-Broadcast* Broadcasting::of(Env& env) noexcept { return env.object<Broadcast>(keys::broadcast::hub); }
+Broadcast* Broadcasting::of(Env& env) noexcept { return env.object<Broadcast>(env_key); }
 
 }  // namespace csgi::mw

@@ -32,11 +32,6 @@
 
 #include "csgi/core/app.hpp"
 
-namespace csgi::keys::broadcast {
-// Kept here, not in core/keys.hpp, until that header's next change (every unit of the tree includes it).
-inline constexpr std::string_view hub = "broadcast.hub";  // object csgi::mw::Broadcast
-}  // namespace csgi::keys::broadcast
-
 namespace csgi::mw {
 
 struct BroadcastMessage {
@@ -138,6 +133,8 @@ private:
 /// Order:  anywhere in front of the apps that publish or subscribe.
 class Broadcasting {
 public:
+  static constexpr std::string_view env_key = "broadcast.hub";  // object csgi::mw::Broadcast
+
   /// Throws std::invalid_argument without a hub.
   Broadcasting(App next, std::shared_ptr<Broadcast> hub);
   Response operator()(Env& env);
