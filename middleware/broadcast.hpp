@@ -78,7 +78,8 @@ struct BroadcastState;
 /// A subscription's handle: destroying it (or cancel()) unsubscribes; detach() leaves the subscription to
 /// end by itself (its subscriber gone, dropped, or the hub stopped). Movable, usable from any thread.
 /// cancel() waits for a callback of the subscriber running on another thread, so that what the callbacks
-/// use may go once it returns (called from inside a callback, it returns at once).
+/// use may go once it returns (called from inside one of its own callbacks, it returns at once; two
+/// subscriptions' callbacks that cancel each other on two delivery threads would wait for each other).
 class Subscription {
 public:
   Subscription() = default;
