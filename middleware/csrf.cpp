@@ -1,6 +1,7 @@
 #include "csgi/middleware/csrf.hpp"
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -37,6 +38,50 @@ std::string_view stored_token(Env& env, const Session& s) {
   return v.substr(sp + 1);
 }
 
+/// `hex` as bytes; "" when it is not hex digits of an even length.
+std::string from_hex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return {};
+  std::string out(hex.size() / 2, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out[i] = static_cast<char>(hi << 4 | lo);
+  }
+  return out;
+}
+
+std::string to_hex(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += hex_lower[c >> 4];
+    out += hex_lower[c & 0xf];
+  }
+  return out;
+}
+
+/// The token as a page carries it: hex(pad, pad XOR token) with a fresh random pad (Django's and Rails'
+/// masking), so no two responses carry the same bytes for a compression side channel (BREACH) to find.
+std::string masked(std::string_view token_hex) {
+  std::string token = from_hex(token_hex);
+  std::string pad(token.size(), '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(pad.data()), static_cast<int>(pad.size())) != 1)
+    throw std::runtime_error("RAND_bytes failed");
+  std::string x = pad;
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<char>(x[i] ^ token[i]);
+  return to_hex(pad + x);
+}
+
+/// True when `got` is the token `want` (hex), unmasked or masked; compared in constant time.
+bool token_matches(std::string_view got, std::string_view want) {
+  if (got.size() == want.size()) return CRYPTO_memcmp(got.data(), want.data(), got.size()) == 0;
+  if (got.size() != 2 * want.size()) return false;
+  std::string g = from_hex(got), w = from_hex(want);
+  if (w.empty() || g.size() != 2 * w.size()) return false;
+  for (std::size_t i = 0; i < w.size(); ++i) g[i] = static_cast<char>(g[i] ^ g[w.size() + i]);
+  return CRYPTO_memcmp(g.data(), w.data(), w.size()) == 0;
+}
+
 Response refuse_csrf(std::string_view reason) {
   Response r = Response::text(403, "Forbidden: " + std::string(reason) + "\n");
   r.headers.add("Cache-Control", "no-store");
@@ -54,10 +99,10 @@ Csrf::Csrf(App next, CsrfOptions options) : next_(std::move(next)), options_(std
 
 std::string Csrf::token(Env& env) {
   Session& s = session_of(env);
-  if (std::string_view t = stored_token(env, s); !t.empty()) return std::string(t);
+  if (std::string_view t = stored_token(env, s); !t.empty()) return masked(t);
   std::string t = random_token();
   s.data[std::string(session_key)] = std::string(session_id(env)) + " " + t;
-  return t;
+  return masked(t);
 }
 
 bool Csrf::trusted(std::string_view origin) const {
@@ -88,8 +133,7 @@ Response Csrf::operator()(Env& env) {
   if (got.empty() && !options_.form_field.empty())
     got = Request(env).body_parameters().get(options_.form_field).value_or(std::string_view{});
   if (got.empty()) return refuse_csrf("CSRF token missing");
-  if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), got.size()) != 0)
-    return refuse_csrf("CSRF token invalid");
+  if (!token_matches(got, want)) return refuse_csrf("CSRF token invalid");
   return next_(env);
 }
 

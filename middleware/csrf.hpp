@@ -3,8 +3,8 @@
 /// in two layers, as Django's CsrfViewMiddleware and Go's CrossOriginProtection do:
 ///   1. where the request comes from: Sec-Fetch-Site must be same-origin or none; without it, an Origin
 ///      header must name this site (scheme://Host); an origin in `trusted_origins` passes either check;
-///   2. a per-session token: the X-CSRF-Token header (or the csrf_token form field) must equal the token
-///      kept in the session (Csrf::token(env) gives it to pages and scripts).
+///   2. a per-session token: the X-CSRF-Token header (or the csrf_token form field) must be the token
+///      kept in the session, masked (as Csrf::token(env) gives it to pages and scripts) or not.
 /// A request failing either gets 403 with the reason; the app is not called.
 /// Reads:  REQUEST_METHOD, HTTP_SEC_FETCH_SITE, HTTP_ORIGIN, HTTP_HOST, csgi.url_scheme, the token header,
 ///         the form body (through csgi::Request, which keeps it for the app), csgix.session.
@@ -34,9 +34,11 @@ public:
   /// Throws std::logic_error when no Sessions middleware is in front.
   Response operator()(Env& env);
 
-  /// This session's token (32 hex digits), made and stored in the session on first use. It is bound to
-  /// the session id: after Sessions::rotate (login) the session gets a new token and the old one fails.
-  /// Throws std::logic_error without a Sessions middleware in front.
+  /// This session's token for a page or script, masked anew on every call (64 hex digits: a random pad
+  /// and the pad XOR the token, so that no two responses carry the same bytes, against BREACH). The token
+  /// itself (32 hex digits) is made and stored in the session on first use; a request may send either
+  /// form. It is bound to the session id: after Sessions::rotate (login) the session gets a new token and
+  /// the old one fails. Throws std::logic_error without a Sessions middleware in front.
   static std::string token(Env& env);
 
 private:

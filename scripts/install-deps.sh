@@ -38,7 +38,7 @@ test_pkgs=(
   ruby-rack ruby-rack-test ruby-sinatra puma
 )
 bench_pkgs=(
-  wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest
+  wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest redis-server
 )
 
 case "${1:-all}" in

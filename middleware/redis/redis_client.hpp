@@ -62,12 +62,14 @@ public:
   /// Runs one command. Throws RedisError (unreachable, timed out, backing off, or an error reply).
   RedisReply command(std::initializer_list<std::string_view> argv);
   const RedisOptions& options() const noexcept { return options_; }
+  /// A new connection outside the pool (AUTH and SELECT done, command_timeout set), for a caller that
+  /// keeps it to itself (a SUBSCRIBE); the caller frees it with redisFree. Throws RedisError.
+  redisContext* connect();
 
 private:
   /// An idle connection (reused = true) or a new one.
   redisContext* acquire(bool& reused);
   void release(redisContext* c, bool healthy);
-  redisContext* connect();
 
   RedisOptions options_;
   std::mutex mu_;

@@ -17,6 +17,12 @@ using Hdrs = std::vector<std::pair<std::string, std::string>>;
 App stack(mw::CsrfOptions o = {}) {
   App app = lint([](Env& env) {
     if (env.get(keys::PATH_INFO) == "/token") return Response::text(200, mw::Csrf::token(env));
+    if (env.get(keys::PATH_INFO) == "/tokens")  // two pages of one session
+      return Response::text(200, mw::Csrf::token(env) + " " + mw::Csrf::token(env));
+    if (env.get(keys::PATH_INFO) == "/secret") {  // what the session keeps: "<session id> <token>"
+      std::string kept = mw::Sessions::of(env)->data[std::string(mw::Csrf::session_key)];
+      return Response::text(200, kept.substr(kept.rfind(' ') + 1));
+    }
     if (env.get(keys::PATH_INFO) == "/login") {
       mw::Sessions::rotate(env);
       return Response::text(200, mw::Csrf::token(env));
@@ -43,7 +49,7 @@ TEST_CASE("csrf: safe methods pass; an unsafe one needs the session's token in t
   App app = stack();
   CHECK(testing::call(app, "GET /page").body == "ok ");
   Client c = login(app);
-  REQUIRE(c.token.size() == 32);
+  REQUIRE(c.token.size() == 64);
   Hdrs base = {{"Host", "app.test"}, {"Cookie", c.cookie}};
 
   Hdrs with_header = base;
@@ -66,7 +72,7 @@ TEST_CASE("csrf: safe methods pass; an unsafe one needs the session's token in t
   CHECK(w.status == 403);
   CHECK(w.body == "Forbidden: CSRF token invalid\n");
   Hdrs shorter = base;
-  shorter.emplace_back("X-CSRF-Token", c.token.substr(0, 31));
+  shorter.emplace_back("X-CSRF-Token", c.token.substr(0, 63));
   CHECK(testing::call(app, "PUT /say", shorter).status == 403);
 
   auto no_session = testing::call(app, "POST /say", {{"X-CSRF-Token", c.token}});
@@ -109,12 +115,40 @@ TEST_CASE("csrf: a new session id (login) retires the old token") {
   REQUIRE(r.status == 200);
   std::string sc = r.header("Set-Cookie");
   Client after{sc.substr(0, sc.find(';')), r.body};
-  CHECK(after.token.size() == 32);
+  CHECK(after.token.size() == 64);
   CHECK(after.token != c.token);
   auto old = testing::call(app, "POST /say", {{"Cookie", after.cookie}, {"X-CSRF-Token", c.token}});
   CHECK(old.status == 403);
   CHECK(old.body == "Forbidden: CSRF token invalid\n");
   CHECK(testing::call(app, "POST /say", {{"Cookie", after.cookie}, {"X-CSRF-Token", after.token}}).status == 200);
+}
+
+TEST_CASE("csrf: the token is masked anew for every page; masked and unmasked forms pass, others fail") {
+  // A page compressed with a secret of its own (BREACH) must not carry the same token bytes twice.
+  App app = stack();
+  Client c = login(app);
+  Hdrs base = {{"Host", "app.test"}, {"Cookie", c.cookie}};
+  std::string two = testing::call(app, "GET /tokens", base).body;
+  std::string t1 = two.substr(0, two.find(' ')), t2 = two.substr(two.find(' ') + 1);
+  std::string secret = testing::call(app, "GET /secret", base).body;
+  REQUIRE(secret.size() == 32);
+  CHECK(t1.size() == 64);
+  CHECK(t1 != t2);
+  CHECK(t1 != c.token);
+  CHECK(t1.find(secret) == std::string::npos);
+  auto post = [&](std::string token) {
+    Hdrs h = base;
+    h.emplace_back("X-CSRF-Token", std::move(token));
+    return testing::call(app, "POST /say", h);
+  };
+  for (const std::string& t : {c.token, t1, t2, secret}) CHECK(post(t).status == 200);
+  std::string flipped = t1;
+  flipped[40] = flipped[40] == '0' ? '1' : '0';
+  CHECK(post(flipped).body == "Forbidden: CSRF token invalid\n");
+  CHECK(post(std::string(64, 'z')).status == 403);   // not hex
+  CHECK(post(t1 + "00").status == 403);              // neither length
+  Client other = login(app);                         // another session's masked token
+  CHECK(post(other.token).body == "Forbidden: CSRF token invalid\n");
 }
 
 TEST_CASE("csrf: without a Sessions middleware in front it is a configuration error") {

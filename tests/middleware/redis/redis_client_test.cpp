@@ -13,42 +13,12 @@
 #include "csgi/middleware/redis/rate_limit_redis.hpp"
 #include "csgi/middleware/redis/session_store_redis.hpp"
 #include "csgi/middleware/sessions.hpp"
-#include "harness.hpp"
+#include "redis_server.hpp"
 
 using namespace csgi;
 using namespace std::chrono;
 
 namespace {
-
-/// A redis-server of the test's own: a temporary config, 127.0.0.1 on a free port, no persistence.
-class RedisServer {
-public:
-  RedisServer() : port_(test::free_port()) {}
-  /// False (with `why`) when redis-server is not installed or does not come up.
-  bool start(std::string& why) {
-    if (::access("/usr/bin/redis-server", X_OK) != 0) {
-      why = "redis-server not installed (Debian: redis-server)";
-      return false;
-    }
-    std::string conf = dir_ / "redis.conf";
-    test::write_file(conf, "port " + std::to_string(port_) + "\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\n"
-                           "appendonly no\ndaemonize no\ndir " + dir_.path() + "\nlogfile \"\"\n");
-    proc_.emplace(std::vector<std::string>{"/usr/bin/redis-server", conf}, dir_ / "redis.log");
-    if (!test::wait_for_port(port_, seconds(10))) {
-      why = "redis-server did not start: " + test::read_file(dir_ / "redis.log");
-      return false;
-    }
-    return true;
-  }
-  void stop() { proc_.reset(); }
-  pid_t pid() { return proc_ ? proc_->pid() : -1; }
-  int port() const { return port_; }
-
-private:
-  test::TempDir dir_;
-  int port_;
-  std::optional<test::Process> proc_;
-};
 
 std::shared_ptr<mw::RedisClient> client(int port) {
   mw::RedisOptions o = mw::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port));
@@ -98,7 +68,7 @@ TEST_CASE("redis: a redis:// URL gives host, port, password and db; anything els
 }
 
 TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis is down, then back") {
-  RedisServer redis;
+  test::RedisServer redis;
   std::string why;
   if (!redis.start(why)) {
     WARN("skipped: " + why);
@@ -178,7 +148,7 @@ TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis 
 }
 
 TEST_CASE("redis: after a restart the clients reconnect by themselves") {
-  RedisServer redis;
+  test::RedisServer redis;
   std::string why;
   if (!redis.start(why)) {
     WARN("skipped: " + why);
@@ -190,7 +160,7 @@ TEST_CASE("redis: after a restart the clients reconnect by themselves") {
   CHECK_THROWS_AS(c->command({"GET", "k"}), mw::RedisError);
   CHECK_THROWS_AS(c->command({"GET", "k"}), mw::RedisError);  // backing off: fails at once
   // Same port again (the server was ours; its port is free once it exited).
-  RedisServer* again = &redis;
+  test::RedisServer* again = &redis;
   REQUIRE(again->start(why));
   bool back = false;
   for (int i = 0; i < 200 && !back; ++i) {

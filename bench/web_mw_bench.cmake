@@ -1,0 +1,5 @@
+target_link_libraries(web_mw_bench PRIVATE csgi::middleware)
+if(TARGET csgi::middleware_redis)
+  target_link_libraries(web_mw_bench PRIVATE csgi::middleware_redis)
+  target_compile_definitions(web_mw_bench PRIVATE CSGI_BENCH_HAVE_REDIS)
+endif()

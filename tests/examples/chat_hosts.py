@@ -1,0 +1,100 @@
+"""What the chat example's tests share: a redis-server from a temporary config, `csgi serve` hosts of
+examples/chat on free ports of 127.0.0.1, plain HTTP requests, an SSE client, and check()."""
+import http.client
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ports import free_port, wait_port  # noqa: E402
+
+ORIGIN = "http://chat.example"
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def start_redis(tmp, port=None):
+    """A redis-server on `port` (a free one when None): (process, port)."""
+    port = port or free_port()
+    conf = os.path.join(tmp, "redis.conf")
+    with open(conf, "w") as f:
+        f.write('port %d\nbind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\ndaemonize no\ndir %s\nlogfile ""\n'
+                % (port, tmp))
+    p = subprocess.Popen(["/usr/bin/redis-server", conf], stdout=subprocess.DEVNULL, start_new_session=True)
+    if not wait_port(port):
+        stop(p)
+        raise SystemExit("redis-server did not start")
+    return p, port
+
+
+def serve(csgi, chat, redis_port):
+    """`csgi serve --workers 2` of the chat on Redis: (process, port)."""
+    # --graceful-timeout 1: an SSE stream whose client left is noticed at its next write (a message or the
+    # heartbeat, 15 s); a stop waits for such streams at most that long.
+    p = subprocess.Popen([csgi, "serve", "--listen", "127.0.0.1:0", "--workers", "2", "--graceful-timeout", "1",
+                          "--app", chat,
+                          "--app-arg", "redis://127.0.0.1:%d" % redis_port, "--app-arg", "cors=" + ORIGIN],
+                         stdout=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        m = re.search(r"listening on http://127.0.0.1:(\d+)/", line or "")
+        if m:
+            return p, int(m.group(1))
+        if not line:
+            break
+    stop(p)
+    raise SystemExit("csgi serve did not start")
+
+
+def stop(p):
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def request(port, method, path, body=None, headers=None):
+    """(status, headers, body) of one request on a connection of its own."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, r.headers, r.read()
+    finally:
+        c.close()
+
+
+class Sse:
+    """An SSE client: event() reads one event (its fields; data lines joined), each read bounded by `timeout`
+    seconds (OSError past it)."""
+
+    def __init__(self, port, path, headers=None, timeout=10):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.conn.request("GET", path, headers=headers or {})
+        self.res = self.conn.getresponse()
+
+    def event(self):
+        fields = {}
+        for _ in range(100):
+            line = self.res.readline().decode().rstrip("\n")
+            if line == "":
+                return fields
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(": ")
+            fields[name] = fields[name] + "\n" + value if name in fields else value
+        raise AssertionError("no end of an SSE event")
+
+    def close(self):
+        self.conn.close()
