@@ -50,6 +50,19 @@ my %routes = (
             $writer->close;
         };
     },
+    '/stream-wait' => sub {
+        my $env = shift;
+        # The first part must reach the client before the app goes on: it waits (10 s at most) for the
+        # file the client creates once it has read it.
+        my $file = $env->{QUERY_STRING};
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            $writer->write("first\n");
+            for (1 .. 200) { last if -e $file; select undef, undef, undef, 0.05 }
+            $writer->write(-e $file ? "second\n" : "timed out\n");
+            $writer->close;
+        };
+    },
     '/delayed' => sub {
         return sub { my $respond = shift; $respond->([202, ['Content-Type' => 'text/plain'], ['later']]) };
     },
