@@ -105,6 +105,44 @@ serve csgi_catalyst 8 '/form?x=1&y=2' "" "${C[@]}" "$cat_app"
 serve starman_catalyst 8 '/form?x=1&y=2' "" "${S[@]}" "$cat_app"
 measure csgi_catalyst starman_catalyst
 
+# Instructions per request, which the machine's load does not move: each server runs under callgrind (its
+# children traced: Starman's worker) from start to exit, twice, serving N1 and then N2 requests
+# (`ab -k -c 8`); (Ir(N2) - Ir(N1)) / (N2 - N1), so that start-up and shutdown cancel out. User space only.
+declare -A INSTR
+instr_total() {  # N PATH POSTFILE cmd... → the instructions of the run
+  local n=$1 path=$2 post=$3; shift 3
+  local port; port=$(free_port)
+  local dir; dir=$(mktemp -d -p "$work")
+  local argv=("${@//PORT/$port}")
+  (cd "$work" && exec setsid valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$dir/cg.%p" \
+     "${argv[@]}" >"$dir/log" 2>&1) &
+  local p=$!
+  wait_url "http://127.0.0.1:$port$path" 1200 || { cat "$dir/log" >&2; stop_pid "$p"; echo 0; return; }
+  local body=(); [ -n "$post" ] && body=(-p "$work/$post" -T application/x-www-form-urlencoded)
+  ab -q -k -c 8 -n "$n" "${body[@]}" "http://127.0.0.1:$port$path" >"$dir/ab" 2>&1
+  kill -TERM -- "-$p" 2>/dev/null
+  for _ in $(seq 600); do pgrep -g "$p" >/dev/null || break; sleep 0.1; done  # every process has dumped
+  wait "$p" 2>/dev/null
+  cat "$dir"/cg.* 2>/dev/null | awk '/^summary:/ {s += $2} END {printf "%.0f\n", s}'
+}
+instr() {  # KEY N1 N2 PATH POSTFILE cmd...
+  local key=$1 n1=$2 n2=$3; shift 3
+  local i1 i2
+  i1=$(instr_total "$n1" "$@"); i2=$(instr_total "$n2" "$@")
+  INSTR[$key]=$(awk -v a="$i1" -v b="$i2" -v n="$((n2 - n1))" 'BEGIN {if (a > 0 && b > a) printf "%.0f", (b - a) / n; else print "-"}')
+  echo "  $key: ${INSTR[$key]} instructions/request"
+}
+if command -v valgrind >/dev/null && command -v ab >/dev/null; then
+  q=1; [ "${BENCH_QUICK:-0}" = 1 ] && q=2
+  printf '%s' "name=csgi&email=a%40example.org&message=Hello+there%2C+world&topic=bench&count=42" > "$work/form.body"
+  instr csgi_hello $((500 / q)) $((2500 / q)) / "" "${C[@]}" hello.psgi
+  instr starman_hello $((500 / q)) $((2500 / q)) / "" "${S[@]}" hello.psgi
+  instr csgi_form $((500 / q)) $((2500 / q)) / form.body "${C[@]}" form.psgi
+  instr starman_form $((500 / q)) $((2500 / q)) / form.body "${S[@]}" form.psgi
+  instr csgi_catalyst $((100 / q)) $((500 / q)) '/form?x=1&y=2' "" "${C[@]}" "$cat_app"
+  instr starman_catalyst $((100 / q)) $((500 / q)) '/form?x=1&y=2' "" "${S[@]}" "$cat_app"
+fi
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f×", a / b; else print "-"}'; }
 row() {  # app, csgi key, starman key
   printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$1" "${RPS[$2]}" "${RPS[$3]}" "$(ratio "${RPS[$2]}" "${RPS[$3]}")" \
@@ -126,6 +164,17 @@ row() {  # app, csgi key, starman key
   row "Plack::Request form (urlencoded POST, 5 fields)" csgi_form starman_form
   row "Catalyst (tests/bindings/perl/catalyst, /form?x=1&y=2)" csgi_catalyst starman_catalyst
   echo
+  if [ -n "${INSTR[csgi_hello]:-}" ]; then
+    echo "User-space instructions per request (callgrind, Starman's worker included; see the script):"
+    echo
+    echo "| app | csgi | Starman | ratio |"
+    echo "|---|---|---|---|"
+    for app in hello form catalyst; do
+      printf '| %s | %s | %s | %s |\n' "$app" "${INSTR[csgi_$app]}" "${INSTR[starman_$app]}" \
+        "$(ratio "${INSTR[starman_$app]}" "${INSTR[csgi_$app]}")"
+    done
+    echo
+  fi
   echo "With one connection each request waits for the one before: csgi's io thread hands it to the perl thread"
   echo "and takes the answer back, two thread wake-ups a request with nothing to batch, while Starman's worker"
   echo "reads and writes the socket itself."
