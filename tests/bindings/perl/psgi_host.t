@@ -1,6 +1,6 @@
 # csgi serve --psgi over real sockets: the PSGI env, psgi.input, array, filehandle and getline bodies,
-# streaming and delayed responses, psgi.errors, psgix.cleanup, and a die or a bad response → 500 logged
-# with the request line. Served in this process's child (--workers 0) and by two forked workers.
+# streaming and delayed responses, psgi.errors, psgix.cleanup, psgix.io (an app speaking its own protocol on
+# the connection), psgix.logger, and a die or a bad response → 500 logged with the request line. Served in this process's child (--workers 0) and by two forked workers.
 use strict;
 use warnings;
 use File::Temp qw(tempdir);
