@@ -85,6 +85,10 @@ if(CSGI_PYTHON_EXECUTABLE)
   list(GET csgi_py_versions 1 csgi_py_next)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3 (>= ${csgi_py_version}), python3 (<< ${csgi_py_next})")
 endif()
+# --psgi dlopen()s libperl, which dpkg-shlibdeps cannot see (bindings/perl/CMakeLists.txt names it).
+if(TARGET csgi_perl AND CSGI_PERL_DEB_DEPENDS)
+  string(JOIN ", " CPACK_DEBIAN_PACKAGE_DEPENDS ${CPACK_DEBIAN_PACKAGE_DEPENDS} ${CSGI_PERL_DEB_DEPENDS})
+endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
     "g++, cmake, libboost-dev, nlohmann-json3-dev, zlib1g-dev, libssl-dev, libnghttp2-dev, libbrotli-dev, libfcgi-dev, libhiredis-dev")
 include(CPack)

@@ -34,7 +34,7 @@ test_pkgs=(
   openssl nghttp2-client python3-h2 python3-websockets testssl.sh libnss3-tools ngtcp2-client
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart redis-server
-  libplack-perl libtest-tcp-perl starman libcatalyst-devel-perl
+  libplack-perl libtest-tcp-perl starman libcatalyst-perl libcatalyst-devel-perl
   ruby-rack ruby-rack-test ruby-sinatra puma
 )
 bench_pkgs=(

@@ -173,6 +173,10 @@ def main():
         check((" " + path + "\n") in listed, "the package holds " + path)
     check(all(l.split(None, 5)[-1].startswith("./usr/") or l.split(None, 5)[-1] == "./" for l in listed.splitlines()),
           "everything is under /usr")
+    if "/auto/CSGI/CSGI.so\n" in listed:  # --psgi: libperl is loaded with dlopen(), unseen by dpkg-shlibdeps
+        perl_version = run(["perl", "-MConfig", "-e", "print $Config{version}"]).stdout.strip()
+        for dep in ("libperl" + perl_version.rsplit(".", 1)[0], "perlapi-" + perl_version):
+            check(dep in depends, "Depends: names %s (%s)" % (dep, ", ".join(depends)))
 
     me = os.path.abspath(__file__)
     if namespace_works(work):

@@ -52,7 +52,8 @@ wait_url() {
 }
 
 # cpu_ticks PID: utime+stime of the process (clock ticks); tree_cpu_ticks PID adds its children's.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# Fields counted after the command name, which may hold spaces ("starman worker" sets its own).
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13} END {if (!NR) print 0}'; }
 tree_cpu_ticks() {
   local total=0 p
   for p in "$1" $(pgrep -P "$1" || true); do total=$((total + $(cpu_ticks "$p"))); done

@@ -50,6 +50,8 @@ sub _handle {
     $env->{'psgix.cleanup'} = 1;
     $env->{'psgix.cleanup.handlers'} = [];
     $env->{'psgix.informational'} = sub { $req->informational(@_) } if $req->informational_offered;
+    $env->{'psgix.logger'} = sub { $req->log($_[0]{level}, $_[0]{message}) };
+    $env->{'psgix.io'} = CSGI::IO->new($req) if $req->io_offered;
     my $res;
     if (!eval { $res = $app->($env); 1 }) {
         $req->fail($@ eq '' ? "died\n" : "$@");
@@ -103,5 +105,6 @@ sub CSGI::Errors::printf {
 
 require Scalar::Util;
 require overload;
+require CSGI::IO;
 
 1;

@@ -35,11 +35,12 @@ struct Job {
   Responder responder;
   WriterPtr writer;
   bool answered = false;
+  bool taken = false;  // the app took the connection (psgix.io): the server ignores any answer
 
   Job(Env& e, Responder r) : env(&e), responder(std::move(r)) {}
   Job(const Job&) = delete;
   ~Job() {
-    if (!answered) fail("the PSGI app dropped its responder without answering");
+    if (!answered && !taken) fail("the PSGI app dropped its responder without answering");
   }
   // The app failed: logged as every adapter logs a failed app (core/app_failure.hpp); 500 (or the problem
   // response app_failure_response() makes) when nothing was sent yet, else the body ends there.
@@ -407,6 +408,56 @@ void print_errors(pTHX_ SV* self, SV** items, I32 n) {
   }
 }
 
+// psgix.io (lib/CSGI/IO.pm): the connection, from csgix.io; -1 when the adapter cannot hand it over.
+int take_io(pTHX_ SV* self, std::string& pending) {
+  JobPtr* h = handle_of(aTHX_ self);
+  if (!h || !*h || !(*h)->env || (*h)->answered || (*h)->taken) return -1;
+  try {
+    auto* io = (*h)->env->object<Hijack>(keys::x::io);
+    int fd = io ? io->take(pending) : -1;
+    (*h)->taken = fd >= 0;
+    return fd;
+  } catch (...) {
+    return -1;
+  }
+}
+
+bool io_offered(pTHX_ SV* self) {
+  JobPtr* h = handle_of(aTHX_ self);
+  return h && *h && (*h)->env && (*h)->env->object<Hijack>(keys::x::io);
+}
+
+// psgix.logger: to csgix.logger when a layer in front offers one, else a line on csgi.errors.
+bool log_message(pTHX_ SV* self, SV* level_sv, SV* message_sv) {
+  static constexpr std::string_view names[] = {"debug", "info", "warn", "error", "fatal"};
+  STRLEN ll = 0, ml = 0;
+  const char* lp = SvOK(level_sv) ? SvPV(level_sv, ll) : "";
+  const char* mp = SvOK(message_sv) ? SvPV(message_sv, ml) : "";
+  std::string_view level(lp, ll), message(mp, ml);
+  int at = 0;
+  while (at < 5 && names[at] != level) ++at;
+  if (at == 5) {
+    failure = "psgix.logger: the level must be debug, info, warn, error or fatal";
+    return false;
+  }
+  JobPtr* h = handle_of(aTHX_ self);
+  try {
+    Env* env = h && *h ? (*h)->env : nullptr;
+    if (Logger* logger = env ? env->object<Logger>(keys::x::logger) : nullptr) {
+      logger->log(static_cast<Logger::Level>(at), message);
+      return true;
+    }
+    std::string line = "[" + std::string(level) + "] " + std::string(message);
+    if (line.back() != '\n') line += '\n';
+    if (ErrorStream* errors = h && *h ? (*h)->errors() : nullptr)
+      errors->write(line);
+    else
+      std::fwrite(line.data(), 1, line.size(), stderr);
+  } catch (...) {
+  }
+  return true;
+}
+
 // ---- the XSUBs
 
 #define CSGI_SELF_ARGS(min, usage) \
@@ -473,6 +524,30 @@ XS_INTERNAL(xs_request_informational_offered) {
 XS_INTERNAL(xs_request_harakiri) {
   CSGI_SELF_ARGS(1, "self");
   harakiri(aTHX_ ST(0));
+  XSRETURN_EMPTY;
+}
+
+XS_INTERNAL(xs_request_take_io) {
+  CSGI_SELF_ARGS(1, "self");
+  std::string pending;
+  int fd = take_io(aTHX_ ST(0), pending);
+  if (fd < 0) XSRETURN_EMPTY;
+  SP -= items;
+  EXTEND(SP, 2);
+  mPUSHi(fd);
+  mPUSHs(text_sv(aTHX_ pending));
+  PUTBACK;
+}
+
+XS_INTERNAL(xs_request_io_offered) {
+  CSGI_SELF_ARGS(1, "self");
+  ST(0) = boolSV(io_offered(aTHX_ ST(0)));
+  XSRETURN(1);
+}
+
+XS_INTERNAL(xs_request_log) {
+  CSGI_SELF_ARGS(3, "self, level, message");
+  if (!log_message(aTHX_ ST(0), ST(1), ST(2))) croak("%s", failure.c_str());
   XSRETURN_EMPTY;
 }
 
@@ -546,6 +621,9 @@ void define_request_classes(PerlInterpreter* interp) {
   newXS("CSGI::Request::informational", xs_request_informational, file);
   newXS("CSGI::Request::informational_offered", xs_request_informational_offered, file);
   newXS("CSGI::Request::harakiri", xs_request_harakiri, file);
+  newXS("CSGI::Request::take_io", xs_request_take_io, file);
+  newXS("CSGI::Request::io_offered", xs_request_io_offered, file);
+  newXS("CSGI::Request::log", xs_request_log, file);
   newXS("CSGI::Request::DESTROY", xs_destroy, file);
   newXS("CSGI::Writer::write", xs_writer_write, file);
   newXS("CSGI::Writer::close", xs_writer_close, file);

@@ -210,6 +210,42 @@ TEST_CASE("standalone: a 103 sent from another thread while a delayed response w
   }
 }
 
+TEST_CASE("standalone: csgix.io taken from another thread while a delayed response waits") {
+  std::vector<std::thread> answering;
+  std::mutex mu;
+  {
+    Running run(
+        [&](Env& env) {
+          auto* io = env[csgi::keys::PATH_INFO] == "/take" ? env.object<csgi::Hijack>(csgi::keys::x::io) : nullptr;
+          return Response::delayed([&, io](csgi::Responder r) {
+            std::lock_guard lock(mu);
+            // A language host's thread: it takes the socket and speaks its own protocol on it.
+            answering.emplace_back([io, r = std::move(r)]() mutable {
+              std::string pending;
+              int fd = io ? io->take(pending) : -1;
+              if (fd >= 0) {
+                send_all(fd, "taken; pending=" + pending + "\n");
+                std::string more = recv_until(fd, "\n");
+                send_all(fd, "echo " + more);
+                ::close(fd);
+              }
+              r.respond(Response::text(200, "ignored"));  // after a take the adapter ignores it
+            });
+          });
+        },
+        {});
+    int fd = connect_tcp(run.port);
+    send_all(fd, "GET /take HTTP/1.1\r\nHost: t\r\n\r\nearly");
+    CHECK(recv_until(fd, "\n") == "taken; pending=early\n");
+    send_all(fd, "ping\n");
+    CHECK(recv_until(fd, "\x01") == "echo ping\n");
+    ::close(fd);
+    CHECK(get(run.port, "/").find("\r\n\r\nignored") != std::string::npos);  // the server serves on
+    std::lock_guard lock(mu);
+    for (auto& t : answering) t.join();
+  }
+}
+
 TEST_CASE("standalone: a pull stream is closed when the client goes away mid-body") {
   std::promise<void> closed;
   auto fut = closed.get_future();

@@ -23,6 +23,8 @@ my %routes = (
         my $body = join '', map { "$_=" . (defined $env->{$_} ? $env->{$_} : '(undef)') . "\n" } @keys;
         $body .= "psgi.version=" . join('.', @{ $env->{'psgi.version'} }) . "\n";
         $body .= "input.can_read=" . ($env->{'psgi.input'}->can('read') ? 1 : 0) . "\n";
+        $body .= "io=" . (ref $env->{'psgix.io'} ? 1 : 0) . "\n";
+        $body .= "logger=" . (ref $env->{'psgix.logger'} eq 'CODE' ? 1 : 0) . "\n";
         return [200, ['Content-Type' => 'text/plain'], [$body]];
     },
     '/echo' => sub {
@@ -48,6 +50,19 @@ my %routes = (
             $writer->close;
         };
     },
+    '/stream-wait' => sub {
+        my $env = shift;
+        # The first part must reach the client before the app goes on: it waits (10 s at most) for the
+        # file the client creates once it has read it.
+        my $file = $env->{QUERY_STRING};
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            $writer->write("first\n");
+            for (1 .. 200) { last if -e $file; select undef, undef, undef, 0.05 }
+            $writer->write(-e $file ? "second\n" : "timed out\n");
+            $writer->close;
+        };
+    },
     '/delayed' => sub {
         return sub { my $respond = shift; $respond->([202, ['Content-Type' => 'text/plain'], ['later']]) };
     },
@@ -56,6 +71,25 @@ my %routes = (
         my $sent = $env->{'psgix.informational'}
             ? $env->{'psgix.informational'}->(103, ['Link' => '</style.css>; rel=preload; as=style']) : 0;
         return [200, ['Content-Type' => 'text/plain'], ["sent=" . ($sent ? 1 : 0)]];
+    },
+    '/io' => sub {
+        my $env = shift;
+        my $io = $env->{'psgix.io'} or return [501, ['Content-Type' => 'text/plain'], ['no psgix.io']];
+        return sub {
+            # Its own protocol on the connection: a 101, then an echo of each line until "bye".
+            syswrite $io, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n";
+            while (defined(my $line = <$io>)) {
+                print $io "echo: $line";
+                last if $line eq "bye\n";
+            }
+            close $io;
+        };
+    },
+    '/log' => sub {
+        my $env = shift;
+        $env->{'psgix.logger'}->({ level => 'warn', message => 'a message for psgix.logger' });
+        my $refused = !eval { $env->{'psgix.logger'}->({ level => 'loud', message => 'x' }); 1 };
+        return [200, ['Content-Type' => 'text/plain'], [$refused ? 'bad level refused' : 'bad level taken']];
     },
     '/dropped' => sub { sub { } },
     '/die' => sub { die "the app died on purpose\n" },

@@ -1,6 +1,6 @@
 # csgi serve --psgi over real sockets: the PSGI env, psgi.input, array, filehandle and getline bodies,
-# streaming and delayed responses, psgi.errors, psgix.cleanup, and a die or a bad response → 500 logged
-# with the request line. Served in this process's child (--workers 0) and by two forked workers.
+# streaming and delayed responses, psgi.errors, psgix.cleanup, psgix.io (an app speaking its own protocol on
+# the connection), psgix.logger, and a die or a bad response → 500 logged with the request line. Served in this process's child (--workers 0) and by two forked workers.
 use strict;
 use warnings;
 use File::Temp qw(tempdir);
@@ -69,6 +69,8 @@ sub client {
     is $env{'psgix.cleanup'}, 1;
     like $env{'psgix.input.buffered'}, qr/^[01]$/;
     is $env{'input.can_read'}, 1;
+    is $env{io}, 1, 'psgix.io on an HTTP/1.1 connection';
+    is $env{logger}, 1, 'psgix.logger';
 
     my $payload = join '', map { chr(($_ * 7) % 256) } 0 .. 99_999;
     $r = $http->post("$base/echo", { content => $payload, headers => { 'Content-Type' => 'application/octet-stream' } });
@@ -102,15 +104,33 @@ sub client {
 
     # Interim responses from the perl thread, over HTTP/2 and HTTP/1.1 alike: the io thread sends them.
     SKIP: {
-        skip 'curl is not installed', 2 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
+        skip 'curl is not installed', 3 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
         my $h2 = `curl -s -i --max-time 10 --http2-prior-knowledge http://127.0.0.1:$port/hints`;
         like $h2, qr{^HTTP/2 103\s*\r\nlink: </style\.css>; rel=preload; as=style\r\n\r\nHTTP/2 200 }i,
             'psgix.informational sends a 103 before the response (h2c)';
         like $h2, qr/sent=1\z/;
+        like `curl -s --max-time 10 --http2-prior-knowledge http://127.0.0.1:$port/env`, qr/^io=0$/m,
+            'no psgix.io on an HTTP/2 stream';
     }
     my $raw = exchange($port, "GET /hints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     like $raw, qr{^HTTP/1\.1 103 Early Hints\r\nLink: </style\.css>; rel=preload; as=style\r\n\r\nHTTP/1\.1 200 .*sent=1\z}s,
         'psgix.informational sends a 103 before the response (HTTP/1.1)';
+
+    # psgix.io: the app takes the socket and speaks its own protocol; what the client sent with the
+    # request comes first.
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10) or die $!;
+    print $sock "GET /io HTTP/1.1\r\nHost: x\r\n\r\nsent early\n";
+    my $head = '';
+    while (defined(my $l = <$sock>)) { $head .= $l; last if $l eq "\r\n" }
+    like $head, qr{^HTTP/1\.1 101 Switching Protocols\r\nUpgrade: echo\r\n}, 'psgix.io: the app writes its own answer';
+    is scalar <$sock>, "echo: sent early\n", 'psgix.io: the bytes past the request come first';
+    print $sock "bye\n";
+    is scalar <$sock>, "echo: bye\n", 'psgix.io: the app reads what the client sends next';
+    is scalar <$sock>, undef, 'psgix.io: the app closed the connection';
+    close $sock;
+
+    $r = $http->get("$base/log");
+    is $r->{content}, 'bad level refused', 'psgix.logger refuses an unknown level';
 
     $r = $http->get("$base/die");
     is $r->{status}, 500, 'die answers 500';
@@ -137,4 +157,6 @@ sub client {
     like $errors, qr{^csgi: 500 for "GET /bad HTTP/1\.1": the app raised: .*array reference}m, 'the bad response is logged';
     like $errors, qr{^csgi: 500 for "GET /dropped HTTP/1\.1": the app raised: the PSGI app dropped its responder}m, 'the dropped responder is logged';
     like $errors, qr{a message for psgi\.errors}, 'psgi.errors reaches the error log';
+    like $errors, qr{^\[warn\] a message for psgix\.logger$}m, 'psgix.logger reaches the error log';
+    unlike $errors, qr{"GET /io }, 'nothing is logged for the request whose connection the app took';
 }

@@ -239,18 +239,20 @@ void H1Conn::on_shutdown(bool hurry) {
   if (hurry && waiting && req_.stage != Request::active && in_.begin == in_.end && !out_.pending()) close_now();
 }
 
+// From another thread (the app pool, or the thread a delayed response is answered from: a language
+// host's) the io thread hands the connection over while that thread waits, as for an interim response.
 int H1Conn::take(std::string& pending) {
-  if (sh_.pool && !on_io_thread()) {
+  if (!on_io_thread()) {
     int fd = -1;
     run_on_io([&] { fd = take_here(pending); });
     return fd;
   }
-  if (!on_io_thread()) return -1;
   return take_here(pending);
 }
 
 int H1Conn::take_here(std::string& pending) {
-  if ((phase_ != Phase::app && phase_ != Phase::pooled) || link_.hijacked || tr_.tls()) return -1;
+  if ((phase_ != Phase::app && phase_ != Phase::pooled && phase_ != Phase::delayed) || link_.hijacked || tr_.tls())
+    return -1;
   int fd = tr_.dup_blocking();
   if (fd < 0) return -1;
   // Whatever was written (100 Continue, 103) goes out first.
@@ -260,6 +262,12 @@ int H1Conn::take_here(std::string& pending) {
   pending.append(in_.unparsed());
   in_.begin = in_.end;
   link_.hijacked = true;
+  if (phase_ == Phase::delayed) {
+    // No app call returns here to end the connection: it ends now, the env going to the delayed
+    // response's Responder (APP-4), whose answer is then ignored.
+    tr_.forget();
+    on_close();
+  }
   return fd;
 }
 
