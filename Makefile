@@ -81,7 +81,7 @@ TSAN_TESTS = core_tests standalone_test bundler_tests csgi_cli conformance_app c
              ctest:standalone_test_pool ctest:conformance_standalone_pool \
              standalone_process_app standalone_websocket_app ctest:standalone_h2 ctest:conformance_standalone_h2c_pool \
              ctest:websocket_conformance_pool ctest:cli_tls ctest:conformance_standalone_tls ctest:standalone_workers \
-             ctest:cli_metrics ctest:cli_proxy_protocol ctest:standalone_h2_websocket ctest:cli_command_line
+             ctest:cli_metrics ctest:cli_proxy_protocol ctest:standalone_h2_websocket ctest:cli_command_line middleware_redis_tests
 SOAK_SECONDS ?= 60
 # The AddressSanitizer tree is built by clang and instrumented for libFuzzer too (CSGI_FUZZ): its fuzz
 # targets are libFuzzer programs beside their replay tests, and `make fuzz FUZZ_BUILD=build-asan` fuzzes
