@@ -121,6 +121,9 @@ serve() {
   CMD[$key]="${shown//$PY -m csgi/python3 -m csgi} ; ${wrk_pin[*]}${wrk_pin[*]:+ }wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
   if ! wait_port "$port" "$path"; then kill_pid "${PID[$key]}"; unset "PID[$key]"; RPS[$key]="failed"; LAT[$key]="-"; fi
 }
+# tree_pids PID: the process and all its descendants; tree_sum FN PID: FN (cpu_ticks, ctx_switches) summed over them.
+tree_pids() { local p; echo "$1"; for p in $(pgrep -P "$1"); do tree_pids "$p"; done; }
+tree_sum() { local total=0 p; for p in $(tree_pids "$2"); do total=$((total + $("$1" "$p"))); done; echo "$total"; }
 # measure KEY...: $reps rounds, each one wrk run per started case in turn (so that the cases compared
 # share the machine's load); the median req/s (and its latency) and the server's CPU time per request
 # and context switches per request (voluntary + nonvoluntary, its live threads) over its own runs. Then
@@ -131,13 +134,12 @@ measure() {
   for round in $(seq "$reps"); do
     for key in "$@"; do
       [ -n "${PID[$key]:-}" ] || continue
-      spid=$(pgrep -P "${PID[$key]}" -n 2>/dev/null || echo "${PID[$key]}")  # setsid's child when setsid forked
-      [ -r "/proc/$spid/stat" ] || spid=${PID[$key]}
-      t0=$(tree_cpu_ticks "$spid"); c0=$(tree_ctx_switches "$spid")
+      spid=${PID[$key]}  # with setsid's child when setsid forked, and a master's workers
+      t0=$(tree_sum cpu_ticks "$spid"); c0=$(tree_sum ctx_switches "$spid")
       eval "wrk_extra=(${EXTRA[$key]})"; eval "wrk_pin=(${PIN[$key]})"
       read -r r l n <<<"$(run_wrk "${CONNS[$key]}" "http://127.0.0.1:${PORT[$key]}${URLPATH[$key]}")"
       wrk_extra=(); wrk_pin=()
-      t1=$(tree_cpu_ticks "$spid"); c1=$(tree_ctx_switches "$spid")
+      t1=$(tree_sum cpu_ticks "$spid"); c1=$(tree_sum ctx_switches "$spid")
       runs[$key]+="$r $l"$'\n'; all[$key]+=" $r"; ticks[$key]=$(( ${ticks[$key]:-0} + t1 - t0 ))
       switches[$key]=$(( ${switches[$key]:-0} + c1 - c0 )); served[$key]=$(( ${served[$key]:-0} + ${n:-0} ))
     done
@@ -209,6 +211,15 @@ serve asgi_uv_cxx0 50 /cxx/ "${C0[@]}" env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:
 serve asgi_uv_pymount 50 /py/ "${C0[@]}" "${UV[@]}" stpy:app
 wrk_pin=()
 measure asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount
+
+# Two worker processes each, on the whole machine (not confined).
+UV2=("${UV[@]}" --workers 2)
+for app in fadef fa; do
+  [[ "$csgi_help" == *--asgi* ]] && serve "w2_csgi_$app" 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --workers 2 --threads 1 --asgi "${app}hello:app"
+  [ "$pym" = 1 ] && serve "w2_pym_$app" 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --workers 2 --threads 1 --asgi "${app}hello:app"
+  serve "w2_uv_$app" 50 / "${UV2[@]}" "${app}hello:app"
+  measure "w2_csgi_$app" "w2_pym_$app" "w2_uv_$app"
+done
 
 serve gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
 serve gil_4 8 / "${G[@]}" --worker-class gthread --threads 4 cxxwork:application
@@ -327,6 +338,12 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   echo "| FastAPI def endpoint | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fadef]} | ${LAT[asgi_uv_fadef]} | 1.00 | |"
   echo "| FastAPI hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fa]} | ${LAT[asgi_uv_fa]} | 1.00 | |"
   echo "| Starlette hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_st]} | ${LAT[asgi_uv_st]} | 1.00 | |"
+  for app in fadef fa; do
+    name="FastAPI def endpoint"; [ "$app" = fa ] && name="FastAPI hello"
+    [ -n "${RPS[w2_csgi_$app]:-}" ] && echo "| $name, --workers 2 | csgi serve --asgi | ${RPS[w2_csgi_$app]} | ${LAT[w2_csgi_$app]} | $(ratio "w2_csgi_$app" "w2_uv_$app") vs uvicorn --workers 2 | ≥ 1.0 |"
+    [ -n "${RPS[w2_pym_$app]:-}" ] && echo "| $name, --workers 2 | python3 -m csgi serve --asgi | ${RPS[w2_pym_$app]} | ${LAT[w2_pym_$app]} | $(ratio "w2_pym_$app" "w2_uv_$app") vs uvicorn --workers 2 | ≥ 1.0 |"
+    echo "| $name, --workers 2 | uvicorn --workers 2 | ${RPS[w2_uv_$app]:-} | ${LAT[w2_uv_$app]:-} | 1.00 | |"
+  done
   echo "| FastAPI hello | hypercorn | ${RPS[asgi_hc_fa]} | ${LAT[asgi_hc_fa]} | $(ratio asgi_hc_fa asgi_uv_fa) vs uvicorn | |"
   echo "| C++ hello mounted in Starlette (csgi.asgi, default) | uvicorn | ${RPS[asgi_uv_cxx]} | ${LAT[asgi_uv_cxx]} | $(ratio asgi_uv_cxx asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
   echo "| C++ hello mounted in Starlette (csgi.asgi threads=32, thread pool) | uvicorn | ${RPS[asgi_uv_cxxpool]} | ${LAT[asgi_uv_cxxpool]} | $(ratio asgi_uv_cxxpool asgi_uv_pymount) vs Python mount | |"
@@ -335,7 +352,7 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   echo "| C++ 10 ms sleep, 1 thread | gunicorn gthread | ${RPS[gil_1]} | ${LAT[gil_1]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 4 threads | gunicorn gthread | ${RPS[gil_4]} | ${LAT[gil_4]} | $(ratio gil_4 gil_1) vs 1 thread | ~4 |"
   echo
-  echo "The ASGI rows (FastAPI, Starlette, hypercorn, the mounts) are per core: each server, all its threads, confined to"
+  echo "The ASGI rows (FastAPI, Starlette, hypercorn, the mounts; not the --workers 2 rows) are per core: each server, all its threads, confined to"
   echo "CPU 0 and wrk to CPU 1 (taskset). Per request, the server's CPU time (utime+stime of the server process and its"
   echo "child processes (a master and its worker), all threads, over its wrk runs) and its context switches (voluntary +"
   echo "nonvoluntary, summed over /proc/PID/task/*/status of the threads alive at the end of each run):"
@@ -344,7 +361,7 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   echo "|---|---|---|"
   for k in gun_cxx gun_py csgi_cxx csgi_py pym_py pym_py0 csgi_flask pym_flask asgi_csgi_fadef pym_fadef asgi_uv_fadef \
            asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa asgi_csgi_st pym_st asgi_uv_st asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 \
-           asgi_uv_pymount; do
+           asgi_uv_pymount w2_csgi_fadef w2_pym_fadef w2_uv_fadef w2_csgi_fa w2_pym_fa w2_uv_fa; do
     [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} | ${CTX[$k]} |"
   done
   echo
@@ -371,7 +388,7 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_cxx csgi_py csgi_py_close pym_py pym_py0 uwsgi_flask gun_flask csgi_flask \
            pym_flask gil_1 gil_4 asgi_csgi_fadef pym_fadef asgi_uv_fadef asgi_csgi_fa asgi_csgi_st pym_fa pym_st \
            asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx \
-           asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
+           asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount w2_csgi_fadef w2_pym_fadef w2_uv_fadef w2_csgi_fa w2_pym_fa w2_uv_fa; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
   done
 } > "$out/python.md"
