@@ -10,6 +10,9 @@
 #      (uvloop + httptools) vs hypercorn; a C++ hello mounted in Starlette (csgi.asgi: the default, a pool,
 #      threads=0) vs a Starlette Python hello, all under uvicorn; with the
 #      server's CPU time per request (utime+stime of its process over the wrk run / requests)
+#   6. ASGI per core: the FastAPI `def` endpoint (run on anyio's worker threads) and `async def` endpoint
+#      on csgi serve --asgi and python3 -m csgi serve --asgi vs uvicorn (uvloop + httptools), each server
+#      confined to CPU 0 and wrk to CPU 1 (taskset), with CPU µs and context switches per request
 set -uo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -54,6 +57,13 @@ app = FastAPI()
 async def root():
     return {"hello": "world"}
 PYEOF
+cat > "$work/fadefhello.py" <<'PYEOF'
+from fastapi import FastAPI
+app = FastAPI()
+@app.get("/")
+def root():
+    return {"hello": "world"}
+PYEOF
 cat > "$work/sthello.py" <<'PYEOF'
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
@@ -89,14 +99,15 @@ wait_port() {
   done
   echo "server on $1 did not answer" >&2; return 1
 }
-# run_wrk CONNS URL → "req/s latency_avg"
+# run_wrk CONNS URL → "req/s latency_avg requests"
 wrk_extra=()  # extra wrk arguments for the next measure (e.g. -H "Connection: close")
+wrk_pin=()    # the next serve's wrk prefix (taskset) when its server is confined
 run_wrk() {
-  wrk -t1 -c"$1" -d"${dur}s" --latency "${wrk_extra[@]}" "$2" 2>&1 | awk '
-    /Requests\/sec/ {rps=$2} /^    Latency/ {lat=$2} /Non-2xx/ {bad=$NF}
-    END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat}'
+  "${wrk_pin[@]}" wrk -t1 -c"$1" -d"${dur}s" --latency "${wrk_extra[@]}" "$2" 2>&1 | awk '
+    /Requests\/sec/ {rps=$2} /^    Latency/ {lat=$2} /Non-2xx/ {bad=$NF} / requests in / {n=$1}
+    END {if (bad) rps=rps" (non-2xx: "bad")"; print rps, lat, n + 0}'
 }
-declare -A RPS LAT CMD CPU RUNS
+declare -A RPS LAT CMD CPU CTX RUNS PIN
 # serve KEY CONNS PATH cmd... (cmd may use PORT): starts the server of a case; `measure` runs it.
 # wrk_extra, as it is at this call, goes with the case.
 serve() {
@@ -105,39 +116,42 @@ serve() {
   local argv=("${@//PORT/$port}")
   (cd "$work" && exec setsid "${argv[@]}" >"$work/$key.log" 2>&1) &
   PID[$key]=$!; PORT[$key]=$port; URLPATH[$key]=$path; CONNS[$key]=$conns; EXTRA[$key]="${wrk_extra[*]@Q}"
+  PIN[$key]="${wrk_pin[*]@Q}"
   local shown="${*//$build/BUILD}"
-  CMD[$key]="${shown//$PY -m csgi/python3 -m csgi} ; wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
+  CMD[$key]="${shown//$PY -m csgi/python3 -m csgi} ; ${wrk_pin[*]}${wrk_pin[*]:+ }wrk -t1 -c$conns -d${dur}s ${wrk_extra[*]} (x$reps, median)"
   if ! wait_port "$port" "$path"; then kill_pid "${PID[$key]}"; unset "PID[$key]"; RPS[$key]="failed"; LAT[$key]="-"; fi
 }
+# tree_pids PID: the process and all its descendants; tree_sum FN PID: FN (cpu_ticks, ctx_switches) summed over them.
+tree_pids() { local p; echo "$1"; for p in $(pgrep -P "$1"); do tree_pids "$p"; done; }
+tree_sum() { local total=0 p; for p in $(tree_pids "$2"); do total=$((total + $("$1" "$p"))); done; echo "$total"; }
 # measure KEY...: $reps rounds, each one wrk run per started case in turn (so that the cases compared
 # share the machine's load); the median req/s (and its latency) and the server's CPU time per request
-# over its own runs. Then stops those servers.
+# and context switches per request (voluntary + nonvoluntary, its live threads) over its own runs. Then
+# stops those servers.
 measure() {
-  local key round r l spid t0 t1
-  declare -A runs=() all=() ticks=()
+  local key round r l n spid t0 t1 c0 c1
+  declare -A runs=() all=() ticks=() switches=() served=()
   for round in $(seq "$reps"); do
     for key in "$@"; do
       [ -n "${PID[$key]:-}" ] || continue
-      spid=$(pgrep -P "${PID[$key]}" -n 2>/dev/null || echo "${PID[$key]}")  # setsid's child when setsid forked
-      [ -r "/proc/$spid/stat" ] || spid=${PID[$key]}
-      t0=$(tree_cpu_ticks "$spid")
-      eval "wrk_extra=(${EXTRA[$key]})"
-      read -r r l <<<"$(run_wrk "${CONNS[$key]}" "http://127.0.0.1:${PORT[$key]}${URLPATH[$key]}")"
-      wrk_extra=()
-      t1=$(tree_cpu_ticks "$spid")
+      spid=${PID[$key]}  # with setsid's child when setsid forked, and a master's workers
+      t0=$(tree_sum cpu_ticks "$spid"); c0=$(tree_sum ctx_switches "$spid")
+      eval "wrk_extra=(${EXTRA[$key]})"; eval "wrk_pin=(${PIN[$key]})"
+      read -r r l n <<<"$(run_wrk "${CONNS[$key]}" "http://127.0.0.1:${PORT[$key]}${URLPATH[$key]}")"
+      wrk_extra=(); wrk_pin=()
+      t1=$(tree_sum cpu_ticks "$spid"); c1=$(tree_sum ctx_switches "$spid")
       runs[$key]+="$r $l"$'\n'; all[$key]+=" $r"; ticks[$key]=$(( ${ticks[$key]:-0} + t1 - t0 ))
+      switches[$key]=$(( ${switches[$key]:-0} + c1 - c0 )); served[$key]=$(( ${served[$key]:-0} + ${n:-0} ))
     done
   done
   for key in "$@"; do
     [ -n "${PID[$key]:-}" ] || continue
     kill_pid "${PID[$key]}"; unset "PID[$key]"
-    CPU[$key]=$($PY -c "import os, sys
-ticks, dur, rps = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
-n = sum(float(x) for x in rps) * dur  # requests served over the runs
-print('%.1f' % (ticks * 1e6 / os.sysconf('SC_CLK_TCK') / n) if n else '-')" "${ticks[$key]}" "$dur" ${all[$key]} 2>/dev/null || echo -)
+    CPU[$key]=$(per_request "$(ticks_us "${ticks[$key]}")" "${served[$key]}")
+    CTX[$key]=$(per_request "${switches[$key]}" "${served[$key]}")
     read -r r l <<<"$(printf '%s' "${runs[$key]}" | sort -g | sed -n "$(( (reps + 1) / 2 ))p")"
     RPS[$key]=$r; LAT[$key]=$l; RUNS[$key]=${all[$key]}
-    echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request (runs:${all[$key]})"
+    echo "  $key: $r req/s, $l, ${CPU[$key]} µs CPU/request, ${CTX[$key]} context switches/request (runs:${all[$key]})"
   done
 }
 
@@ -179,20 +193,33 @@ serve gun_flask 50 / "${G[@]}" --worker-class sync flasksite:application
 [ "$pym" = 1 ] && serve pym_flask 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --wsgi flasksite:application
 measure uwsgi_flask gun_flask csgi_flask pym_flask
 
-for app in fa st; do
-  [[ "$csgi_help" == *--asgi* ]] && serve "asgi_csgi_$app" 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi "${app}hello:app"
-  [ "$pym" = 1 ] && serve "pym_$app" 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi "${app}hello:app"
-  serve "asgi_uv_$app" 50 / "${UV[@]}" "${app}hello:app"
+# The ASGI rows per core: every server (all its threads) confined to CPU 0, wrk to CPU 1.
+C0=(taskset -c 0); wrk_pin=(taskset -c 1)
+for app in fadef fa st; do
+  [[ "$csgi_help" == *--asgi* ]] && serve "asgi_csgi_$app" 50 / "${C0[@]}" "$csgi_bin" serve --listen 127.0.0.1:PORT --threads 1 --asgi "${app}hello:app"
+  [ "$pym" = 1 ] && serve "pym_$app" 50 / "${C0[@]}" "$PY" -m csgi serve --listen 127.0.0.1:PORT --threads 1 --asgi "${app}hello:app"
+  serve "asgi_uv_$app" 50 / "${C0[@]}" "${UV[@]}" "${app}hello:app"
 done
-serve asgi_hc_fa 50 / "${HC[@]}" fahello:app
+serve asgi_hc_fa 50 / "${C0[@]}" "${HC[@]}" fahello:app
+measure asgi_csgi_fadef pym_fadef asgi_uv_fadef
 measure asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa
 measure asgi_csgi_st pym_st asgi_uv_st
 
-serve asgi_uv_cxx 50 /cxx/ "${UV[@]}" stcxx:app
-serve asgi_uv_cxxpool 50 /cxx/ env CSGI_ASGI_THREADS=32 "${UV[@]}" stcxx:app
-serve asgi_uv_cxx0 50 /cxx/ env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:app
-serve asgi_uv_pymount 50 /py/ "${UV[@]}" stpy:app
+serve asgi_uv_cxx 50 /cxx/ "${C0[@]}" "${UV[@]}" stcxx:app
+serve asgi_uv_cxxpool 50 /cxx/ "${C0[@]}" env CSGI_ASGI_THREADS=32 "${UV[@]}" stcxx:app
+serve asgi_uv_cxx0 50 /cxx/ "${C0[@]}" env CSGI_ASGI_THREADS=0 "${UV[@]}" stcxx:app
+serve asgi_uv_pymount 50 /py/ "${C0[@]}" "${UV[@]}" stpy:app
+wrk_pin=()
 measure asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount
+
+# Two worker processes each, on the whole machine (not confined).
+UV2=("${UV[@]}" --workers 2)
+for app in fadef fa; do
+  [[ "$csgi_help" == *--asgi* ]] && serve "w2_csgi_$app" 50 / "$csgi_bin" serve --listen 127.0.0.1:PORT --workers 2 --threads 1 --asgi "${app}hello:app"
+  [ "$pym" = 1 ] && serve "w2_pym_$app" 50 / "$PY" -m csgi serve --listen 127.0.0.1:PORT --workers 2 --threads 1 --asgi "${app}hello:app"
+  serve "w2_uv_$app" 50 / "${UV2[@]}" "${app}hello:app"
+  measure "w2_csgi_$app" "w2_pym_$app" "w2_uv_$app"
+done
 
 serve gil_1 8 / "${G[@]}" --worker-class gthread --threads 1 cxxwork:application
 serve gil_4 8 / "${G[@]}" --worker-class gthread --threads 4 cxxwork:application
@@ -299,15 +326,24 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   echo "| Flask app | uWSGI http-socket | ${RPS[uwsgi_flask]} | ${LAT[uwsgi_flask]} | 1.00 | |"
   echo "| Flask app | gunicorn sync | ${RPS[gun_flask]} | ${LAT[gun_flask]} | $(ratio gun_flask uwsgi_flask) vs uWSGI | |"
   if [ -n "${RPS[asgi_csgi_fa]:-}" ]; then
+    echo "| FastAPI def endpoint | csgi serve --asgi | ${RPS[asgi_csgi_fadef]} | ${LAT[asgi_csgi_fadef]} | $(ratio asgi_csgi_fadef asgi_uv_fadef) vs uvicorn | ≥ 1.2 |"
     echo "| FastAPI hello | csgi serve --asgi | ${RPS[asgi_csgi_fa]} | ${LAT[asgi_csgi_fa]} | $(ratio asgi_csgi_fa asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
     echo "| Starlette hello | csgi serve --asgi | ${RPS[asgi_csgi_st]} | ${LAT[asgi_csgi_st]} | $(ratio asgi_csgi_st asgi_uv_st) vs uvicorn | |"
   fi
   if [ -n "${RPS[pym_fa]:-}" ]; then
+    echo "| FastAPI def endpoint | python3 -m csgi serve --asgi | ${RPS[pym_fadef]} | ${LAT[pym_fadef]} | $(ratio pym_fadef asgi_uv_fadef) vs uvicorn | ≥ 1.2 |"
     echo "| FastAPI hello | python3 -m csgi serve --asgi | ${RPS[pym_fa]} | ${LAT[pym_fa]} | $(ratio pym_fa asgi_uv_fa) vs uvicorn | ≥ 1.5 |"
     echo "| Starlette hello | python3 -m csgi serve --asgi | ${RPS[pym_st]} | ${LAT[pym_st]} | $(ratio pym_st asgi_uv_st) vs uvicorn | |"
   fi
+  echo "| FastAPI def endpoint | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fadef]} | ${LAT[asgi_uv_fadef]} | 1.00 | |"
   echo "| FastAPI hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_fa]} | ${LAT[asgi_uv_fa]} | 1.00 | |"
   echo "| Starlette hello | uvicorn (uvloop, httptools) | ${RPS[asgi_uv_st]} | ${LAT[asgi_uv_st]} | 1.00 | |"
+  for app in fadef fa; do
+    name="FastAPI def endpoint"; [ "$app" = fa ] && name="FastAPI hello"
+    [ -n "${RPS[w2_csgi_$app]:-}" ] && echo "| $name, --workers 2 | csgi serve --asgi | ${RPS[w2_csgi_$app]} | ${LAT[w2_csgi_$app]} | $(ratio "w2_csgi_$app" "w2_uv_$app") vs uvicorn --workers 2 | ≥ 1.0 |"
+    [ -n "${RPS[w2_pym_$app]:-}" ] && echo "| $name, --workers 2 | python3 -m csgi serve --asgi | ${RPS[w2_pym_$app]} | ${LAT[w2_pym_$app]} | $(ratio "w2_pym_$app" "w2_uv_$app") vs uvicorn --workers 2 | ≥ 1.0 |"
+    echo "| $name, --workers 2 | uvicorn --workers 2 | ${RPS[w2_uv_$app]:-} | ${LAT[w2_uv_$app]:-} | 1.00 | |"
+  done
   echo "| FastAPI hello | hypercorn | ${RPS[asgi_hc_fa]} | ${LAT[asgi_hc_fa]} | $(ratio asgi_hc_fa asgi_uv_fa) vs uvicorn | |"
   echo "| C++ hello mounted in Starlette (csgi.asgi, default) | uvicorn | ${RPS[asgi_uv_cxx]} | ${LAT[asgi_uv_cxx]} | $(ratio asgi_uv_cxx asgi_uv_pymount) vs Python mount | ≥ 1.0 |"
   echo "| C++ hello mounted in Starlette (csgi.asgi threads=32, thread pool) | uvicorn | ${RPS[asgi_uv_cxxpool]} | ${LAT[asgi_uv_cxxpool]} | $(ratio asgi_uv_cxxpool asgi_uv_pymount) vs Python mount | |"
@@ -316,13 +352,17 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   echo "| C++ 10 ms sleep, 1 thread | gunicorn gthread | ${RPS[gil_1]} | ${LAT[gil_1]} | 1.00 | |"
   echo "| C++ 10 ms sleep, 4 threads | gunicorn gthread | ${RPS[gil_4]} | ${LAT[gil_4]} | $(ratio gil_4 gil_1) vs 1 thread | ~4 |"
   echo
-  echo "Server CPU time per request (utime+stime of the server process and its child processes (a master and its worker), all threads, over its wrk runs), µs:"
+  echo "The ASGI rows (FastAPI, Starlette, hypercorn, the mounts; not the --workers 2 rows) are per core: each server, all its threads, confined to"
+  echo "CPU 0 and wrk to CPU 1 (taskset). Per request, the server's CPU time (utime+stime of the server process and its"
+  echo "child processes (a master and its worker), all threads, over its wrk runs) and its context switches (voluntary +"
+  echo "nonvoluntary, summed over /proc/PID/task/*/status of the threads alive at the end of each run):"
   echo
-  echo "| case | µs CPU/request |"
-  echo "|---|---|"
-  for k in gun_cxx gun_py csgi_cxx csgi_py pym_py pym_py0 csgi_flask pym_flask asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa \
-           asgi_csgi_st pym_st asgi_uv_st asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
-    [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} |"
+  echo "| case | µs CPU/request | context switches/request |"
+  echo "|---|---|---|"
+  for k in gun_cxx gun_py csgi_cxx csgi_py pym_py pym_py0 csgi_flask pym_flask asgi_csgi_fadef pym_fadef asgi_uv_fadef \
+           asgi_csgi_fa pym_fa asgi_uv_fa asgi_hc_fa asgi_csgi_st pym_st asgi_uv_st asgi_uv_cxx asgi_uv_cxxpool asgi_uv_cxx0 \
+           asgi_uv_pymount w2_csgi_fadef w2_pym_fadef w2_uv_fadef w2_csgi_fa w2_pym_fa w2_uv_fa; do
+    [ -n "${CPU[$k]:-}" ] && echo "| $k | ${CPU[$k]} | ${CTX[$k]} |"
   done
   echo
   echo "The bridges in process, wall µs per call of a serial loop ('cost' = minus the pure-Python hello; the"
@@ -346,8 +386,9 @@ print(r)" "${RPS[$1]:-x}" "${RPS[$2]:-x}" "${RUNS[$1]:-}" "${RUNS[$2]:-}"; }
   echo "Commands (BUILD: the build directory; PORT chosen free per run; modules written by bench/suites/python.sh):"
   echo
   for k in gun_cxx gun_py uwsgi_cxx uwsgi_py csgi_cxx csgi_py csgi_py_close pym_py pym_py0 uwsgi_flask gun_flask csgi_flask \
-           pym_flask gil_1 gil_4 asgi_csgi_fa asgi_csgi_st pym_fa pym_st asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx \
-           asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount; do
+           pym_flask gil_1 gil_4 asgi_csgi_fadef pym_fadef asgi_uv_fadef asgi_csgi_fa asgi_csgi_st pym_fa pym_st \
+           asgi_uv_fa asgi_uv_st asgi_hc_fa asgi_uv_cxx \
+           asgi_uv_cxxpool asgi_uv_cxx0 asgi_uv_pymount w2_csgi_fadef w2_pym_fadef w2_uv_fadef w2_csgi_fa w2_pym_fa w2_uv_fa; do
     [ -n "${CMD[$k]:-}" ] && echo "- $k: \`${CMD[$k]}\`"
   done
 } > "$out/python.md"

@@ -9,6 +9,7 @@ with ASGI_FAIL_STARTUP set the startup raises.
 """
 import asyncio
 import os
+import threading
 from typing import List, Optional
 
 from fastapi import BackgroundTasks, FastAPI, File, Form, Request, UploadFile
@@ -62,6 +63,12 @@ async def create_item(item: Item):
 @app.get("/path/{rest:path}")
 def sync_path(rest: str, request: Request):
     return {"rest": rest, "root_path": request.scope.get("root_path", ""), "query": str(request.query_params)}
+
+
+@app.get("/thread")
+def sync_thread():
+    """A plain `def` endpoint (FastAPI runs it on anyio's worker threads): the thread that ran it."""
+    return {"thread": threading.get_native_id()}
 
 
 @app.post("/form")

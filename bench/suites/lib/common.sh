@@ -62,3 +62,20 @@ tree_cpu_ticks() {
 
 # median: the median of the numbers on stdin, one per line (the mean of the middle two for an even count).
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# ctx_switches PID: voluntary + nonvoluntary context switches summed over the process's live threads
+# (/proc/PID/task/*/status); tree_ctx_switches PID adds its children's.
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches:/ {s += $2} END {print s + 0}'
+}
+tree_ctx_switches() {
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do total=$((total + $(ctx_switches "$p"))); done
+  echo "$total"
+}
+
+# ticks_us TICKS: clock ticks (as cpu_ticks counts them) in µs.
+ticks_us() { echo $(( $1 * 1000000 / $(getconf CLK_TCK) )); }
+
+# per_request TOTAL REQUESTS: TOTAL / REQUESTS with one decimal ("-" when no request was counted).
+per_request() { awk -v t="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f\n", t / n; else print "-"}'; }

@@ -198,6 +198,7 @@ class AsgiHost:
         self.state = None
         self._lifespan_queue = None
         self._shutdown_done = None
+        self._stopped = None
         self._pid = None
         self._lock = threading.Lock()
         self._start_in_children = start_in_children or start
@@ -247,9 +248,17 @@ class AsgiHost:
     def _run(self, started):
         from ._csgi import _flush_responses
         asyncio.set_event_loop(self.loop)
+        self._stopped = self.loop.create_future()
         self.loop.call_soon(started.set)
+
+        async def root():
+            await self._stopped
+
         try:
-            self.loop.run_forever()
+            # The loop runs one root task for its life, as asyncio.run() and uvicorn's loop do: anyio (Starlette's
+            # and FastAPI's run_in_threadpool) ties its worker threads to the root task; without one it ties each
+            # to the request's task and ends it with the request, a new thread per `def` endpoint call.
+            self.loop.run_until_complete(root())
         finally:
             _flush_responses()  # responses of the last pass, whose callback the stopped loop left
 
@@ -332,6 +341,10 @@ class AsgiHost:
         await self._lifespan_queue.put({"type": "lifespan.shutdown"})
         await asyncio.wait_for(self._shutdown_done, 30)
 
+    def _stop_loop(self):
+        if not self._stopped.done():
+            self._stopped.set_result(None)
+
     def stop(self):
         """Runs the lifespan shutdown and stops the loop thread of this process (once)."""
         with self._lock:
@@ -344,7 +357,7 @@ class AsgiHost:
                 asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(35)
             except Exception:  # noqa: BLE001
                 sys.stderr.write("csgi: ASGI lifespan shutdown failed:\n" + traceback.format_exc())
-            loop.call_soon_threadsafe(loop.stop)
+            loop.call_soon_threadsafe(self._stop_loop)
             self.thread.join(5)
             self.pool.shutdown(wait=False)
 
