@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "csgi/core/percent.hpp"
+#include "csgi/middleware/bundler/detail/utf8.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -46,25 +47,6 @@ std::size_t skip_opaque(std::string_view s, std::size_t i) noexcept {
   return i;
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out.push_back(char(cp));
-  } else if (cp < 0x800) {
-    out.push_back(char(0xC0 | (cp >> 6)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(char(0xE0 | (cp >> 12)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(char(0xF0 | (cp >> 18)));
-    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  }
-}
-
 // CSS escapes (`\` + 1–6 hex digits and one optional white space, or `\` + a character) resolved.
 std::string unescape(std::string_view s) {
   std::string out;
@@ -83,7 +65,7 @@ std::string unescape(std::string_view s) {
       continue;
     }
     if (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n')) ++j;
-    append_utf8(out, cp);
+    append_utf8(out, cp == 0 ? 0xFFFD : cp);
     i = j - 1;
   }
   return out;
