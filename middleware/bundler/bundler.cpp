@@ -567,7 +567,7 @@ public:
     res.status = 200;
     res.headers.add("Content-Type", "text/css; charset=utf-8");
     res.headers.add("Cache-Control", "no-store");
-    res.body = bundler::split_urls(*css, r.path).join(mount_url(env, sub));
+    res.body = bundler::split_urls(bundler::css_imports(*css, r.path).css, r.path).join(mount_url(env, sub));
     return res;
   }
 
