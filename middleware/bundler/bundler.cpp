@@ -554,7 +554,7 @@ public:
       r = graph.resolver().real(std::string(path.substr(1)));
     }
     if (r.status == bundler::Resolved::forbidden) return Response::error(403, r.detail);
-    if (r.status != bundler::Resolved::ok || !r.path.ends_with(".css") || r.path.ends_with(".module.css"))
+    if (r.status != bundler::Resolved::ok || !r.path.ends_with(".css"))
       return Response::error(404, "no stylesheet " + std::string(path.substr(1)));
     std::string error;
     SharedBytes css;
@@ -567,7 +567,13 @@ public:
     res.status = 200;
     res.headers.add("Content-Type", "text/css; charset=utf-8");
     res.headers.add("Cache-Control", "no-store");
-    res.body = bundler::split_urls(bundler::css_imports(*css, r.path).css, r.path).join(mount_url(env, sub));
+    std::string text = bundler::css_imports(*css, r.path).css;
+    if (bundler::is_css_module(r.path)) {
+      bundler::ScopedCss scoped = bundler::scope_css(text, r.path);
+      res.headers.add("X-Bundle-Css-Names", bundler::css_names(scoped.names));
+      text = std::move(scoped.css);
+    }
+    res.body = bundler::split_urls(text, r.path).join(mount_url(env, sub));
     return res;
   }
 
@@ -651,7 +657,7 @@ public:
     const std::string prefix = graph.abs("") + "/";
     std::vector<std::string> out;
     for (const auto& a : *changed) {
-      if (!a.starts_with(prefix) || !a.ends_with(".css") || a.ends_with(".module.css")) return std::nullopt;
+      if (!a.starts_with(prefix) || !a.ends_with(".css")) return std::nullopt;
       std::string rel = a.substr(prefix.size());
       if (std::find(out.begin(), out.end(), rel) == out.end()) out.push_back(std::move(rel));
     }

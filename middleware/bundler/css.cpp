@@ -475,6 +475,12 @@ CssImports css_imports(std::string_view css, std::string_view path) {
   return out;
 }
 
+std::string css_names(const std::vector<std::pair<std::string, std::string>>& names) {
+  nlohmann::json map = nlohmann::json::object();
+  for (const auto& [local, scoped] : names) map[local] = scoped;
+  return map.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
 bool is_css_module(std::string_view path) noexcept { return path.ends_with(".module.css"); }
 
 ScopedCss scope_css(std::string_view css, std::string_view path) { return Scoper(css, path).run(); }
@@ -492,8 +498,9 @@ std::string css_module(std::string_view path, const CssText& css, const std::vec
   std::string out = deps + "if(typeof document!=='undefined'&&!document.querySelector('style[data-csgi-css=' + JSON.stringify(" +
                     quote(path) + ") + ']')){" +
                     (css.assets.empty() ? "" : "const b=typeof csgiRequire!=='undefined'?csgiRequire.base():'';") +
-                    "const s=document.createElement('style');s.setAttribute('data-csgi-css'," + quote(path) +
-                    ");s.textContent=" + text + ";document.head.appendChild(s);}";
+                    "const s=document.createElement('style');s.setAttribute('data-csgi-css'," + quote(path) + ");" +
+                    (names ? "s.setAttribute('data-csgi-names'," + quote(css_names(*names)) + ");" : "") +
+                    "s.textContent=" + text + ";document.head.appendChild(s);}";
   if (!names) return "'use strict';" + out + "\n";
   json map = json::object();
   std::string named;

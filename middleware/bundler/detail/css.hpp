@@ -51,6 +51,10 @@ struct ScopedCss {
 };
 ScopedCss scope_css(std::string_view css, std::string_view path);
 
+/// A CSS module's name map as ASCII JSON: the `data-csgi-names` attribute of its <style> and the
+/// `X-Bundle-Css-Names` header of its `~css` answer, which the live-reload follower compares.
+std::string css_names(const std::vector<std::pair<std::string, std::string>>& names);
+
 /// The JavaScript module a stylesheet is delivered as: it adds the CSS to the document as a
 /// <style data-csgi-css="path"> element unless one for that path is already there, its asset URLs under
 /// the loader's base (csgiRequire.base()). A CSS module (`names` given) is an ES module whose default

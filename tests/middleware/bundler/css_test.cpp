@@ -114,6 +114,7 @@ TEST_CASE("css: a CSS module exports its scoped names and adds the scoped styles
   const std::string btn = s.names[0].second;
   CHECK_THAT(res.body, Catch::Contains("." + btn + " {"));
   CHECK_THAT(res.body, Catch::Contains("btn-wide"));
+  CHECK_THAT(res.body, Catch::Contains("s.setAttribute('data-csgi-names',"));
   CHECK_THAT(res.body, !Catch::Contains(".btn {"));
   // Named exports for identifiers only: `btn`, not `btn-wide` nor the reserved word `class`.
   CHECK_THAT(res.body, Catch::Contains(R"({"x":["default","btn"],)"));
