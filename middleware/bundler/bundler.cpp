@@ -432,7 +432,7 @@ public:
     if (sub == "/~live") return serve_live();
     if (sub.starts_with("/~css/")) return serve_css(env, sub);
     if (sub.starts_with("/~asset/")) return serve_asset(env, sub);
-    if (sub.starts_with("/~map/") && opt.source_maps) return serve_map(env, sub);
+    if (sub.starts_with("/~map/") && maps) return serve_map(env, sub);
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -626,7 +626,8 @@ public:
   }
 
   // A file a stylesheet's url() names: <mount>/~asset/<path>, served by Static (conditional GET, ranges)
-  // when its media type is an image, font, audio or video one.
+  // when its media type is an image, font, audio or video one. Never sniffed; an SVG opened as a
+  // document runs no script and loads nothing (its own inline styles aside), though it is same-origin.
   Response serve_asset(Env& env, std::string_view sub) {
     std::string path(sub.substr(7));  // a copy: `sub` views PATH_INFO, which is set below
     const auto mime = MimeTypes::system();
@@ -647,7 +648,10 @@ public:
     std::string_view mount = std::string_view(info).substr(0, info.size() - sub.size());
     env.set(keys::SCRIPT_NAME, script + std::string(mount) + "/~asset");
     env.set(keys::PATH_INFO, std::move(path));
-    return assets(env);
+    Response res = assets(env);
+    res.headers.add("X-Content-Type-Options", "nosniff");
+    if (type == "image/svg+xml") res.headers.add("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+    return res;
   }
 
   // The changed files when every one is a stylesheet the loader can swap in place (root-relative,
@@ -989,7 +993,7 @@ public:
     body += "\n]";
     std::string opts;
     if (opt.process_shim) opts = "\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}";
-    if (opt.source_maps) opts += opts.empty() ? "\"maps\":1" : ",\"maps\":1";
+    if (maps) opts += opts.empty() ? "\"maps\":1" : ",\"maps\":1";
     if (!opts.empty()) body += ",{" + opts + "}";
     body += ");\n";
     // A header value: one line of visible ASCII (module names may hold anything).
@@ -1031,6 +1035,7 @@ public:
   }
 
   BundlerOptions opt;
+  bool maps = opt.source_maps.value_or(opt.mode == BundlerOptions::Mode::development);
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
   Static assets;  // <mount>/~asset/: the files stylesheets name

@@ -17,7 +17,8 @@
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
 //       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim, --no-tree-shake,
-//       --esbuild PROGRAM, --accept-encoding VALUE (sent with every request), --no-compress
+//       --esbuild PROGRAM, --accept-encoding VALUE (sent with every request), --no-compress,
+//       --source-maps on|off (default: on in development, off in production)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -45,7 +46,7 @@ int usage() {
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
                "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
                "                   [--mode development|production] [--define NAME=EXPR]... [--no-process-shim]\n"
-               "                   [--no-tree-shake]\n"
+               "                   [--no-tree-shake] [--source-maps on|off]\n"
                "                   [--accept-encoding VALUE] [--no-compress]\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
@@ -203,6 +204,11 @@ int main(int argc, char** argv) {
       accept_encoding = argv[++i];
     } else if (a == "--no-compress") {
       opt.compress = false;
+    } else if (a == "--source-maps" && i + 1 < argc) {
+      std::string m = argv[++i];
+      if (m == "on") opt.source_maps = true;
+      else if (m == "off") opt.source_maps = false;
+      else return usage();
     } else if (a == "--no-tree-shake") {
       opt.tree_shake = false;
     } else if (a == "--esbuild" && i + 1 < argc) {

@@ -183,3 +183,19 @@ TEST_CASE("css: @import follows stylesheets as modules, cycles included", "[.esb
   CHECK_THAT(css.body, !Catch::Contains("b.css"));
   CHECK_THAT(css.body, Catch::Contains("~asset/src/i.png"));
 }
+
+TEST_CASE("css: an SVG from ~asset runs no script as a document; no asset is sniffed", "[bundler]") {
+  Tree t;
+  t.write("img/x.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>");
+  t.write("img/x.png", "\x89PNG fake");
+  auto app = app_of(t.root());
+  auto svg = call(app, "GET /~asset/img/x.svg");
+  REQUIRE(svg.status == 200);
+  CHECK(svg.header("Content-Type") == "image/svg+xml");
+  CHECK(svg.header("Content-Security-Policy") == "default-src 'none'; style-src 'unsafe-inline'");
+  CHECK(svg.header("X-Content-Type-Options") == "nosniff");
+  auto png = call(app, "GET /~asset/img/x.png");
+  REQUIRE(png.status == 200);
+  CHECK(png.header("X-Content-Type-Options") == "nosniff");
+  CHECK(png.header("Content-Security-Policy").empty());
+}
