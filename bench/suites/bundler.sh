@@ -74,12 +74,14 @@ transform_md() {
   echo "|---|---|---|---|---|"
   printf '%s\n' "$transform_rows"
 }
-if [ "${BUNDLER_BENCH_PART:-}" = transforms ]; then
-  { echo "## bundler"; echo; transform_md; } > "$md"
+# BUNDLER_BENCH_PART: the section its function writes, alone.
+part_alone() {
+  { echo "## bundler"; echo; "$1"; } > "$md"
   rm -rf "$tmp"
   cat "$md"
   exit 0
-fi
+}
+[ "${BUNDLER_BENCH_PART:-}" = transforms ] && part_alone transform_md
 # --- 6. bytes on the wire under brotli, per mode ---
 wire_rows=""
 for mode in development production; do
@@ -105,12 +107,7 @@ wire_md() {
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s' "$wire_rows"
 }
-if [ "${BUNDLER_BENCH_PART:-}" = bytes ]; then
-  { echo "## bundler"; echo; wire_md; } > "$md"
-  rm -rf "$tmp"
-  cat "$md"
-  exit 0
-fi
+[ "${BUNDLER_BENCH_PART:-}" = bytes ] && part_alone wire_md
 chmod 755 "$tmp"  # nginx workers run as nobody when started by root
 pids=()
 cleanup() {
