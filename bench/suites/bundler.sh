@@ -15,7 +15,10 @@
 #     answer (`--mode M`) vs esbuild's output (not minified, `--define:process.env.NODE_ENV="M"`) under
 #     brotli at the same quality (5, the bundler's default; Node's zlib).
 # Pinned npm packages go to a cache dir: $CSGI_BENCH_CACHE (default BUILD_DIR/bench-cache)/bundler.
-# BENCH_QUICK=1: 3 s wrk runs and 3 timing repeats. BUNDLER_BENCH_PART=bytes: part 6 alone.
+#  7. The per-module transform cache on tests/middleware/bundler/tsx_app: esbuild transforms and cache hits
+#     of a cold request and of warm ones after touching every source, editing one .tsx and undoing it.
+# BENCH_QUICK=1: 3 s wrk runs and 3 timing repeats. BUNDLER_BENCH_PART=bytes: part 6 alone;
+# BUNDLER_BENCH_PART=transforms: part 7 alone.
 set -euo pipefail
 build=$(realpath "$1")
 out=$(realpath "$2")
@@ -57,6 +60,28 @@ ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; e
 brotli5() { node -e 'const z=require("zlib"),fs=require("fs");
   process.stdout.write(String(z.brotliCompressSync(fs.readFileSync(process.argv[1]),
     {params:{[z.constants.BROTLI_PARAM_QUALITY]:5}}).length))' "$1"; }
+# --- 7. the per-module transform cache, cold and warm ---
+transform_rows=$("$PY" "$here/bench/suites/bundler_transform_cache.py" "$tool" "$here/tests/middleware/bundler/tsx_app" \
+                 "$root/node_modules" "$root/node_modules/.bin/esbuild") || transform_rows=""
+transform_md() {
+  [ -n "$transform_rows" ] || return 0
+  echo "The per-module transform cache (esbuild's output for each TypeScript/JSX module, keyed by content and"
+  echo "options) on tests/middleware/bundler/tsx_app: one \`csgi-bundle --freshness stat --stdio\` process asks"
+  echo "for \`/src/main.tsx\` after each step; its \`~stats\` line counts the esbuild runs (misses) and the"
+  echo "cache's answers (hits) the request caused (bench/suites/bundler_transform_cache.py)."
+  echo
+  echo "| step | esbuild transforms | cache hits | hit rate | request |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "$transform_rows"
+}
+# BUNDLER_BENCH_PART: the section its function writes, alone.
+part_alone() {
+  { echo "## bundler"; echo; "$1"; } > "$md"
+  rm -rf "$tmp"
+  cat "$md"
+  exit 0
+}
+[ "${BUNDLER_BENCH_PART:-}" = transforms ] && part_alone transform_md
 # --- 6. bytes on the wire under brotli, per mode ---
 wire_rows=""
 for mode in development production; do
@@ -82,12 +107,7 @@ wire_md() {
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s' "$wire_rows"
 }
-if [ "${BUNDLER_BENCH_PART:-}" = bytes ]; then
-  { echo "## bundler"; echo; wire_md; } > "$md"
-  rm -rf "$tmp"
-  cat "$md"
-  exit 0
-fi
+[ "${BUNDLER_BENCH_PART:-}" = bytes ] && part_alone wire_md
 chmod 755 "$tmp"  # nginx workers run as nobody when started by root
 pids=()
 cleanup() {
@@ -294,6 +314,8 @@ fi
   printf '%s' "$entry_rows"
   echo
   wire_md
+  echo
+  transform_md
   if [ -n "$enc_rows" ]; then
     echo
     echo "The cached react + react-dom bundle (\`/bundle/corpus_cases/react.js\`) served compressed vs nginx"

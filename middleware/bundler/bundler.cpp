@@ -432,7 +432,7 @@ public:
     if (sub == "/~live") return serve_live();
     if (sub.starts_with("/~css/")) return serve_css(env, sub);
     if (sub.starts_with("/~asset/")) return serve_asset(env, sub);
-    if (sub.starts_with("/~map/") && opt.source_maps) return serve_map(env, sub);
+    if (sub.starts_with("/~map/") && maps) return serve_map(env, sub);
     if (sub.empty() || sub == "/") return Response::error(404, "name a module: <mount>/<path> or <mount>/~/<package>");
 
     // Paths leaving the root, however they are spelled.
@@ -554,7 +554,7 @@ public:
       r = graph.resolver().real(std::string(path.substr(1)));
     }
     if (r.status == bundler::Resolved::forbidden) return Response::error(403, r.detail);
-    if (r.status != bundler::Resolved::ok || !r.path.ends_with(".css") || r.path.ends_with(".module.css"))
+    if (r.status != bundler::Resolved::ok || !r.path.ends_with(".css"))
       return Response::error(404, "no stylesheet " + std::string(path.substr(1)));
     std::string error;
     SharedBytes css;
@@ -567,7 +567,13 @@ public:
     res.status = 200;
     res.headers.add("Content-Type", "text/css; charset=utf-8");
     res.headers.add("Cache-Control", "no-store");
-    res.body = bundler::split_urls(*css, r.path).join(mount_url(env, sub));
+    std::string text = bundler::css_imports(*css, r.path).css;
+    if (bundler::is_css_module(r.path)) {
+      bundler::ScopedCss scoped = bundler::scope_css(text, r.path);
+      res.headers.add("X-Bundle-Css-Names", bundler::css_names(scoped.names));
+      text = std::move(scoped.css);
+    }
+    res.body = bundler::split_urls(text, r.path).join(mount_url(env, sub));
     return res;
   }
 
@@ -620,7 +626,8 @@ public:
   }
 
   // A file a stylesheet's url() names: <mount>/~asset/<path>, served by Static (conditional GET, ranges)
-  // when its media type is an image, font, audio or video one.
+  // when its media type is an image, font, audio or video one. Never sniffed; an SVG opened as a
+  // document runs no script and loads nothing (its own inline styles aside), though it is same-origin.
   Response serve_asset(Env& env, std::string_view sub) {
     std::string path(sub.substr(7));  // a copy: `sub` views PATH_INFO, which is set below
     const auto mime = MimeTypes::system();
@@ -641,7 +648,10 @@ public:
     std::string_view mount = std::string_view(info).substr(0, info.size() - sub.size());
     env.set(keys::SCRIPT_NAME, script + std::string(mount) + "/~asset");
     env.set(keys::PATH_INFO, std::move(path));
-    return assets(env);
+    Response res = assets(env);
+    res.headers.add("X-Content-Type-Options", "nosniff");
+    if (type == "image/svg+xml") res.headers.add("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+    return res;
   }
 
   // The changed files when every one is a stylesheet the loader can swap in place (root-relative,
@@ -651,7 +661,7 @@ public:
     const std::string prefix = graph.abs("") + "/";
     std::vector<std::string> out;
     for (const auto& a : *changed) {
-      if (!a.starts_with(prefix) || !a.ends_with(".css") || a.ends_with(".module.css")) return std::nullopt;
+      if (!a.starts_with(prefix) || !a.ends_with(".css")) return std::nullopt;
       std::string rel = a.substr(prefix.size());
       if (std::find(out.begin(), out.end(), rel) == out.end()) out.push_back(std::move(rel));
     }
@@ -983,7 +993,7 @@ public:
     body += "\n]";
     std::string opts;
     if (opt.process_shim) opts = "\"shim\":1,\"env\":{\"NODE_ENV\":" + defines.at("process.env.NODE_ENV") + "}";
-    if (opt.source_maps) opts += opts.empty() ? "\"maps\":1" : ",\"maps\":1";
+    if (maps) opts += opts.empty() ? "\"maps\":1" : ",\"maps\":1";
     if (!opts.empty()) body += ",{" + opts + "}";
     body += ");\n";
     // A header value: one line of visible ASCII (module names may hold anything).
@@ -1025,6 +1035,7 @@ public:
   }
 
   BundlerOptions opt;
+  bool maps = opt.source_maps.value_or(opt.mode == BundlerOptions::Mode::development);
   Graph graph;
   std::map<std::string, std::string, std::less<>> defines;
   Static assets;  // <mount>/~asset/: the files stylesheets name

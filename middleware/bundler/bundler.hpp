@@ -40,6 +40,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -120,7 +121,9 @@ struct BundlerOptions {
   /// it evaluates with `//# sourceMappingURL=<mount>/~map/<path>?c=<column>`, and that URL answers the
   /// map of the module's text back to its file (the bundler's edits composed with esbuild's map for
   /// TypeScript/JSX; the file's text included). Never inlined. Off: no comment, and ~map is a 404.
-  bool source_maps = true;
+  /// Unset: on in development, off in production (a production map would hand every source file,
+  /// comments included, to whoever asks); set it to true to serve production maps too.
+  std::optional<bool> source_maps;
 };
 
 class Bundler {

@@ -6,7 +6,8 @@
 //   csgi-bundle [opts] --stdio ROOT        serve requests read from stdin, one per line:
 //                                            "<target>\t<If-None-Match>\n"   (the tab part optional)
 //                                          answered on stdout as
-//                                            "<status> <body bytes> <header count>\n" + "Name: value\n"… + body
+//                                            "<status> <body bytes> <header count>\n" + "Name: value\n"… + body;
+//                                          the line "~stats" as "stats builds=N hits=N transpiles=N transpile_hits=N\n"
 //   csgi-bundle [opts] --time ROOT TARGET  cold build (construct + first request) and hit timings, in µs
 //   csgi-bundle --deps FILE...             the scanner's view of each file, one JSON object per line:
 //                                          {"file":…,"deps":[…],"unbundled":N,"esm":bool,"error":…|null}
@@ -17,7 +18,8 @@
 // opts: --mount /prefix (middleware form; default: app form), --freshness inotify|stat|none, --prebuild,
 //       --cache-bytes N, --platform browser|node, --builtin NAME=PACKAGE|./FILE|false (repeatable),
 //       --mode development|production, --define NAME=EXPR (repeatable), --no-process-shim, --no-tree-shake,
-//       --esbuild PROGRAM, --accept-encoding VALUE (sent with every request), --no-compress
+//       --esbuild PROGRAM, --accept-encoding VALUE (sent with every request), --no-compress,
+//       --source-maps on|off (default: on in development, off in production)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -45,7 +47,7 @@ int usage() {
                "usage: csgi-bundle [--mount /p] [--freshness inotify|stat|none] [--prebuild] [--cache-bytes N]\n"
                "                   [--platform browser|node] [--builtin NAME=PACKAGE|./FILE|false]...\n"
                "                   [--mode development|production] [--define NAME=EXPR]... [--no-process-shim]\n"
-               "                   [--no-tree-shake]\n"
+               "                   [--no-tree-shake] [--source-maps on|off]\n"
                "                   [--accept-encoding VALUE] [--no-compress]\n"
                "                   (ROOT TARGET... | --stdio ROOT | --time ROOT TARGET)\n");
   return 2;
@@ -203,6 +205,11 @@ int main(int argc, char** argv) {
       accept_encoding = argv[++i];
     } else if (a == "--no-compress") {
       opt.compress = false;
+    } else if (a == "--source-maps" && i + 1 < argc) {
+      std::string m = argv[++i];
+      if (m == "on") opt.source_maps = true;
+      else if (m == "off") opt.source_maps = false;
+      else return usage();
     } else if (a == "--no-tree-shake") {
       opt.tree_shake = false;
     } else if (a == "--esbuild" && i + 1 < argc) {
@@ -230,13 +237,10 @@ int main(int argc, char** argv) {
 
   try {
     auto t0 = std::chrono::steady_clock::now();
-    csgi::App app;
-    if (middleware) {
-      app = csgi::wrap<csgi::mw::Bundler>([](csgi::Env&) { return csgi::Response::error(404); }, args[0], opt);
-    } else {
-      auto b = std::make_shared<csgi::mw::Bundler>(args[0], opt);
-      app = [b](csgi::Env& env) { return (*b)(env); };
-    }
+    auto b = middleware ? std::make_shared<csgi::mw::Bundler>([](csgi::Env&) { return csgi::Response::error(404); },
+                                                               args[0], opt)
+                        : std::make_shared<csgi::mw::Bundler>(args[0], opt);
+    csgi::App app = [b](csgi::Env& env) { return (*b)(env); };
 
     if (timing) {
       auto res = request(app, args[1]);
@@ -269,6 +273,12 @@ int main(int argc, char** argv) {
     if (stdio) {
       std::string line;
       while (std::getline(std::cin, line)) {
+        if (line == "~stats") {
+          auto st = b->stats();
+          std::cout << "stats builds=" << st.builds << " hits=" << st.hits << " transpiles=" << st.transpiles
+                    << " transpile_hits=" << st.transpile_hits << '\n' << std::flush;
+          continue;
+        }
         std::string target = line, inm;
         if (auto tab = line.find('\t'); tab != std::string::npos) {
           target = line.substr(0, tab);

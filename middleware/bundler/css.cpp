@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "csgi/core/percent.hpp"
+#include "csgi/middleware/bundler/detail/utf8.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -46,25 +47,6 @@ std::size_t skip_opaque(std::string_view s, std::size_t i) noexcept {
   return i;
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out.push_back(char(cp));
-  } else if (cp < 0x800) {
-    out.push_back(char(0xC0 | (cp >> 6)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(char(0xE0 | (cp >> 12)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(char(0xF0 | (cp >> 18)));
-    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  }
-}
-
 // CSS escapes (`\` + 1–6 hex digits and one optional white space, or `\` + a character) resolved.
 std::string unescape(std::string_view s) {
   std::string out;
@@ -83,7 +65,7 @@ std::string unescape(std::string_view s) {
       continue;
     }
     if (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n')) ++j;
-    append_utf8(out, cp);
+    append_utf8(out, cp == 0 ? 0xFFFD : cp);
     i = j - 1;
   }
   return out;
@@ -103,18 +85,13 @@ std::string css_string_text(std::string_view s) {
   return out;
 }
 
-// The asset path (below the mount, escaped for a CSS string) a url() value names, or "" when it stays.
-std::string asset_of(std::string_view url, std::string_view path) {
-  if (url.empty() || url[0] == '/' || url[0] == '#' || url[0] == '?') return {};
-  auto colon = url.find(':');
-  auto slash = url.find_first_of("/?#");
-  if (colon != std::string_view::npos && (slash == std::string_view::npos || colon < slash)) return {};  // a scheme
-  auto cut = url.find_first_of("?#");
-  std::string rel = percent_decode_lenient(url.substr(0, cut));
+// The root-relative path `rel` (percent-decoded already) names from the file at `path`, or "" when it
+// climbs above the root or names nothing.
+std::string join_relative(std::string_view path, std::string_view rel) {
   std::vector<std::string_view> parts;
   auto dir_end = path.rfind('/');
   std::string_view dir = dir_end == std::string_view::npos ? std::string_view() : path.substr(0, dir_end);
-  for (std::string_view from : {dir, std::string_view(rel)}) {
+  for (std::string_view from : {dir, rel}) {
     std::size_t i = 0;
     while (i <= from.size()) {
       auto j = std::min(from.find('/', i), from.size());
@@ -128,12 +105,33 @@ std::string asset_of(std::string_view url, std::string_view path) {
       i = j + 1;
     }
   }
-  if (parts.empty()) return {};
   std::string joined;
   for (auto p : parts) (joined.empty() ? joined : joined += '/') += p;
+  return joined;
+}
+
+// True for a URL relative to the stylesheet: not empty, no scheme, not `/…`, `#…` or `?…`.
+bool relative_url(std::string_view url) noexcept {
+  if (url.empty() || url[0] == '/' || url[0] == '#' || url[0] == '?') return false;
+  auto colon = url.find(':');
+  auto slash = url.find_first_of("/?#");
+  return colon == std::string_view::npos || (slash != std::string_view::npos && slash < colon);
+}
+
+// The asset path (below the mount, escaped for a CSS string) a url() value names, or "" when it stays.
+std::string asset_of(std::string_view url, std::string_view path) {
+  if (!relative_url(url)) return {};
+  auto cut = url.find_first_of("?#");
+  std::string joined = join_relative(path, percent_decode_lenient(url.substr(0, cut)));
+  if (joined.empty()) return {};
   std::string out = "/~asset/" + percent_encode(joined, uri::unreserved_slash);
   if (cut != std::string_view::npos) out += css_string_text(url.substr(cut));
   return out;
+}
+
+// A stylesheet URL as a module specifier: "b.css" is relative in CSS, a package name in JavaScript.
+std::string specifier_of(std::string_view url) {
+  return url.starts_with("./") || url.starts_with("../") ? std::string(url) : "./" + std::string(url);
 }
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
@@ -176,6 +174,9 @@ public:
   ScopedCss run() {
     walk(/*collect=*/true);
     walk(/*collect=*/false);
+    for (auto& [local, scoped] : out_.names)
+      for (auto& [l, extra] : composed_)
+        if (l == local) scoped.append(extra);
     return std::move(out_);
   }
 
@@ -201,9 +202,10 @@ private:
       if (c == ')' && parens > 0) --parens;
       if (parens == 0 && (c == '{' || c == ';' || c == '}')) {
         std::string_view seg = css_.substr(start, i - start);
+        bool kept = true;
         if (c == '{') prelude(seg, collect);
-        else if (!collect) declaration(seg);
-        if (!collect) out_.css.push_back(c);
+        else if (!collect) kept = declaration(seg);
+        if (!collect && (kept || c != ';')) out_.css.push_back(c);
         start = ++i;
         continue;
       }
@@ -233,10 +235,16 @@ private:
       if (!collect) out_.css.append(seg);
       return;
     }
-    if (!collect) selector(seg, true);
+    if (collect) return;
+    rule_.clear();
+    selector(seg, true);
   }
 
-  void selector(std::string_view s, bool local) {
+  // `local` is the mode each selector of the list starts in; a bare `:global` or `:local` switches it
+  // for the rest of that selector (as css-loader does), `:global(…)`/`:local(…)` for what they hold.
+  void selector(std::string_view s, const bool initial) {
+    bool local = initial;
+    int depth = 0;
     std::size_t i = 0;
     while (i < s.size()) {
       if (std::size_t k = skip_opaque(s, i); k != i) {
@@ -267,28 +275,84 @@ private:
         i = std::min(k + 1, s.size());
         continue;
       }
+      if (s[i] == ':' && (bare_switch(s, i, ":global") || bare_switch(s, i, ":local"))) {
+        local = s[i + 1] == 'l' || s[i + 1] == 'L';
+        i += local ? 6 : 7;
+        const bool joined = !out_.css.empty() && std::string_view(" \t\n,>+~(").find(out_.css.back()) == std::string_view::npos;
+        if (!joined)
+          while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
+        continue;
+      }
       if (s[i] == '.' && local && ident_start(s, i + 1)) {
         std::size_t e = ident_end(s, i + 1);
-        out_.css.append(".").append(scope(s.substr(i + 1, e - i - 1)));
+        std::string_view name = s.substr(i + 1, e - i - 1);
+        out_.css.append(".").append(scope(name));
+        rule_.push_back(name);
         i = e;
         continue;
       }
+      if (s[i] == '(') ++depth;
+      if (s[i] == ')' && depth > 0) --depth;
+      if (s[i] == ',' && depth == 0) local = initial;
       out_.css.push_back(s[i++]);
     }
   }
 
-  // animation / animation-name values: the local @keyframes names they use.
-  void declaration(std::string_view d) {
+  static bool bare_switch(std::string_view s, std::size_t i, std::string_view word) noexcept {
+    return iequals(s.substr(i, word.size()), word) &&
+           (i + word.size() == s.size() || (!ident_char(static_cast<unsigned char>(s[i + word.size()])) && s[i + word.size()] != '('));
+  }
+
+  // `composes: a b [from global | from "./x.module.css"]` in a rule: the names are added to the export of
+  // each local class of the rule's selector; the declaration goes. False when it went.
+  bool compose(std::string_view value) {
+    std::vector<std::string_view> words;
+    std::string from;
+    bool after_from = false, global = false;
+    std::size_t i = 0;
+    while (i < value.size()) {
+      if (value[i] == '"' || value[i] == '\'') {
+        std::size_t k = skip_opaque(value, i);
+        if (after_from && k - i >= 2) from = unescape(value.substr(i + 1, k - i - 2));
+        i = k;
+        continue;
+      }
+      if (!ident_start(value, i)) {
+        ++i;
+        continue;
+      }
+      std::size_t e = ident_end(value, i);
+      std::string_view w = value.substr(i, e - i);
+      if (after_from) global = iequals(w, "global");
+      else if (iequals(w, "from")) after_from = true;
+      else words.push_back(w);
+      i = e;
+    }
+    std::string other;
+    if (!from.empty()) {
+      if (!relative_url(from) || (other = join_relative(path_, from)).empty()) return true;
+      out_.imports.push_back(specifier_of(from));
+    }
+    std::string extra;
+    for (auto w : words) extra += " " + (global ? std::string(w) : other.empty() ? scope(w) : scoped_name(other, w));
+    for (auto local : rule_) composed_.emplace_back(local, extra);
+    return false;
+  }
+
+  // animation / animation-name values: the local @keyframes names they use; `composes`. False when the
+  // declaration went.
+  bool declaration(std::string_view d) {
     auto colon = d.find(':');
     auto p = d.find_first_not_of(" \t\n");
     std::string_view prop = colon == std::string_view::npos || p == std::string_view::npos || p > colon
                                 ? std::string_view()
                                 : d.substr(p, d.find_last_not_of(" \t\n", colon - 1) + 1 - p);
+    if (iequals(prop, "composes") && !rule_.empty() && !compose(d.substr(colon + 1))) return false;
     if (auto dash = prop.find("-animation"); prop.starts_with("-") && dash != std::string_view::npos)
       prop = prop.substr(dash + 1);
     if (keyframes_.empty() || !(iequals(prop, "animation") || iequals(prop, "animation-name"))) {
       out_.css.append(d);
-      return;
+      return true;
     }
     out_.css.append(d.substr(0, colon + 1));
     std::size_t i = colon + 1;
@@ -308,10 +372,13 @@ private:
       }
       out_.css.push_back(d[i++]);
     }
+    return true;
   }
 
   std::string_view css_, path_;
   std::vector<std::string_view> keyframes_;
+  std::vector<std::string_view> rule_;                                  // the local classes of the last rule
+  std::vector<std::pair<std::string_view, std::string>> composed_;    // local class → " name…" it composes
   ScopedCss out_;
 };
 
@@ -367,22 +434,73 @@ CssText split_urls(std::string_view css, std::string_view path) {
   return out;
 }
 
+CssImports css_imports(std::string_view css, std::string_view path) {
+  CssImports out;
+  std::size_t i = 0, from = 0;
+  while (i < css.size() && css[i] != '{') {
+    if (std::size_t k = skip_opaque(css, i); k != i) {
+      i = k;
+      continue;
+    }
+    if (css[i] != '@' || !iequals(css.substr(i, 7), "@import") || ident_end(css, i + 1) != i + 7) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i + 7;
+    while (end < css.size() && css[end] != ';') end = std::max(skip_opaque(css, end), end + 1);
+    std::string_view rest = css.substr(i + 7, end - i - 7);
+    auto v = rest.find_first_not_of(" \t\n");
+    std::string url;
+    std::size_t after = std::string_view::npos;
+    if (v != std::string_view::npos && (rest[v] == '"' || rest[v] == '\'')) {
+      after = skip_opaque(rest, v);
+      url = unescape(rest.substr(v + 1, after - v - 2));
+    } else if (v != std::string_view::npos && iequals(rest.substr(v, 4), "url(")) {
+      auto close = rest.find(')', v);
+      auto a = rest.find_first_not_of(" \t\n\"'", v + 4), b = rest.find_last_not_of(" \t\n\"'", close - 1);
+      if (close != std::string_view::npos && a < close && b >= a) url = unescape(rest.substr(a, b + 1 - a));
+      after = close == std::string_view::npos ? close : close + 1;
+    }
+    const bool plain = after != std::string_view::npos && rest.find_first_not_of(" \t\n", after) == std::string_view::npos;
+    end = std::min(end + 1, css.size());
+    if (plain && relative_url(url) && !join_relative(path, percent_decode_lenient(url)).empty()) {
+      out.css.append(css.substr(from, i - from));
+      out.imports.push_back(specifier_of(url));
+      if (end < css.size() && css[end] == '\n') ++end;
+      from = end;
+    }
+    i = end;
+  }
+  out.css.append(css.substr(from));
+  return out;
+}
+
+std::string css_names(const std::vector<std::pair<std::string, std::string>>& names) {
+  nlohmann::json map = nlohmann::json::object();
+  for (const auto& [local, scoped] : names) map[local] = scoped;
+  return map.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
 bool is_css_module(std::string_view path) noexcept { return path.ends_with(".module.css"); }
 
 ScopedCss scope_css(std::string_view css, std::string_view path) { return Scoper(css, path).run(); }
 
-std::string css_module(std::string_view path, const CssText& css, const std::vector<std::pair<std::string, std::string>>* names) {
+std::string css_module(std::string_view path, const CssText& css, const std::vector<std::pair<std::string, std::string>>* names,
+                       const std::vector<std::string>& imports) {
   using nlohmann::json;
   const auto quote = [](std::string_view s) {
     return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
   };
   std::string text = quote(css.text[0]);
   for (std::size_t i = 0; i < css.assets.size(); ++i) text += "+b+" + quote(css.assets[i]) + "+" + quote(css.text[i + 1]);
-  std::string out = "if(typeof document!=='undefined'&&!document.querySelector('style[data-csgi-css=' + JSON.stringify(" +
+  std::string deps;
+  for (const auto& spec : imports) deps += (names ? "import " : "require(") + quote(spec) + (names ? ";" : ");");
+  std::string out = deps + "if(typeof document!=='undefined'&&!document.querySelector('style[data-csgi-css=' + JSON.stringify(" +
                     quote(path) + ") + ']')){" +
                     (css.assets.empty() ? "" : "const b=typeof csgiRequire!=='undefined'?csgiRequire.base():'';") +
-                    "const s=document.createElement('style');s.setAttribute('data-csgi-css'," + quote(path) +
-                    ");s.textContent=" + text + ";document.head.appendChild(s);}";
+                    "const s=document.createElement('style');s.setAttribute('data-csgi-css'," + quote(path) + ");" +
+                    (names ? "s.setAttribute('data-csgi-names'," + quote(css_names(*names)) + ");" : "") +
+                    "s.textContent=" + text + ";document.head.appendChild(s);}";
   if (!names) return "'use strict';" + out + "\n";
   json map = json::object();
   std::string named;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "csgi/core/text.hpp"
+#include "csgi/middleware/bundler/detail/utf8.hpp"
 
 namespace csgi::mw::bundler {
 
@@ -26,24 +27,6 @@ bool keyword_allows_regex(std::string_view w) noexcept {
   for (auto x : k)
     if (x == w) return true;
   return false;
-}
-
-void put_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(char(cp));
-  } else if (cp < 0x800) {
-    out.push_back(char(0xC0 | (cp >> 6)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(char(0xE0 | (cp >> 12)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(char(0xF0 | (cp >> 18)));
-    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  }
 }
 
 // Decodes the escapes of a string literal body (quotes excluded).
@@ -71,7 +54,7 @@ std::string decode_string(std::string_view s) {
       case '\n': break;
       case 'x':
         if (i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
-          put_utf8(out, std::uint32_t(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
+          append_utf8(out, std::uint32_t(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
           i += 2;
         } else {
           out.push_back('x');
@@ -83,7 +66,7 @@ std::string decode_string(std::string_view s) {
           std::size_t j = i + 2;
           while (j < s.size() && hex_value(s[j]) >= 0 && cp <= 0x10FFFF) cp = cp * 16 + std::uint32_t(hex_value(s[j++]));
           if (j < s.size() && s[j] == '}' && cp <= 0x10FFFF) {
-            put_utf8(out, cp);
+            append_utf8(out, cp);
             i = j;
           } else {
             out.push_back('u');
@@ -91,7 +74,7 @@ std::string decode_string(std::string_view s) {
         } else if (i + 4 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0 && hex_value(s[i + 3]) >= 0 &&
                    hex_value(s[i + 4]) >= 0) {
           for (int k = 1; k <= 4; ++k) cp = cp * 16 + std::uint32_t(hex_value(s[i + k]));
-          put_utf8(out, cp);
+          append_utf8(out, cp);
           i += 4;
         } else {
           out.push_back('u');

@@ -1,7 +1,8 @@
 /* csgi bundler live reload: with the live_reload option the server appends this to require.js.
  * csgiRequire.live([onchange]) follows <mount>/~live and, once a burst of edits has settled,
  * reloads the page or calls onchange(sequence number); csgiRequire.events is the EventSource. An edit
- * of stylesheets only (event `css`) replaces the text of their <style> elements without a reload. */
+ * of stylesheets only (event `css`) replaces the text of their <style> elements without a reload (a
+ * CSS module's while its name map, data-csgi-names, is the one the server answers now). */
 csgiRequire.live = (onchange) => {
   if (typeof EventSource === 'undefined') return null;
   const es = (csgiRequire.events = new EventSource(csgiRequire.base() + '/~live'));
@@ -16,7 +17,10 @@ csgiRequire.live = (onchange) => {
       const style = [...document.querySelectorAll('style[data-csgi-css]')].find((s) => s.getAttribute('data-csgi-css') === path);
       if (!style) continue;
       fetch(csgiRequire.base() + '/~css/' + path.split('/').map(encodeURIComponent).join('/'))
-        .then((r) => (r.ok ? r.text() : Promise.reject(new Error(r.status))))
+        .then((r) => {
+          const same = r.headers.get('X-Bundle-Css-Names') === style.getAttribute('data-csgi-names');
+          return r.ok && same ? r.text() : Promise.reject(new Error(r.status));
+        })
         .then((text) => { style.textContent = text; }, () => location.reload());
     }
   });

@@ -298,11 +298,13 @@ SharedBytes Graph::load(const std::string& path, Stamp& stamp, std::string& erro
   SharedBytes tsconfig = read_file(abs("tsconfig.json"), ts);
   TranspileResult r = transpiler.run(path, *src, tsconfig ? std::string_view(*tsconfig) : std::string_view());
   if (!r.code) error = std::move(r.error);
-  if (r.code && loader == "css" && is_css_module(path)) {
-    ScopedCss scoped = scope_css(*r.code, path);
-    return std::make_shared<const std::string>(css_module(path, split_urls(scoped.css, path), &scoped.names));
+  if (r.code && loader == "css") {
+    CssImports css = css_imports(*r.code, path);
+    if (!is_css_module(path)) return std::make_shared<const std::string>(css_module(path, split_urls(css.css, path), nullptr, css.imports));
+    ScopedCss scoped = scope_css(css.css, path);
+    css.imports.insert(css.imports.end(), scoped.imports.begin(), scoped.imports.end());
+    return std::make_shared<const std::string>(css_module(path, split_urls(scoped.css, path), &scoped.names, css.imports));
   }
-  if (r.code && loader == "css") return std::make_shared<const std::string>(css_module(path, split_urls(*r.code, path)));
   return r.code;
 }
 

@@ -114,7 +114,88 @@ TEST_CASE("css: a CSS module exports its scoped names and adds the scoped styles
   const std::string btn = s.names[0].second;
   CHECK_THAT(res.body, Catch::Contains("." + btn + " {"));
   CHECK_THAT(res.body, Catch::Contains("btn-wide"));
+  CHECK_THAT(res.body, Catch::Contains("s.setAttribute('data-csgi-names',"));
   CHECK_THAT(res.body, !Catch::Contains(".btn {"));
   // Named exports for identifiers only: `btn`, not `btn-wide` nor the reserved word `class`.
   CHECK_THAT(res.body, Catch::Contains(R"({"x":["default","btn"],)"));
+}
+
+TEST_CASE("css: relative @imports become dependencies in order; conditional and absolute ones stay", "[bundler]") {
+  auto r = bundler::css_imports("@charset \"utf-8\";\n@import \"./a.css\";\n@import \"b.css\";\n@import url(../c.css);\n"
+                                "@import \"https://x.test/f.css\";\n@import \"d.css\" screen;\n@import \"e.css\" layer(x);\n"
+                                "@import \"../../../up.css\";\n.a {\n  content: \"@import 'z.css';\";\n}\n@import \"late.css\";\n",
+                                "src/s/x.css");
+  CHECK(r.imports == std::vector<std::string>{"./a.css", "./b.css", "../c.css"});
+  CHECK(r.css == "@charset \"utf-8\";\n@import \"https://x.test/f.css\";\n@import \"d.css\" screen;\n"
+                 "@import \"e.css\" layer(x);\n@import \"../../../up.css\";\n.a {\n  content: \"@import 'z.css';\";\n}\n"
+                 "@import \"late.css\";\n");
+  CHECK(bundler::css_imports(".a{}", "x.css").imports.empty());
+  // The module requires its imports before adding its own <style>, so theirs come first.
+  auto js = bundler::css_module("src/x.css", bundler::split_urls(".a{}", "src/x.css"), nullptr, {"./a.css"});
+  CHECK_THAT(js, Catch::StartsWith("'use strict';require(\"./a.css\");if("));
+}
+
+TEST_CASE("css: composes adds names to a class's export; the declaration goes", "[bundler]") {
+  auto s = bundler::scope_css(".base {\n  color: red;\n}\n.btn {\n  composes: base;\n  composes: g1 g2 from global;\n"
+                              "  composes: shared from \"./lib/x.module.css\";\n  top: 0;\n}\n",
+                              "src/Button.module.css");
+  std::map<std::string, std::string> names(s.names.begin(), s.names.end());
+  const std::string base = bundler::scope_css(".base{}", "src/Button.module.css").names[0].second;
+  const std::string btn = bundler::scope_css(".btn{}", "src/Button.module.css").names[0].second;
+  const std::string shared = bundler::scope_css(".shared{}", "src/lib/x.module.css").names[0].second;
+  CHECK(names.at("base") == base);
+  CHECK(names.at("btn") == btn + " " + base + " g1 g2 " + shared);
+  CHECK(s.imports == std::vector<std::string>{"./lib/x.module.css"});
+  CHECK(s.css == "." + base + " {\n  color: red;\n}\n." + btn + " {\n  top: 0;\n}\n");
+}
+
+TEST_CASE("css: a bare :global or :local switches the mode for the rest of the selector", "[bundler]") {
+  auto s = bundler::scope_css(":global .page .x, .y {\n}\n.a :global .b :local .c {\n}\n.d:global .e {\n}\n"
+                              ":global(.f) .g {\n}\n:global-like .h {\n}\n",
+                              "m.module.css");
+  std::map<std::string, std::string> names(s.names.begin(), s.names.end());
+  for (const char* local : {"y", "a", "c", "d", "g", "h"}) CHECK(names.contains(local));
+  for (const char* global : {"page", "x", "b", "e", "f"}) CHECK(!names.contains(global));
+  CHECK_THAT(s.css, Catch::StartsWith(".page .x, ." + names.at("y") + " {\n}\n." + names.at("a") + " .b ." + names.at("c") +
+                                      " {\n}\n." + names.at("d") + " .e {\n}\n.f ." + names.at("g") + " {\n}\n:global-like ." +
+                                      names.at("h")));
+}
+
+TEST_CASE("css: @import follows stylesheets as modules, cycles included", "[.esbuild]") {
+  Tree t;
+  t.write("src/m.js", "import './a.css';\nimport s from './c.module.css';\nexport const out = s.c;\n");
+  t.write("src/a.css", "@import \"./b.css\";\n@import url(https://x.test/f.css);\n.a { background: url(i.png) }\n");
+  t.write("src/b.css", "@import './a.css';\n.b { color: red }\n");
+  t.write("src/c.module.css", ".c { composes: d from './d.module.css'; }\n");
+  t.write("src/d.module.css", ".d { color: blue }\n");
+  BundlerOptions o;
+  o.esbuild = esbuild_program();
+  auto b = std::make_shared<Bundler>(t.root(), o);
+  csgi::App app([b](csgi::Env& env) { return (*b)(env); });
+  auto res = call(app, "GET /src/m.js");
+  REQUIRE(res.status == 200);
+  CHECK(set_of(parse(res.body)) ==
+        std::set<std::string>{"src/m.js", "src/a.css", "src/b.css", "src/c.module.css", "src/d.module.css"});
+  CHECK_THAT(res.body, Catch::Contains(R"(@import \\\"https://x.test/f.css\\\";)"));
+  CHECK_THAT(res.body, !Catch::Contains(R"(@import \\\"./b.css)"));
+  auto css = call(app, "GET /~css/src/a.css");
+  REQUIRE(css.status == 200);
+  CHECK_THAT(css.body, !Catch::Contains("b.css"));
+  CHECK_THAT(css.body, Catch::Contains("~asset/src/i.png"));
+}
+
+TEST_CASE("css: an SVG from ~asset runs no script as a document; no asset is sniffed", "[bundler]") {
+  Tree t;
+  t.write("img/x.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>");
+  t.write("img/x.png", "\x89PNG fake");
+  auto app = app_of(t.root());
+  auto svg = call(app, "GET /~asset/img/x.svg");
+  REQUIRE(svg.status == 200);
+  CHECK(svg.header("Content-Type") == "image/svg+xml");
+  CHECK(svg.header("Content-Security-Policy") == "default-src 'none'; style-src 'unsafe-inline'");
+  CHECK(svg.header("X-Content-Type-Options") == "nosniff");
+  auto png = call(app, "GET /~asset/img/x.png");
+  REQUIRE(png.status == 200);
+  CHECK(png.header("X-Content-Type-Options") == "nosniff");
+  CHECK(png.header("Content-Security-Policy").empty());
 }

@@ -6,6 +6,7 @@
 
 #include "bundler_fixture.hpp"
 #include "csgi/core/test_client.hpp"
+#include "csgi/middleware/bundler/detail/css.hpp"
 
 // The tests tagged [.esbuild] need an esbuild executable in CSGI_TEST_ESBUILD; CTest runs them as
 // bundler_typescript once the npm corpus (which pins esbuild) is installed.
@@ -166,7 +167,13 @@ TEST_CASE("esbuild: <mount>/~css/<path> answers a stylesheet's text for the live
   CHECK(css.header("Content-Type") == "text/css; charset=utf-8");
   CHECK(css.body == ".a {\n  color: red;\n}\n");
   CHECK(call(app, "GET /~css/src/a.js").status == 404);
-  CHECK(call(app, "GET /~css/src/m.module.css").status == 404);
+  // A CSS module: its scoped text, and its name map for the follower to compare with the <style>'s.
+  auto m = call(app, "GET /~css/src/m.module.css");
+  CHECK(m.status == 200);
+  auto scoped = bundler::scope_css(".m {\n  color: red;\n}\n", "src/m.module.css");
+  CHECK(m.body == scoped.css);
+  CHECK(m.header("X-Bundle-Css-Names") == bundler::css_names(scoped.names));
+  CHECK(m.header("X-Bundle-Css-Names") == "{\"m\":\"" + scoped.names[0].second + "\"}");
   CHECK(call(app, "GET /~css/src/none.css").status == 404);
   // A stylesheet outside the root is never read, however the path is spelled.
   Tree outer;

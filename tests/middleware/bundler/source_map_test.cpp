@@ -1,6 +1,7 @@
 #include "csgi/middleware/bundler/detail/source_map.hpp"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,4 +66,24 @@ TEST_CASE("source map: <mount>/~map/<path> answers a module's map, and only a mo
     auto r = csgi::testing::call(app, outside);
     CHECK((r.status == 403 || r.status == 404));
   }
+}
+
+TEST_CASE("source map: on by default in development, off in production unless asked", "[bundler]") {
+  using namespace bundler_test;
+  Tree t;
+  t.write("main.js", "export const a = 1;\n");
+  const auto served = [&](std::optional<BundlerOptions::Mode> mode, std::optional<bool> maps) {
+    BundlerOptions o;
+    if (mode) o.mode = *mode;
+    o.source_maps = maps;
+    auto app = app_of(t.root(), o);
+    const bool named = csgi::testing::call(app, "GET /main.js").body.find("\"maps\":1") != std::string::npos;
+    const int status = csgi::testing::call(app, "GET /~map/main.js?c=0").status;
+    CHECK(named == (status == 200));
+    return named;
+  };
+  CHECK(served(std::nullopt, std::nullopt));
+  CHECK(!served(BundlerOptions::Mode::production, std::nullopt));
+  CHECK(served(BundlerOptions::Mode::production, true));
+  CHECK(!served(BundlerOptions::Mode::development, false));
 }

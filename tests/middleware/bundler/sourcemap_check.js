@@ -71,7 +71,7 @@ function check(args) {
 
 try {
   const dev = check([]);
-  const prod = check(['--mode', 'production']);
+  const prod = check(['--mode', 'production', '--source-maps', 'on']);
   console.log(`bundler_sourcemap: Error.stack positions resolve to src/main.ts (development ${dev}, production ${prod})`);
 } finally {
   fs.rmSync(root, { recursive: true, force: true });

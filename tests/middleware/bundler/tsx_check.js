@@ -157,6 +157,16 @@ async function liveReload(browser, root) {
     assert.strictEqual(await p.evaluate(() => window.__sameDocument === true), true, 'the .css edit reloaded the page');
     assert.strictEqual(await p.evaluate(() => document.querySelectorAll('style[data-csgi-css]').length), 1);
     console.log('ok: live reload after a .tsx edit; a .css edit swapped in without a reload');
+    // A CSS module's edit with the same names swaps its <style> in place; a new name reloads the page.
+    await p.evaluate(() => require.async('./src/badge/badge.ts'));
+    const mod = path.join(root, 'src/badge/badge.module.css');
+    fs.writeFileSync(mod, fs.readFileSync(mod, 'utf8').replace('rgb(1, 2, 3)', 'rgb(7, 8, 9)'));
+    await until(() => p.evaluate(() => getComputedStyle(document.getElementById('badge')).color === 'rgb(7, 8, 9)'),
+      'the .module.css edit');
+    assert.strictEqual(await p.evaluate(() => window.__sameDocument === true), true, 'the .module.css edit reloaded the page');
+    fs.appendFileSync(mod, '.added { top: 0 }\n');
+    await until(() => p.evaluate(() => window.__sameDocument !== true), 'the reload for a new name');
+    console.log('ok: a .module.css edit swapped in without a reload; a new class name reloaded the page');
     await p.close();
   } finally {
     server.proc.kill('SIGTERM');
