@@ -121,12 +121,12 @@ module CSGI
       env["rack.version"] = VERSION
       env["rack.input"] = Input.new(source)
       env["rack.errors"] = errors
+      env["rack.early_hints"] = ->(headers) { sink.early_hints(fields_of(headers)) } if sink.hints_offered?
       begin
         status, headers, body = app.call(env)
         begin
           status = Integer(status)
-          fields = []
-          headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+          fields = fields_of(headers)
           if status == 200 && body.respond_to?(:to_path)
             sink.file(status, fields, body.to_path.to_s)
           elsif body.is_a?(Array)
@@ -150,6 +150,13 @@ module CSGI
         errors.flush
       end
       nil
+    end
+
+    # A Rack headers Hash as [name, value, ...]: a value with "\n" is several fields (Rack 2.2).
+    def self.fields_of(headers)
+      fields = []
+      headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+      fields
     end
 
     def self.describe(e)

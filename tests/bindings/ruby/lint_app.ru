@@ -79,6 +79,9 @@ LINTED = lambda do |env|
     [200, text, ["ok"]]
   when "/headers"
     [201, { "Content-Type" => "text/plain", "Set-Cookie" => "a=1\nb=2", "X-Multi" => "x" }, ["made"]]
+  when "/hints"  # Puma's shape; a value with "\n" is two fields
+    sent = env["rack.early_hints"].call({ "Link" => "</style.css>; rel=preload; as=style\n</app.js>; rel=preload" })
+    [200, text, ["sent=#{sent}"]]
   when "/closed"
     [200, { "Content-Type" => "application/json" }, [JSON.generate(CLOSED)]]
   when "/files/lint_app.ru"

@@ -2,7 +2,10 @@
 reads and rewinds, streaming as produced, to_path as the file, close called once, errors and their log."""
 import json
 import os
+import re
+import shutil
 import socket
+import subprocess
 import sys
 import time
 
@@ -161,6 +164,29 @@ def test_errors(rack):
     assert "errors-line-one\n" in out and "errors-part-two\n" in out and "errors-unterminated\n" in out
     assert "rack: GET /midstream HTTP/1.1: RuntimeError: failed at part 1" in out
     assert "rack: GET /raw/not-a-body HTTP/1.1: TypeError: Rack body String does not respond to each" in out
+    no_lint_error(s)
+
+
+def test_early_hints(rack):
+    s = rack()
+    hints = b"Link: </style.css>; rel=preload; as=style\r\nLink: </app.js>; rel=preload\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", s.port), timeout=5) as c:
+        c.sendall(b"GET /hints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = read_until(c, b"sent=")
+        got += read_until(c, b"\0")  # to the end: the server closes
+    assert got.startswith(b"HTTP/1.1 103 Early Hints\r\n" + hints + b"HTTP/1.1 200 "), got
+    assert b"\r\nsent=true\r\n" in got
+    # HTTP/1.0 has no interim responses: the call answers false, the response is as usual
+    with socket.create_connection(("127.0.0.1", s.port), timeout=5) as c:
+        c.sendall(b"GET /hints HTTP/1.0\r\n\r\n")
+        got = read_until(c, b"\0")
+    assert got.startswith(b"HTTP/1.1 200 ") and b"sent=false" in got, got
+    if shutil.which("curl"):  # HTTP/2 (h2c): the same 103
+        out = subprocess.run(["curl", "-s", "-i", "--max-time", "10", "--http2-prior-knowledge",
+                              "http://127.0.0.1:%d/hints" % s.port], capture_output=True, timeout=20).stdout
+        assert re.match(rb"HTTP/2 103\s*\r\nlink: </style\.css>; rel=preload; as=style\r\n"
+                        rb"link: </app\.js>; rel=preload\r\n\r\nHTTP/2 200 ", out, re.I), out
+        assert out.endswith(b"sent=true")
     no_lint_error(s)
 
 
