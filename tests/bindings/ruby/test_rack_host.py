@@ -1,5 +1,6 @@
 """`csgi serve --rack`: a Rack app wrapped in Rack::Lint (lint_app.ru) over real sockets: the env, input
 reads and rewinds, streaming as produced, to_path as the file, close called once, errors and their log."""
+import hashlib
 import json
 import os
 import re
@@ -84,6 +85,18 @@ def test_input_reads_and_rewinds(rack):
     assert status == 200 and body.decode().split("|")[:2] == ['"a\\n"', '"bc\\n"']
     status, _, body = s.request("POST", "/input", body=b"")
     assert status == 200 and body.decode().split("|")[:3] == ["nil", "nil", "nil"]
+    no_lint_error(s)
+
+
+def test_large_bodies_are_spooled_to_a_file(rack):
+    s = rack()
+    big = os.urandom(112 * 1024 + 1)  # one byte over the threshold: in an unlinked file while read
+    for data, chunked, files in ((big, False, 1), (big, True, 1), (big[:-1], False, 0)):
+        status, _, body = s.request("POST", "/spool", body=iter([data]) if chunked else data,
+                                    encode_chunked=chunked)
+        assert status == 200, s.output()
+        assert body.decode().split(" ") == [str(len(data)), hashlib.sha256(data).hexdigest(), "true", str(files)]
+        assert s.request("GET", "/spooled-files")[2] == b"0"  # closed when the request ended
     no_lint_error(s)
 
 
