@@ -214,6 +214,32 @@ def test_workers(rack):
     no_lint_error(s)
 
 
+def test_at_exit_handlers_run_when_the_server_stops(start, csgi_bin, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "config.ru").write_text(
+        'File.write(File.join(ENV["MARKS"], "boot-#{Process.pid}"), "")\n'
+        'at_exit { File.write(File.join(ENV["MARKS"], Process.pid.to_s), "at_exit") }\n'
+        'END { File.write(File.join(ENV["MARKS"], "end-#{Process.pid}"), "END") }\n'
+        'run ->(env) { [200, {"Content-Type" => "text/plain"}, [Process.pid.to_s]] }\n')
+    for extra, processes in (([], 1), (["--workers", "2"], 2)):
+        for f in marks.iterdir():
+            f.unlink()
+        s = start([csgi_bin, "serve", "--rack", str(tmp_path / "config.ru"), "--listen", "127.0.0.1:0"] + extra,
+                  env={"MARKS": str(marks)})
+        assert s.request("GET", "/")[0] == 200
+        deadline = time.monotonic() + 20  # every process has loaded the app
+        while len(list(marks.iterdir())) < processes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(f.name.startswith("boot-") for f in marks.iterdir())  # no handler before the stop
+        assert s.stop() == 0, s.output()
+        pids = sorted(f.name for f in marks.iterdir() if f.name.isdigit())
+        assert len(pids) == processes, s.output()  # once in each serving process
+        assert sorted(f.name for f in marks.iterdir() if f.name.startswith("end-")) == ["end-" + p for p in pids]
+        assert (str(s.proc.pid) in pids) == (not extra)  # the master of --workers serves no Ruby
+        assert all((marks / p).read_text() == "at_exit" for p in pids)
+
+
 def test_config_that_does_not_load(start, csgi_bin, tmp_path):
     bad = tmp_path / "bad.ru"
     bad.write_text("run ->(env) { [200, {}, ['x']]\n")
