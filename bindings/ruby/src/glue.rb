@@ -10,7 +10,7 @@ module CSGI
 
     def initialize(source)
       @source = source
-      @store = StringIO.new(String.new(encoding: Encoding::BINARY))
+      @store = nil  # made by the first read: most requests have no body to keep
       @size = 0
       @pos = 0
       @eof = false
@@ -18,8 +18,7 @@ module CSGI
 
     def gets
       loop do
-        @store.seek(@pos)
-        line = @store.gets
+        line = @size.zero? ? nil : store_at(@pos).gets
         if line&.end_with?("\n") || (line && @eof)
           @pos += line.bytesize
           return line
@@ -54,14 +53,19 @@ module CSGI
     end
 
     def close_spool
-      @store.close unless @store.is_a?(StringIO)
+      @store.close if @store && !@store.is_a?(StringIO)
     end
 
     private
 
+    def store_at(pos)
+      @store ||= StringIO.new(String.new(encoding: Encoding::BINARY))
+      @store.seek(pos)
+      @store
+    end
+
     def take(length)
-      @store.seek(@pos)
-      data = @store.read(length) || String.new(encoding: Encoding::BINARY)
+      data = store_at(@pos).read(length) || String.new(encoding: Encoding::BINARY)
       @pos += data.bytesize
       data
     end
@@ -73,9 +77,8 @@ module CSGI
         @eof = true
         return false
       end
-      spool if @store.is_a?(StringIO) && @size + chunk.bytesize > SPOOL_ABOVE
-      @store.seek(@size)
-      @store.write(chunk)
+      spool if !@store.is_a?(Tempfile) && @size + chunk.bytesize > SPOOL_ABOVE
+      store_at(@size).write(chunk)
       @size += chunk.bytesize
       true
     end
@@ -83,7 +86,7 @@ module CSGI
     def spool
       file = Tempfile.new("csgi-rack-body", binmode: true)
       file.unlink  # gone from the directory; the open file lives until close_spool
-      file.write(@store.string)
+      file.write(@store.string) if @store
       @store = file
     end
   end
