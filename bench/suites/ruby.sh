@@ -17,7 +17,7 @@ dur=10; [ "${BENCH_QUICK:-0}" = 1 ] && dur=3
 reps=${BENCH_REPS:-3}  # wrk runs per server and app; medians are reported
 csgi="$build/adapters/cli/csgi"
 [ -x "$csgi" ] || fail_section "the csgi command is not built (target csgi_cli)."
-"$csgi" serve --help 2>&1 | grep -q -- --rack || fail_section "csgi was built without --rack (ruby-dev missing)."
+[[ "$("$csgi" serve --help 2>&1)" == *--rack* ]] || fail_section "csgi was built without --rack (ruby-dev missing)."
 command -v wrk >/dev/null || fail_section "wrk not found (scripts/install-deps.sh bench)."
 command -v puma >/dev/null || fail_section "puma not found (scripts/install-deps.sh test)."
 ruby -e 'require "sinatra/base"' 2>/dev/null || fail_section "Sinatra not found (ruby-sinatra)."

@@ -130,6 +130,7 @@ private:
     char** argv = argv_storage;
     ruby_sysinit(&argc, &argv);
     int state = ruby_setup();
+    block_server_signals();  // ruby_setup unblocks every signal on its thread
     if (state) {
       dispositions.restore();
       finish_setup();
@@ -137,6 +138,7 @@ private:
       return;
     }
     void* node = ruby_options(argc, argv);  // the load path and RubyGems, as the ruby program has them
+    block_server_signals();
     int status = 0;
     dispositions.restore();
     finish_setup();
@@ -259,10 +261,6 @@ public:
   void flush() noexcept override {
     Vm* vm = g_vm;
     if (!vm || !vm->started_here()) return;  // none, or a process the app forked
-    // The stop is under way: a SIGTERM or SIGINT sent to the whole process group (and again by the
-    // master to its workers) must not end the process while the handlers run.
-    ::signal(SIGTERM, SIG_IGN);
-    ::signal(SIGINT, SIG_IGN);
     if (!vm->run_at_exit(limit)) {
       std::fprintf(stderr, "csgi: --rack: the at_exit handlers of process %d did not finish within %d s\n",
                    static_cast<int>(::getpid()), static_cast<int>(limit.count()));
