@@ -187,6 +187,15 @@ private:
     return nullptr;
   }
 
+  // A job already queued, taken without giving up the GVL (a busy server serves its queue in a row).
+  bool take_queued(Wait& w) {
+    std::lock_guard lock(mu_);
+    if (jobs_.empty()) return false;
+    w.job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return true;
+  }
+
   static void unblock(void* p) {
     auto* w = static_cast<Wait*>(p);
     {
@@ -201,7 +210,7 @@ private:
   void serve_forever() {
     for (;;) {
       Wait w{this, nullptr};
-      rb_thread_call_without_gvl(wait_without_gvl, &w, unblock, &w);
+      if (!take_queued(w)) rb_thread_call_without_gvl(wait_without_gvl, &w, unblock, &w);
       if (w.job) {
         serve(*w.job, app_);
         continue;
