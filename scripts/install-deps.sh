@@ -35,7 +35,7 @@ test_pkgs=(
   python3-fastapi python3-starlette python3-uvicorn python3-hypercorn python3-httpx python3-uvloop
   python3-httptools python3-multipart redis-server
   libplack-perl libtest-tcp-perl starman libcatalyst-perl libcatalyst-devel-perl
-  ruby-rack ruby-rack-test ruby-sinatra puma
+  ruby-rack ruby-rack-test ruby-sinatra puma ruby-railties
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest redis-server

@@ -6,10 +6,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 
 #include "csgi/bindings/ruby/rack_host_abi.h"
 #include "csgi/core/app_library.hpp"
+#include "csgi/core/log_files.hpp"
 
 // Where the module is (bindings/ruby/CMakeLists.txt): in the build tree, for this program as built there,
 // and under the install prefix, relative to the installed program.
@@ -28,6 +30,16 @@ namespace {
 
 constexpr const char* needs = "--rack needs the Rack host module: ";
 
+// The module has its own copy of csgi::log_files (csgi::core is linked into it): linked to this
+// program's, so that a worker's flush before _exit() and the flush at exit() reach it (Ruby's at_exit
+// handlers run there).
+void link_log_files(void* handle) {
+  using PeerFn = const log_files::Peer* (*)();
+  auto peer = reinterpret_cast<PeerFn>(::dlsym(handle, "csgi_log_files_v1"));
+  static std::shared_ptr<void> link;  // for the life of the process: the module is never unloaded
+  if (peer && peer()) link = log_files::link(*peer(), nullptr);
+}
+
 const csgi_rack_host* open_host(const std::string& file) {
   if (file.empty())
     throw std::runtime_error(std::string(needs) + "no path is known for this program (set CSGI_RACK_HOST to "
@@ -44,6 +56,7 @@ const csgi_rack_host* open_host(const std::string& file) {
   if (host->abi_version != CSGI_RACK_HOST_ABI_VERSION || host->cxx_abi != detail::cxx_abi_tag() ||
       host->core_layout != detail::core_layout_tag() || host->app_size != sizeof(App))
     throw std::runtime_error("--rack: " + file + " was built from other csgi sources than this program");
+  link_log_files(handle);
   return host;
 }
 

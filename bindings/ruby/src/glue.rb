@@ -2,42 +2,40 @@
 # CSGI::ResponseSink over the csgi request; this file turns them into rack.input, rack.errors and the
 # sending of [status, headers, body]).
 module CSGI
-  # rack.input: the request body read from csgi.input as the app asks, kept so that rewind replays it.
+  # rack.input: the request body read from csgi.input as the app asks, kept so that rewind replays it:
+  # in memory up to SPOOL_ABOVE bytes, beyond that in an unlinked temporary file (Dir.tmpdir), as Puma
+  # and Unicorn keep large bodies. #close_spool (the host, when the request ends) closes that file.
   class Input
+    SPOOL_ABOVE = 112 * 1024
+
     def initialize(source)
       @source = source
-      @buf = String.new(encoding: Encoding::BINARY)
+      @store = nil  # made by the first read: most requests have no body to keep
+      @size = 0
       @pos = 0
       @eof = false
     end
 
     def gets
       loop do
-        nl = @buf.index("\n", @pos)
-        if nl
-          line = @buf.byteslice(@pos, nl + 1 - @pos)
-          @pos = nl + 1
+        line = @size.zero? ? nil : store_at(@pos).gets
+        if line&.end_with?("\n") || (line && @eof)
+          @pos += line.bytesize
           return line
         end
-        break unless fill
+        return nil if line.nil? && @eof
+        fill
       end
-      return nil if @pos >= @buf.bytesize
-      rest
     end
 
     def read(length = nil, outbuf = nil)
       if length.nil?
         nil while fill
-        data = rest
+        data = take(@size - @pos)
       else
         raise ArgumentError, "negative length #{length} given" if length.negative?
-        nil while @buf.bytesize - @pos < length && fill
-        if length.positive? && @pos >= @buf.bytesize
-          data = nil
-        else
-          data = @buf.byteslice(@pos, length)
-          @pos += data.bytesize
-        end
+        nil while @size - @pos < length && fill
+        data = length.positive? && @pos >= @size ? nil : take(length)
       end
       return data unless outbuf
       outbuf.replace(data || "")
@@ -54,24 +52,42 @@ module CSGI
       @pos = 0
     end
 
+    def close_spool
+      @store.close if @store && !@store.is_a?(StringIO)
+    end
+
     private
 
-    def rest
-      data = @buf.byteslice(@pos, @buf.bytesize - @pos)
-      @pos = @buf.bytesize
+    def store_at(pos)
+      @store ||= StringIO.new(String.new(encoding: Encoding::BINARY))
+      @store.seek(pos)
+      @store
+    end
+
+    def take(length)
+      data = store_at(@pos).read(length) || String.new(encoding: Encoding::BINARY)
+      @pos += data.bytesize
       data
     end
 
     def fill
       return false if @eof
       chunk = @source.read_chunk(65536)
-      if chunk
-        @buf << chunk
-        true
-      else
+      unless chunk
         @eof = true
-        false
+        return false
       end
+      spool if !@store.is_a?(Tempfile) && @size + chunk.bytesize > SPOOL_ABOVE
+      store_at(@size).write(chunk)
+      @size += chunk.bytesize
+      true
+    end
+
+    def spool
+      file = Tempfile.new("csgi-rack-body", binmode: true)
+      file.unlink  # gone from the directory; the open file lives until close_spool
+      file.write(@store.string) if @store
+      @store = file
     end
   end
 
@@ -108,6 +124,8 @@ module CSGI
     def self.load(path)
       require "uri"  # loaded by every Rack server (Puma, WEBrick); Rack::Lint 2.2 uses it without requiring it
       require "rack"
+      require "stringio"
+      require "tempfile"
       app = Rack::Builder.parse_file(path)
       app.is_a?(Array) ? app[0] : app  # Rack 2 returns [app, options]
     end
@@ -119,14 +137,14 @@ module CSGI
     def self.call(app, env, source, error_sink, sink)
       errors = Errors.new(error_sink)
       env["rack.version"] = VERSION
-      env["rack.input"] = Input.new(source)
+      input = env["rack.input"] = Input.new(source)
       env["rack.errors"] = errors
+      env["rack.early_hints"] = ->(headers) { sink.early_hints(fields_of(headers)) } if sink.hints_offered?
       begin
         status, headers, body = app.call(env)
         begin
           status = Integer(status)
-          fields = []
-          headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+          fields = fields_of(headers)
           if status == 200 && body.respond_to?(:to_path)
             sink.file(status, fields, body.to_path.to_s)
           elsif body.is_a?(Array)
@@ -148,8 +166,16 @@ module CSGI
         end
       ensure
         errors.flush
+        input.close_spool
       end
       nil
+    end
+
+    # A Rack headers Hash as [name, value, ...]: a value with "\n" is several fields (Rack 2.2).
+    def self.fields_of(headers)
+      fields = []
+      headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+      fields
     end
 
     def self.describe(e)

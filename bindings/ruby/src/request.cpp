@@ -196,6 +196,29 @@ VALUE sink_write(VALUE self, VALUE chunk) {
   return w.ok ? Qtrue : Qfalse;
 }
 
+// CSGI::ResponseSink#hints_offered?: the adapter can send interim responses for this request.
+VALUE sink_hints_offered(VALUE self) {
+  Job* job = pointer_of<Job>(self);
+  return job->env->object<Informational>(keys::x::informational) ? Qtrue : Qfalse;
+}
+
+// CSGI::ResponseSink#early_hints(fields): a 103 with the flat [name, value, ...] list; true when sent
+// (false after the response started, to an HTTP/1.0 client, or once the client has gone).
+VALUE sink_early_hints(VALUE self, VALUE fields) {
+  Job* job = pointer_of<Job>(self);
+  checked_status(INT2FIX(103), fields);
+  bool sent = false;
+  char error[512] = "";
+  try {
+    auto* info = job->env->object<Informational>(keys::x::informational);
+    sent = info && !job->answered && info->send(103, to_headers(fields));
+  } catch (const std::exception& e) {
+    keep_message(error, e.what());
+  }
+  if (error[0]) rb_raise(rb_eIOError, "csgi: rack.early_hints: %s", error);
+  return sent ? Qtrue : Qfalse;
+}
+
 VALUE frozen(std::string_view s) { return rb_interned_str(s.data(), static_cast<long>(s.size())); }
 VALUE binary(std::string_view s) { return rb_str_new(s.data(), static_cast<long>(s.size())); }
 
@@ -264,6 +287,8 @@ VALUE define_glue(VALUE) {
   rb_define_method(c_response_sink, "file", sink_file, 3);
   rb_define_method(c_response_sink, "start", sink_start, 2);
   rb_define_method(c_response_sink, "write", sink_write, 1);
+  rb_define_method(c_response_sink, "hints_offered?", sink_hints_offered, 0);
+  rb_define_method(c_response_sink, "early_hints", sink_early_hints, 1);
   rb_funcall(rb_mKernel, rb_intern("eval"), 4, rb_str_new_cstr(glue_source), Qnil, rb_str_new_cstr("csgi/rack/glue.rb"),
              INT2FIX(1));
   m_host = rb_const_get(m, rb_intern("Host"));

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/bindings/ruby/rack_host_abi.h"
 #include "csgi/core/app_library.hpp"
+#include "csgi/core/log_files.hpp"
 #include "request.hpp"
 
 namespace csgi::rack_host {
@@ -34,7 +36,10 @@ public:
       : config_(std::move(config_ru)), args_(std::move(args)), in_worker_(in_worker) {}
 
   /// Starts the VM thread; it boots Ruby and builds the app, then serves the queue.
-  void start() { std::thread([this] { main(); }).detach(); }
+  void start() {
+    pid_ = ::getpid();
+    std::thread([this] { main(); }).detach();
+  }
 
   /// Blocks until Ruby has set its signal dispositions and this thread has put the process's back.
   void wait_setup() {
@@ -47,6 +52,18 @@ public:
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return booted_; });
     return boot_error_;
+  }
+
+  bool started_here() const { return pid_ == ::getpid(); }
+
+  /// Has the VM thread run Ruby's at_exit handlers and END blocks once it has loaded the app and served
+  /// the requests posted before, and stop serving; waits for that at most `limit`. Only in the process that started the VM (started_here).
+  /// False when they did not finish in time (the VM thread is still in a request or a handler).
+  bool run_at_exit(std::chrono::seconds limit) {
+    std::unique_lock lock(mu_);
+    stopping_ = true;  // a VM still loading the app serves nothing more once it has
+    cv_.notify_all();
+    return cv_.wait_for(lock, limit, [&] { return stopped_ || (booted_ && !boot_error_.empty()); });
   }
 
   void post(std::unique_ptr<Job> job) {
@@ -113,6 +130,7 @@ private:
     char** argv = argv_storage;
     ruby_sysinit(&argc, &argv);
     int state = ruby_setup();
+    block_server_signals();  // ruby_setup unblocks every signal on its thread
     if (state) {
       dispositions.restore();
       finish_setup();
@@ -120,6 +138,7 @@ private:
       return;
     }
     void* node = ruby_options(argc, argv);  // the load path and RubyGems, as the ruby program has them
+    block_server_signals();
     int status = 0;
     dispositions.restore();
     finish_setup();
@@ -160,12 +179,21 @@ private:
   static void* wait_without_gvl(void* p) {
     auto* w = static_cast<Wait*>(p);
     std::unique_lock lock(w->vm->mu_);
-    w->vm->cv_.wait(lock, [&] { return !w->vm->jobs_.empty() || w->interrupted; });
+    w->vm->cv_.wait(lock, [&] { return !w->vm->jobs_.empty() || w->interrupted || w->vm->stopping_; });
     if (!w->vm->jobs_.empty()) {
       w->job = std::move(w->vm->jobs_.front());
       w->vm->jobs_.pop_front();
     }
     return nullptr;
+  }
+
+  // A job already queued, taken without giving up the GVL (a busy server serves its queue in a row).
+  bool take_queued(Wait& w) {
+    std::lock_guard lock(mu_);
+    if (jobs_.empty()) return false;
+    w.job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return true;
   }
 
   static void unblock(void* p) {
@@ -177,17 +205,30 @@ private:
     w->vm->cv_.notify_all();
   }
 
-  // Waits for a job without the GVL (other Ruby threads of the app run meanwhile) and serves it.
+  // Waits for a job without the GVL (other Ruby threads of the app run meanwhile) and serves it, until
+  // run_at_exit(); then runs the at_exit handlers.
   void serve_forever() {
     for (;;) {
       Wait w{this, nullptr};
-      rb_thread_call_without_gvl(wait_without_gvl, &w, unblock, &w);
-      if (!w.job) {
-        rb_thread_check_ints_protected();
+      if (!take_queued(w)) rb_thread_call_without_gvl(wait_without_gvl, &w, unblock, &w);
+      if (w.job) {
+        serve(*w.job, app_);
         continue;
       }
-      serve(*w.job, app_);
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) break;
+      }
+      rb_thread_check_ints_protected();
     }
+    int state = 0;
+    rb_protect([](VALUE) { ruby_finalize(); return Qnil; }, Qnil, &state);  // Ruby reports a handler's error
+    if (state) rb_set_errinfo(Qnil);
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
   }
 
   static void rb_thread_check_ints_protected() {
@@ -203,8 +244,11 @@ private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Job>> jobs_;
+  pid_t pid_ = 0;
   bool set_up_ = false;
   bool booted_ = false;
+  bool stopping_ = false;
+  bool stopped_ = false;
   std::string boot_error_;
 };
 
@@ -214,6 +258,25 @@ Vm* g_vm = nullptr;
 pid_t g_master = 0;
 std::string g_config;
 std::vector<std::string> g_args;
+
+// Ruby's at_exit handlers when the serving process ends: this module's log registry (linked to the
+// program's, rack_host.cpp) flushes its files at exit() and before a prefork worker's _exit(), after the
+// server stopped serving.
+class AtProcessEnd final : public log_files::File {
+public:
+  static constexpr std::chrono::seconds limit{10};
+  AtProcessEnd() { log_files::add(*this); }
+  void reopen() override {}
+  void flush() noexcept override {
+    Vm* vm = g_vm;
+    if (!vm || !vm->started_here()) return;  // none, or a process the app forked
+    if (!vm->run_at_exit(limit)) {
+      std::fprintf(stderr, "csgi: --rack: the at_exit handlers of process %d did not finish within %d s\n",
+                   static_cast<int>(::getpid()), static_cast<int>(limit.count()));
+      std::fflush(stderr);
+    }
+  }
+};
 
 void start_in_worker() {
   if (::getppid() != g_master) return;  // a process forked by a worker (or by the app) has no VM
@@ -238,6 +301,7 @@ App rack_app() {
 
 App load(const std::string& config_ru, unsigned workers, std::vector<std::string> args) {
   if (g_vm || g_master) throw std::runtime_error("--rack: Ruby is already running in this process");
+  static AtProcessEnd at_process_end;
   std::error_code ec;
   std::string path = std::filesystem::absolute(config_ru, ec).string();
   if (ec || !std::filesystem::is_regular_file(path, ec))
@@ -279,4 +343,9 @@ extern "C" __attribute__((visibility("default"))) const csgi_rack_host* csgi_rac
                                    csgi::detail::core_layout_tag(), sizeof(csgi::App),
                                    &csgi::rack_host::load_rack_app};
   return &host;
+}
+
+// This module's copy of csgi::log_files, linked to the program's by rack_host.cpp.
+extern "C" __attribute__((visibility("default"))) const csgi::log_files::Peer* csgi_log_files_v1() {
+  return csgi::log_files::self();
 }

@@ -1,8 +1,17 @@
 # The Rack app of test_rack_host.py: every path but /raw/* runs inside Rack::Lint, which raises (a 500
 # and a logged LintError) on anything the host does against the Rack 2.2 SPEC.
+require "digest"
 require "json"
 
 CLOSED = Hash.new(0)  # body.close calls, by path
+
+def spooled_files  # this process's open files that are spooled request bodies (unlinked)
+  Dir.children("/proc/self/fd").count do |fd|
+    File.readlink("/proc/self/fd/#{fd}").match?(%r{/csgi-rack-body.* \(deleted\)\z})
+  rescue SystemCallError
+    false
+  end
+end
 
 class Body
   def initialize(path, parts, fail_at: nil, wait_for: nil, endless: false)
@@ -79,6 +88,20 @@ LINTED = lambda do |env|
     [200, text, ["ok"]]
   when "/headers"
     [201, { "Content-Type" => "text/plain", "Set-Cookie" => "a=1\nb=2", "X-Multi" => "x" }, ["made"]]
+  when "/hints"  # Puma's shape; a value with "\n" is two fields
+    sent = env["rack.early_hints"].call({ "Link" => "</style.css>; rel=preload; as=style\n</app.js>; rel=preload" })
+    [200, text, ["sent=#{sent}"]]
+  when "/spool"  # the body read whole, then again after a rewind in pieces; the spooled files meanwhile
+    input = env["rack.input"]
+    first = input.read
+    input.rewind
+    again = +""
+    while (piece = input.read(1000))
+      again << piece
+    end
+    [200, text, ["#{first.bytesize} #{Digest::SHA256.hexdigest(first)} #{again == first} #{spooled_files}"]]
+  when "/spooled-files"
+    [200, text, [spooled_files.to_s]]
   when "/closed"
     [200, { "Content-Type" => "application/json" }, [JSON.generate(CLOSED)]]
   when "/files/lint_app.ru"

@@ -1,8 +1,12 @@
 """`csgi serve --rack`: a Rack app wrapped in Rack::Lint (lint_app.ru) over real sockets: the env, input
 reads and rewinds, streaming as produced, to_path as the file, close called once, errors and their log."""
+import hashlib
 import json
 import os
+import re
+import shutil
 import socket
+import subprocess
 import sys
 import time
 
@@ -81,6 +85,18 @@ def test_input_reads_and_rewinds(rack):
     assert status == 200 and body.decode().split("|")[:2] == ['"a\\n"', '"bc\\n"']
     status, _, body = s.request("POST", "/input", body=b"")
     assert status == 200 and body.decode().split("|")[:3] == ["nil", "nil", "nil"]
+    no_lint_error(s)
+
+
+def test_large_bodies_are_spooled_to_a_file(rack):
+    s = rack()
+    big = os.urandom(112 * 1024 + 1)  # one byte over the threshold: in an unlinked file while read
+    for data, chunked, files in ((big, False, 1), (big, True, 1), (big[:-1], False, 0)):
+        status, _, body = s.request("POST", "/spool", body=iter([data]) if chunked else data,
+                                    encode_chunked=chunked)
+        assert status == 200, s.output()
+        assert body.decode().split(" ") == [str(len(data)), hashlib.sha256(data).hexdigest(), "true", str(files)]
+        assert s.request("GET", "/spooled-files")[2] == b"0"  # closed when the request ended
     no_lint_error(s)
 
 
@@ -164,6 +180,29 @@ def test_errors(rack):
     no_lint_error(s)
 
 
+def test_early_hints(rack):
+    s = rack()
+    hints = b"Link: </style.css>; rel=preload; as=style\r\nLink: </app.js>; rel=preload\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", s.port), timeout=5) as c:
+        c.sendall(b"GET /hints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = read_until(c, b"sent=")
+        got += read_until(c, b"\0")  # to the end: the server closes
+    assert got.startswith(b"HTTP/1.1 103 Early Hints\r\n" + hints + b"HTTP/1.1 200 "), got
+    assert b"\r\nsent=true\r\n" in got
+    # HTTP/1.0 has no interim responses: the call answers false, the response is as usual
+    with socket.create_connection(("127.0.0.1", s.port), timeout=5) as c:
+        c.sendall(b"GET /hints HTTP/1.0\r\n\r\n")
+        got = read_until(c, b"\0")
+    assert got.startswith(b"HTTP/1.1 200 ") and b"sent=false" in got, got
+    if shutil.which("curl"):  # HTTP/2 (h2c): the same 103
+        out = subprocess.run(["curl", "-s", "-i", "--max-time", "10", "--http2-prior-knowledge",
+                              "http://127.0.0.1:%d/hints" % s.port], capture_output=True, timeout=20).stdout
+        assert re.match(rb"HTTP/2 103\s*\r\nlink: </style\.css>; rel=preload; as=style\r\n"
+                        rb"link: </app\.js>; rel=preload\r\n\r\nHTTP/2 200 ", out, re.I), out
+        assert out.endswith(b"sent=true")
+    no_lint_error(s)
+
+
 def test_workers(rack):
     s = rack("--workers", "2")
     for _ in range(20):  # bounded
@@ -173,6 +212,32 @@ def test_workers(rack):
         assert env["rack.multiprocess"] is True
     assert s.stop() == 0, s.output()
     no_lint_error(s)
+
+
+def test_at_exit_handlers_run_when_the_server_stops(start, csgi_bin, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "config.ru").write_text(
+        'File.write(File.join(ENV["MARKS"], "boot-#{Process.pid}"), "")\n'
+        'at_exit { File.write(File.join(ENV["MARKS"], Process.pid.to_s), "at_exit") }\n'
+        'END { File.write(File.join(ENV["MARKS"], "end-#{Process.pid}"), "END") }\n'
+        'run ->(env) { [200, {"Content-Type" => "text/plain"}, [Process.pid.to_s]] }\n')
+    for extra, processes in (([], 1), (["--workers", "2"], 2)):
+        for f in marks.iterdir():
+            f.unlink()
+        s = start([csgi_bin, "serve", "--rack", str(tmp_path / "config.ru"), "--listen", "127.0.0.1:0"] + extra,
+                  env={"MARKS": str(marks)})
+        assert s.request("GET", "/")[0] == 200
+        deadline = time.monotonic() + 20  # every process has loaded the app
+        while len(list(marks.iterdir())) < processes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(f.name.startswith("boot-") for f in marks.iterdir())  # no handler before the stop
+        assert s.stop() == 0, s.output()
+        pids = sorted(f.name for f in marks.iterdir() if f.name.isdigit())
+        assert len(pids) == processes, s.output()  # once in each serving process
+        assert sorted(f.name for f in marks.iterdir() if f.name.startswith("end-")) == ["end-" + p for p in pids]
+        assert (str(s.proc.pid) in pids) == (not extra)  # the master of --workers serves no Ruby
+        assert all((marks / p).read_text() == "at_exit" for p in pids)
 
 
 def test_config_that_does_not_load(start, csgi_bin, tmp_path):
