@@ -12,14 +12,6 @@ using namespace std::chrono;
 
 namespace {
 
-std::shared_ptr<mw::RedisClient> client(int port) {
-  mw::RedisOptions o = mw::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port));
-  o.command_timeout = milliseconds(300);
-  o.backoff_min = milliseconds(20);
-  o.backoff_max = milliseconds(100);
-  return std::make_shared<mw::RedisClient>(o);
-}
-
 /// The messages one subscriber got, waited for with a bound.
 struct Inbox {
   std::mutex mu;
@@ -62,7 +54,7 @@ TEST_CASE("redis broadcast: two processes' hubs share one channel; Redis down an
     return;
   }
   // Two "processes": each its own client and hub, sharing only Redis.
-  mw::RedisBroadcast a(client(redis.port())), b(client(redis.port()));
+  mw::RedisBroadcast a(csgi::test::redis_client(redis.port())), b(csgi::test::redis_client(redis.port()));
   REQUIRE(a.listening(seconds(10)));
   REQUIRE(b.listening(seconds(10)));
   Inbox on_a, on_b, other_topic;

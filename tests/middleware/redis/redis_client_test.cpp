@@ -20,14 +20,6 @@ using namespace std::chrono;
 
 namespace {
 
-std::shared_ptr<mw::RedisClient> client(int port) {
-  mw::RedisOptions o = mw::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port));
-  o.command_timeout = milliseconds(300);
-  o.backoff_min = milliseconds(20);
-  o.backoff_max = milliseconds(100);
-  return std::make_shared<mw::RedisClient>(o);
-}
-
 App session_app() {
   return [](Env& env) {
     Session* s = mw::Sessions::of(env);
@@ -45,7 +37,7 @@ App session_app() {
 /// One "host": its own Sessions middleware and RedisClient, sharing only Redis.
 App host(int port) {
   mw::SessionsOptions o;
-  o.store = std::make_shared<mw::RedisSessionStore>(client(port));
+  o.store = std::make_shared<mw::RedisSessionStore>(csgi::test::redis_client(port));
   return wrap<mw::Sessions>(session_app(), o);
 }
 
@@ -96,7 +88,7 @@ TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis 
   auto limited = [&] {
     mw::RateLimitOptions o;
     o.policy = {3, seconds(60)};
-    o.backend = std::make_shared<mw::RedisRateLimit>(client(redis.port()));
+    o.backend = std::make_shared<mw::RedisRateLimit>(csgi::test::redis_client(redis.port()));
     return wrap<mw::RateLimit>([](Env&) { return Response::text(200, "ok"); }, o);
   };
   App ra = limited(), rb = limited();
@@ -108,7 +100,7 @@ TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis 
   CHECK(refused.header("Retry-After") == "20");
   {
     // Four threads on one fresh bucket, over a shared pool of 2 connections: exactly 50 pass (atomic).
-    mw::RedisOptions small = client(redis.port())->options();
+    mw::RedisOptions small = csgi::test::redis_client(redis.port())->options();
     small.max_connections = 2;
     small.command_timeout = seconds(5);
     mw::RedisRateLimit shared(std::make_shared<mw::RedisClient>(small));
@@ -122,7 +114,7 @@ TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis 
     for (auto& t : threads) t.join();
     CHECK(allowed == 50);
   }
-  client(redis.port())->command({"SCRIPT", "FLUSH"});  // EVALSHA finds no script: loaded again
+  csgi::test::redis_client(redis.port())->command({"SCRIPT", "FLUSH"});  // EVALSHA finds no script: loaded again
   CHECK(testing::call(ra, "GET /").status == 429);
 
   // Redis hanging: a command gives up after command_timeout, the request gets 503 with the reason.
@@ -142,7 +134,7 @@ TEST_CASE("redis: sessions and rate limits shared by two hosts; 503 while Redis 
   CHECK(rl.status == 503);
   CHECK(rl.body.find("Rate limit unavailable: ") == 0);
   mw::RateLimitOptions open;
-  open.backend = std::make_shared<mw::RedisRateLimit>(client(port));
+  open.backend = std::make_shared<mw::RedisRateLimit>(csgi::test::redis_client(port));
   open.fail_open = true;
   CHECK(testing::call(wrap<mw::RateLimit>([](Env&) { return Response::text(200, "ok"); }, open), "GET /").status == 200);
 }
@@ -154,7 +146,7 @@ TEST_CASE("redis: after a restart the clients reconnect by themselves") {
     WARN("skipped: " + why);
     return;
   }
-  auto c = client(redis.port());
+  auto c = csgi::test::redis_client(redis.port());
   CHECK(c->command({"SET", "k", "v"}).str == "OK");
   redis.stop();
   CHECK_THROWS_AS(c->command({"GET", "k"}), mw::RedisError);

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "csgi/middleware/redis/redis_client.hpp"
 #include "harness.hpp"
 
 namespace csgi::test {
@@ -40,5 +42,14 @@ private:
   int port_;
   std::optional<Process> proc_;
 };
+
+/// A client of the server on `port` with short timeouts and backoff, so that a stopped server is seen soon.
+inline std::shared_ptr<mw::RedisClient> redis_client(int port) {
+  mw::RedisOptions o = mw::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port));
+  o.command_timeout = std::chrono::milliseconds(300);
+  o.backoff_min = std::chrono::milliseconds(20);
+  o.backoff_max = std::chrono::milliseconds(100);
+  return std::make_shared<mw::RedisClient>(o);
+}
 
 }  // namespace csgi::test
