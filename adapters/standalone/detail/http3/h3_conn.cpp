@@ -159,8 +159,8 @@ void H3::report(Stream& s, bool complete) noexcept {
   if (s.reported || !s.responded) return;
   s.reported = true;
   (void)complete;
-  if (s.req) response_done(t_.shared, s.req->cleanup, s.status, s.sent);
-  else response_done(t_.shared, CleanupHandlers{}, s.status, s.sent);
+  if (s.req) response_done(t_.shared, s.req->cleanup, s.status, s.body.sent());
+  else response_done(t_.shared, CleanupHandlers{}, s.status, s.body.sent());
 }
 
 int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {
@@ -171,7 +171,7 @@ int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void
     return 0;
   }
   Stream& s = *it->second;
-  h.report(s, code == h3_no_error && s.eof);
+  h.report(s, code == h3_no_error && s.body.ended());
   // The peer may open another request stream, once this one's app call is done (a client resetting
   // streams whose apps still run gets no more: CVE-2023-44487).
   if (!s.in_app && h.q_) h.q_->allow_stream();
@@ -182,18 +182,13 @@ int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void
 int H3::on_acked(nghttp3_conn*, std::int64_t id, std::uint64_t n, void* p, void*) {
   Stream* s = self(p).find(id);
   if (!s) return 0;
-  s->inflight -= std::min<std::uint64_t>(s->inflight, n);
+  s->body.acked(n);
   while (n > 0 && !s->chunks.empty()) {
     Chunk& c = s->chunks.front();
-    std::uint64_t take = std::min<std::uint64_t>(n, c.data.size() - c.acked);
+    std::uint64_t take = std::min<std::uint64_t>(n, c.piece.data.size() - c.acked);
     c.acked += take;
     n -= take;
-    if (c.acked == c.data.size()) s->chunks.pop_front();
-  }
-  if (s->writer) {
-    std::lock_guard lock(s->writer->mu);
-    s->writer->unsent = s->inflight;
-    s->writer->cv.notify_all();
+    if (c.acked == c.piece.data.size()) s->chunks.pop_front();
   }
   return 0;
 }

@@ -26,6 +26,8 @@
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 #include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
+#include "csgi/adapters/standalone/detail/exchange/stream_body.hpp"
+#include "csgi/adapters/standalone/detail/exchange/wire_fields.hpp"
 #include "csgi/adapters/standalone/detail/process/fault.hpp"
 #include "csgi/adapters/standalone/detail/process/io_thread.hpp"
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
@@ -65,8 +67,7 @@ struct H3Request final : Input, Informational {
 
 /// The bytes of a response handed to nghttp3, kept until the peer acknowledged them.
 struct Chunk {
-  std::string own;
-  std::string_view data;
+  BodyPiece piece;
   std::size_t acked = 0;
 };
 
@@ -82,32 +83,9 @@ struct Stream {
   bool head_done = false, complete = false, dispatched = false, responded = false, reported = false;
   // The response.
   int status = 0;
-  std::uint64_t sent = 0;
-  enum class Src { none, view, file, pull, writer } src = Src::none;
-  std::shared_ptr<const void> keep;
-  std::string out;
-  std::string_view view;
-  bool view_given = false;
-  std::shared_ptr<FileHandle> file;
-  std::uint64_t file_off = 0, file_left = 0;
-  StreamPtr pull;
-  std::shared_ptr<WriterState> writer;
-  std::optional<std::uint64_t> declared;
-  Headers trailers;
-  bool eof = false, deferred = false;
+  StreamBody body;
   bool in_app = false;  // its app call (or delayed response's callable) has not returned
-  std::deque<Chunk> chunks;
-  std::uint64_t inflight = 0;
-
-  ~Stream() {
-    if (pull) {
-      try {
-        pull->close();
-      } catch (...) {
-      }
-    }
-    if (writer) writer->gone();
-  }
+  std::deque<Chunk> chunks;  // the body's pieces handed to nghttp3, until acknowledged
 };
 
 /// The connection's own values (REMOTE_ADDR, SERVER_PORT, …), which requests' envs point into.
@@ -140,7 +118,7 @@ public:
   bool app_at_work() const override {
     if (in_app_ > 0) return true;
     for (const auto& [id, s] : streams_)
-      if (s->src == Stream::Src::writer && !s->eof) return true;
+      if (s->body.is_writer() && !s->body.ended()) return true;
     return false;
   }
   std::uint64_t error() const override { return error_; }
@@ -158,7 +136,7 @@ public:
   IoThread& thread() { return t_; }
 
 private:
-  struct Sink;
+  auto head_of(Stream& s);
   bool ok(int rv) {
     if (rv == 0) return true;
     error_ = nghttp3_err_infer_quic_app_error_code(rv);
@@ -186,7 +164,6 @@ private:
   void respond(std::int64_t id, Response res);
   void submit(Stream& s, int status, const Headers& headers, bool has_body, const std::uint64_t* length);
   bool submit_trailers(Stream& s);
-  std::size_t fill(Stream& s, nghttp3_vec* v);
   void report(Stream& s, bool complete) noexcept;
 
   // nghttp3's callbacks.
@@ -212,6 +189,7 @@ private:
   ::csgi::ConnectionInfo conn_;
   std::shared_ptr<const TlsInfo> tls_;
   std::unordered_map<std::int64_t, std::unique_ptr<Stream>> streams_;
+  WireFields<nghttp3_nv> fields_;  // a field section being submitted (kept for its capacity)
   std::vector<std::int64_t> ready_;  // complete requests, handed to the app after the bytes are read
   std::size_t in_app_ = 0;
   std::uint64_t error_ = 0;
