@@ -48,6 +48,68 @@ def make_cert(name="cert", padding=0):
     return cert, key
 
 
+def stalled_body():
+    """A client whose request body stops (a relay holds back its datagrams after the first 30): the
+    connection is closed after --body-timeout (logged), as on HTTP/2; a packet of it that comes in the
+    closing period is answered with the same CONNECTION_CLOSE (RFC 9000 §10.2.1), one after the period
+    with nothing; the server serves others."""
+    cert, key = make_cert("stall")
+    log = os.path.join(TMP, "stall.log")
+    srv = served.Server([CSGI, "serve", "--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3",
+                         "--body-timeout", "1", "--error-log", log], "https://127.0.0.1:0")
+    up = os.path.join(TMP, "stall.bin")
+    with open(up, "wb") as fh:
+        fh.write(os.urandom(150000))
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    srv_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv_sock.connect(("127.0.0.1", srv.port))
+    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--timeout=10s", "-m", "POST", "-d", up,
+                            "127.0.0.1", str(relay.getsockname()[1]), "https://localhost/echo"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client, forwarded, held, last = None, 0, [], b""
+    closed = False
+    deadline = time.time() + 8
+    while time.time() < deadline and not closed:
+        ready, _, _ = select.select([relay, srv_sock], [], [], 0.05)
+        for sock in ready:
+            if sock is relay:
+                data, client = relay.recvfrom(65536)
+                if forwarded < 30:
+                    forwarded += 1
+                    srv_sock.send(data)
+                else:
+                    held.append(data)
+            else:
+                last = srv_sock.recv(65536)
+                if client:
+                    relay.sendto(last, client)
+        with open(log) as fh:
+            closed = "connection closed (HTTP/3)" in fh.read()
+    check(closed, "a request body that stops: the connection is closed after --body-timeout (logged)")
+
+    def answer(pkt):
+        srv_sock.send(pkt)
+        ready, _, _ = select.select([srv_sock], [], [], 0.5)
+        return srv_sock.recv(65536) if ready else None
+
+    # What the server sent last (its CONNECTION_CLOSE) may still be on its way to the relay.
+    ready, _, _ = select.select([srv_sock], [], [], 0.2)
+    if ready:
+        last = srv_sock.recv(65536)
+    first = answer(held[0]) if held else None
+    check(first is not None and first == last,
+          "[ADP-20] a packet in the closing period gets the CONNECTION_CLOSE again (RFC 9000 §10.2.1)")
+    time.sleep(1.5)
+    check(len(held) > 1 and answer(held[1]) is None, "after the closing period the connection is gone: no answer")
+    cli.kill()
+    cli.wait()
+    relay.close()
+    srv_sock.close()
+    hello_served(srv.port, "after a connection closed for a stalled body")
+    check(srv.stop() == 0, "that server stops with status 0")
+
+
 def amplification():
     """A client whose address is never validated (a relay drops everything the server sends it): before
     each of the client's datagrams, the server has sent at most 3x what it received (RFC 9000 §8.1),
@@ -201,6 +263,14 @@ def main():
     check(f.status.get(0) == 413, "[ADP-19] a body over --max-body-bytes is refused 413")
     hello_served(srv.port, "after a 413")
 
+    up = os.path.join(TMP, "two.bin")
+    with open(up, "wb") as fh:
+        fh.write(os.urandom(150000))
+    f = Fetch(srv.port, ["/echo", "/echo"], ["-m", "POST", "-d", up])
+    check(sorted(f.status.values()) == [200] and "closed with error code 267" in f.out,
+          "[ADP-19] two bodies that fit --max-body-bytes alone but not together on one connection: one is "
+          "refused with H3_REQUEST_REJECTED, the other served")
+
     f = Fetch(srv.port, ["/" + "a/" * 5000, "/hello"])
     check(f.status.get(0) == 414, "[ADP-19] a request line over --max-request-line is refused 414")
     check(f.status.get(1) == 200 and f.body("hello") == b"hello over h3", "the same connection serves the next stream")
@@ -278,6 +348,7 @@ def main():
     check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
 
     amplification()
+    stalled_body()
 
     with open(errors) as fh:
         log = fh.read()

@@ -81,6 +81,8 @@ struct Stream {
   std::string why;
   std::optional<std::uint64_t> content_length;
   bool head_done = false, complete = false, dispatched = false, responded = false, reported = false;
+  std::uint64_t buffered = 0;  // body bytes counted against the connection's budget
+  bool window_shut = false;    // its response waits for the peer's flow-control window
   // The response.
   int status = 0;
   StreamBody body;
@@ -104,10 +106,14 @@ public:
   bool acked(std::int64_t id, std::uint64_t n) override { return !h3_ || ok(nghttp3_conn_add_ack_offset(h3_, id, n)); }
   bool stream_closed(std::int64_t id, std::uint64_t code) override;
   bool stream_reset(std::int64_t id) override { return !h3_ || ok(nghttp3_conn_shutdown_stream_read(h3_, id)); }
-  bool unblocked(std::int64_t id) override { return !h3_ || ok(nghttp3_conn_unblock_stream(h3_, id)); }
+  bool unblocked(std::int64_t id) override {
+    if (Stream* s = find(id)) s->window_shut = false;
+    return !h3_ || ok(nghttp3_conn_unblock_stream(h3_, id));
+  }
   long pending(std::int64_t& id, bool& fin, QuicVec* v, std::size_t max) override;
   bool wrote(std::int64_t id, std::size_t n) override { return !h3_ || ok(nghttp3_conn_add_write_offset(h3_, id, n)); }
   void blocked(std::int64_t id) override {
+    if (Stream* s = find(id)) s->window_shut = true;
     if (h3_) nghttp3_conn_block_stream(h3_, id);
   }
   void write_shut(std::int64_t id) override {
@@ -121,6 +127,8 @@ public:
       if (s->body.is_writer() && !s->body.ended()) return true;
     return false;
   }
+  Clock::time_point deadline() override;
+  void expired() override;
   std::uint64_t error() const override { return error_; }
   void detach() noexcept override;
 
@@ -193,6 +201,13 @@ private:
   std::vector<std::int64_t> ready_;  // complete requests, handed to the app after the bytes are read
   std::size_t in_app_ = 0;
   std::uint64_t error_ = 0;
+  std::uint64_t buffered_ = 0;  // request body bytes held by the open streams (within max_body_bytes)
+  // The deadline (as HTTP/2's): the send timeout while response bytes wait for the peer, renewed by bytes
+  // it acknowledges; the body timeout while a request is incomplete, within what --body-min-rate allows.
+  BodyPace pace_;
+  bool pacing_ = false, waiting_ = false, body_moved_ = false;
+  std::uint64_t acked_ = 0, acked_seen_ = 0;
+  Clock::time_point send_at_{}, body_at_{};
   bool reading_ = false;
   struct Log final : ExchangeLog {
     H3* h;
