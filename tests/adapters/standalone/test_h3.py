@@ -110,6 +110,44 @@ def stalled_body():
     check(srv.stop() == 0, "that server stops with status 0")
 
 
+def stalled_reader():
+    """A client that stops taking the response (a relay drops what the server sends after its first 12
+    datagrams): the connection is closed after --send-timeout (logged), as on HTTP/2."""
+    cert, key = make_cert("reader")
+    log = os.path.join(TMP, "reader.log")
+    srv = served.Server([CSGI, "serve", "--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3",
+                         "--send-timeout", "1", "--error-log", log], "https://127.0.0.1:0")
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    srv_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv_sock.connect(("127.0.0.1", srv.port))
+    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--timeout=10s", "127.0.0.1",
+                            str(relay.getsockname()[1]), "https://localhost/file"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client, passed, closed = None, 0, False
+    deadline = time.time() + 8
+    while time.time() < deadline and not closed:
+        ready, _, _ = select.select([relay, srv_sock], [], [], 0.05)
+        for sock in ready:
+            if sock is relay:
+                data, client = relay.recvfrom(65536)
+                srv_sock.send(data)
+            else:
+                data = srv_sock.recv(65536)
+                if client and passed < 12:
+                    passed += 1
+                    relay.sendto(data, client)
+        with open(log) as fh:
+            closed = "took no response bytes for --send-timeout: connection closed" in fh.read()
+    check(closed, "a client that stops taking the response: the connection is closed after --send-timeout (logged)")
+    cli.kill()
+    cli.wait()
+    relay.close()
+    srv_sock.close()
+    hello_served(srv.port, "after a connection closed for a stalled reader")
+    check(srv.stop() == 0, "that server stops with status 0")
+
+
 def amplification():
     """A client whose address is never validated (a relay drops everything the server sends it): before
     each of the client's datagrams, the server has sent at most 3x what it received (RFC 9000 §8.1),
@@ -349,6 +387,7 @@ def main():
 
     amplification()
     stalled_body()
+    stalled_reader()
 
     with open(errors) as fh:
         log = fh.read()
