@@ -48,6 +48,52 @@ def make_cert(name="cert", padding=0):
     return cert, key
 
 
+class Relay:
+    """gtlsclient (`extra` arguments, `url`) talking to the server on `port` through this relay, which
+    forwards what up(datagram) (client to server) and down(datagram) (server to client) let pass."""
+
+    def __init__(self, port, extra, url):
+        self.relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.relay.bind(("127.0.0.1", 0))
+        self.srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.srv.connect(("127.0.0.1", port))
+        self.client, self.last = None, b""
+        self.cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--timeout=10s"] + extra +
+                                    ["127.0.0.1", str(self.relay.getsockname()[1]), url],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def run(self, up, down, log, text):
+        """Relays until the error log at `log` says `text` (True) or for 8 s (False)."""
+        deadline = time.time() + 8
+        while time.time() < deadline:
+            ready, _, _ = select.select([self.relay, self.srv], [], [], 0.05)
+            for sock in ready:
+                if sock is self.relay:
+                    data, self.client = self.relay.recvfrom(65536)
+                    if up(data):
+                        self.srv.send(data)
+                else:
+                    self.last = self.srv.recv(65536)
+                    if self.client and down(self.last):
+                        self.relay.sendto(self.last, self.client)
+            with open(log) as fh:
+                if text in fh.read():
+                    return True
+        return False
+
+    def answer(self, pkt, wait=0.5):
+        """Sends `pkt` to the server as the client; its answer, or None."""
+        self.srv.send(pkt)
+        ready, _, _ = select.select([self.srv], [], [], wait)
+        return self.srv.recv(65536) if ready else None
+
+    def close(self):
+        self.cli.kill()
+        self.cli.wait()
+        self.relay.close()
+        self.srv.close()
+
+
 def stalled_body():
     """A client whose request body stops (a relay holds back its datagrams after the first 30): the
     connection is closed after --body-timeout (logged), as on HTTP/2; a packet of it that comes in the
@@ -60,52 +106,29 @@ def stalled_body():
     up = os.path.join(TMP, "stall.bin")
     with open(up, "wb") as fh:
         fh.write(os.urandom(150000))
-    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    relay.bind(("127.0.0.1", 0))
-    srv_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    srv_sock.connect(("127.0.0.1", srv.port))
-    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--timeout=10s", "-m", "POST", "-d", up,
-                            "127.0.0.1", str(relay.getsockname()[1]), "https://localhost/echo"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client, forwarded, held, last = None, 0, [], b""
-    closed = False
-    deadline = time.time() + 8
-    while time.time() < deadline and not closed:
-        ready, _, _ = select.select([relay, srv_sock], [], [], 0.05)
-        for sock in ready:
-            if sock is relay:
-                data, client = relay.recvfrom(65536)
-                if forwarded < 30:
-                    forwarded += 1
-                    srv_sock.send(data)
-                else:
-                    held.append(data)
-            else:
-                last = srv_sock.recv(65536)
-                if client:
-                    relay.sendto(last, client)
-        with open(log) as fh:
-            closed = "connection closed (HTTP/3)" in fh.read()
+    r = Relay(srv.port, ["-m", "POST", "-d", up], "https://localhost/echo")
+    held = []
+
+    def forward(data):
+        if len(held) == 0 and forward.n < 30:
+            forward.n += 1
+            return True
+        held.append(data)
+        return False
+
+    forward.n = 0
+    closed = r.run(forward, lambda data: True, log, "connection closed (HTTP/3)")
     check(closed, "a request body that stops: the connection is closed after --body-timeout (logged)")
-
-    def answer(pkt):
-        srv_sock.send(pkt)
-        ready, _, _ = select.select([srv_sock], [], [], 0.5)
-        return srv_sock.recv(65536) if ready else None
-
     # What the server sent last (its CONNECTION_CLOSE) may still be on its way to the relay.
-    ready, _, _ = select.select([srv_sock], [], [], 0.2)
+    ready, _, _ = select.select([r.srv], [], [], 0.2)
     if ready:
-        last = srv_sock.recv(65536)
-    first = answer(held[0]) if held else None
-    check(first is not None and first == last,
+        r.last = r.srv.recv(65536)
+    first = r.answer(held[0]) if held else None
+    check(first is not None and first == r.last,
           "[ADP-20] a packet in the closing period gets the CONNECTION_CLOSE again (RFC 9000 §10.2.1)")
     time.sleep(1.5)
-    check(len(held) > 1 and answer(held[1]) is None, "after the closing period the connection is gone: no answer")
-    cli.kill()
-    cli.wait()
-    relay.close()
-    srv_sock.close()
+    check(len(held) > 1 and r.answer(held[1]) is None, "after the closing period the connection is gone: no answer")
+    r.close()
     hello_served(srv.port, "after a connection closed for a stalled body")
     check(srv.stop() == 0, "that server stops with status 0")
 
@@ -117,33 +140,12 @@ def stalled_reader():
     log = os.path.join(TMP, "reader.log")
     srv = served.Server([CSGI, "serve", "--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3",
                          "--send-timeout", "1", "--error-log", log], "https://127.0.0.1:0")
-    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    relay.bind(("127.0.0.1", 0))
-    srv_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    srv_sock.connect(("127.0.0.1", srv.port))
-    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--timeout=10s", "127.0.0.1",
-                            str(relay.getsockname()[1]), "https://localhost/file"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client, passed, closed = None, 0, False
-    deadline = time.time() + 8
-    while time.time() < deadline and not closed:
-        ready, _, _ = select.select([relay, srv_sock], [], [], 0.05)
-        for sock in ready:
-            if sock is relay:
-                data, client = relay.recvfrom(65536)
-                srv_sock.send(data)
-            else:
-                data = srv_sock.recv(65536)
-                if client and passed < 12:
-                    passed += 1
-                    relay.sendto(data, client)
-        with open(log) as fh:
-            closed = "took no response bytes for --send-timeout: connection closed" in fh.read()
+    r = Relay(srv.port, [], "https://localhost/file")
+    passed = []
+    closed = r.run(lambda data: True, lambda data: len(passed) < 12 and not passed.append(1), log,
+                   "took no response bytes for --send-timeout: connection closed")
     check(closed, "a client that stops taking the response: the connection is closed after --send-timeout (logged)")
-    cli.kill()
-    cli.wait()
-    relay.close()
-    srv_sock.close()
+    r.close()
     hello_served(srv.port, "after a connection closed for a stalled reader")
     check(srv.stop() == 0, "that server stops with status 0")
 

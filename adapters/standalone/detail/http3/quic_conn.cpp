@@ -173,14 +173,7 @@ void Connection::fail(int liberr) {
   } else {
     ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, liberr, nullptr, 0);
   }
-  std::vector<std::uint8_t> buf(max_packet);
-  ngtcp2_path p = path();
-  ngtcp2_pkt_info pi{};
-  ngtcp2_ssize n = ngtcp2_conn_write_connection_close(conn_, &p, &pi, buf.data(), buf.size(), &ccerr, now_ns());
-  if (n <= 0) return drop();
-  buf.resize(static_cast<std::size_t>(n));
-  send(buf.data(), buf.size());
-  linger(std::move(buf));
+  close_with(ccerr);
 }
 
 void Connection::close_now(std::uint64_t code) {
@@ -189,6 +182,11 @@ void Connection::close_now(std::uint64_t code) {
   if (lingering_) return drop();
   ngtcp2_connection_close_error ccerr;
   ngtcp2_connection_close_error_set_application_error(&ccerr, code, nullptr, 0);
+  close_with(ccerr);
+}
+
+// Sends the CONNECTION_CLOSE and enters the closing period with it.
+void Connection::close_with(const ngtcp2_connection_close_error& ccerr) {
   std::vector<std::uint8_t> buf(max_packet);
   ngtcp2_path p = path();
   ngtcp2_pkt_info pi{};

@@ -142,6 +142,7 @@ private:
   static Connection& self(void* p) { return *static_cast<Connection*>(p); }
   static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) { return static_cast<Connection*>(ref->user_data)->conn_; }
   void fail(int liberr);
+  void close_with(const ngtcp2_connection_close_error& ccerr);
   void linger(std::vector<std::uint8_t> close_packet);
   void arm_timer();
   void arm_app_timer();
