@@ -19,9 +19,9 @@ namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 49> kRules = {
+constexpr std::array<std::string_view, 50> kRules = {
     "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
-    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16",  "ENV-17",  "ENV-18", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
+    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16",  "ENV-17",  "ENV-18", "ENV-19", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
     "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8", "EXT-9", "RES-1",
     "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
     "RES-12", "RES-13", "RES-14", "RES-15", "MW-3",    "MW-5",
@@ -486,6 +486,19 @@ void check_ws_handshake(const Response& res, const Exchange& ex) {
     fail("EXT-9", "a 101 with Upgrade: websocket needs csgix.websocket's take() (csgi::websocket::accept)");
 }
 
+// HTTP/2 and HTTP/3 (ENV-16, ENV-19): the authority as HTTP_HOST, no field of an HTTP/1 connection. An
+// extended CONNECT for a WebSocket is presented as the HTTP/1.1 handshake, Upgrade and all (EXT-11).
+void check_framed(const Env& env, std::string_view proto, std::string_view rule) {
+  if (env.get(keys::HTTP_HOST).empty()) fail(rule, str("an ", proto, " request must have HTTP_HOST (from :authority)"));
+  bool ws = env.contains(keys::x::websocket);
+  for (std::string_view k : {"HTTP_CONNECTION", "HTTP_KEEP_ALIVE", "HTTP_PROXY_CONNECTION", "HTTP_TRANSFER_ENCODING",
+                             "HTTP_UPGRADE"})
+    if (env.contains(k) && !(ws && (k == "HTTP_CONNECTION" || k == "HTTP_UPGRADE")))
+      fail(rule, str(k, " must not exist in an ", proto, " request (connection-specific)"));
+  if (const Value* v = env.find("HTTP_TE"); v && v->text() != "trailers")
+    fail(rule, str("HTTP_TE of an ", proto, " request can only be \"trailers\", got ", quote(v->text())));
+}
+
 }  // namespace
 
 LintError::LintError(std::string_view rule, std::string_view detail)
@@ -554,16 +567,11 @@ void Lint::check_env(const Env& env) {
                   ((proto.size() == 6 && is_digit(proto[5])) ||
                    (proto.size() == 8 && is_digit(proto[5]) && proto[6] == '.' && is_digit(proto[7])));
   if (!proto_ok) fail("ENV-12", str("SERVER_PROTOCOL must be HTTP/<major>[.<minor>], got ", quote(proto)));
-  if (proto == "HTTP/2") {
-    if (env.get(keys::HTTP_HOST).empty()) fail("ENV-16", "an HTTP/2 request must have HTTP_HOST (from :authority)");
-    // An extended CONNECT for a WebSocket is presented as the HTTP/1.1 handshake, Upgrade and all (EXT-11).
-    bool ws = env.contains(keys::x::websocket);
-    for (std::string_view k : {"HTTP_CONNECTION", "HTTP_KEEP_ALIVE", "HTTP_PROXY_CONNECTION", "HTTP_TRANSFER_ENCODING",
-                               "HTTP_UPGRADE"})
-      if (env.contains(k) && !(ws && (k == "HTTP_CONNECTION" || k == "HTTP_UPGRADE")))
-        fail("ENV-16", str(k, " must not exist in an HTTP/2 request (connection-specific)"));
-    if (const Value* v = env.find("HTTP_TE"); v && v->text() != "trailers")
-      fail("ENV-16", str("HTTP_TE of an HTTP/2 request can only be \"trailers\", got ", quote(v->text())));
+  if (proto == "HTTP/2") check_framed(env, proto, "ENV-16");
+  if (proto == "HTTP/3") {
+    check_framed(env, proto, "ENV-19");
+    if (env.get(keys::url_scheme) != "https" || env.get(keys::HTTPS) != "on")
+      fail("ENV-19", "an HTTP/3 request runs on QUIC's TLS: csgi.url_scheme must be \"https\" and HTTPS \"on\"");
   }
 
   if (const Value* v = env.find(keys::REMOTE_ADDR); v && v->text().empty())

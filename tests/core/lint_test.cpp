@@ -314,6 +314,31 @@ TEST_CASE("Lint rejects: an HTTP/2 env without Host or with connection-specific 
   CHECK(env_breach([](Env& e) { e.set("HTTP_CONNECTION", "keep-alive"); }) == "");
 }
 
+TEST_CASE("Lint rejects: an HTTP/3 env without Host, with connection-specific fields or without TLS",
+          "[lint][ENV-19]") {
+  auto h3 = [](std::function<void(Env&)> more) {
+    return [more](Env& e) {
+      e.set(keys::SERVER_PROTOCOL, "HTTP/3");
+      e.set(keys::HTTP_HOST, "example.org");
+      e.set(keys::url_scheme, "https");
+      e.set(keys::HTTPS, "on");
+      if (more) more(e);
+    };
+  };
+  CHECK(env_breach(h3({})) == "");
+  CHECK(env_breach(h3([](Env& e) { e.set("HTTP_TE", "trailers"); })) == "");
+  CHECK(env_breach(h3([](Env& e) { e.erase(keys::HTTP_HOST); })) == "ENV-19");
+  CHECK(env_breach(h3([](Env& e) { e.set("HTTP_CONNECTION", "keep-alive"); })) == "ENV-19");
+  CHECK(env_breach(h3([](Env& e) { e.set("HTTP_KEEP_ALIVE", "5"); })) == "ENV-19");
+  CHECK(env_breach(h3([](Env& e) { e.set("HTTP_TRANSFER_ENCODING", "chunked"); })) == "ENV-19");
+  CHECK(env_breach(h3([](Env& e) { e.set("HTTP_UPGRADE", "websocket"); })) == "ENV-19");
+  CHECK(env_breach(h3([](Env& e) { e.set("HTTP_TE", "gzip"); })) == "ENV-19");
+  CHECK(env_breach(h3([](Env& e) {
+          e.set(keys::url_scheme, "http");
+          e.erase(keys::HTTPS);
+        })) == "ENV-19");
+}
+
 TEST_CASE("Lint rejects: REMOTE_ADDR/REMOTE_PORT", "[lint][ENV-13]") {
   CHECK(env_breach([](Env& e) { e.set(keys::REMOTE_PORT, "x"); }) == "ENV-13");
   CHECK(env_breach([](Env& e) { e.set(keys::REMOTE_ADDR, ""); }) == "ENV-13");

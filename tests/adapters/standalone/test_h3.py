@@ -48,6 +48,108 @@ def make_cert(name="cert", padding=0):
     return cert, key
 
 
+class Relay:
+    """gtlsclient (`extra` arguments, `url`) talking to the server on `port` through this relay, which
+    forwards what up(datagram) (client to server) and down(datagram) (server to client) let pass."""
+
+    def __init__(self, port, extra, url):
+        self.relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.relay.bind(("127.0.0.1", 0))
+        self.srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.srv.connect(("127.0.0.1", port))
+        self.client, self.last = None, b""
+        self.cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--timeout=10s"] + extra +
+                                    ["127.0.0.1", str(self.relay.getsockname()[1]), url],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def run(self, up, down, log, text):
+        """Relays until the error log at `log` says `text` (True) or for 8 s (False)."""
+        deadline = time.time() + 8
+        while time.time() < deadline:
+            ready, _, _ = select.select([self.relay, self.srv], [], [], 0.05)
+            for sock in ready:
+                if sock is self.relay:
+                    data, self.client = self.relay.recvfrom(65536)
+                    if up(data):
+                        self.srv.send(data)
+                else:
+                    self.last = self.srv.recv(65536)
+                    if self.client and down(self.last):
+                        self.relay.sendto(self.last, self.client)
+            with open(log) as fh:
+                if text in fh.read():
+                    return True
+        return False
+
+    def answer(self, pkt, wait=0.5):
+        """Sends `pkt` to the server as the client; its answer, or None."""
+        self.srv.send(pkt)
+        ready, _, _ = select.select([self.srv], [], [], wait)
+        return self.srv.recv(65536) if ready else None
+
+    def close(self):
+        self.cli.kill()
+        self.cli.wait()
+        self.relay.close()
+        self.srv.close()
+
+
+def stalled_body():
+    """A client whose request body stops (a relay holds back its datagrams after the first 30): the
+    connection is closed after --body-timeout (logged), as on HTTP/2; a packet of it that comes in the
+    closing period is answered with the same CONNECTION_CLOSE (RFC 9000 §10.2.1), one after the period
+    with nothing; the server serves others."""
+    cert, key = make_cert("stall")
+    log = os.path.join(TMP, "stall.log")
+    srv = served.Server([CSGI, "serve", "--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3",
+                         "--body-timeout", "1", "--error-log", log], "https://127.0.0.1:0")
+    up = os.path.join(TMP, "stall.bin")
+    with open(up, "wb") as fh:
+        fh.write(os.urandom(150000))
+    r = Relay(srv.port, ["-m", "POST", "-d", up], "https://localhost/echo")
+    held = []
+
+    def forward(data):
+        if len(held) == 0 and forward.n < 30:
+            forward.n += 1
+            return True
+        held.append(data)
+        return False
+
+    forward.n = 0
+    closed = r.run(forward, lambda data: True, log, "connection closed (HTTP/3)")
+    check(closed, "a request body that stops: the connection is closed after --body-timeout (logged)")
+    # What the server sent last (its CONNECTION_CLOSE) may still be on its way to the relay.
+    ready, _, _ = select.select([r.srv], [], [], 0.2)
+    if ready:
+        r.last = r.srv.recv(65536)
+    first = r.answer(held[0]) if held else None
+    check(first is not None and first == r.last,
+          "[ADP-20] a packet in the closing period gets the CONNECTION_CLOSE again (RFC 9000 §10.2.1)")
+    time.sleep(1.5)
+    check(len(held) > 1 and r.answer(held[1]) is None, "after the closing period the connection is gone: no answer")
+    r.close()
+    hello_served(srv.port, "after a connection closed for a stalled body")
+    check(srv.stop() == 0, "that server stops with status 0")
+
+
+def stalled_reader():
+    """A client that stops taking the response (a relay drops what the server sends after its first 12
+    datagrams): the connection is closed after --send-timeout (logged), as on HTTP/2."""
+    cert, key = make_cert("reader")
+    log = os.path.join(TMP, "reader.log")
+    srv = served.Server([CSGI, "serve", "--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3",
+                         "--send-timeout", "1", "--error-log", log], "https://127.0.0.1:0")
+    r = Relay(srv.port, [], "https://localhost/file")
+    passed = []
+    closed = r.run(lambda data: True, lambda data: len(passed) < 12 and not passed.append(1), log,
+                   "took no response bytes for --send-timeout: connection closed")
+    check(closed, "a client that stops taking the response: the connection is closed after --send-timeout (logged)")
+    r.close()
+    hello_served(srv.port, "after a connection closed for a stalled reader")
+    check(srv.stop() == 0, "that server stops with status 0")
+
+
 def amplification():
     """A client whose address is never validated (a relay drops everything the server sends it): before
     each of the client's datagrams, the server has sent at most 3x what it received (RFC 9000 §8.1),
@@ -201,6 +303,14 @@ def main():
     check(f.status.get(0) == 413, "[ADP-19] a body over --max-body-bytes is refused 413")
     hello_served(srv.port, "after a 413")
 
+    up = os.path.join(TMP, "two.bin")
+    with open(up, "wb") as fh:
+        fh.write(os.urandom(150000))
+    f = Fetch(srv.port, ["/echo", "/echo"], ["-m", "POST", "-d", up])
+    check(sorted(f.status.values()) == [200] and "closed with error code 267" in f.out,
+          "[ADP-19] two bodies that fit --max-body-bytes alone but not together on one connection: one is "
+          "refused with H3_REQUEST_REJECTED, the other served")
+
     f = Fetch(srv.port, ["/" + "a/" * 5000, "/hello"])
     check(f.status.get(0) == 414, "[ADP-19] a request line over --max-request-line is refused 414")
     check(f.status.get(1) == 200 and f.body("hello") == b"hello over h3", "the same connection serves the next stream")
@@ -278,6 +388,8 @@ def main():
     check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
 
     amplification()
+    stalled_body()
+    stalled_reader()
 
     with open(errors) as fh:
         log = fh.read()

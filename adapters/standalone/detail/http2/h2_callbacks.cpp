@@ -230,7 +230,7 @@ struct H2Callbacks {
     if (!s) return 0;
     if (!s->reported) {
       s->reported = true;
-      h.host_.on_response_done(*s->req, s->status, s->sent, true);
+      h.host_.on_response_done(*s->req, s->status, s->sent(), true);
     }
     // RFC 9113 §8.1: the response is complete before the request: the rest of it is not wanted.
     if (!s->request_done) nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
@@ -245,7 +245,7 @@ struct H2Callbacks {
     if (h.heading_ == &s) h.heading_ = nullptr;
     if (s.responded && !s.reported) {
       s.reported = true;
-      h.host_.on_response_done(*s.req, s.status, s.sent, false);
+      h.host_.on_response_done(*s.req, s.status, s.sent(), false);
     }
     if (!s.request_done && !s.ws && h.awaiting_ > 0) --h.awaiting_;
     --h.open_;
@@ -264,135 +264,39 @@ struct H2Callbacks {
     return 0;
   }
 
-  static ssize_t read_body(nghttp2_session* ng, std::int32_t id, std::uint8_t* buf, std::size_t length,
+  static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                            std::uint32_t* flags, nghttp2_data_source* src, void* p) {
     H2Session& h = self(p);
     auto* s = static_cast<H2Session::Stream*>(src->ptr);
-    try {
-      std::size_t n = fill(h, *s, buf, length);
-      if (n == static_cast<std::size_t>(-1)) return NGHTTP2_ERR_DEFERRED;
-      if (s->declared && s->sent + n > *s->declared) {
-        h.host_.log_error(length_error(*s->declared, s->sent + n, true, "the stream is reset"));
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-      }
-      s->sent += n;
-      h.data_sent_ += n;
-      if (s->eof) {  // nothing left (fill() sets it only then)
-        if (s->declared && s->sent < *s->declared) {
-          h.host_.log_error(length_error(*s->declared, s->sent, false, "the stream is reset"));
-          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        }
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        // The trailing HEADERS frame ends the stream instead of this DATA frame.
-        if (h.submit_trailers(*s)) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      }
-      if (*flags & NGHTTP2_DATA_FLAG_EOF) s->data_open = false;
-      (void)ng;
-      (void)id;
-      return static_cast<ssize_t>(n);
-    } catch (const std::length_error& e) {
-      h.host_.log_error(e.what());
-    } catch (const std::exception& e) {
-      h.host_.log_error(std::string("the response body failed: ") + e.what() + "; the stream is reset");
-    } catch (...) {
-      h.host_.log_error("the response body failed; the stream is reset");
+    std::size_t n = s->pipe ? ws_fill(*s, buf, length) : s->body.read(buf, length, h.log_);
+    if (n == StreamBody::later) return NGHTTP2_ERR_DEFERRED;
+    if (n == StreamBody::failed) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    h.data_sent_ += n;
+    if (s->pipe ? s->ws_eof : s->body.ended()) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      s->data_open = false;
+      // The trailing HEADERS frame ends the stream instead of this DATA frame.
+      if (!s->pipe && h.submit_trailers(*s)) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
     }
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return static_cast<ssize_t>(n);
   }
 
-  // Copies up to `length` body bytes into `buf`; -1 when none is there yet (deferred). Sets eof at the
-  // end of a pull stream or writer; a complete or file body sets the EOF flag through data_open.
-  static std::size_t fill(H2Session& h, H2Session::Stream& s, std::uint8_t* buf, std::size_t length) {
-    using Src = H2Session::Stream::Src;
-    switch (s.src) {
-      case Src::view: {
-        std::size_t n = std::min(length, s.view.size() - s.pos);
-        if (n) std::memcpy(buf, s.view.data() + s.pos, n);
-        s.pos += n;
-        if (s.pos == s.view.size()) s.eof = true;
-        return n;
-      }
-      case Src::file: {
-        std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(length, s.file_left));
-        ssize_t r;
-        do r = ::pread(s.file->fd(), buf, want, static_cast<off_t>(s.file_off));
-        while (r < 0 && errno == EINTR);
-        if (r <= 0 && want > 0) throw std::runtime_error(r == 0 ? "the file shrank while it was sent" : std::strerror(errno));
-        s.file_off += static_cast<std::uint64_t>(r);
-        s.file_left -= static_cast<std::uint64_t>(r);
-        if (s.file_left == 0) s.eof = true;
-        return static_cast<std::size_t>(r);
-      }
-      case Src::pull: {
-        if (s.out_pos == s.out.size() && !s.eof) {
-          s.out.clear();
-          s.out_pos = 0;
-          bool more;
-          do more = s.pull->next(s.out);
-          while (more && s.out.empty());
-          if (!more) {
-            s.eof = true;
-            s.out.clear();
-            s.trailers = pull_trailers(h, *s.pull);
-            close_stream(*s.pull, h.log_);
-            s.pull.reset();
-          }
-        }
-        return take_out(s, buf, length);
-      }
-      case Src::writer: {
-        std::lock_guard lock(s.writer->mu);
-        if (s.out_pos == s.out.size()) {
-          s.out.clear();
-          s.out.swap(s.writer->pending);
-          s.out_pos = 0;
-        }
-        if (s.writer->aborted) throw std::runtime_error("a streaming Writer was dropped without close()");
-        if (s.out_pos == s.out.size() && s.writer->overrun > 0)
-          throw std::length_error(length_error(s.writer->declared, s.writer->overrun, true, "the stream is reset"));
-        std::size_t n = take_out(s, buf, length);
-        if (s.out_pos == s.out.size() && s.writer->pending.empty() && s.writer->closed) {
-          s.eof = true;
-          s.trailers = std::move(s.writer->trailers);
-        }
-        s.writer->unsent = s.out.size() - s.out_pos;
-        s.writer->cv.notify_all();
-        if (n == 0 && !s.eof) {
-          s.deferred = true;
-          return static_cast<std::size_t>(-1);
-        }
-        return n;
-      }
-      case Src::ws: {
-        H2WsPipe& p = *s.pipe;
-        std::size_t n = std::min(length, p.unsent());
-        if (n) std::memcpy(buf, p.out.data() + p.out_pos, n);
-        p.out_pos += n;
-        if (n) p.wake_writer();
-        if (p.unsent() == 0 && p.out_end) {
-          s.eof = true;
-          return n;
-        }
-        if (n == 0) {
-          s.deferred = true;
-          return static_cast<std::size_t>(-1);
-        }
-        return n;
-      }
-      case Src::none: break;
+  // A WebSocket stream's bytes from its session: up to `length` copied into `buf`, `later` when none.
+  static std::size_t ws_fill(H2Session::Stream& s, std::uint8_t* buf, std::size_t length) {
+    H2WsPipe& p = *s.pipe;
+    std::size_t n = std::min(length, p.unsent());
+    if (n) std::memcpy(buf, p.out.data() + p.out_pos, n);
+    p.out_pos += n;
+    s.ws_sent += n;
+    if (n) p.wake_writer();
+    if (p.unsent() == 0 && p.out_end) {
+      s.ws_eof = true;
+      return n;
     }
-    (void)h;
-    s.eof = true;
-    return 0;
-  }
-
-  // A pull stream's trailers() (RES-15); one that throws is logged and the body ends without them.
-  static Headers pull_trailers(H2Session& h, csgi::Stream& pull) { return stream_trailers(pull, h.log_); }
-
-  static std::size_t take_out(H2Session::Stream& s, std::uint8_t* buf, std::size_t length) {
-    std::size_t n = std::min(length, s.out.size() - s.out_pos);
-    if (n) std::memcpy(buf, s.out.data() + s.out_pos, n);
-    s.out_pos += n;
+    if (n == 0) {
+      s.ws_deferred = true;
+      return StreamBody::later;
+    }
     return n;
   }
 };

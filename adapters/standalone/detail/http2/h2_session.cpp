@@ -185,7 +185,7 @@ void H2Session::report_cut_short() noexcept {
     if (!s->responded || s->reported) continue;
     s->reported = true;
     try {
-      host_.on_response_done(*s->req, s->status, s->sent, false);
+      host_.on_response_done(*s->req, s->status, s->sent(), false);
     } catch (...) {
     }
   }
@@ -286,7 +286,7 @@ bool H2Session::want_write() const { return nghttp2_session_want_write(ng_) != 0
 bool H2Session::blocked_on_window() const {
   bool conn_closed = nghttp2_session_get_remote_window_size(ng_) <= 0;
   for (const auto& [id, s] : streams_)
-    if (s->data_open && !s->deferred && (conn_closed || nghttp2_session_get_stream_remote_window_size(ng_, id) <= 0))
+    if (s->data_open && !s->body.waiting() && !s->ws_deferred && (conn_closed || nghttp2_session_get_stream_remote_window_size(ng_, id) <= 0))
       return true;
   return false;
 }

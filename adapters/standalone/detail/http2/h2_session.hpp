@@ -20,6 +20,7 @@
 
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
+#include "csgi/adapters/standalone/detail/exchange/wire_fields.hpp"
 #include "csgi/adapters/standalone/server.hpp"
 #include "csgi/core/env.hpp"
 #include "csgi/core/extensions.hpp"
@@ -161,7 +162,7 @@ public:
 
 private:
   friend struct H2Callbacks;
-  struct StreamSink;
+  auto head_of(Stream& s);
   Stream* find(std::int32_t id) const;
   using StreamMap = std::unordered_map<std::int32_t, std::unique_ptr<Stream>>;
   Stream* heading(nghttp2_session* ng, std::int32_t id) const;
@@ -169,7 +170,7 @@ private:
   void insert(std::unique_ptr<Stream> s);
   void recycle(StreamMap::node_type node) noexcept;
   void dispatch();
-  void submit(Stream& s, int status, const Headers& headers, bool has_body, std::uint64_t* length);
+  void submit(Stream& s, int status, const Headers& headers, bool has_body, const std::uint64_t* length);
   void refuse(Stream& s, int status, std::string_view why);
   void finish_head(Stream& s, bool end_stream);
   void request_complete(Stream& s);
@@ -200,8 +201,7 @@ private:
   std::vector<StreamMap::node_type> spare_streams_;  // closed streams' nodes and objects, emptied, for the next ones
   std::vector<StreamMap::node_type> spare_nodes_;    // their nodes once new_stream() took the object
   Stream* heading_ = nullptr;  // the stream whose request header block is being received (open)
-  std::vector<nghttp2_nv> nva_;      // a response head being submitted (kept for its capacity)
-  std::string names_;                // its lower-cased field names
+  WireFields<nghttp2_nv> fields_;  // a field section being submitted (kept for its capacity)
   std::size_t open_ = 0;
   std::size_t awaiting_ = 0;
   std::uint64_t buffered_ = 0;      // request body bytes held by the open streams (within max_body_bytes)

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "csgi/adapters/standalone/detail/exchange/fields.hpp"
+#include "csgi/adapters/standalone/detail/exchange/stream_body.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_session.hpp"
 #include "csgi/adapters/standalone/detail/http2/h2_websocket.hpp"
 #include "csgi/core/text.hpp"
@@ -35,35 +36,20 @@ struct H2Session::Stream {
   std::uint64_t buffered = 0;   // body bytes counted against the connection's budget
   // The response.
   int status = 0;
-  std::uint64_t sent = 0;
-  enum class Src { none, view, file, pull, writer, ws } src = Src::none;
-  std::shared_ptr<const void> keep;
-  std::string_view view;
-  std::size_t pos = 0;
-  std::shared_ptr<FileHandle> file;
-  std::uint64_t file_off = 0, file_left = 0;
-  StreamPtr pull;
-  std::string out;
-  std::size_t out_pos = 0;
-  bool eof = false, deferred = false, data_open = false;
-  std::optional<std::uint64_t> declared;  // a pull stream's or writer's Content-Length (ADP-13)
-  std::shared_ptr<WriterState> writer;
-  Headers trailers;  // a pull stream's or writer's, taken at the end of its body (ADP-17)
+  StreamBody body;
+  bool data_open = false;  // a data source is submitted and has not given its end
   // WebSocket (RFC 8441): an extended CONNECT with `:protocol websocket`; its DATA before the app's
   // answer (window held), then the pipe to the WebSocket session.
   bool ws = false, ws_early_end = false;
   std::string ws_early;
   std::shared_ptr<H2WsPipe> pipe;
+  std::uint64_t ws_sent = 0;
+  bool ws_eof = false, ws_deferred = false;
+
+  std::uint64_t sent() const noexcept { return body.sent() + ws_sent; }
 
   ~Stream() {
     if (pipe) pipe->closed();
-    if (pull) {
-      try {
-        pull->close();
-      } catch (...) {
-      }
-    }
-    if (writer) writer->gone();
   }
 };
 

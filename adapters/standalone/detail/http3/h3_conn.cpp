@@ -159,8 +159,8 @@ void H3::report(Stream& s, bool complete) noexcept {
   if (s.reported || !s.responded) return;
   s.reported = true;
   (void)complete;
-  if (s.req) response_done(t_.shared, s.req->cleanup, s.status, s.sent);
-  else response_done(t_.shared, CleanupHandlers{}, s.status, s.sent);
+  if (s.req) response_done(t_.shared, s.req->cleanup, s.status, s.body.sent());
+  else response_done(t_.shared, CleanupHandlers{}, s.status, s.body.sent());
 }
 
 int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* p, void*) {
@@ -171,7 +171,8 @@ int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void
     return 0;
   }
   Stream& s = *it->second;
-  h.report(s, code == h3_no_error && s.eof);
+  h.buffered_ -= s.buffered;
+  h.report(s, code == h3_no_error && s.body.ended());
   // The peer may open another request stream, once this one's app call is done (a client resetting
   // streams whose apps still run gets no more: CVE-2023-44487).
   if (!s.in_app && h.q_) h.q_->allow_stream();
@@ -182,18 +183,14 @@ int H3::on_stream_close(nghttp3_conn*, std::int64_t id, std::uint64_t code, void
 int H3::on_acked(nghttp3_conn*, std::int64_t id, std::uint64_t n, void* p, void*) {
   Stream* s = self(p).find(id);
   if (!s) return 0;
-  s->inflight -= std::min<std::uint64_t>(s->inflight, n);
+  self(p).acked_ += n;
+  s->body.acked(n);
   while (n > 0 && !s->chunks.empty()) {
     Chunk& c = s->chunks.front();
-    std::uint64_t take = std::min<std::uint64_t>(n, c.data.size() - c.acked);
+    std::uint64_t take = std::min<std::uint64_t>(n, c.piece.data.size() - c.acked);
     c.acked += take;
     n -= take;
-    if (c.acked == c.data.size()) s->chunks.pop_front();
-  }
-  if (s->writer) {
-    std::lock_guard lock(s->writer->mu);
-    s->writer->unsent = s->inflight;
-    s->writer->cv.notify_all();
+    if (c.acked == c.piece.data.size()) s->chunks.pop_front();
   }
   return 0;
 }
@@ -313,8 +310,20 @@ int H3::on_recv_data(nghttp3_conn*, std::int64_t id, const std::uint8_t* data, s
   if (h.q_) h.q_->consumed(id, n);  // held in the request body (memory or its file), within the limits
   Stream* s = h.find(id);
   if (!s || s->bad_status || s->complete) return 0;
+  if (h.pacing_) h.pace_.received(n);
+  h.body_moved_ = true;
   const ServerOptions& opt = h.t_.shared.opt;
   std::uint64_t size = s->req->body.size() + n;
+  if (size <= opt.max_body_bytes && h.buffered_ + n > opt.max_body_bytes) {
+    // The bodies buffered on this connection at once stay within one --max-body-bytes: this one is
+    // refused unprocessed (H3_REQUEST_REJECTED: the client may retry it).
+    h.buffered_ -= s->buffered;
+    s->buffered = 0;
+    s->req->body.reset();
+    s->complete = s->dispatched = true;
+    if (h.q_) h.q_->reset(id, NGHTTP3_H3_REQUEST_REJECTED);
+    return 0;
+  }
   if (size > opt.max_body_bytes || (s->content_length && size > *s->content_length)) {
     s->bad_status = size > opt.max_body_bytes ? 413 : 400;
     s->why = s->bad_status == 413 ? "request body larger than " + std::to_string(opt.max_body_bytes) + " bytes"
@@ -332,7 +341,49 @@ int H3::on_recv_data(nghttp3_conn*, std::int64_t id, const std::uint8_t* data, s
     h.request_complete(*s);
     return 0;
   }
+  s->buffered += n;
+  h.buffered_ += n;
   return 0;
+}
+
+Clock::time_point H3::deadline() {
+  const ServerOptions& opt = t_.shared.opt;
+  Clock::time_point now = Clock::now();
+  bool waiting = false, awaiting = false;
+  for (const auto& [id, s] : streams_) {
+    waiting = waiting || s->window_shut || !s->chunks.empty();
+    awaiting = awaiting || !s->complete;
+  }
+  bool progress = acked_ != acked_seen_;
+  acked_seen_ = acked_;
+  Clock::time_point at = Clock::time_point::max();
+  if (waiting) {
+    if (!waiting_ || progress) send_at_ = now + opt.send_timeout;
+    at = send_at_;
+  } else if (awaiting) {
+    if (!pacing_) pace_.begin(now);
+    if (!pacing_ || body_moved_) body_at_ = pace_.deadline(now, opt.body_timeout, opt.body_min_rate);
+    pacing_ = true;
+    at = body_at_;
+  }
+  if (waiting || !awaiting) pacing_ = false;
+  waiting_ = waiting;
+  body_moved_ = false;
+  return at;
+}
+
+void H3::expired() {
+  const ServerOptions& opt = t_.shared.opt;
+  if (waiting_) {
+    log_error("the peer took no response bytes for --send-timeout: connection closed");
+    error_ = NGHTTP3_H3_NO_ERROR;
+  } else if (pace_.too_slow(Clock::now(), opt.body_timeout, opt.body_min_rate)) {
+    log_error("request bodies slower than " + std::to_string(opt.body_min_rate) + " bytes/s: connection closed");
+    error_ = NGHTTP3_H3_REQUEST_INCOMPLETE;
+  } else {
+    log_error("no request body bytes for --body-timeout: connection closed");
+    error_ = NGHTTP3_H3_REQUEST_INCOMPLETE;
+  }
 }
 
 void H3::finish_head(Stream& s) {

@@ -26,6 +26,8 @@
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
 #include "csgi/adapters/standalone/detail/exchange/responder.hpp"
 #include "csgi/adapters/standalone/detail/exchange/response_body.hpp"
+#include "csgi/adapters/standalone/detail/exchange/stream_body.hpp"
+#include "csgi/adapters/standalone/detail/exchange/wire_fields.hpp"
 #include "csgi/adapters/standalone/detail/process/fault.hpp"
 #include "csgi/adapters/standalone/detail/process/io_thread.hpp"
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
@@ -65,8 +67,7 @@ struct H3Request final : Input, Informational {
 
 /// The bytes of a response handed to nghttp3, kept until the peer acknowledged them.
 struct Chunk {
-  std::string own;
-  std::string_view data;
+  BodyPiece piece;
   std::size_t acked = 0;
 };
 
@@ -80,34 +81,13 @@ struct Stream {
   std::string why;
   std::optional<std::uint64_t> content_length;
   bool head_done = false, complete = false, dispatched = false, responded = false, reported = false;
+  std::uint64_t buffered = 0;  // body bytes counted against the connection's budget
+  bool window_shut = false;    // its response waits for the peer's flow-control window
   // The response.
   int status = 0;
-  std::uint64_t sent = 0;
-  enum class Src { none, view, file, pull, writer } src = Src::none;
-  std::shared_ptr<const void> keep;
-  std::string out;
-  std::string_view view;
-  bool view_given = false;
-  std::shared_ptr<FileHandle> file;
-  std::uint64_t file_off = 0, file_left = 0;
-  StreamPtr pull;
-  std::shared_ptr<WriterState> writer;
-  std::optional<std::uint64_t> declared;
-  Headers trailers;
-  bool eof = false, deferred = false;
+  StreamBody body;
   bool in_app = false;  // its app call (or delayed response's callable) has not returned
-  std::deque<Chunk> chunks;
-  std::uint64_t inflight = 0;
-
-  ~Stream() {
-    if (pull) {
-      try {
-        pull->close();
-      } catch (...) {
-      }
-    }
-    if (writer) writer->gone();
-  }
+  std::deque<Chunk> chunks;  // the body's pieces handed to nghttp3, until acknowledged
 };
 
 /// The connection's own values (REMOTE_ADDR, SERVER_PORT, …), which requests' envs point into.
@@ -126,10 +106,14 @@ public:
   bool acked(std::int64_t id, std::uint64_t n) override { return !h3_ || ok(nghttp3_conn_add_ack_offset(h3_, id, n)); }
   bool stream_closed(std::int64_t id, std::uint64_t code) override;
   bool stream_reset(std::int64_t id) override { return !h3_ || ok(nghttp3_conn_shutdown_stream_read(h3_, id)); }
-  bool unblocked(std::int64_t id) override { return !h3_ || ok(nghttp3_conn_unblock_stream(h3_, id)); }
+  bool unblocked(std::int64_t id) override {
+    if (Stream* s = find(id)) s->window_shut = false;
+    return !h3_ || ok(nghttp3_conn_unblock_stream(h3_, id));
+  }
   long pending(std::int64_t& id, bool& fin, QuicVec* v, std::size_t max) override;
   bool wrote(std::int64_t id, std::size_t n) override { return !h3_ || ok(nghttp3_conn_add_write_offset(h3_, id, n)); }
   void blocked(std::int64_t id) override {
+    if (Stream* s = find(id)) s->window_shut = true;
     if (h3_) nghttp3_conn_block_stream(h3_, id);
   }
   void write_shut(std::int64_t id) override {
@@ -140,9 +124,11 @@ public:
   bool app_at_work() const override {
     if (in_app_ > 0) return true;
     for (const auto& [id, s] : streams_)
-      if (s->src == Stream::Src::writer && !s->eof) return true;
+      if (s->body.is_writer() && !s->body.ended()) return true;
     return false;
   }
+  Clock::time_point deadline() override;
+  void expired() override;
   std::uint64_t error() const override { return error_; }
   void detach() noexcept override;
 
@@ -158,7 +144,7 @@ public:
   IoThread& thread() { return t_; }
 
 private:
-  struct Sink;
+  auto head_of(Stream& s);
   bool ok(int rv) {
     if (rv == 0) return true;
     error_ = nghttp3_err_infer_quic_app_error_code(rv);
@@ -186,7 +172,6 @@ private:
   void respond(std::int64_t id, Response res);
   void submit(Stream& s, int status, const Headers& headers, bool has_body, const std::uint64_t* length);
   bool submit_trailers(Stream& s);
-  std::size_t fill(Stream& s, nghttp3_vec* v);
   void report(Stream& s, bool complete) noexcept;
 
   // nghttp3's callbacks.
@@ -212,9 +197,17 @@ private:
   ::csgi::ConnectionInfo conn_;
   std::shared_ptr<const TlsInfo> tls_;
   std::unordered_map<std::int64_t, std::unique_ptr<Stream>> streams_;
+  WireFields<nghttp3_nv> fields_;  // a field section being submitted (kept for its capacity)
   std::vector<std::int64_t> ready_;  // complete requests, handed to the app after the bytes are read
   std::size_t in_app_ = 0;
   std::uint64_t error_ = 0;
+  std::uint64_t buffered_ = 0;  // request body bytes held by the open streams (within max_body_bytes)
+  // The deadline (as HTTP/2's): the send timeout while response bytes wait for the peer, renewed by bytes
+  // it acknowledges; the body timeout while a request is incomplete, within what --body-min-rate allows.
+  BodyPace pace_;
+  bool pacing_ = false, waiting_ = false, body_moved_ = false;
+  std::uint64_t acked_ = 0, acked_seen_ = 0;
+  Clock::time_point send_at_{}, body_at_{};
   bool reading_ = false;
   struct Log final : ExchangeLog {
     H3* h;

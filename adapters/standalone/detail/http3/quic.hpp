@@ -8,6 +8,7 @@
 //                 (GnuTLS, the same --tls-cert/--tls-key files), graceful stop.
 //   a connection  one ngtcp2 connection and its TLS session (ALPN h3, no 0-RTT), its expiry timer, the
 //                 packets it writes; its streams' bytes go to and come from its QuicApp.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -83,6 +84,11 @@ public:
   /// The app is still at work on a request (its call, or a Writer not closed): the connection is kept
   /// from going idle meanwhile.
   virtual bool app_at_work() const = 0;
+  /// When the protocol's own limits end the connection (the request-body and send timeouts):
+  /// time_point::max() for none. Asked after each turn of the connection.
+  virtual std::chrono::steady_clock::time_point deadline() = 0;
+  /// That time came: the connection closes with error().
+  virtual void expired() = 0;
   /// The error code a failed call left (the protocol's).
   virtual std::uint64_t error() const = 0;
   /// The connection is gone: nothing more reaches the transport.

@@ -5,7 +5,7 @@
 namespace csgi::standalone::detail::quic {
 
 Connection::Connection(Endpoint& ep, const sockaddr_storage& from, socklen_t fromlen)
-    : ep_(ep), remote_(from), remote_len_(fromlen), timer_(ep.thread.ioc) {
+    : ep_(ep), remote_(from), remote_len_(fromlen), timer_(ep.thread.ioc), app_timer_(ep.thread.ioc) {
   if (from.ss_family == AF_INET6) {
     auto* a = reinterpret_cast<const sockaddr_in6*>(&from);
     ::inet_ntop(AF_INET6, &a->sin6_addr, addr_, sizeof addr_);
@@ -144,6 +144,12 @@ int Connection::remove_cid(ngtcp2_conn*, const ngtcp2_cid* cid, void* p) {
 
 void Connection::on_packet(const std::uint8_t* data, std::size_t n) {
   if (gone_) return;
+  if (lingering_) {
+    ++after_close_;
+    if (!close_packet_.empty() && (after_close_ & (after_close_ - 1)) == 0)
+      send(close_packet_.data(), close_packet_.size());
+    return;
+  }
   auto keep = shared_from_this();
   ngtcp2_path p = path();
   ngtcp2_pkt_info pi{};
@@ -152,11 +158,12 @@ void Connection::on_packet(const std::uint8_t* data, std::size_t n) {
   write();
 }
 
-// A failed read or write: the connection is closed (CONNECTION_CLOSE with what went wrong) or, when the
-// peer closed it or ngtcp2 says so, dropped.
+// A failed read or write: the connection is closed (CONNECTION_CLOSE with what went wrong), drained (the
+// peer closed it) or, when ngtcp2 says so, dropped.
 void Connection::fail(int liberr) {
-  if (liberr == NGTCP2_ERR_DRAINING || liberr == NGTCP2_ERR_DROP_CONN || liberr == NGTCP2_ERR_IDLE_CLOSE ||
-      liberr == NGTCP2_ERR_HANDSHAKE_TIMEOUT || liberr == NGTCP2_ERR_CLOSING)
+  if (liberr == NGTCP2_ERR_DRAINING) return linger({});
+  if (liberr == NGTCP2_ERR_DROP_CONN || liberr == NGTCP2_ERR_IDLE_CLOSE || liberr == NGTCP2_ERR_HANDSHAKE_TIMEOUT ||
+      liberr == NGTCP2_ERR_CLOSING)
     return drop();
   ngtcp2_connection_close_error ccerr;
   if (liberr == NGTCP2_ERR_CALLBACK_FAILURE && app_ && app_->error() != 0) {
@@ -166,31 +173,51 @@ void Connection::fail(int liberr) {
   } else {
     ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, liberr, nullptr, 0);
   }
-  std::array<std::uint8_t, max_packet> buf;
-  ngtcp2_path p = path();
-  ngtcp2_pkt_info pi{};
-  ngtcp2_ssize n = ngtcp2_conn_write_connection_close(conn_, &p, &pi, buf.data(), buf.size(), &ccerr, now_ns());
-  if (n > 0) send(buf.data(), static_cast<std::size_t>(n));
-  drop();
+  close_with(ccerr);
 }
 
 void Connection::close_now(std::uint64_t code) {
   if (gone_) return;
   auto keep = shared_from_this();
+  if (lingering_) return drop();
   ngtcp2_connection_close_error ccerr;
   ngtcp2_connection_close_error_set_application_error(&ccerr, code, nullptr, 0);
-  std::array<std::uint8_t, max_packet> buf;
+  close_with(ccerr);
+}
+
+// Sends the CONNECTION_CLOSE and enters the closing period with it.
+void Connection::close_with(const ngtcp2_connection_close_error& ccerr) {
+  std::vector<std::uint8_t> buf(max_packet);
   ngtcp2_path p = path();
   ngtcp2_pkt_info pi{};
   ngtcp2_ssize n = ngtcp2_conn_write_connection_close(conn_, &p, &pi, buf.data(), buf.size(), &ccerr, now_ns());
-  if (n > 0) send(buf.data(), static_cast<std::size_t>(n));
-  drop();
+  if (n <= 0) return drop();
+  buf.resize(static_cast<std::size_t>(n));
+  send(buf.data(), buf.size());
+  linger(std::move(buf));
+}
+
+// The closing period (`close_packet`: the CONNECTION_CLOSE sent) or the draining period (none): the app
+// is done now, the IDs stay until the period ends (RFC 9000 §10.2), unless the server is stopping.
+void Connection::linger(std::vector<std::uint8_t> close_packet) {
+  if (app_) app_->detach();
+  app_timer_.cancel();
+  if (ep_.stopping) return drop();
+  lingering_ = true;
+  close_packet_ = std::move(close_packet);
+  auto pto = std::chrono::nanoseconds(ngtcp2_conn_get_pto(conn_));
+  timer_.expires_after(std::max<Clock::duration>(3 * pto, min_closing_period));
+  timer_.async_wait([w = weak_from_this()](error_code ec) {
+    if (ec) return;
+    if (auto self = w.lock()) self->drop();
+  });
 }
 
 void Connection::drop() noexcept {
   if (gone_) return;
   gone_ = true;
   timer_.cancel();
+  app_timer_.cancel();
   if (app_) app_->detach();
   if (counted_) --ep_.live;
   for (const std::string& k : ids_) {
@@ -211,7 +238,7 @@ void Connection::wake() {
 // Writes the packets there are to write: the streams' bytes the app has ready, ACKs, retransmissions,
 // as far as congestion control lets; then the timer at ngtcp2's next expiry.
 void Connection::write() {
-  if (gone_) return;
+  if (gone_ || lingering_) return;
   auto keep = shared_from_this();
   if (closing_) return close_now(close_code_);
   std::array<std::uint8_t, max_packet> buf;
@@ -266,6 +293,30 @@ void Connection::write() {
     ngtcp2_conn_set_keep_alive_timeout(conn_, busy ? idle / 2 : 0);
   }
   arm_timer();
+  arm_app_timer();
+}
+
+void Connection::arm_app_timer() {
+  Clock::time_point at = app_->deadline();
+  if (at == app_at_) return;
+  app_at_ = at;
+  if (at == Clock::time_point::max()) {
+    app_timer_.cancel();
+    return;
+  }
+  app_timer_.expires_at(at);
+  app_timer_.async_wait([w = weak_from_this()](error_code ec) {
+    if (ec) return;
+    if (auto self = w.lock()) self->safely(&Connection::on_app_timer);
+  });
+}
+
+void Connection::on_app_timer() {
+  if (gone_ || lingering_) return;
+  auto keep = shared_from_this();
+  app_at_ = Clock::time_point::max();
+  app_->expired();
+  close_now(app_->error());
 }
 
 void Connection::send(const std::uint8_t* data, std::size_t n) { ep_.send(remote_, remote_len_, data, n); }
@@ -281,7 +332,7 @@ void Connection::arm_timer() {
 }
 
 void Connection::on_timer() {
-  if (gone_) return;
+  if (gone_ || lingering_) return;
   auto keep = shared_from_this();
   int rv = ngtcp2_conn_handle_expiry(conn_, now_ns());
   if (rv != 0) return fail(rv);

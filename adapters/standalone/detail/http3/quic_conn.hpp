@@ -45,6 +45,7 @@ constexpr std::uint64_t stream_window = 256 * 1024;
 constexpr std::uint64_t conn_window = 1024 * 1024;
 constexpr std::chrono::seconds retry_token_life{10};
 constexpr std::chrono::milliseconds stop_poll{50};
+constexpr std::chrono::seconds min_closing_period{1};  // the closing or draining period: 3×PTO, at least this
 // TLS 1.3 only, with the ciphers QUIC defines (RFC 9001 §5.3), without the middlebox compatibility mode.
 constexpr const char* priority =
     "%DISABLE_TLS13_COMPAT_MODE:NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
@@ -141,7 +142,11 @@ private:
   static Connection& self(void* p) { return *static_cast<Connection*>(p); }
   static ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) { return static_cast<Connection*>(ref->user_data)->conn_; }
   void fail(int liberr);
+  void close_with(const ngtcp2_connection_close_error& ccerr);
+  void linger(std::vector<std::uint8_t> close_packet);
   void arm_timer();
+  void arm_app_timer();
+  void on_app_timer();
   void on_timer();
   void send(const std::uint8_t* data, std::size_t n);
   ngtcp2_path path();
@@ -194,6 +199,14 @@ private:
   ngtcp2_crypto_conn_ref ref_{};
   std::shared_ptr<QuicApp> app_;
   asio::steady_timer timer_;
+  asio::steady_timer app_timer_;            // the app's deadline (QuicApp::deadline)
+  Clock::time_point app_at_ = Clock::time_point::max();
+  // Closed (RFC 9000 §10.2): the IDs stay for the closing or draining period; a packet that comes in the
+  // closing period is answered with the CONNECTION_CLOSE again (to the 1st, 2nd, 4th, … such packet), in
+  // the draining period (the peer closed) with nothing.
+  bool lingering_ = false;
+  std::vector<std::uint8_t> close_packet_;
+  std::uint64_t after_close_ = 0;
   std::vector<std::string> ids_;  // the endpoint's keys for this connection
   bool wake_posted_ = false;
   bool closing_ = false;
