@@ -1,7 +1,8 @@
 """Streamed ASGI responses under `csgi serve --asgi`, counted rather than timed: the http.response.body
 messages an app sends within one pass of the event loop reach the server as one write, so a response of
 16 small chunks costs the threads of the server about as many context switches as a complete one; chunks
-sent over several passes still arrive in order, streamed."""
+sent over several passes still arrive in order, streamed. A request body arrives whole."""
+import hashlib
 import http.client
 import socket
 
@@ -18,10 +19,10 @@ REQUESTS = 100
 SWITCHES_PER_REQUEST = {"/burst": 6, "/bursts": 24}
 
 
-def start(server_factory, csgi_bin):
+def start(server_factory, csgi_bin, *extra):
     port = free_port()
     return server_factory([csgi_bin, "serve", "--asgi", "stream_site:app", "--listen", "127.0.0.1:%d" % port,
-                           "--threads", "1"], port, cwd=HERE)
+                           "--threads", "1", *extra], port, cwd=HERE)
 
 
 def get(conn, path):
@@ -72,3 +73,20 @@ def test_chunks_over_several_passes_are_streamed_in_order(server_factory, csgi_b
         data += rest[:n]
         body = rest[n + 2:]
     assert data == b"".join(CHUNKS)
+
+
+def test_request_body_by_length_and_chunked_arrives_whole(server_factory, csgi_bin):
+    """The body in one http.request message, read into a buffer of its Content-Length (past the first
+    allocation's 1 MiB here) or as it comes (chunked)."""
+    server = start(server_factory, csgi_bin, "--max-body-bytes", "4000000")
+    body = bytes(range(256)) * 12000  # 3 MB
+    want = b"%d %s" % (len(body), hashlib.sha256(body).hexdigest().encode())
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    try:
+        for chunked in (False, True):
+            conn.request("POST", "/sha", body=iter([body[:1000], body[1000:]]) if chunked else body,
+                         encode_chunked=chunked)
+            r = conn.getresponse()
+            assert (r.status, r.read()) == (200, want)
+    finally:
+        conn.close()
