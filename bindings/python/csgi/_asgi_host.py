@@ -87,6 +87,8 @@ def _call_type():
                     raise
                 return
             if not self.finished and not self.gone:
+                if self.streaming:
+                    await self._drained()
                 self.finished = True
                 self._fail("the ASGI app returned " +
                            ("before its trailers ended" if self.body_ended else
