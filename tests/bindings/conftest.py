@@ -1,4 +1,5 @@
 """Fixtures for the csgi Python binding tests: the test app library, free ports, servers on loopback."""
+import glob
 import http.client
 import os
 import shutil
@@ -161,3 +162,17 @@ def assert_header_rule(dump_body):
     for key in ("HTTP_PROXY", "HTTP_CONTENT_LENGTH"):
         assert not any(l.startswith(key + "=") for l in lines), lines
     assert not any("admin" in l or "evil" in l or l.endswith("=99") for l in lines), lines
+
+
+def voluntary_switches(pid):
+    """The voluntary context switches of all threads of process `pid` so far (/proc/PID/task/*/status)."""
+    total = 0
+    for status in glob.glob("/proc/%d/task/*/status" % pid):
+        try:
+            with open(status) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return total

@@ -4,14 +4,13 @@ process and their context switches over sequential keep-alive requests (/proc/PI
 Per request the design wakes the io thread (the request, then the response to write), the event loop
 (the request handed over, then the endpoint's result), and one of anyio's worker threads that stay for
 the loop's life; a request that starts a thread of its own, or hands over more often, fails here."""
-import glob
 import http.client
 import json
 import os
 
 import pytest
 
-from conftest import HERE, free_port
+from conftest import HERE, free_port, voluntary_switches
 
 pytest.importorskip("fastapi")
 
@@ -20,19 +19,6 @@ REQUESTS = 400
 # changing hands between the loop and the worker (1-2). Preemptions (nonvoluntary) follow the machine's
 # load and are not counted.
 SWITCHES_PER_REQUEST = 7.5
-
-
-def voluntary_switches(pid):
-    total = 0
-    for status in glob.glob("/proc/%d/task/*/status" % pid):
-        try:
-            with open(status) as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
-        except OSError:  # a thread that ended meanwhile
-            pass
-    return total
 
 
 def threads_of(pid):

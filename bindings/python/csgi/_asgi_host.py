@@ -7,8 +7,9 @@ and the loop takes the waiting requests in batches, builds each ``http`` scope f
 app; WebSocket handshakes come through a second queue and run as ``websocket`` scopes (_asgi_ws.py).
 ``send()`` answers from the loop: a complete body when the loop's pass ends, with the others completed
 in that pass (at most 16 held; one wake-up of the io thread for the lot), a streamed one through the response's
-Writer, each write on a pool thread and awaited (the server's back-pressure reaches the app, and a
-write that fails because the client left raises ``ClientDisconnected`` from ``send()``). The request
+Writer, its writes on a pool thread: the chunks sent within one pass of the loop go out as one write when
+the pass ends, and ``send()`` waits while a write is in flight (the server's back-pressure reaches the
+app; after a write that failed because the client left, ``send()`` raises ``ClientDisconnected``). The request
 body is read by the csgi.App before it queues the request (on the server's app thread, within its body
 limit: the adapter's input is not readable once the app returned its delayed response), and
 ``receive()`` gives it in one ``http.request`` message; then it waits for the end of the exchange and
@@ -34,6 +35,8 @@ class LifespanFailed(RuntimeError):
 
 
 _TASK_NAME = "csgi-asgi-http"
+# Bytes of a streamed body a loop pass holds before send() waits for them to be written.
+_COALESCE_LIMIT = 65536
 
 
 def is_asgi_app(obj):
@@ -65,7 +68,7 @@ def _call_type():
         http.response.start and a complete http.response.body need no coroutine; what has to wait comes
         here (_receive_slow, _send_slow)."""
 
-        __slots__ = ()
+        __slots__ = ("_chunks", "_size", "_writing", "_flush_due", "_head", "_last")
 
         async def run(self):
             try:
@@ -75,6 +78,8 @@ def _call_type():
                     if self.finished:
                         self._log("csgi: ASGI app raised after its response ended:\n" + _traceback(e))
                     else:
+                        if self.streaming and isinstance(e, Exception):
+                            await self._drained()  # what the app sent goes out before the response is cut
                         self.finished = True
                         self._fail("the ASGI app raised:\n" + _traceback(e))
                 self.end()
@@ -82,6 +87,8 @@ def _call_type():
                     raise
                 return
             if not self.finished and not self.gone:
+                if self.streaming:
+                    await self._drained()
                 self.finished = True
                 self._fail("the ASGI app returned " +
                            ("before its trailers ended" if self.body_ended else
@@ -133,20 +140,91 @@ def _call_type():
                     self.end()
                     return
                 self.streaming = True
-                self._start()
-            if body and not await self.host.loop.run_in_executor(self.host.pool, self._write, body):
-                self.gone = True
-                self.finished = True
-                self._close()
-                self.end()
-                await self.left()
+                self._chunks, self._size, self._writing, self._flush_due = [], 0, None, False
+                self._head, self._last = True, False
+            if body:
+                self._chunks.append(body)
+                self._size += len(body)
             if not more:
                 if self.trailers:
                     self.body_ended = True
-                    return
-                self.finished = True
+                else:
+                    self.finished = True
+                    self._last = True
+            if self._size < _COALESCE_LIMIT:
+                if self._writing is None and not self._flush_due:
+                    self._flush_due = True
+                    self.host.loop.call_soon(self._flush)
+                return  # held: written when the pass ends, or after the write in flight
+            if self._writing is None:
+                self._flush()
+            else:
+                await asyncio.shield(self._writing)  # back-pressure: one write in flight, the next held
+
+        def _flush(self):
+            """At the end of the loop's pass: what the app sent in it goes to the writer in one write, on a
+            pool thread (write() waits under back-pressure). A response that began and ended within the
+            pass is answered as a complete one, from the loop thread."""
+            self._flush_due = False
+            if self._writing is not None or (self.finished and not self._last):
+                return
+            chunks, head, last = self._chunks, self._head, self._last
+            if not chunks and not head and not last:
+                return
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            self._chunks, self._size, self._head, self._last = [], 0, False, False
+            if head and last:
+                self._respond(data)
+                self.end()
+                return
+            if not data and not head:
                 self._close()
                 self.end()
+                return
+            self._writing = self.host.loop.run_in_executor(self.host.pool, self._out, head, data, last)
+            self._writing.add_done_callback(self._written)
+
+        def _out(self, head, data, last):
+            """On a pool thread: the head (once), the data, the end; False once the client has gone."""
+            if head:
+                self._start()
+            ok = not data or self._write(data)
+            if ok and last:
+                self._close()
+            return ok
+
+        def _written(self, fut):
+            self._writing = None
+            exc = None if fut.cancelled() else fut.exception()
+            if exc is not None and not self.gone:
+                self.gone = True  # the app's next send() raises
+                self._fail("the ASGI app's streamed response failed:\n" + _traceback(exc))
+                self.end()
+                return
+            ok = exc is None and not fut.cancelled() and fut.result()
+            if not ok:
+                if not self.gone:
+                    self.gone = True
+                    self.finished = True
+                    self._chunks = []
+                    self._close()
+                    self.end()
+                return
+            if self.finished and not self._chunks and not self._last:
+                self.end()  # closed by _out, or failed meanwhile
+                return
+            if self._chunks or self._last:
+                self._flush()
+
+        async def _drained(self):
+            """Until what the app sent is written, while the app sends no more: the write in flight, then one
+            of the chunks held behind it."""
+            for _ in range(3):
+                if self._writing is None:
+                    self._flush()
+                if self._writing is None:
+                    return
+                await asyncio.shield(self._writing)
 
         async def _send_trailers(self, message):
             """http.response.trailers after the last body message: the fields go to the writer, which
@@ -159,6 +237,9 @@ def _call_type():
                 raise RuntimeError("http.response.trailers before the last http.response.body")
             if self.finished:
                 raise RuntimeError("http.response.trailers after the last one")
+            await self._drained()
+            if self.gone:
+                await self.left()
             fields = self.trailer_fields or []
             fields.extend(message.get("headers", ()))
             self.trailer_fields = fields
