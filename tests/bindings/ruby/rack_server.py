@@ -93,3 +93,16 @@ def start(tmp_path):
     yield _start
     for s in started:
         s.stop()
+
+
+def comparable_answer(server, method, path, body, headers, compared, session_cookie):
+    """(status, the fields named in `compared` sorted, body) of one request, the server's port written PORT and
+    the value of the cookie `session_cookie` VALUE: what two servers of one app must answer alike."""
+    status, fields, data = server.request(method, path, body=body, headers=headers)
+    kept = []
+    for k, v in fields:
+        if k.lower() in compared:
+            v = v.replace(":%d/" % server.port, ":PORT/")
+            v = re.sub(r"^%s=[^;]*" % re.escape(session_cookie), session_cookie + "=VALUE", v)
+            kept.append((k.lower(), v))
+    return status, sorted(kept), data.replace(b":%d/" % server.port, b":PORT/")

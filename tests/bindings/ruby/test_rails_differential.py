@@ -3,7 +3,6 @@ the same requests get the same answers (status, body and the fields an app sets;
 URLs and the session cookie's value aside). Each server boots Rails once."""
 import hashlib
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -12,7 +11,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rack_server import csgi_bin, only_under_rack_host_test, start  # noqa: E402,F401 (fixtures)
+from rack_server import comparable_answer, csgi_bin, only_under_rack_host_test, start  # noqa: E402,F401 (fixtures)
 
 only_under_rack_host_test()
 
@@ -62,14 +61,7 @@ COMPARED = ("content-type", "location", "set-cookie", "cache-control", "vary", "
 
 
 def answer(server, method, path, body, headers):
-    status, fields, data = server.request(method, path, body=body, headers=headers)
-    kept = []
-    for k, v in fields:
-        if k.lower() in COMPARED:
-            v = v.replace(":%d/" % server.port, ":PORT/")
-            v = re.sub(r"^_csgi_diff_session=[^;]*", "_csgi_diff_session=VALUE", v)
-            kept.append((k.lower(), v))
-    return status, sorted(kept), data.replace(b":%d/" % server.port, b":PORT/")
+    return comparable_answer(server, method, path, body, headers, COMPARED, "_csgi_diff_session")
 
 
 def cookie_of(fields):
