@@ -33,9 +33,9 @@ build:
 # The demo is the csgi program alone (scripts/run-demo.sh): no test suites, fuzzers or other programs,
 # line tables only for debug information (-g1 compiles a unit in about two thirds of -g's time; a
 # stack the server logs still has its lines), and its libraries compiled in batches (CSGI_UNITY_BUILD).
-RUN_FLAGS = -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCSGI_UNITY_BUILD=ON
+RUN_FLAGS = -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 build-run:
-	@test -f $(BUILD)/CMakeCache.txt || $(CONFIGURE) -DCSGI_BUILD_TESTS=OFF -DCSGI_BUILD_BENCH=OFF $(RUN_FLAGS) $(CMAKE_FLAGS)
+	@test -f $(BUILD)/CMakeCache.txt || $(CONFIGURE) -DCSGI_BUILD_TESTS=OFF -DCSGI_BUILD_BENCH=OFF $(RUN_FLAGS) -DCSGI_UNITY_BUILD=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS) --target csgi_cli
 
 run: deps-run build-run
@@ -46,7 +46,11 @@ run: deps-run build-run
 deps-deb:
 	@scripts/install-deps.sh deb
 
-deb: deps-deb build-run
+# The package's static libraries hold one object per source (no unity build), so that an app links only
+# what it uses.
+deb: deps-deb
+	@test -f $(BUILD)/CMakeCache.txt || $(CONFIGURE) -DCSGI_BUILD_TESTS=OFF -DCSGI_BUILD_BENCH=OFF $(RUN_FLAGS) $(CMAKE_FLAGS)
+	cmake -DCSGI_UNITY_BUILD=OFF $(BUILD) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target csgi_package_parts
 	cd $(BUILD) && cpack -G DEB
 

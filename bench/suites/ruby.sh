@@ -2,9 +2,12 @@
 # Rack host benchmark: `bash ruby.sh BUILD_DIR OUT_DIR` writes OUT_DIR/ruby.md.
 #   1. a Rack hello (a lambda, an Array body)
 #   2. a Sinatra route (`get "/hello/:name"`, production)
+#   3. a Rails 6.1 page (tests/bindings/ruby/rails.ru's `/`: the router, a controller, the cookie session
+#      and CSRF middleware; production)
 # each under `csgi serve --rack` (one io thread) and under Puma in single mode (`-w 0`, Puma's default
 # threads), both servers pinned to cpu0 and up together, `wrk -t1 -c16` pinned to cpu1, the servers'
-# runs alternated. Besides req/s: the server's CPU time per request (utime+stime of its process from
+# runs alternated; then the hello and the Rails page with two workers each (`--workers 2` against Puma's
+# cluster mode `-w 2`) on the whole machine, wrk beside them. Besides req/s: the server's CPU time per request (utime+stime of its process from
 # /proc over the wrk run / requests), the figure that holds on a machine shared with other work.
 set -uo pipefail
 build=$(realpath "${1:-build}")
@@ -39,25 +42,26 @@ end
 run Bench
 EOF
 
-# start NAME CMD...: a server in its own process group on cpu0; sets PORT[NAME] and PID[NAME]
+# start NAME CMD...: a server in its own process group on $server_cpus; sets PORT[NAME] and PID[NAME]
 declare -A PORT PID
+server_cpus=0 load_cpus=1
 start() {
   local name=$1 port
   port=$(free_port)
   shift
   local argv=("${@//PORT/$port}")
-  RACK_ENV=production setsid taskset -c 0 "${argv[@]}" > "$work/$name.log" 2>&1 &
+  RACK_ENV=production setsid taskset -c "$server_cpus" "${argv[@]}" > "$work/$name.log" 2>&1 &
   PID[$name]=$!
   pids+=("$!")
   PORT[$name]=$port
-  wait_url "http://127.0.0.1:$port/" || fail_section "$name did not start: $(tail -3 "$work/$name.log")"
+  wait_url "http://127.0.0.1:$port/" 600 || fail_section "$name did not start: $(tail -3 "$work/$name.log")"
 }
 
 # run NAME PATH: one wrk run; appends "req/s cpu_us_per_request" to $work/NAME.rows
 run() {
   local name=$1 path=$2 t0 t1 reqs rps
   t0=$(tree_cpu_ticks "${PID[$name]}")
-  pin 1 timeout $((dur + 30)) wrk -t1 -c16 -d"${dur}s" "http://127.0.0.1:${PORT[$name]}$path" > "$work/wrk.out" 2>&1
+  pin "$load_cpus" timeout $((dur + 30)) wrk -t1 -c16 -d"${dur}s" "http://127.0.0.1:${PORT[$name]}$path" > "$work/wrk.out" 2>&1
   t1=$(tree_cpu_ticks "${PID[$name]}")
   reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
   rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
@@ -66,25 +70,35 @@ run() {
     >> "$work/$name.rows"
 }
 
-rows=()
-for app in hello sinatra; do
-  path=/; [ $app = sinatra ] && path=/hello/world
-  start "csgi-$app" "$csgi" serve --rack "$work/$app.ru" --listen 127.0.0.1:PORT --threads 1
-  start "puma-$app" puma -w 0 -e production -b tcp://127.0.0.1:PORT "$work/$app.ru"
-  for n in "csgi-$app" "puma-$app"; do curl -s -o /dev/null "http://127.0.0.1:${PORT[$n]}$path"; done
+cp "$root/tests/bindings/ruby/rails.ru" "$work/rails.ru"
+label() { case $1 in hello) echo "Rack hello" ;; sinatra) echo "Sinatra route" ;; rails) echo "Rails page" ;; esac; }
+path_of() { case $1 in sinatra) echo /hello/world ;; *) echo / ;; esac; }
+
+# compare APP TAG CSGI_ARGS PUMA_ARGS: both servers up, runs alternated; appends a row to rows
+compare() {
+  local app=$1 tag=$2 path c p
+  path=$(path_of "$app")
+  c="csgi-$app$tag" p="puma-$app$tag"
+  start "$c" "$csgi" serve --rack "$work/$app.ru" --listen 127.0.0.1:PORT --threads 1 $3
+  start "$p" puma $4 -e production -b tcp://127.0.0.1:PORT "$work/$app.ru"
+  for n in "$c" "$p"; do curl -s -o /dev/null "http://127.0.0.1:${PORT[$n]}$path"; done
   for _ in $(seq "$reps"); do
-    run "csgi-$app" "$path" || fail_section "wrk failed against csgi serve --rack ($app)."
-    run "puma-$app" "$path" || fail_section "wrk failed against Puma ($app)."
+    run "$c" "$path" || fail_section "wrk failed against csgi serve --rack ($app$tag)."
+    run "$p" "$path" || fail_section "wrk failed against Puma ($app$tag)."
   done
-  for n in "csgi-$app" "puma-$app"; do stop_pid "${PID[$n]}"; done
-  c_rps=$(cut -d' ' -f1 "$work/csgi-$app.rows" | median)
-  p_rps=$(cut -d' ' -f1 "$work/puma-$app.rows" | median)
-  c_cpu=$(cut -d' ' -f2 "$work/csgi-$app.rows" | median)
-  p_cpu=$(cut -d' ' -f2 "$work/puma-$app.rows" | median)
-  rows+=("$(awk -v a="$app" -v cr="$c_rps" -v pr="$p_rps" -v cc="$c_cpu" -v pc="$p_cpu" 'BEGIN {
-    printf "| %s | %.0f | %.0f | %.2f× | %.1f | %.1f | %.2f× |", a == "hello" ? "Rack hello" : "Sinatra route",
-      cr, pr, cr / pr, cc, pc, pc / cc }')")
-done
+  for n in "$c" "$p"; do stop_pid "${PID[$n]}"; done
+  c_rps=$(cut -d' ' -f1 "$work/$c.rows" | median)
+  p_rps=$(cut -d' ' -f1 "$work/$p.rows" | median)
+  c_cpu=$(cut -d' ' -f2 "$work/$c.rows" | median)
+  p_cpu=$(cut -d' ' -f2 "$work/$p.rows" | median)
+  rows+=("$(awk -v a="$(label "$app")$5" -v cr="$c_rps" -v pr="$p_rps" -v cc="$c_cpu" -v pc="$p_cpu" 'BEGIN {
+    printf "| %s | %.0f | %.0f | %.2f× | %.1f | %.1f | %.2f× |", a, cr, pr, cr / pr, cc, pc, pc / cc }')")
+}
+
+rows=()
+for app in hello sinatra rails; do compare "$app" "" "" "-w 0" ""; done
+server_cpus=0,1 load_cpus=0,1
+for app in hello rails; do compare "$app" "-w2" "--workers 2" "-w 2" ", 2 workers (whole machine)"; done
 
 puma_v=$(puma --version 2>/dev/null | head -1)
 {
@@ -92,7 +106,8 @@ puma_v=$(puma --version 2>/dev/null | head -1)
   echo
   echo "Rack apps: \`csgi serve --rack\` (one io thread; the app on the process's Ruby VM thread) vs Puma"
   echo "single mode (\`-w 0\`, its default threads), each server pinned to cpu0, \`wrk -t1 -c16 -d${dur}s\` pinned"
-  echo "to cpu1, runs alternated, median of $reps. CPU µs/request: the server's utime+stime over the run /"
+  echo "to cpu1, runs alternated, median of $reps; the \"2 workers\" rows: \`--workers 2\` against Puma's cluster"
+  echo "mode (\`-w 2\`), servers and wrk on both CPUs. CPU µs/request: the server's utime+stime over the run /"
   echo "requests; the machine is shared, so this column, not req/s, is the one to compare. Ratios: csgi over"
   echo "Puma for req/s, Puma over csgi for CPU (above 1 = csgi better)."
   echo
