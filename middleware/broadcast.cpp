@@ -24,6 +24,7 @@ struct Sub {
   std::string topic;
   Subscriber fn;
   std::deque<MessagePtr> queue;
+  std::uint64_t floor = 0;  // messages up to this id were queued when it started
   std::uint64_t skipped = 0;
   bool scheduled = false;       // in the run queue or being delivered
   std::thread::id delivering;   // the delivery thread inside its callbacks
@@ -92,6 +93,7 @@ struct BroadcastState {
     }
     std::vector<SubPtr> slow;
     for (const SubPtr& s : tp.subs) {
+      if (id <= s->floor) continue;
       if (s->queue.size() >= options.queue_limit) {
         if (options.overflow == Overflow::drop) {
           slow.push_back(s);
@@ -292,7 +294,15 @@ void LocalBroadcast::fan_out(std::string_view topic, std::uint64_t id, std::stri
 }
 
 Subscription LocalBroadcast::subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after) {
+  return subscribe(topic, std::move(subscriber), after, std::vector<BroadcastMessage>{});
+}
+
+Subscription LocalBroadcast::subscribe(std::string_view topic, Subscriber subscriber,
+                                       std::optional<std::uint64_t> after, std::vector<BroadcastMessage> kept) {
   if (!subscriber.deliver) throw std::invalid_argument("Broadcast: subscribe() needs a deliver callback");
+  std::vector<MessagePtr> earlier;
+  for (BroadcastMessage& m : kept)
+    if (after && m.id > *after) earlier.push_back(std::make_shared<const BroadcastMessage>(std::move(m)));
   std::lock_guard lock(st_->mu);
   start_locked();
   auto s = std::make_shared<Sub>();
@@ -305,7 +315,12 @@ Subscription LocalBroadcast::subscribe(std::string_view topic, Subscriber subscr
   st_->subs.emplace(s->id, s);
   if (after) {
     for (const MessagePtr& m : t->second.history)
-      if (m->id > *after) s->queue.push_back(m);
+      if (m->id > *after) earlier.push_back(m);
+    std::stable_sort(earlier.begin(), earlier.end(),
+                     [](const MessagePtr& a, const MessagePtr& b) { return a->id < b->id; });
+    for (const MessagePtr& m : earlier)
+      if (s->queue.empty() || s->queue.back()->id != m->id) s->queue.push_back(m);
+    if (!s->queue.empty()) s->floor = s->queue.back()->id;
     while (s->queue.size() > st_->options.queue_limit) s->queue.pop_front();
     if (!s->queue.empty()) st_->schedule(s);
   }

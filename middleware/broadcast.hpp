@@ -61,6 +61,8 @@ struct BroadcastOptions {
   Overflow overflow = Overflow::drop;
   /// Messages kept per topic for subscribers that start after an id.
   std::size_t history = 64;
+  /// How long a topic's history outlives its last message on a shared channel (RedisBroadcast).
+  std::chrono::seconds history_ttl{3600};
   /// Topics whose history is kept while nobody subscribes (beyond: such topics are forgotten).
   std::size_t idle_topics = 1024;
   std::chrono::milliseconds heartbeat{15000};
@@ -117,6 +119,11 @@ public:
   ~LocalBroadcast() override;
   std::uint64_t publish(std::string_view topic, std::string_view data) override;
   Subscription subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after = {}) override;
+  /// subscribe() after `after`, with the messages a shared channel kept (`kept`, RedisBroadcast) beside this
+  /// process's history: what either holds with a greater id comes first, once each and in id order, and
+  /// fan_out() gives the subscription only messages with greater ids than those.
+  Subscription subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after,
+                         std::vector<BroadcastMessage> kept);
   /// Hands this process's subscribers a message whose id a shared channel gave (RedisBroadcast).
   void fan_out(std::string_view topic, std::uint64_t id, std::string_view data);
   /// Subscriptions alive now.

@@ -3,17 +3,35 @@
 #include <hiredis/hiredis.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
+#include <optional>
 
 namespace csgi::mw {
 namespace {
 
-// KEYS[1] the id counter; ARGV channel, data. Returns the message id.
+// KEYS[1] the id counter, KEYS[2] the topic's history list; ARGV channel, data, messages kept, seconds
+// kept. Returns the message id.
 constexpr std::string_view script = R"lua(
 local id = redis.call('INCR', KEYS[1])
-redis.call('PUBLISH', ARGV[1], id .. ' ' .. ARGV[2])
+local m = id .. ' ' .. ARGV[2]
+redis.call('PUBLISH', ARGV[1], m)
+local n = tonumber(ARGV[3])
+if n > 0 then
+  redis.call('RPUSH', KEYS[2], m)
+  redis.call('LTRIM', KEYS[2], -n, -1)
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
 return id
 )lua";
+
+/// The id and data of a "<id> <data>" payload.
+std::optional<std::pair<std::uint64_t, std::string_view>> parsed(std::string_view payload) {
+  std::uint64_t id = 0;
+  auto [p, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), id);
+  if (ec != std::errc() || p == payload.data() + payload.size() || *p != ' ') return std::nullopt;
+  return std::pair{id, payload.substr(p + 1 - payload.data())};
+}
 
 /// `s` with the glob characters of a PSUBSCRIBE pattern escaped.
 std::string glob_escaped(std::string_view s) {
@@ -33,9 +51,12 @@ std::string_view text_of(const redisReply* r) {
 }  // namespace
 
 RedisBroadcast::RedisBroadcast(std::shared_ptr<RedisClient> redis, BroadcastOptions options)
-    : redis_(std::move(redis)), local_(std::move(options)) {
+    : redis_(std::move(redis)), local_(options) {
   if (!redis_) throw std::invalid_argument("RedisBroadcast: no Redis client");
   channel_prefix_ = redis_->options().prefix + "broadcast:";
+  history_prefix_ = redis_->options().prefix + "broadcast-history:";
+  history_ = std::to_string(options.history);
+  history_ttl_ = std::to_string(std::max<std::int64_t>(1, options.history_ttl.count()));
 }
 
 // As LocalBroadcast's threads, the listener starts in the process that first uses the hub (not in a
@@ -62,7 +83,8 @@ std::uint64_t RedisBroadcast::publish(std::string_view topic, std::string_view d
   start_listener(false);
   std::string channel = channel_prefix_ + std::string(topic);
   try {
-    RedisReply r = redis_->command({"EVAL", script, "1", channel_prefix_ + "id", channel, data});
+    RedisReply r = redis_->command({"EVAL", script, "2", channel_prefix_ + "id", history_prefix_ + std::string(topic),
+                                    channel, data, history_, history_ttl_});
     if (r.type != RedisReply::Type::integer) throw RedisError("Redis: unexpected reply from the broadcast script");
     return static_cast<std::uint64_t>(r.integer);
   } catch (const RedisError& e) {
@@ -70,10 +92,23 @@ std::uint64_t RedisBroadcast::publish(std::string_view topic, std::string_view d
   }
 }
 
-Subscription RedisBroadcast::subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after) {
-  Subscription s = local_.subscribe(topic, std::move(subscriber), after);
+// The listener first: a message published after the history is read then reaches this process (the
+// local hub takes it once, whether it came in the history, live, or both).
+Subscription RedisBroadcast::subscribe(std::string_view topic, Subscriber subscriber,
+                                       std::optional<std::uint64_t> after) {
   start_listener(true);
-  return s;
+  std::vector<BroadcastMessage> kept;
+  if (after && history_ != "0") {
+    try {
+      RedisReply r = redis_->command({"LRANGE", history_prefix_ + std::string(topic), "0", "-1"});
+      for (const RedisReply& e : r.elements)
+        if (auto m = parsed(e.str))
+          kept.push_back(BroadcastMessage{m->first, std::string(topic), std::string(m->second)});
+    } catch (const RedisError&) {
+      // Redis down: this process's own history only.
+    }
+  }
+  return local_.subscribe(topic, std::move(subscriber), after, std::move(kept));
 }
 
 bool RedisBroadcast::listening(std::chrono::milliseconds wait) {
@@ -132,11 +167,10 @@ void RedisBroadcast::read_messages(redisContext* c) {
     auto* r = static_cast<redisReply*>(raw);
     // ["pmessage", pattern, channel, "<id> <data>"]
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 && text_of(r->element[0]) == "pmessage") {
-      std::string_view channel = text_of(r->element[2]), payload = text_of(r->element[3]);
-      std::uint64_t id = 0;
-      auto [p, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), id);
-      if (ec == std::errc() && p != payload.data() + payload.size() && *p == ' ' && channel.starts_with(channel_prefix_))
-        local_.fan_out(channel.substr(channel_prefix_.size()), id, payload.substr(p + 1 - payload.data()));
+      std::string_view channel = text_of(r->element[2]);
+      auto m = parsed(text_of(r->element[3]));
+      if (m && channel.starts_with(channel_prefix_))
+        local_.fan_out(channel.substr(channel_prefix_.size()), m->first, m->second);
     }
     freeReplyObject(r);
   }

@@ -7,9 +7,14 @@
 /// LocalBroadcast: the queues, delivery threads and history are the same). A message published here
 /// reaches the local subscribers through Redis too, in the one order.
 ///
-/// Redis down: publish() throws BroadcastError with the reason; the listener reconnects with a backoff
-/// (RedisOptions::backoff_min doubling to backoff_max). Redis pub/sub keeps nothing: messages published
-/// while a listener is away do not reach its subscribers.
+/// The same script appends the message to the topic's history, the list "<prefix>broadcast-history:<topic>"
+/// (its last BroadcastOptions::history messages, expiring history_ttl after the last one), so a subscriber
+/// starting after an id (SSE's Last-Event-ID) gets what it missed from any process and host, even one
+/// that was not listening when it was published.
+///
+/// Redis down: publish() throws BroadcastError with the reason; a subscriber after an id gets this
+/// process's own history; the listener reconnects with a backoff (RedisOptions::backoff_min doubling to
+/// backoff_max). Live messages published while a listener is away do not reach its subscribers.
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -40,6 +45,8 @@ private:
 
   std::shared_ptr<RedisClient> redis_;
   std::string channel_prefix_;
+  std::string history_prefix_;
+  std::string history_, history_ttl_;  // BroadcastOptions::history and history_ttl, as script arguments
   LocalBroadcast local_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

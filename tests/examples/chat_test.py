@@ -63,12 +63,14 @@ async def broadcast(a, b, cookie, token):
     check([json.loads(e.get("data", "null")) for e in events] == want, "host b's SSE client got them, in order")
     check([int(e.get("id", "0")) for e in events] == ids, "SSE ids are the message ids (%s, %s)" % (events, ids))
     sse.close()
-    # A browser reconnecting with Last-Event-ID gets what it missed (from the host's history).
-    replay = await asyncio.to_thread(Sse, b, "/events?room=den", {"Last-Event-ID": str(ids[0])})
-    got = [await asyncio.to_thread(replay.event) for _ in range(3)]
-    check(got[0] == {"retry": "2000"} and [json.loads(e.get("data", "null")) for e in got[1:]] == want[1:],
-          "SSE with Last-Event-ID: the later messages again (%s)" % got)
-    replay.close()
+    # A browser reconnecting with Last-Event-ID gets what it missed (from the history in Redis), on either
+    # host and either worker: twice on each host.
+    for host in (a, b, a, b):
+        replay = await asyncio.to_thread(Sse, host, "/events?room=den", {"Last-Event-ID": str(ids[0])})
+        got = [await asyncio.to_thread(replay.event) for _ in range(3)]
+        check(got[0] == {"retry": "2000"} and [json.loads(e.get("data", "null")) for e in got[1:]] == want[1:],
+              "SSE with Last-Event-ID on host %s: the later messages again (%s)" % ("ab"[host == b], got))
+        replay.close()
 
 
 def main():

@@ -171,6 +171,21 @@ TEST_CASE("broadcast: a subscriber starting after an id gets the kept messages f
   CHECK(hub.publish("t", "local") == 101);
 }
 
+TEST_CASE("broadcast: the messages a shared channel kept merge with the history, once each and in id order") {
+  mw::LocalBroadcast hub;
+  hub.fan_out("t", 11, "m11");
+  hub.fan_out("t", 12, "m12");
+  // The channel kept 10..12 (it saw 10 before this process listened); 11 and 12 are here too.
+  std::vector<mw::BroadcastMessage> kept{{10, "t", "m10"}, {11, "t", "m11"}, {12, "t", "m12"}};
+  Inbox in;
+  auto s = hub.subscribe("t", in.subscriber(), 9, kept);
+  hub.fan_out("t", 12, "m12");  // the channel's live copy of a kept message comes late
+  hub.fan_out("t", 13, "m13");
+  REQUIRE(in.wait([&] { return in.data.size() >= 4; }));
+  CHECK(in.data == std::vector<std::string>{"m10", "m11", "m12", "m13"});
+  CHECK(in.ids == std::vector<std::uint64_t>{10, 11, 12, 13});
+}
+
 TEST_CASE("broadcast: heartbeats for idle subscribers; one gone, failing or left at the end is ended") {
   mw::BroadcastOptions o;
   o.heartbeat = milliseconds(10);

@@ -105,3 +105,37 @@ TEST_CASE("redis broadcast: two processes' hubs share one channel; Redis down an
   REQUIRE(on_a.wait_for_count(4));
   CHECK(on_a.texts().back() == "back again");
 }
+
+TEST_CASE("redis broadcast: a subscriber after an id gets the history kept in Redis, once each, then live") {
+  test::RedisServer redis;
+  std::string why;
+  if (!redis.start(why)) {
+    WARN("skipped: " + why);
+    return;
+  }
+  mw::BroadcastOptions o;
+  o.history = 3;
+  mw::RedisBroadcast a(csgi::test::redis_client(redis.port()), o);
+  std::vector<std::uint64_t> ids;
+  for (const char* text : {"one", "two", "three", "four"}) ids.push_back(a.publish("room", text));
+
+  // A process that never listened: what it missed comes from Redis (its last 3), then what is published.
+  mw::RedisBroadcast b(csgi::test::redis_client(redis.port()), o);
+  Inbox late, none;
+  auto s1 = b.subscribe("room", late.subscriber(), ids[0]);
+  auto s2 = b.subscribe("room", none.subscriber(), ids[3]);
+  a.publish("room", "five");
+  REQUIRE(late.wait_for_count(4));
+  REQUIRE(none.wait_for_count(1));
+  CHECK(late.texts() == std::vector<std::string>{"two", "three", "four", "five"});
+  CHECK(none.texts() == std::vector<std::string>{"five"});
+
+  // Only the kept ones: a subscriber after an id older than the history gets the last 3.
+  Inbox older;
+  auto s3 = b.subscribe("room", older.subscriber(), 0);
+  REQUIRE(older.wait_for_count(3));
+  CHECK(older.texts() == std::vector<std::string>{"three", "four", "five"});
+  std::this_thread::sleep_for(milliseconds(100));  // nothing comes twice
+  CHECK(late.texts().size() == 4);
+  CHECK(older.texts().size() == 3);
+}
