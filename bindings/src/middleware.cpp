@@ -6,14 +6,19 @@
 #include "csgi/middleware/access_log.hpp"
 #include "csgi/middleware/conditional_get.hpp"
 #include "csgi/middleware/content_length.hpp"
+#include "csgi/middleware/cors.hpp"
 #include "csgi/middleware/deflate.hpp"
 #include "csgi/middleware/head.hpp"
 #include "csgi/middleware/ranges.hpp"
+#include "csgi/middleware/rate_limit.hpp"
 #include "csgi/middleware/runtime.hpp"
 #include "csgi/middleware/server_status.hpp"
 #include "csgi/middleware/static.hpp"
 #include "csgi/middleware/static_prefix.hpp"
 #include "gil.hpp"
+#ifdef CSGI_PYTHON_REDIS
+#include "csgi/middleware/redis/rate_limit_redis.hpp"
+#endif
 
 namespace csgi::python {
 
@@ -31,6 +36,22 @@ mw::StaticOptions static_options(std::string root, std::vector<std::string> inde
   o.precompressed = precompressed;
   o.allow_dotfiles = allow_dotfiles;
   return o;
+}
+
+/// A layer of M with `options`, built once here so that bad options raise ValueError at the call.
+template <class M, class Options>
+py::object checked_layer(Options options) {
+  M probe([](Env&) { return Response(); }, options);
+  return make_layer_object(layer<M>(std::move(options)));
+}
+
+std::shared_ptr<mw::RateLimitBackend> rate_limit_backend(const std::string& redis, std::size_t max_keys) {
+  if (redis.empty()) return std::make_shared<mw::MemoryRateLimit>(max_keys);
+#ifdef CSGI_PYTHON_REDIS
+  return std::make_shared<mw::RedisRateLimit>(std::make_shared<mw::RedisClient>(mw::RedisOptions::from_url(redis)));
+#else
+  throw py::value_error("this csgi was built without Redis (Debian: libhiredis-dev)");
+#endif
 }
 
 }  // namespace
@@ -96,6 +117,50 @@ void bind_middleware(py::module_& m) {
   }, py::arg("path") = std::string("/server-status"), py::arg("title") = std::string("csgi server status"),
      "A status page at `path` (HTML, ?json, ?auto) over the serving adapter's counters (csgix.server_stats): "
      "csgi.serve() and `csgi serve --wsgi` have them; a host without them (gunicorn, uWSGI) gets 501.");
+  mwm.def(
+      "cors",
+      [](std::vector<std::string> origins, std::vector<std::string> methods, std::vector<std::string> headers,
+         std::vector<std::string> expose_headers, bool credentials, std::int64_t max_age) {
+        mw::CorsOptions o;
+        o.origins = std::move(origins);
+        o.methods = std::move(methods);
+        o.headers = std::move(headers);
+        o.expose_headers = std::move(expose_headers);
+        o.credentials = credentials;
+        o.max_age = max_age;
+        return checked_layer<mw::Cors>(std::move(o));
+      },
+      py::arg("origins"), py::arg("methods") = std::vector<std::string>{"GET", "HEAD", "POST"},
+      py::arg("headers") = std::vector<std::string>{}, py::arg("expose_headers") = std::vector<std::string>{},
+      py::arg("credentials") = false, py::arg("max_age") = 600,
+      "CORS (csgi::mw::Cors): preflights of allowed `origins` (exact, \"*\", or \"https://*.example.com\") "
+      "answered, others 400; Access-Control-* and Vary: Origin on the app's answers.");
+  mwm.def(
+      "rate_limit",
+      [](std::uint32_t limit, double window, std::string key_by, std::string header, std::string name,
+         std::string redis, bool fail_open, std::size_t max_keys) {
+        mw::RateLimitOptions o;
+        o.policy.limit = limit;
+        o.policy.window = std::chrono::seconds(static_cast<std::int64_t>(window));
+        if (key_by == "address")
+          o.key_by = mw::RateLimitOptions::KeyBy::client_address;
+        else if (key_by == "header")
+          o.key_by = mw::RateLimitOptions::KeyBy::header;
+        else
+          throw py::value_error("key_by must be \"address\" or \"header\"");
+        o.header = std::move(header);
+        o.name = std::move(name);
+        o.fail_open = fail_open;
+        o.backend = rate_limit_backend(redis, max_keys);
+        return checked_layer<mw::RateLimit>(std::move(o));
+      },
+      py::arg("limit") = 60, py::arg("window") = 60, py::arg("key_by") = std::string("address"),
+      py::arg("header") = std::string(), py::arg("name") = std::string("default"), py::arg("redis") = std::string(),
+      py::arg("fail_open") = false, py::arg("max_keys") = 100000,
+      "A token bucket per client address or header value (csgi::mw::RateLimit): `limit` requests, refilled over "
+      "`window` seconds; 429 with Retry-After and RateLimit headers. `redis` (redis://host:port/db): buckets "
+      "shared by every process and host on that Redis (503 with the reason while it is down, or let through "
+      "with `fail_open`); otherwise per process (at most `max_keys` buckets).");
 }
 
 }  // namespace csgi::python

@@ -3,13 +3,13 @@ examples/chat on free ports of 127.0.0.1, plain HTTP requests, an SSE client, an
 import http.client
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ports import free_port, wait_port  # noqa: E402
+from ports import free_port, wait_port  # noqa: E402,F401
+from redis_server import start_redis, stop_process as stop  # noqa: E402,F401
 
 ORIGIN = "http://chat.example"
 failures = []
@@ -19,20 +19,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         failures.append(what)
-
-
-def start_redis(tmp, port=None):
-    """A redis-server on `port` (a free one when None): (process, port)."""
-    port = port or free_port()
-    conf = os.path.join(tmp, "redis.conf")
-    with open(conf, "w") as f:
-        f.write('port %d\nbind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\ndaemonize no\ndir %s\nlogfile ""\n'
-                % (port, tmp))
-    p = subprocess.Popen(["/usr/bin/redis-server", conf], stdout=subprocess.DEVNULL, start_new_session=True)
-    if not wait_port(port):
-        stop(p)
-        raise SystemExit("redis-server did not start")
-    return p, port
 
 
 def serve(csgi, chat, redis_port):
@@ -53,15 +39,6 @@ def serve(csgi, chat, redis_port):
             break
     stop(p)
     raise SystemExit("csgi serve did not start")
-
-
-def stop(p):
-    os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
 
 
 def request(port, method, path, body=None, headers=None):

@@ -1,0 +1,76 @@
+"""csgi.mw.cors and csgi.mw.rate_limit in front of a WSGI app, called in memory (csgi.testing.call); the
+rate limit on a real redis-server (started here on a free port, skipped without it) shared by two stacks
+as by two processes."""
+import os
+import sys
+import tempfile
+
+import pytest
+
+import csgi
+import csgi.testing
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from redis_server import REDIS_SERVER, start_redis, stop_process  # noqa: E402
+
+
+def hello(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"hello"]
+
+
+def test_cors_answers_preflights_of_allowed_origins_and_marks_answers():
+    app = csgi.Builder().use(csgi.mw.cors(["https://app.example"], methods=["GET", "PUT"], headers=["X-Token"],
+                                          credentials=True)).run(hello).build()
+    r = csgi.testing.call(app, "OPTIONS /x", [("Origin", "https://app.example"),
+                                              ("Access-Control-Request-Method", "PUT"),
+                                              ("Access-Control-Request-Headers", "x-token")])
+    assert r.status in (200, 204)
+    assert r.header("Access-Control-Allow-Origin") == "https://app.example"
+    assert r.header("Access-Control-Allow-Credentials") == "true"
+    assert "PUT" in r.header("Access-Control-Allow-Methods")
+    r = csgi.testing.call(app, "OPTIONS /x", [("Origin", "https://evil.example"),
+                                              ("Access-Control-Request-Method", "PUT")])
+    assert r.status == 400 and r.header("Access-Control-Allow-Origin") == ""
+    r = csgi.testing.call(app, "GET /x", [("Origin", "https://app.example")])
+    assert (r.status, r.body) == (200, b"hello")
+    assert r.header("Access-Control-Allow-Origin") == "https://app.example"
+    assert "Origin" in r.header("Vary")
+
+
+def test_bad_options_raise_at_the_call():
+    with pytest.raises(ValueError):
+        csgi.mw.cors(["https://*.*.example"])
+    with pytest.raises(ValueError):
+        csgi.mw.rate_limit(limit=0)
+    with pytest.raises(ValueError):
+        csgi.mw.rate_limit(key_by="moon")
+
+
+def test_rate_limit_per_address_then_429_with_retry_after():
+    app = csgi.Builder().use(csgi.mw.rate_limit(limit=3, window=60)).run(hello).build()
+    statuses = [csgi.testing.call(app, "GET /").status for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    r = csgi.testing.call(app, "GET /")
+    assert r.status == 429 and int(r.header("Retry-After")) > 0
+    assert r.header("RateLimit-Policy") != ""
+    keyed = csgi.Builder().use(csgi.mw.rate_limit(limit=1, key_by="header", header="X-Key")).run(hello).build()
+    assert csgi.testing.call(keyed, "GET /", [("X-Key", "a")]).status == 200
+    assert csgi.testing.call(keyed, "GET /", [("X-Key", "b")]).status == 200
+    assert csgi.testing.call(keyed, "GET /", [("X-Key", "a")]).status == 429
+
+
+@pytest.mark.skipif(not os.access(REDIS_SERVER, os.X_OK), reason="redis-server not installed")
+def test_rate_limit_on_redis_is_shared_and_answers_503_while_redis_is_down():
+    with tempfile.TemporaryDirectory() as tmp:
+        redis, port = start_redis(tmp)
+        try:
+            url = "redis://127.0.0.1:%d/0" % port
+            one, two = (csgi.Builder().use(csgi.mw.rate_limit(limit=3, window=60, redis=url)).run(hello).build()
+                        for _ in range(2))
+            statuses = [csgi.testing.call((one, two)[i % 2], "GET /").status for i in range(4)]
+            assert statuses == [200, 200, 200, 429]
+        finally:
+            stop_process(redis)
+        r = csgi.testing.call(one, "GET /")
+        assert r.status == 503 and b"Rate limit unavailable" in r.body

@@ -1,0 +1,32 @@
+"""start_redis(): a redis-server on loopback from its own temporary config (no persistence), for the Python
+tests that need one; stop_process(): SIGTERM to its process group, then SIGKILL past 10 s."""
+import os
+import signal
+import subprocess
+
+from ports import free_port, wait_port
+
+REDIS_SERVER = "/usr/bin/redis-server"
+
+
+def start_redis(tmp, port=None):
+    """A redis-server on 127.0.0.1:`port` (a free one when None), its files in `tmp`: (process, port)."""
+    port = port or free_port()
+    conf = os.path.join(tmp, "redis.conf")
+    with open(conf, "w") as f:
+        f.write('port %d\nbind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\ndaemonize no\ndir %s\nlogfile ""\n'
+                % (port, tmp))
+    p = subprocess.Popen([REDIS_SERVER, conf], stdout=subprocess.DEVNULL, start_new_session=True)
+    if not wait_port(port):
+        stop_process(p)
+        raise SystemExit("redis-server did not start")
+    return p, port
+
+
+def stop_process(p):
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
