@@ -1,9 +1,11 @@
 """free_port(): a free TCP port below 32768, outside the kernel's ephemeral range (clients draw their
 ports there), for a server that cannot take port 0 and report the one it got; wait_port(): until a server
-accepts on a port. Shared by the Python tests (the cli, bindings and reliability suites put this directory
+accepts on a port; stop_group(): stops a server started in a session of its own. Shared by the Python tests (the cli, bindings and reliability suites put this directory
 on sys.path)."""
 import os
+import signal
 import socket
+import subprocess
 import time
 
 
@@ -29,3 +31,15 @@ def wait_port(port, host="127.0.0.1", timeout=10.0):
         except OSError:
             time.sleep(0.05)
     return False
+
+
+def stop_group(p, wait=10):
+    """SIGTERM to the process group of `p` (started with start_new_session=True), SIGKILL past `wait` seconds;
+    the exit status, or None when it had to be killed."""
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        return p.wait(wait)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        return None

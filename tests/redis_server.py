@@ -1,10 +1,9 @@
 """start_redis(): a redis-server on loopback from its own temporary config (no persistence), for the Python
-tests that need one; stop_process(): SIGTERM to its process group, then SIGKILL past 10 s."""
+tests that need one; stop it with ports.stop_group()."""
 import os
-import signal
 import subprocess
 
-from ports import free_port, wait_port
+from ports import free_port, stop_group, wait_port
 
 REDIS_SERVER = "/usr/bin/redis-server"
 
@@ -18,15 +17,6 @@ def start_redis(tmp, port=None):
                 % (port, tmp))
     p = subprocess.Popen([REDIS_SERVER, conf], stdout=subprocess.DEVNULL, start_new_session=True)
     if not wait_port(port):
-        stop_process(p)
+        stop_group(p)
         raise SystemExit("redis-server did not start")
     return p, port
-
-
-def stop_process(p):
-    os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()

@@ -11,7 +11,8 @@ import csgi
 import csgi.testing
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from redis_server import REDIS_SERVER, start_redis, stop_process  # noqa: E402
+from ports import stop_group  # noqa: E402
+from redis_server import REDIS_SERVER, start_redis  # noqa: E402
 
 
 def hello(environ, start_response):
@@ -71,6 +72,6 @@ def test_rate_limit_on_redis_is_shared_and_answers_503_while_redis_is_down():
             statuses = [csgi.testing.call((one, two)[i % 2], "GET /").status for i in range(4)]
             assert statuses == [200, 200, 200, 429]
         finally:
-            stop_process(redis)
+            stop_group(redis)
         r = csgi.testing.call(one, "GET /")
         assert r.status == 503 and b"Rate limit unavailable" in r.body

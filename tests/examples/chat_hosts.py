@@ -8,8 +8,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ports import free_port, wait_port  # noqa: E402,F401
-from redis_server import start_redis, stop_process as stop  # noqa: E402,F401
+from ports import free_port, stop_group as stop, wait_port  # noqa: E402,F401
+from redis_server import start_redis  # noqa: E402,F401
 
 ORIGIN = "http://chat.example"
 failures = []

@@ -6,7 +6,6 @@ Usage: websocket_examples.py CSGI_EXE ECHO_SO CHAT_SO"""
 import asyncio
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import time
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ports import stop_group  # noqa: E402
 from fetch import fetch  # noqa: E402
 
 CSGI, ECHO, CHAT = sys.argv[1:4]
@@ -39,15 +39,6 @@ def serve(*args):
             break
     p.kill()
     raise SystemExit("server did not start")
-
-
-def stop(p):
-    os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
 
 
 def page(port, path):
@@ -80,7 +71,7 @@ def main():
         check("new WebSocket" in page(port, "/"), "echo example: its page")
         check(asyncio.run(echo("ws://127.0.0.1:%d/ws" % port)) == "ping?", "echo example echoes")
     finally:
-        stop(p)
+        stop_group(p)
     p, port = serve("--app", CHAT)
     try:
         a, b = asyncio.run(chat("ws://127.0.0.1:%d/ws" % port))
@@ -88,7 +79,7 @@ def main():
               "chat example: a message reaches every member (%s / %s)" % (a, b))
         check(any("joined" in m for m in a), "chat example: joins announced")
     finally:
-        stop(p)
+        stop_group(p)
     p, port = serve("--demo")
     try:
         check('href="websocket"' in page(port, "/"), "demo page links the WebSocket page")
@@ -97,7 +88,7 @@ def main():
         a, b = asyncio.run(chat("ws://127.0.0.1:%d/websocket/chat" % port))
         check(any(m.endswith(": hi from a") for m in b), "demo chat broadcasts")
     finally:
-        stop(p)
+        stop_group(p)
     if failures:
         sys.exit("%d failed" % len(failures))
     print("all passed")

@@ -13,7 +13,6 @@ Usage: test_workers.py CSGI_EXE APP_SO"""
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from ports import stop_group  # noqa: E402
 from fetch import fetch, split_answer  # noqa: E402
 
 CSGI, APP = sys.argv[1], sys.argv[2]
@@ -47,15 +47,6 @@ def start(*args):
             break
     p.kill()
     raise SystemExit("server did not start")
-
-
-def stop(p):
-    os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
 
 
 def get(port, path, timeout=10):
@@ -180,7 +171,7 @@ try:
             time.sleep(0.1)
         restarts = metric(port, 'csgi_worker_restarts_total{cause="max_requests"}')
     finally:
-        stop(p)
+        stop_group(p, 20)
     log = read(err)
     limits = [int(x) for x in re.findall(r"answered \d+ requests \(--max-requests: its limit is (\d+)\)", log)]
     exited = len(re.findall(r"exited \(recycled: max_requests\)", log))
@@ -210,7 +201,7 @@ try:
                 break
             time.sleep(0.1)
     finally:
-        stop(p)
+        stop_group(p, 20)
     log = read(err)
     check(answered == 12, "12 HTTP/2 requests answered over h2c (%d)" % answered)
     check(re.search(r"answered \d+ requests \(--max-requests: its limit is 10\)", log) is not None,
@@ -222,7 +213,7 @@ try:
     try:
         ceiling = 64 + resident_mib(get(port, "/pid")[1])
     finally:
-        stop(p)
+        stop_group(p, 20)
     err = os.path.join(tmp, "memory.log")
     p, port = start("--workers", "1", "--max-worker-memory", str(ceiling), "--metrics", "--error-log", err)
     try:
@@ -238,7 +229,7 @@ try:
         check(status == 200 and after != before, "the worker past --max-worker-memory is replaced (%s → %s)" % (before, after))
         check(metric(port, 'csgi_worker_restarts_total{cause="memory"}') == 1, 'csgi_worker_restarts_total{cause="memory"} is 1')
     finally:
-        stop(p)
+        stop_group(p, 20)
     log = read(err)
     check(re.search(r"worker %s uses \d+ MiB of resident memory \(--max-worker-memory %d MiB\)" % (before, ceiling), log) is not None,
           "the error log says which worker went over the memory ceiling")
@@ -295,7 +286,7 @@ try:
               "the timed-out request left no count in csgi_http_requests_in_flight (the scrape alone: %s)"
               % metric(port, "csgi_http_requests_in_flight"))
     finally:
-        stop(p)
+        stop_group(p, 20)
     log = read(err)
     check("the app thread's stack:" in log and "process_app_sleep" in log, "the error log has the app thread's stack, symbolised")
     check(re.search(r"worker %s exited after a request timeout" % stuck, log) is not None,
@@ -328,7 +319,7 @@ try:
             time.sleep(0.05)
         check(third not in (first, second), "the worker that faulted on an app thread is replaced (%s → %s)" % (second, third))
     finally:
-        stop(p)
+        stop_group(p, 20)
     log = read(err)
     check(re.search(r"worker %s: the app ran longer than --request-timeout \(1 s\) on app thread \d" % first, log) is not None
           and "process_app_sleep" in log, "the log names the app thread and has its stack")
