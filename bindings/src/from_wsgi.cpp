@@ -26,6 +26,9 @@
 #include "csgi/core/app_failure.hpp"
 #include "gil.hpp"
 #include "py_streams.hpp"
+#ifdef CSGI_PY_MIDDLEWARE
+#include "session_view.hpp"
+#endif
 
 namespace csgi::python {
 namespace {
@@ -514,6 +517,7 @@ private:
   std::vector<KeyTable::Slot*> own_;       // the slots of the environ being built whose value is its own
   std::vector<KeyTable::Slot*> last_own_;  // those of the environ built before it
   bool foreign_keys_ = false;              // the last environ built had keys outside the key table
+  bool session_ = false;                   // the last env built from had csgix.session
   std::uint64_t built_version_ = 0;        // the last environ built: its dict version when done
   PyObject* file_wrapper_ = nullptr;  // csgi._csgi.FileWrapper, looked up once
   KeyTable keys_;
@@ -664,11 +668,15 @@ PyObject* PyApp::build_environ(Env& env, Streams& io) {
   last_own_.swap(own_);
   own_.clear();
   foreign_keys_ = false;
+  session_ = false;
   matched_ = 0;
   std::size_t expected = template_count_;
   std::size_t at = 0;
   for (const Env::Entry& e : env) {
-    if (e.value.type() == Value::Type::object) continue;  // csgi.input, csgi.errors: C++ objects
+    if (e.value.type() == Value::Type::object) {  // csgi.input, csgi.errors: C++ objects
+      if (e.key == keys::x::session) session_ = true;
+      continue;
+    }
     std::string_view k = e.key;
     // An adapter puts the keys in the same order request after request: the slot of the key at this
     // place last time is the first guess.
@@ -813,6 +821,9 @@ Response PyApp::call(Env& env) {
   StartResponseRef sr;
   try {
     py::object environ = py::reinterpret_steal<py::object>(build_environ(env, io));
+#ifdef CSGI_PY_MIDDLEWARE
+    SessionScope session(session_, env, environ.ptr());
+#endif
     std::uint64_t request = request_;
     start_response(st, sr);
     PyObject* args[] = {environ.ptr(), sr.obj.ptr()};

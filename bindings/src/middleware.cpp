@@ -7,17 +7,22 @@
 #include "csgi/middleware/conditional_get.hpp"
 #include "csgi/middleware/content_length.hpp"
 #include "csgi/middleware/cors.hpp"
+#include "csgi/middleware/csrf.hpp"
 #include "csgi/middleware/deflate.hpp"
 #include "csgi/middleware/head.hpp"
 #include "csgi/middleware/ranges.hpp"
 #include "csgi/middleware/rate_limit.hpp"
 #include "csgi/middleware/runtime.hpp"
 #include "csgi/middleware/server_status.hpp"
+#include "csgi/middleware/session_store.hpp"
+#include "csgi/middleware/sessions.hpp"
 #include "csgi/middleware/static.hpp"
 #include "csgi/middleware/static_prefix.hpp"
 #include "gil.hpp"
+#include "session_view.hpp"
 #ifdef CSGI_PYTHON_REDIS
 #include "csgi/middleware/redis/rate_limit_redis.hpp"
+#include "csgi/middleware/redis/session_store_redis.hpp"
 #endif
 
 namespace csgi::python {
@@ -45,18 +50,147 @@ py::object checked_layer(Options options) {
   return make_layer_object(layer<M>(std::move(options)));
 }
 
+#ifdef CSGI_PYTHON_REDIS
+std::shared_ptr<mw::RedisClient> redis_client(const std::string& url) {
+  return std::make_shared<mw::RedisClient>(mw::RedisOptions::from_url(url));
+}
+#else
+[[noreturn]] void redis_client(const std::string&) {
+  throw py::value_error("this csgi was built without Redis (Debian: libhiredis-dev)");
+}
+#endif
+
 std::shared_ptr<mw::RateLimitBackend> rate_limit_backend(const std::string& redis, std::size_t max_keys) {
   if (redis.empty()) return std::make_shared<mw::MemoryRateLimit>(max_keys);
 #ifdef CSGI_PYTHON_REDIS
-  return std::make_shared<mw::RedisRateLimit>(std::make_shared<mw::RedisClient>(mw::RedisOptions::from_url(redis)));
+  return std::make_shared<mw::RedisRateLimit>(redis_client(redis));
 #else
-  throw py::value_error("this csgi was built without Redis (Debian: libhiredis-dev)");
+  redis_client(redis);
 #endif
+}
+
+/// "cookie" (signed, or encrypted with `encrypt`), "memory", or a redis:// URL.
+std::shared_ptr<mw::SessionStore> session_store(const std::string& store, std::vector<std::string> secrets,
+                                                bool encrypt) {
+  if (store == "cookie") {
+    mw::CookieSessionStoreOptions o;
+    o.secrets = std::move(secrets);
+    o.encrypt = encrypt;
+    return std::make_shared<mw::CookieSessionStore>(std::move(o));
+  }
+  if (store == "memory") return std::make_shared<mw::MemorySessionStore>();
+  if (!store.starts_with("redis://")) throw py::value_error("store must be \"cookie\", \"memory\" or a redis:// URL");
+#ifdef CSGI_PYTHON_REDIS
+  return std::make_shared<mw::RedisSessionStore>(redis_client(store));
+#else
+  redis_client(store);
+#endif
+}
+
+SameSite same_site(const std::string& v) {
+  if (v == "lax") return SameSite::lax;
+  if (v == "strict") return SameSite::strict;
+  if (v == "none") return SameSite::none;
+  if (v.empty()) return SameSite::unset;
+  throw py::value_error("same_site must be \"lax\", \"strict\", \"none\" or \"\"");
+}
+
+/// The view behind session_view(): the env of a request while its app runs, nullptr after.
+class SessionView {
+ public:
+  explicit SessionView(Env& env) : env_(&env) {}
+  void end() noexcept { env_ = nullptr; }
+  Env& env() const {
+    if (!env_) throw std::runtime_error("csgix.session used after its request's app returned");
+    return *env_;
+  }
+  std::map<std::string, std::string, std::less<>>& data() const {
+    Session* s = mw::Sessions::of(env());
+    if (!s) throw std::runtime_error("csgix.session: no session in this request");
+    return s->data;
+  }
+
+ private:
+  Env* env_;
+};
+
+}  // namespace
+
+py::object session_view(Env& env) {
+  return py::cast(new SessionView(env), py::return_value_policy::take_ownership);
+}
+
+void end_session_view(py::handle view) noexcept {
+  if (auto* v = py::isinstance<SessionView>(view) ? view.cast<SessionView*>() : nullptr) v->end();
+}
+
+SessionScope::SessionScope(bool has_session, Env& env, PyObject* environ) {
+  if (!has_session) return;
+  view_ = session_view(env);
+  if (PyDict_SetItemString(environ, "csgix.session", view_.ptr()) != 0) throw py::error_already_set();
+}
+
+SessionScope::~SessionScope() {
+  if (view_) end_session_view(view_);
+}
+
+namespace {
+
+std::vector<std::string> keys_of(const SessionView& v) {
+  std::vector<std::string> out;
+  for (const auto& [k, value] : v.data()) out.push_back(k);
+  return out;
+}
+
+void bind_session_view(py::module_& m) {
+  py::class_<SessionView>(m, "Session",
+                          "environ['csgix.session'] behind csgi.mw.sessions: the request's session, str keys and "
+                          "values, usable until the app returns.")
+      .def("__getitem__",
+           [](const SessionView& v, const std::string& k) {
+             auto it = v.data().find(k);
+             if (it == v.data().end()) throw py::key_error(k);
+             return py::str(it->second);
+           })
+      .def("__setitem__",
+           [](const SessionView& v, const std::string& k, const std::string& value) { v.data()[k] = value; })
+      .def("__delitem__",
+           [](const SessionView& v, const std::string& k) {
+             if (v.data().erase(k) == 0) throw py::key_error(k);
+           })
+      .def("__contains__", [](const SessionView& v, const std::string& k) { return v.data().contains(k); })
+      .def("__len__", [](const SessionView& v) { return v.data().size(); })
+      .def("__iter__", [](const SessionView& v) { return py::iter(py::cast(keys_of(v))); })
+      .def("keys", &keys_of)
+      .def(
+          "get",
+          [](const SessionView& v, const std::string& k, py::object dflt) -> py::object {
+            auto it = v.data().find(k);
+            return it == v.data().end() ? dflt : py::str(it->second);
+          },
+          py::arg("key"), py::arg("default") = py::none())
+      .def("clear", [](const SessionView& v) { v.data().clear(); })
+      .def_property_readonly("id",
+                             [](const SessionView& v) {
+                               auto* o = v.env().object<SessionOptions>(keys::x::session_options);
+                               return o ? o->id : std::string();
+                             })
+      .def(
+          "rotate", [](const SessionView& v) { mw::Sessions::rotate(v.env()); },
+          "A new id, the data kept, the old id forgotten: call after login.")
+      .def(
+          "expire", [](const SessionView& v) { mw::Sessions::expire(v.env()); },
+          "Drops the session and removes its cookie: logout.")
+      .def(
+          "csrf_token", [](const SessionView& v) { return mw::Csrf::token(v.env()); },
+          "This session's CSRF token for a page or script, masked anew each call (csgi.mw.csrf checks it).");
+  py::module_::import("collections.abc").attr("MutableMapping").attr("register")(m.attr("Session"));
 }
 
 }  // namespace
 
 void bind_middleware(py::module_& m) {
+  bind_session_view(m);
   m.def(
       "static",
       [](std::string root, std::vector<std::string> index_files, std::string cache_control, bool precompressed,
@@ -161,6 +295,43 @@ void bind_middleware(py::module_& m) {
       "`window` seconds; 429 with Retry-After and RateLimit headers. `redis` (redis://host:port/db): buckets "
       "shared by every process and host on that Redis (503 with the reason while it is down, or let through "
       "with `fail_open`); otherwise per process (at most `max_keys` buckets).");
+  mwm.def(
+      "sessions",
+      [](std::vector<std::string> secrets, std::string store, bool encrypt, std::string cookie_name, double ttl,
+         std::string path, std::string domain, std::optional<bool> secure, bool http_only, std::string same) {
+        mw::SessionsOptions o;
+        o.store = session_store(store, std::move(secrets), encrypt);
+        o.cookie_name = std::move(cookie_name);
+        o.ttl = std::chrono::seconds(static_cast<std::int64_t>(ttl));
+        o.path = std::move(path);
+        o.domain = std::move(domain);
+        o.secure = secure;
+        o.http_only = http_only;
+        o.same_site = same_site(same);
+        return checked_layer<mw::Sessions>(std::move(o));
+      },
+      py::arg("secrets") = std::vector<std::string>{}, py::arg("store") = std::string("cookie"),
+      py::arg("encrypt") = false, py::arg("cookie_name") = std::string("csgi_session"),
+      py::arg("ttl") = 14 * 24 * 3600.0, py::arg("path") = std::string("/"), py::arg("domain") = std::string(),
+      py::arg("secure") = py::none(), py::arg("http_only") = true, py::arg("same_site") = std::string("lax"),
+      "A session per client (csgi::mw::Sessions): environ['csgix.session'] (a csgi.Session: str keys and "
+      "values, rotate(), expire(), csrf_token()). `store`: \"cookie\" (signed with the first of `secrets`, "
+      "32+ bytes each, every one verifies; `encrypt`: AES-256-GCM), \"memory\" (this process), or a "
+      "redis:// URL (every worker and host). `secure` None: Secure over https.");
+  mwm.def(
+      "csrf",
+      [](std::string header, std::string form_field, std::vector<std::string> trusted_origins) {
+        mw::CsrfOptions o;
+        o.header = std::move(header);
+        o.form_field = std::move(form_field);
+        o.trusted_origins = std::move(trusted_origins);
+        return checked_layer<mw::Csrf>(std::move(o));
+      },
+      py::arg("header") = std::string("X-CSRF-Token"), py::arg("form_field") = std::string("csrf_token"),
+      py::arg("trusted_origins") = std::vector<std::string>{},
+      "CSRF protection of unsafe methods (csgi::mw::Csrf), inside csgi.mw.sessions: Sec-Fetch-Site/Origin "
+      "must be this site's, and the header or form field must carry environ['csgix.session'].csrf_token(); "
+      "else 403 with the reason.");
 }
 
 }  // namespace csgi::python

@@ -75,3 +75,80 @@ def test_rate_limit_on_redis_is_shared_and_answers_503_while_redis_is_down():
             stop_group(redis)
         r = csgi.testing.call(one, "GET /")
         assert r.status == 503 and b"Rate limit unavailable" in r.body
+
+
+SECRET = "s" * 32
+kept = []
+
+
+def account(environ, start_response):
+    """/login?name=N, /me, /token, /logout and POST /say, on environ['csgix.session']."""
+    s = environ["csgix.session"]
+    kept.append(s)
+    path, query = environ["PATH_INFO"], environ.get("QUERY_STRING", "")
+    if path == "/login":
+        s["user"] = query.partition("=")[2]
+        s.rotate()
+        body = s.id
+    elif path == "/me":
+        body = s.get("user", "nobody")
+    elif path == "/token":
+        body = s.csrf_token()
+    elif path == "/logout":
+        s.expire()
+        body = "bye"
+    else:
+        body = "said by %s (%d keys: %s)" % (s["user"], len(s), ",".join(sorted(s)))
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [body.encode()]
+
+
+def cookie_of(r):
+    return r.header("Set-Cookie").split(";")[0]
+
+
+def session_stack(store="cookie"):
+    return (csgi.Builder().use(csgi.mw.sessions([SECRET], store=store)).use(csgi.mw.csrf())
+            .run(account).build())
+
+
+def test_a_wsgi_app_keeps_its_session_and_csrf_token_through_the_cpp_middleware():
+    app = session_stack()
+    r = csgi.testing.call(app, "GET /login?name=ann")
+    assert r.status == 200 and len(r.body) == 32  # the new id
+    cookie = cookie_of(r)
+    assert cookie.startswith("csgi_session=")
+    assert "HttpOnly" in r.header("Set-Cookie") and "SameSite=Lax" in r.header("Set-Cookie")
+    assert csgi.testing.call(app, "GET /me", [("Cookie", cookie)]).body == b"ann"
+    assert csgi.testing.call(app, "GET /me").body == b"nobody"
+    r = csgi.testing.call(app, "GET /token", [("Cookie", cookie)])
+    token = r.body.decode()
+    cookie = cookie_of(r) if r.header("Set-Cookie") else cookie  # the token is kept in the session
+    assert len(token) == 64
+    say = [("Cookie", cookie), ("Sec-Fetch-Site", "same-origin"), ("Host", "localhost")]
+    r = csgi.testing.call(app, "POST /say", say)
+    assert r.status == 403 and b"CSRF token missing" in r.body
+    r = csgi.testing.call(app, "POST /say", say + [("X-CSRF-Token", token)])
+    assert (r.status, r.body) == (200, b"said by ann (2 keys: csrf.token,user)")
+    r = csgi.testing.call(app, "GET /logout", [("Cookie", cookie)])
+    assert "Max-Age=0" in r.header("Set-Cookie")
+    # The view ends with its request's call: a kept one raises instead of reaching a finished request.
+    with pytest.raises(RuntimeError, match="after its request"):
+        kept[-1]["user"]
+    kept.clear()
+
+
+@pytest.mark.skipif(not os.access(REDIS_SERVER, os.X_OK), reason="redis-server not installed")
+def test_sessions_on_redis_are_shared_by_two_stacks():
+    with tempfile.TemporaryDirectory() as tmp:
+        redis, port = start_redis(tmp)
+        try:
+            url = "redis://127.0.0.1:%d/0" % port
+            one, two = session_stack(url), session_stack(url)
+            cookie = cookie_of(csgi.testing.call(one, "GET /login?name=bob"))
+            assert csgi.testing.call(two, "GET /me", [("Cookie", cookie)]).body == b"bob"
+        finally:
+            stop_group(redis)
+        r = csgi.testing.call(one, "GET /me", [("Cookie", cookie)])
+        assert r.status == 503 and b"Session store unavailable" in r.body
+    kept.clear()
