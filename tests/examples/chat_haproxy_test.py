@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """examples/chat scaled out: two `csgi serve --workers 2` hosts behind one HAProxy (round robin, from its
-own temporary config on a free port of 127.0.0.1), sharing one redis-server. Every request goes through
+own temporary config on a free port), sharing one redis-server. As root, each is a host of its own: the
+csgi hosts in network namespaces csgi-h1 and csgi-h2, Redis and HAProxy in csgi-h3 (tests/reliability/
+netlab.py's lab, 198.18.0.0/24, which exists only on this machine), the client in the root namespace;
+otherwise all on 127.0.0.1. Every request goes through
 HAProxy, which names the host that answered (X-Served-By), so the test sees requests of one client land on
 both hosts. Checks sessions, CSRF, the shared rate limit and broadcast (WebSocket and SSE) across the
 hosts; then Redis stopped: 503 with the reason from what needs it, the page still served; Redis restarted
@@ -8,6 +11,7 @@ on the same port: service resumes by itself (a new login, the broadcast listener
 Skipped (exit 0 with the reason) without haproxy or redis-server.
 Usage: chat_haproxy_test.py CSGI_EXE CHAT_SO"""
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -17,25 +21,30 @@ import time
 
 import websockets
 
-from chat_hosts import Sse, check, failures, free_port, request, serve, start_redis, stop, wait_port
+from chat_hosts import Sse, check, endpoint, failures, free_port, request, serve, start_redis, stop, wait_port
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reliability"))
+import netlab  # noqa: E402
 
 CSGI, CHAT = sys.argv[1:3]
 HAPROXY = "/usr/sbin/haproxy"
 
 
-def start_haproxy(tmp, hosts):
+def start_haproxy(tmp, hosts, addr="127.0.0.1", netns=None):
+    """HAProxy on a free port of `addr` (in `netns`), round robin over the endpoints `hosts`: (process, port)."""
     port = free_port()
     conf = os.path.join(tmp, "haproxy.cfg")
-    servers = "".join("  server h%d 127.0.0.1:%d\n" % (i, p) for i, p in enumerate(hosts))
+    servers = "".join("  server h%d %s:%d\n" % ((i,) + endpoint(h)) for i, h in enumerate(hosts))
     with open(conf, "w") as f:
         f.write("global\n  maxconn 256\n"
                 "defaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n"
                 "  timeout tunnel 30s\n"
-                "frontend chat\n  bind 127.0.0.1:%d\n  default_backend hosts\n"
+                "frontend chat\n  bind %s:%d\n  default_backend hosts\n"
                 "backend hosts\n  balance roundrobin\n  http-response set-header X-Served-By %%s\n%s"
-                % (port, servers))
-    p = subprocess.Popen([HAPROXY, "-db", "-f", conf], stdout=subprocess.DEVNULL, start_new_session=True)
-    if not wait_port(port):
+                % (addr, port, servers))
+    argv = (["ip", "netns", "exec", netns] if netns else []) + [HAPROXY, "-db", "-f", conf]
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True)
+    if not wait_port(port, addr):
         stop(p)
         raise SystemExit("haproxy did not start")
     return p, port
@@ -57,7 +66,7 @@ async def ws_next(ws):
 
 async def broadcast(lb, cookie, token):
     """A WebSocket and an SSE client through HAProxy (on either host) get what is posted through it."""
-    async with websockets.connect("ws://127.0.0.1:%d/ws?room=hall" % lb) as ws:
+    async with websockets.connect("ws://%s:%d/ws?room=hall" % endpoint(lb)) as ws:
         check(await ws_next(ws) == {"joined": "hall"}, "WebSocket through HAProxy joined")
         sse = await asyncio.to_thread(Sse, lb, "/events?room=hall")
         check(await asyncio.to_thread(sse.event) == {"retry": "2000"}, "SSE through HAProxy subscribed")
@@ -95,7 +104,7 @@ async def after_restart(lb, cookie, token):
     return None
 
 
-def run(lb, redis_port, tmp, procs):
+def run(lb, redis, tmp, procs, netns, password):
     st, cookie, body = login(lb, "bo")
     check(st == 200 and cookie.startswith("csgi_session="), "POST /login through HAProxy (%s)" % body)
     served = set()
@@ -130,12 +139,12 @@ def run(lb, redis_port, tmp, procs):
     procs[0].wait()
     for _ in range(2):
         st, _, body = request(lb, "GET", "/me", headers={"Cookie": cookie})
-        check(st == 503 and b"Session store unavailable: Redis at 127.0.0.1" in body,
+        check(st == 503 and b"Session store unavailable: Redis at %s" % endpoint(redis)[0].encode() in body,
               "Redis down: GET /me 503 with the reason (%d %s)" % (st, body[:80]))
         st, _, body = request(lb, "GET", "/")
         check(st == 200 and b"<title>chat</title>" in body, "Redis down: the page is still served")
     # Back on the same port, empty: sessions are gone, a new login works once the clients' backoff ends.
-    procs[0], _ = start_redis(tmp, redis_port)
+    procs[0], _ = start_redis(tmp, endpoint(redis)[1], endpoint(redis)[0], netns, password)
     deadline = time.time() + 20
     st = None
     while time.time() < deadline and st != 200:
@@ -154,17 +163,27 @@ def main():
         if not os.access(exe, os.X_OK):
             print("skipped: %s not installed (Debian: %s)" % (exe, pkg))
             return
-    with tempfile.TemporaryDirectory() as tmp:
-        redis, redis_port = start_redis(tmp)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        if netlab.have_root_net():
+            lab = stack.enter_context(netlab.Lab(3))
+            (ns_a, ns_b, ns_lb), (addr_a, addr_b, addr_lb) = lab.hosts, lab.addrs
+            password = os.urandom(12).hex()  # Redis beyond loopback: clients AUTH
+            print("in network namespaces: hosts %s and %s, Redis and HAProxy on %s" % (addr_a, addr_b, addr_lb))
+        else:
+            ns_a = ns_b = ns_lb = None
+            addr_a = addr_b = addr_lb = "127.0.0.1"
+            password = None
+            print("on 127.0.0.1 (network namespaces need root)")
+        redis, redis_port = start_redis(tmp, None, addr_lb, ns_lb, password)
         procs = [redis]
         try:
-            pa, a = serve(CSGI, CHAT, redis_port)
+            pa, a = serve(CSGI, CHAT, (addr_lb, redis_port), addr_a, ns_a, password)
             procs.append(pa)
-            pb, b = serve(CSGI, CHAT, redis_port)
+            pb, b = serve(CSGI, CHAT, (addr_lb, redis_port), addr_b, ns_b, password)
             procs.append(pb)
-            hp, lb = start_haproxy(tmp, [a, b])
+            hp, lb = start_haproxy(tmp, [(addr_a, a), (addr_b, b)], addr_lb, ns_lb)
             procs.append(hp)
-            run(lb, redis_port, tmp, procs)
+            run((addr_lb, lb), (addr_lb, redis_port), tmp, procs, ns_lb, password)
         finally:
             for p in reversed(procs):
                 if p.poll() is None:

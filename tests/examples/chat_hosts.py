@@ -1,5 +1,6 @@
 """What the chat example's tests share: a redis-server from a temporary config, `csgi serve` hosts of
-examples/chat on free ports of 127.0.0.1, plain HTTP requests, an SSE client, and check()."""
+examples/chat on free ports (of 127.0.0.1, or of a network namespace's address), plain HTTP requests, an SSE
+client, and check(). An endpoint is a port of 127.0.0.1 or an (address, port) pair."""
 import http.client
 import os
 import re
@@ -21,18 +22,25 @@ def check(cond, what):
         failures.append(what)
 
 
-def serve(csgi, chat, redis_port):
-    """`csgi serve --workers 2` of the chat on Redis: (process, port)."""
+def endpoint(ep):
+    """(address, port) of an endpoint."""
+    return ep if isinstance(ep, tuple) else ("127.0.0.1", ep)
+
+
+def serve(csgi, chat, redis, addr="127.0.0.1", netns=None, password=None):
+    """`csgi serve --workers 2` of the chat on the Redis at endpoint `redis` (with `password`), listening on
+    `addr` (in network namespace `netns`): (process, port)."""
     # --graceful-timeout 1: an SSE stream whose client left is noticed at its next write (a message or the
     # heartbeat, 15 s); a stop waits for such streams at most that long.
-    p = subprocess.Popen([csgi, "serve", "--listen", "127.0.0.1:0", "--workers", "2", "--graceful-timeout", "1",
-                          "--app", chat,
-                          "--app-arg", "redis://127.0.0.1:%d" % redis_port, "--app-arg", "cors=" + ORIGIN],
+    argv = [csgi, "serve", "--listen", addr + ":0", "--workers", "2", "--graceful-timeout", "1", "--app", chat,
+            "--app-arg", "redis://%s%s:%d" % (((":%s@" % password) if password else "",) + endpoint(redis)),
+            "--app-arg", "cors=" + ORIGIN]
+    p = subprocess.Popen((["ip", "netns", "exec", netns] if netns else []) + argv,
                          stdout=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.time() + 15
     while time.time() < deadline:
         line = p.stdout.readline()
-        m = re.search(r"listening on http://127.0.0.1:(\d+)/", line or "")
+        m = re.search(r"listening on http://%s:(\d+)/" % re.escape(addr), line or "")
         if m:
             return p, int(m.group(1))
         if not line:
@@ -41,9 +49,9 @@ def serve(csgi, chat, redis_port):
     raise SystemExit("csgi serve did not start")
 
 
-def request(port, method, path, body=None, headers=None):
+def request(ep, method, path, body=None, headers=None):
     """(status, headers, body) of one request on a connection of its own."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c = http.client.HTTPConnection(*endpoint(ep), timeout=10)
     try:
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()
@@ -56,8 +64,8 @@ class Sse:
     """An SSE client: event() reads one event (its fields; data lines joined), each read bounded by `timeout`
     seconds (OSError past it)."""
 
-    def __init__(self, port, path, headers=None, timeout=10):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    def __init__(self, ep, path, headers=None, timeout=10):
+        self.conn = http.client.HTTPConnection(*endpoint(ep), timeout=timeout)
         self.conn.request("GET", path, headers=headers or {})
         self.res = self.conn.getresponse()
 
