@@ -81,6 +81,9 @@ struct Run {
 class Client : public std::enable_shared_from_this<Client> {
 public:
   explicit Client(Run& run) : run_(run), ws_(run.io) {}
+  /// Starts clients while fewer than 64 handshakes are in flight, so that the server's accept queue never
+  /// overflows; each one that is ready calls it again.
+  static void open_more(Run& run);
 
   void start() {
     auto self = shared_from_this();
@@ -119,16 +122,11 @@ private:
     read();
   }
 
-public:
-  static void open_more(Run& run);
-
-private:
   Run& run_;
   websocket::stream<beast::tcp_stream> ws_;
   beast::flat_buffer buf_;
 };
 
-/// Keeps at most 64 handshakes in flight, so that the server's accept queue never overflows.
 void Client::open_more(Run& run) {
   while (run.started < run.clients && run.opening < 64) {
     ++run.started;
