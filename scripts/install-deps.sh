@@ -39,6 +39,7 @@ test_pkgs=(
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest redis-server
+  valgrind redis-tools
 )
 
 case "${1:-all}" in

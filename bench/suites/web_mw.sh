@@ -3,7 +3,10 @@
 # rate_limit (memory and Redis), in-process (bench/web_mw_bench.cpp, Google Benchmark), on one core
 # (taskset -c 0); a redis-server of its own runs on core 1 (a temporary config, a free port of
 # 127.0.0.1), so the Redis rows count this thread's CPU and show the round trip's wall time. Also the
-# in-process broadcast hub's fan-out of one message to 1,000 subscribers. Called by scripts/bench.sh as
+# in-process broadcast hub's fan-out of one message to 1,000 subscribers. Then, with that redis-server, on
+# the server: the instructions each middleware adds per request and the Redis round trips of the Redis-backed
+# ones (lib/web_mw_instructions.sh, callgrind), and broadcast fan-out to 1,000 real WebSocket clients with
+# the local hub and with Redis and --workers 2 (lib/web_mw_fanout.sh). Called by scripts/bench.sh as
 # `bash web_mw.sh BUILD_DIR OUT_DIR`; writes OUT_DIR/web_mw.md and the raw JSON OUT_DIR/web_mw.json.
 # BENCH_QUICK=1: shorter runs.
 set -euo pipefail
@@ -14,9 +17,9 @@ bin="$build/bench/web_mw_bench"
 [ -x "$bin" ] || cmake --build "$build" --target web_mw_bench -j"$(nproc)"
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-  min_time=0.05 reps=3
+  min_time=0.05 reps=3 server_requests=1000 fanout_messages=30 fanout_runs=1
 else
-  min_time=0.3 reps=5
+  min_time=0.3 reps=5 server_requests=5000 fanout_messages=100 fanout_runs=3
 fi
 tmp=$(mktemp -d)
 redis_pid=
@@ -30,6 +33,7 @@ if [ -x /usr/bin/redis-server ]; then
   redis_pid=$!
   for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.05; done
   export CSGI_BENCH_REDIS="redis://127.0.0.1:$port"
+  redis_port=$port
 fi
 cmd=(taskset -c 0 "$bin" --benchmark_min_time="$min_time" --benchmark_repetitions="$reps"
      --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/web_mw.json"
@@ -81,5 +85,16 @@ lines += ["", "Medians of the repetitions, CPU time of the benchmark thread on c
           "Fan-out: wall time from publish() until the last subscriber's callback ran (no sockets).",
           "Command: `" + command + "`", ""]
 open(dst, "w").write("\n".join(lines))
-print("\n".join(lines))
 PY
+
+# On the server: the app library and the client are not in the default build.
+if [ -n "${redis_port:-}" ]; then
+  cmake --build "$build" --target web_mw_app ws_fanout_client -j"$(nproc)" > /dev/null
+  lib="$(dirname "$0")/lib"
+  bash "$lib/web_mw_instructions.sh" "$build" "$tmp/instructions.md" "$redis_port" "$server_requests"
+  bash "$lib/web_mw_fanout.sh" "$build" "$tmp/fanout.md" "$redis_port" "$redis_pid" 1000 "$fanout_messages" "$fanout_runs"
+  cat "$tmp/instructions.md" "$tmp/fanout.md" >> "$out/web_mw.md"
+else
+  printf '%s\n' "" "No redis-server: the server-side rows (instructions, Redis round trips, WebSocket fan-out) were not measured." >> "$out/web_mw.md"
+fi
+cat "$out/web_mw.md"
