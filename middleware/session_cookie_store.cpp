@@ -1,14 +1,15 @@
 #include "csgi/middleware/session_store.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 
 namespace csgi::mw {
@@ -17,11 +18,29 @@ namespace {
 constexpr std::string_view aad = "csgi.session.v1";
 constexpr std::size_t nonce_len = 12, tag_len = 16;
 
-void hmac(const unsigned char* key, std::size_t key_len, std::string_view msg, unsigned char out[32]) {
-  unsigned int n = 32;
-  if (!HMAC(EVP_sha256(), key, static_cast<int>(key_len), reinterpret_cast<const unsigned char*>(msg.data()), msg.size(),
-            out, &n))
-    throw std::runtime_error("HMAC failed");
+struct MacCtxFree {
+  void operator()(EVP_MAC_CTX* c) const noexcept { EVP_MAC_CTX_free(c); }
+};
+using MacCtx = std::unique_ptr<EVP_MAC_CTX, MacCtxFree>;
+
+/// An HMAC-SHA256 context keyed with `key` (OpenSSL's EVP_MAC "HMAC").
+MacCtx keyed_hmac(const unsigned char* key, std::size_t key_len) {
+  EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  MacCtx ctx(mac ? EVP_MAC_CTX_new(mac) : nullptr);
+  EVP_MAC_free(mac);  // the context keeps its own reference
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_end()};
+  if (!ctx || EVP_MAC_init(ctx.get(), key, key_len, params) != 1) throw std::runtime_error("HMAC-SHA256 unavailable");
+  return ctx;
+}
+
+/// The value of a base64 digit (standard alphabet); -1 for anything else.
+int b64_digit(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
 std::string b64url(std::string_view in) {
@@ -41,8 +60,12 @@ std::optional<std::string> unb64url(std::string_view in) {
   for (char& c : s) {
     if (c == '-') c = '+';
     else if (c == '_') c = '/';
-    else if (c == '+' || c == '/' || c == '=') return std::nullopt;
+    else if (c == '+' || c == '/' || b64_digit(c) < 0)
+      return std::nullopt;  // also '=' and whitespace
   }
+  // Canonical only: the bits of the last digit past the data are zero.
+  if (std::size_t tail = s.size() % 4; tail != 0 && (b64_digit(s.back()) & (tail == 2 ? 0x0F : 0x03)) != 0)
+    return std::nullopt;
   std::size_t pad = (4 - s.size() % 4) % 4;
   s.append(pad, '=');
   std::string out(s.size() / 4 * 3, '\0');
@@ -50,7 +73,6 @@ std::optional<std::string> unb64url(std::string_view in) {
                           static_cast<int>(s.size()));
   if (n < 0 || static_cast<std::size_t>(n) < pad) return std::nullopt;
   out.resize(static_cast<std::size_t>(n) - pad);
-  if (b64url(out) != in) return std::nullopt;  // canonical only: unused low bits of the last digit set
   return out;
 }
 
@@ -108,16 +130,55 @@ std::optional<LoadedSession> parse_payload(std::string_view p) {
 
 }  // namespace
 
+/// HMAC-SHA256 under one key: the key is hashed once (OpenSSL's one-shot HMAC() fetches the algorithm and
+/// hashes the key on every call), and the keyed contexts are kept for reuse, one per thread at a time.
+class CookieSessionStore::Hmac {
+ public:
+  explicit Hmac(std::string_view key)
+      : keyed_(keyed_hmac(reinterpret_cast<const unsigned char*>(key.data()), key.size())) {}
+
+  void operator()(std::string_view msg, unsigned char out[32]) const {
+    MacCtx c = take();
+    std::size_t n = 0;
+    if (!c || EVP_MAC_update(c.get(), reinterpret_cast<const unsigned char*>(msg.data()), msg.size()) != 1 ||
+        EVP_MAC_final(c.get(), out, &n, 32) != 1 || n != 32)
+      throw std::runtime_error("HMAC failed");
+    std::lock_guard lock(mu_);
+    if (spare_.size() < 64) spare_.push_back(std::move(c));
+  }
+
+ private:
+  /// A context ready for a new message: a spare one set back to the key, or a copy of the keyed one.
+  MacCtx take() const {
+    {
+      std::lock_guard lock(mu_);
+      if (!spare_.empty()) {
+        MacCtx c = std::move(spare_.back());
+        spare_.pop_back();
+        if (EVP_MAC_init(c.get(), nullptr, 0, nullptr) == 1) return c;
+      }
+    }
+    return MacCtx(EVP_MAC_CTX_dup(keyed_.get()));
+  }
+
+  MacCtx keyed_;
+  mutable std::mutex mu_;
+  mutable std::vector<MacCtx> spare_;
+};
+
 CookieSessionStore::CookieSessionStore(CookieSessionStoreOptions options)
     : encrypt_(options.encrypt), max_cookie_bytes_(options.max_cookie_bytes) {
   if (options.secrets.empty()) throw std::invalid_argument("CookieSessionStore: no secret");
   for (const auto& s : options.secrets) {
     if (s.size() < 32) throw std::invalid_argument("CookieSessionStore: a secret needs at least 32 bytes");
+    Hmac secret(s);
+    unsigned char mac_key[32];
     Keys k;
-    auto* key = reinterpret_cast<const unsigned char*>(s.data());
-    hmac(key, s.size(), "csgi.session.mac", k.mac);
-    hmac(key, s.size(), "csgi.session.aes", k.aes);
-    keys_.push_back(k);
+    secret("csgi.session.mac", mac_key);
+    secret("csgi.session.aes", k.aes);
+    k.mac = std::make_shared<const Hmac>(std::string_view(reinterpret_cast<const char*>(mac_key), sizeof mac_key));
+    OPENSSL_cleanse(mac_key, sizeof mac_key);
+    keys_.push_back(std::move(k));
   }
 }
 
@@ -134,7 +195,7 @@ std::string CookieSessionStore::save(const std::string& id, const SessionData& d
   } else {
     out = "s." + b64url(payload);
     unsigned char mac[32];
-    hmac(keys_.front().mac, sizeof mac, out, mac);
+    (*keys_.front().mac)(out, mac);
     out += '.';
     out += b64url(std::string_view(reinterpret_cast<const char*>(mac), sizeof mac));
   }
@@ -161,7 +222,7 @@ std::optional<LoadedSession> CookieSessionStore::load(std::string_view cookie) {
   std::string_view signed_part = cookie.substr(0, dot);
   for (const Keys& k : keys_) {
     unsigned char want[32];
-    hmac(k.mac, sizeof want, signed_part, want);
+    (*k.mac)(signed_part, want);
     if (CRYPTO_memcmp(want, mac->data(), sizeof want) == 0) {
       auto payload = unb64url(signed_part.substr(2));
       return payload ? parse_payload(*payload) : std::nullopt;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,9 +65,10 @@ public:
   void erase(const std::string&) override {}
 
 private:
-  struct Keys {
-    unsigned char mac[32];
-    unsigned char aes[32];
+ class Hmac;
+ struct Keys {
+   std::shared_ptr<const Hmac> mac;  // HMAC-SHA256 keyed once with the derived signing key
+   unsigned char aes[32];
   };
   std::vector<Keys> keys_;
   bool encrypt_;

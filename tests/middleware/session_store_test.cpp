@@ -50,6 +50,23 @@ TEST_CASE("session_store: the cookie store signs or encrypts; old keys verify, t
   }
 }
 
+TEST_CASE("session_store: a signed cookie is HMAC-SHA256 of a key derived from the secret; its base64 canonical") {
+  // The expected value computed apart (Python's hmac and base64): the format is what other code may check.
+  const std::string want =
+      "s.NDEwMjQ0NDgwMAowMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZgo0OnVzZXIzOmFubg."
+      "CVHqt4EmYqcJNOAJ2tX1qLVOK0LSt7wDHcpCfiiOM7g";
+  auto signer = store({std::string(32, 'k')}, false);
+  auto in_2100 = system_clock::time_point(seconds(4102444800));
+  for (int i = 0; i < 3; ++i)  // the keyed contexts are reused
+    CHECK(signer->save("0123456789abcdef0123456789abcdef", {{"user", "ann"}}, in_2100) == want);
+  REQUIRE(signer->load(want));
+  CHECK(signer->load(want)->data.at("user") == "ann");
+  std::string last_digit_bits = want.substr(0, want.size() - 1) + "h";  // 'g' and 'h' differ in unused bits
+  for (const std::string& bad : {last_digit_bits, want + " ", " " + want, want.substr(0, want.size() - 1) + "=",
+                                 want.substr(0, 40) + "+" + want.substr(41)})
+    CHECK_FALSE(signer->load(bad));
+}
+
 TEST_CASE("session_store: an encrypted cookie hides its data; tampering or expiry gives nothing") {
   auto s = store({old_secret}, true);
   mw::SessionData secret{{"note", std::string(300, 'A')}};
