@@ -218,7 +218,8 @@ std::vector<OptionSpec> make_table() {
    [](const Options& d) { return show_bytes(d.server.body_buffer_bytes); },
    [](Options& o, const std::string& v) { o.server.body_buffer_bytes = whole(v, 0, 1ull << 62); }},
   {"body-memory-bytes", 0, "BYTES", H, false,
-   "request bodies the whole process keeps in memory at once; a body past it goes to a temporary file",
+   "request bodies the whole process keeps in memory at once, HTTP/1 body read buffers included; a body past "
+   "it goes to a temporary file",
    [](const Options& d) { return show_bytes(d.server.body_memory_bytes); },
    [](Options& o, const std::string& v) { o.server.body_memory_bytes = whole(v, 0, 1ull << 62); }},
   {"body-temp-dir", 0, "DIR", H, false,

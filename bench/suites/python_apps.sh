@@ -11,7 +11,9 @@
 # for run. Reported per request, from /proc over each server's wrk runs: CPU µs (utime+stime of the server
 # and its child processes) and context switches (voluntary + involuntary, every thread of those processes);
 # req/s beside them moves with whatever else the machine runs. PYAPPS_GROUPS (default "hello flask django
-# starlette") picks the groups to run.
+# starlette") picks the groups to run. PYAPPS_SYSCALLS=1 also counts the servers' system calls per request,
+# all of them and the reads (read, readv, recvfrom, recvmsg), with `perf stat` on their syscall tracepoints
+# (root, or perf_event_paranoid -1); off by default, as the tracepoints add a little to the CPU counted.
 set -uo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -25,6 +27,12 @@ conns=${PYAPPS_CONNECTIONS:-32}
 scpu=${PYAPPS_SERVER_CPU:-0}
 lcpu=${PYAPPS_LOAD_CPU:-1}
 groups=" ${PYAPPS_GROUPS:-hello flask django starlette} "
+sys_events=raw_syscalls:sys_enter,syscalls:sys_enter_read,syscalls:sys_enter_readv,syscalls:sys_enter_recvfrom,syscalls:sys_enter_recvmsg
+count_sys=0
+if [ "${PYAPPS_SYSCALLS:-0}" = 1 ]; then
+  if perf stat -x, -e "$sys_events" -- true >/dev/null 2>&1; then count_sys=1
+  else echo "python_apps: PYAPPS_SYSCALLS=1 but perf cannot count syscall tracepoints here: not counted" >&2; fi
+fi
 lib="$build/tests/bindings/libcsgi_pytest_apps.so"
 csgi_bin="$build/adapters/cli/csgi"
 [ -e "$lib" ] && [ -d "$build/bindings/python/csgi" ] && [ -x "$csgi_bin" ] ||
@@ -111,9 +119,9 @@ cpu_and_switches() {
 }
 # measure WORKLOADS -- KEY...: $reps rounds; in each, every workload on every server in turn, the first
 # server of the turn rotating round by round. One line per wrk run into runs.tsv: key workload requests
-# ticks switches non-2xx. Then stops the servers.
+# ticks switches non-2xx syscalls reads (the last two -1 when not counted). Then stops the servers.
 measure() {
-  local workloads=() key w round i t0 s0 t1 s1 res
+  local workloads=() key w round i t0 s0 t1 s1 res perf_pid calls
   while [ "$1" != -- ]; do workloads+=("$1"); shift; done; shift
   local keys=("$@")
   for round in $(seq "$reps"); do
@@ -122,11 +130,23 @@ measure() {
         key=${keys[$(( (i + round) % ${#keys[@]} ))]}
         [ -n "${PID[$key]:-}" ] || continue
         read -r t0 s0 <<<"$(cpu_and_switches "${PID[$key]}")"
+        perf_pid=""
+        if [ "$count_sys" = 1 ]; then
+          taskset -c "$lcpu" perf stat -x, -e "$sys_events" -p "$(tree "${PID[$key]}" | paste -sd,)" \
+            -o "$work/perf.txt" >/dev/null 2>&1 &
+          perf_pid=$!
+        fi
         # shellcheck disable=SC2086
         res=$(taskset -c "$lcpu" wrk -t1 -c"$conns" -d"${dur}s" ${WARGS[$w]} "http://127.0.0.1:${PORT[$key]}${WPATH[$w]}" 2>&1 |
               awk '/requests in/ {n=$1} /Non-2xx/ {bad=$NF} END {print n + 0, bad + 0}')
         read -r t1 s1 <<<"$(cpu_and_switches "${PID[$key]}")"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$w" "${res% *}" $((t1 - t0)) $((s1 - s0)) "${res#* }" >> "$work/runs.tsv"
+        calls="-1 -1"
+        if [ -n "$perf_pid" ]; then
+          kill -INT "$perf_pid" 2>/dev/null; wait "$perf_pid" 2>/dev/null
+          calls=$(awk -F, '$3 == "raw_syscalls:sys_enter" {a += $1} $3 ~ /^syscalls:/ {r += $1} END {print a + 0, r + 0}' "$work/perf.txt")
+        fi
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$w" "${res% *}" $((t1 - t0)) $((s1 - s0)) "${res#* }" \
+          ${calls% *} ${calls#* } >> "$work/runs.tsv"
       done
     done
   done
@@ -175,8 +195,8 @@ dur = float(dur)
 tck = os.sysconf("SC_CLK_TCK")
 runs = {}
 for line in open(path):
-    key, w, n, ticks, sw, bad = line.split("\t")
-    runs.setdefault((key, w), []).append((int(n), int(ticks), int(sw), int(bad)))
+    key, w, n, ticks, sw, bad, calls, reads = line.split("\t")
+    runs.setdefault((key, w), []).append((int(n), int(ticks), int(sw), int(bad), int(calls), int(reads)))
 
 def stats(key, w):
     r = runs.get((key, w))
@@ -185,7 +205,9 @@ def stats(key, w):
     n = sum(x[0] for x in r)
     return {"rps": statistics.median(x[0] / dur for x in r), "n": n,
             "cpu": sum(x[1] for x in r) * 1e6 / tck / n if n else float("nan"),
-            "sw": sum(x[2] for x in r) / n if n else float("nan"), "bad": sum(x[3] for x in r)}
+            "sw": sum(x[2] for x in r) / n if n else float("nan"), "bad": sum(x[3] for x in r),
+            "sys": "%.1f / %.1f" % (sum(x[4] for x in r) / n, sum(x[5] for x in r) / n)
+                   if n and all(x[4] >= 0 for x in r) else "-"}
 
 rows = [  # app, key, server, peer key (None: the peer itself)
     ("Flask", "csgi_flask", "csgi serve --wsgi", "uwsgi_flask"),
@@ -205,18 +227,21 @@ print("The Python apps people run, each against its usual server, per core: ever
 print("uWSGI's http-socket and gunicorn's sync worker close the connection after each response; csgi, uvicorn"
       " and gunicorn gthread keep it alive. Workloads: GET / (a hello), GET /stream (16 chunks of 64 bytes),"
       " POST /upload (100 KB, read whole, its SHA-256 answered).\n")
-print("| app | workload | server | req/s | µs CPU/req | ctx switches/req | CPU ratio vs peer |")
-print("|---|---|---|---|---|---|---|")
+print("Syscalls/req (PYAPPS_SYSCALLS=1): all system calls of the server's processes per request, and of them"
+      " the reads (read, readv, recvfrom, recvmsg); \"-\": not counted.\n")
+print("| app | workload | server | req/s | µs CPU/req | ctx switches/req | syscalls / reads per req | CPU ratio vs peer |")
+print("|---|---|---|---|---|---|---|---|")
 for app, key, server, peer in rows:
     for w in ("hello", "stream", "upload"):
         s = stats(key, w)
         if s is None:
-            print("| %s | %s | %s | not measured | | | |" % (app, w, server))
+            print("| %s | %s | %s | not measured | | | | |" % (app, w, server))
             continue
         p = stats(peer, w) if peer else None
         ratio = "%.2f" % (p["cpu"] / s["cpu"]) if p and s["cpu"] else ("1.00" if not peer else "-")
         bad = " (%d non-2xx)" % s["bad"] if s["bad"] else ""
-        print("| %s | %s | %s | %.0f%s | %.1f | %.2f | %s |" % (app, w, server, s["rps"], bad, s["cpu"], s["sw"], ratio))
+        print("| %s | %s | %s | %.0f%s | %.1f | %.2f | %s | %s |" % (app, w, server, s["rps"], bad, s["cpu"], s["sw"],
+                                                              s["sys"], ratio))
 print("\nThe C++ hello through the bindings (csgi.load_app, a WSGI callable) against a Python hello, both under"
       " gunicorn sync on one core (target: the C++ app costs no more CPU per request):\n")
 print("| app | server | req/s | µs CPU/req | ctx switches/req | CPU ratio vs Python hello |")

@@ -212,9 +212,11 @@ Seen read_env(const Env& env) {
           std::string(env.get("HTTP_X_TAG")), std::string(env.get(csgi::keys::REMOTE_ADDR))};
 }
 
-std::string late_request(std::string_view tag) {
-  return "GET /late/" + std::string(tag) + "?q=" + std::string(tag) + " HTTP/1.1\r\nHost: t\r\nX-Tag: " +
-         std::string(tag) + "\r\n\r\n";
+// With a body of `body` bytes (a POST), larger than the connection's buffer when it is 100 KB.
+std::string late_request(std::string_view tag, std::size_t body = 0) {
+  std::string length = body ? "Content-Length: " + std::to_string(body) + "\r\n" : "";
+  return (body ? "POST" : "GET") + std::string(" /late/") + std::string(tag) + "?q=" + std::string(tag) +
+         " HTTP/1.1\r\nHost: t\r\nX-Tag: " + std::string(tag) + "\r\n" + length + "\r\n" + std::string(body, 'b');
 }
 
 // Closes with a reset, so that the server's next send fails at once.
@@ -255,6 +257,7 @@ struct LateApp {
 }  // namespace
 
 TEST_CASE("standalone: a delayed response answered after the client and the server are gone still reads its env [APP-4]") {
+  std::size_t body = GENERATE(std::size_t(0), std::size_t(100000));
   LateApp a;
   std::promise<void> gone;
   std::shared_future<void> server_gone = gone.get_future().share();
@@ -271,7 +274,7 @@ TEST_CASE("standalone: a delayed response answered after the client and the serv
   auto worker_f = a.worker.get_future();
   {
     Served s(a.app());
-    int fd = connect_send(s.port, late_request("first"));
+    int fd = connect_send(s.port, late_request("first", body));
     REQUIRE(worker_f.wait_for(5s) == std::future_status::ready);
     reset_close(fd);
     other_requests(s.port, 4);

@@ -206,6 +206,54 @@ TEST_CASE("standalone: a body past --body-buffer-bytes reaches the app intact th
   ::rmdir(dir.c_str());
 }
 
+TEST_CASE("standalone: 1 MB bodies by length and chunked, with requests pipelined behind them, on one connection",
+          "[standalone][body]") {
+  std::string dir = temp_dir();
+  csgi::standalone_test::Running srv(body_app(dir));
+  std::string data(1000000, 'x');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 131 + i / 4099) % 251);
+  std::string small(10000, 's');
+  bool closed = false;
+  std::string got = csgi::standalone_test::exchange(
+      srv.port,
+      "POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + data +
+          "POST /sum HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(data, 65521) +
+          "POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n" + small +
+          "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+      closed);
+  auto a = got.find(expect_sum(data, false)), b = got.find(expect_sum(data, false), a + 1),
+       c = got.find(expect_sum(small, false)), d = got.find("\r\n\r\nhi");
+  INFO(got.substr(0, 2000));
+  REQUIRE(a != std::string::npos);
+  CHECK(b != std::string::npos);
+  CHECK(c > b);
+  CHECK(d > c);
+  CHECK(closed);
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("standalone: a large body that times out gets 408, and what its client still sends is read and dropped",
+          "[standalone][body]") {
+  std::string dir = temp_dir();
+  csgi::standalone::ServerOptions opt;
+  opt.body_timeout = 300ms;
+  csgi::standalone_test::Running srv(body_app(dir), opt);
+  int fd = connect_tcp(srv.port);
+  send_all(fd, "POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + std::string(10000, 'a'));
+  std::string got = recv_until(fd, "\r\n\r\n", 5s);
+  CHECK(got.rfind("HTTP/1.1 408 ", 0) == 0);
+  send_all(fd, std::string(90000, 'b'));  // into the read the server had under way
+  got += recv_until(fd, "\x01", 5s);        // until the server closes
+  ::close(fd);
+  CHECK(got.find("Connection: close") != std::string::npos);
+  // The server still serves.
+  bool closed = false;
+  got = csgi::standalone_test::exchange(srv.port, "POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                                                  "Connection: close\r\n\r\nabc", closed);
+  CHECK(got.find(expect_sum("abc", false)) != std::string::npos);
+  ::rmdir(dir.c_str());
+}
+
 TEST_CASE("standalone: bodies past --body-memory-bytes of the whole process go to their temporary files",
           "[standalone][body]") {
   std::string dir = temp_dir();

@@ -16,6 +16,7 @@ H1Conn::~H1Conn() {
   if (std::holds_alternative<StreamBody>(body_)) drop_body();
   drop_env();  // before a writer learns that the client is gone: it may read the env at once
   drop_body();
+  release_body_buffer();
 }
 
 void H1Conn::drop_body() noexcept {
@@ -149,6 +150,7 @@ void H1Conn::drop_env() noexcept {
   if (cleanup_.size() > 0) cleanup_.run(*env_);
   env_->clear();
   t_.release_env(std::move(env_));
+  release_head();
 }
 
 // Moves the env, what its views point into and the cleanup handlers into a HeldRequest, and points the
@@ -159,7 +161,8 @@ bool H1Conn::hand_over(RequestKeeper& k) {
   std::lock_guard lock(k.mu);
   if (k.complete) return false;
   auto h = std::make_unique<HeldRequest>();
-  std::unique_ptr<char[]> fresh(new char[in_.cap]);
+  // The buffer the env's views point into goes with it: the head's own while the body has its buffer.
+  std::unique_ptr<char[]> fresh(in_.head ? nullptr : new char[in_.cap]);
   Env& env = *env_;
   // Values that point into the connection or the server rather than the read buffer: copied.
   for (std::string_view key : {keys::REMOTE_ADDR, keys::REMOTE_PORT, keys::SERVER_NAME, keys::SERVER_PORT,
@@ -176,7 +179,7 @@ bool H1Conn::hand_over(RequestKeeper& k) {
     env.set_object<websocket::Handshake>(keys::x::websocket, static_cast<websocket::Handshake*>(h.get()));
   env.set_object<CleanupHandlers>(keys::x::cleanup_handlers, &h->cleanup);
   cleanup_.move_to(h->cleanup);
-  h->buf = std::exchange(in_.buf, std::move(fresh));
+  h->buf = in_.head ? std::move(in_.head) : std::exchange(in_.buf, std::move(fresh));
   h->env = std::move(env_);
   k.held = std::move(h);
   return true;

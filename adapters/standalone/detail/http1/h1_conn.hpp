@@ -12,7 +12,8 @@
 //
 // The connection's bytes live in one buffer. A request's env values point into it (no copies), so the
 // bytes of an active request's header never move; body bytes are read behind the header and go, decoded,
-// into the request's body store (request_body.hpp) before the app runs. Responses are serialised into
+// into the request's body store (request_body.hpp) before the app runs. A body longer than the buffer's
+// room is read through a larger buffer of its own, the header's staying put until the request ends. Responses are serialised into
 // one output buffer and written with one gathered write for as many pipelined responses as are ready.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -60,6 +61,8 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 inline constexpr std::size_t initial_buffer = 4096;
+inline constexpr std::size_t body_read_max = 256 * 1024;   // a body's read buffer: at most this
+inline constexpr std::size_t body_read_chunked = 64 * 1024; // a chunked body's (its length unknown)
 inline constexpr std::size_t flush_threshold = 64 * 1024;     // flush pipelined output past this size
 inline constexpr std::size_t inline_body_max = 16 * 1024;     // copy string bodies up to this size
 
@@ -173,6 +176,9 @@ private:
   Step parse_head();
   Step read_body();
   Step store_body(char* chunk, std::size_t cap);
+  bool body_room();
+  void release_head() noexcept;
+  void release_body_buffer() noexcept;
   void body_deadline();
   void wait_for_request();
   bool make_room();
@@ -272,10 +278,14 @@ private:
   Link link_;
 
   // The bytes read: [begin, end) unparsed; an active request's header lies before body_base, and its
-  // env's views point into it, so those bytes never move while it is served.
+  // env's views point into it, so those bytes never move while it is served. While a body is read
+  // through a buffer of its own (body_room), `head` holds the header's buffer and `buf` is that body
+  // buffer, `charged` bytes of it counted in the process's body memory.
   struct Inbound {
     std::unique_ptr<char[]> buf;
     std::size_t cap = 0, begin = 0, end = 0, body_base = 0;
+    std::unique_ptr<char[]> head;
+    std::size_t head_cap = 0, charged = 0;
     char* at(std::size_t i) const noexcept { return buf.get() + i; }
     std::string_view unparsed() const noexcept { return {buf.get() + begin, end - begin}; }
   };

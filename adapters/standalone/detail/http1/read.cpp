@@ -244,13 +244,67 @@ H1Conn::Step H1Conn::store_body(char* chunk, std::size_t cap) {
       reject(400, "connection closed before the end of the body");
       return Step::stop;
     }
-    if (!make_room()) {
+    if (!body_room()) {
       reject(400, "chunk header too long");
       return Step::stop;
     }
     body_deadline();
     return Step::wait;
   }
+}
+
+// Room for more of the body (false: the buffer is full of a chunk header). When the rest of the body does
+// not fit in the buffer's room, it is read through a buffer of its own, sized to that rest (a chunked
+// body's: body_read_chunked) within body_read_max, so that a large body takes a few reads; the head's
+// buffer, which the env's views point into, is kept until the request ends (release_head). The body
+// buffer counts in the process's body memory (--body-memory-bytes): past that, the body is read through
+// the connection's buffer.
+bool H1Conn::body_room() {
+  bool room = make_room();
+  if (in_.charged) return room;
+  std::size_t have = in_.end - in_.begin;
+  std::uint64_t rest = parser_->chunked() ? body_read_chunked : parser_->content_length_remaining().value_or(0);
+  if (rest <= in_.cap - in_.end) return room;
+  std::size_t size = static_cast<std::size_t>(std::min<std::uint64_t>(have + rest, body_read_max));
+  if (size <= in_.cap - in_.body_base) return room;
+  BodyMemory* memory = sh_.body_limits.memory;
+  if (memory && !memory->reserve(size)) return room;
+  std::unique_ptr<char[]> buf(new (std::nothrow) char[size]);
+  if (!buf) {
+    if (memory) memory->release(size);
+    return room;
+  }
+  std::memcpy(buf.get(), in_.at(in_.begin), have);
+  in_.head_cap = in_.cap;
+  in_.head = std::exchange(in_.buf, std::move(buf));
+  in_.cap = in_.charged = size;
+  in_.begin = in_.body_base = 0;
+  in_.end = have;
+  return true;
+}
+
+// The request's env is gone: the head's buffer is the connection's again, with the bytes read past the
+// body. When those do not fit in it, or a read is under way into the body buffer (a body that timed out),
+// the body buffer stays the connection's until it is idle (wait_for_request) or closed.
+void H1Conn::release_head() noexcept {
+  if (!in_.head) return;
+  std::size_t have = in_.end - in_.begin;
+  if (have > in_.head_cap || tr_.reading()) {
+    in_.head.reset();
+    return;
+  }
+  std::memcpy(in_.head.get(), in_.at(in_.begin), have);
+  in_.buf = std::move(in_.head);
+  in_.cap = in_.head_cap;
+  in_.begin = in_.body_base = 0;
+  in_.end = have;
+  release_body_buffer();
+}
+
+// The body buffer's bytes no longer count in the process's body memory (it is gone, or going).
+void H1Conn::release_body_buffer() noexcept {
+  if (in_.charged && sh_.body_limits.memory) sh_.body_limits.memory->release(in_.charged);
+  in_.charged = 0;
 }
 
 // The body's deadline after a piece: --body-timeout from now, within what --body-min-rate allows.
@@ -275,6 +329,13 @@ void H1Conn::wait_for_request() {
   // Idle: also while stopping, when the connection is kept until its idle timeout or the graceful timeout
   // (see on_shutdown); a request that still comes is answered with Connection: close.
   if (req_.stage != Request::active && in_.begin == in_.end) {
+    if (in_.charged && !tr_.reading()) {
+      // An idle connection holds no body buffer.
+      in_.buf.reset(new char[initial_buffer]);
+      in_.cap = initial_buffer;
+      in_.begin = in_.end = 0;
+      release_body_buffer();
+    }
     set_deadline(sh_.opt.idle_timeout);
     set_idle(true);
   }

@@ -242,6 +242,7 @@ void H1Conn::end_request() {
     cleanup_.run(*env_);
   }
   t_.release_env(std::move(env_));
+  release_head();
   req_.stage = Request::none;
   phase_ = Phase::reading;
 }
