@@ -6,12 +6,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <pybind11/stl.h>
 
 #include "csgi/adapters/runner/runner.hpp"
 #include "gil.hpp"
+#include "sched_policy.hpp"
 #include "serving.hpp"
 
 namespace csgi::python {
@@ -168,6 +170,8 @@ int run_command(std::vector<std::string> words, const std::string& process_name)
     return 1;
   }
   std::string failure;
+  std::optional<BatchScheduling> batch;  // the io threads (and the workers) inherit it from this thread
+  if (c.asgi) batch.emplace();
   int rc = serve_released([&] { return runner::serve(std::move(app), o); }, failure);
   if (!failure.empty()) runner::print(stderr, program + ": " + failure + "\n");
   return rc;

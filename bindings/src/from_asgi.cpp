@@ -39,6 +39,7 @@
 #include "csgi/core/app_failure.hpp"
 #include "csgi/core/keys.hpp"
 #include "gil.hpp"
+#include "sched_policy.hpp"
 #include "structmember.h"
 
 namespace csgi::python {
@@ -874,6 +875,10 @@ void bind_from_asgi(py::module_& m) {
   static PyMethodDef flush_def = {"_flush_responses", flush_responses, METH_NOARGS, "Answers the complete responses of the loop's last pass."};
   g_flush = PyCFunction_New(&flush_def, nullptr);
   if (!g_flush || PyModule_AddObject(m.ptr(), "_flush_responses", Py_NewRef(g_flush)) < 0) throw_python_error();
+  m.def(
+      "_batch_thread", [] { return batch_this_thread(); },
+      "Puts the calling thread (the event loop's) under SCHED_BATCH when it runs under SCHED_OTHER "
+      "(sched_policy.hpp); the threads it starts inherit it. True when it did.");
   py::class_<AsgiQueue, std::shared_ptr<AsgiQueue>>(m, "AsgiQueue", py::module_local(),
                                                      "Requests for an ASGI app's event loop.")
       .def(py::init<>())

@@ -327,7 +327,10 @@ class AsgiHost:
             self.loop.call_soon_threadsafe(self.loop.add_reader, self.sockets.fileno(), self._drain_sockets)
 
     def _run(self, started):
-        from ._csgi import _flush_responses
+        from ._csgi import _batch_thread, _flush_responses
+        # SCHED_BATCH (bindings/src/sched_policy.hpp): the io thread, this thread and anyio's worker threads,
+        # which this thread starts, hand each request over without preempting one another.
+        _batch_thread()
         asyncio.set_event_loop(self.loop)
         self._stopped = self.loop.create_future()
         self.loop.call_soon(started.set)
