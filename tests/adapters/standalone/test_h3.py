@@ -13,6 +13,8 @@
   * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
   * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
     --h2-max-streams 10 (stream credit comes back);
+  * --workers 2: connections served by both workers, one whose source port changes mid-connection
+    served to its end, both new workers serving after SIGHUP;
   * a graceful stop (SIGTERM) ends the process with status 0.
 Usage: test_h3.py CSGI_EXE H3_APP_SO"""
 import hashlib
@@ -217,6 +219,92 @@ class Fetch:
             return None
 
 
+def pids_of(port, connections):
+    """Up to `connections` gtlsclient connections, each asking /pid: the pids that answered, and how many
+    connections were served fully; it stops early once 12 are and two pids were seen."""
+    pids, served_ok = set(), 0
+    for _ in range(connections):
+        f = Fetch(port, ["/pid", "/hello"])
+        if f.rc == 0 and f.status == {0: 200, 1: 200} and f.body("hello") == b"hello over h3":
+            served_ok += 1
+            pids.add(f.body("pid"))
+        if served_ok >= 12 and len(pids) >= 2:
+            break
+    return pids, served_ok
+
+
+def rebinding(port, every):
+    """One connection posting 200 KB to /echo through a relay that sends the client's datagrams on from a
+    new socket (a new source port, as after a NAT rebinding) every `every` datagrams, and passes back what
+    the server sends to any of them: whether the body came back whole, and how many source ports were used."""
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    ups, client, sent = [], None, 0
+    upload = os.urandom(200000)
+    body = os.path.join(TMP, "rebinding.bin")
+    with open(body, "wb") as fh:
+        fh.write(upload)
+    down = tempfile.mkdtemp(dir=TMP)
+    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--exit-on-all-streams-close",
+                            "--timeout=5s", "--download=" + down, "-m", "POST", "-d", body, "127.0.0.1",
+                            str(relay.getsockname()[1]), "https://localhost:%d/echo" % port],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while cli.poll() is None and time.time() < deadline:
+        ready, _, _ = select.select([relay] + ups, [], [], 0.05)
+        for sock in ready:
+            if sock is relay:
+                data, client = relay.recvfrom(65536)
+                if sent % every == 0:
+                    up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    up.connect(("127.0.0.1", port))
+                    ups.append(up)
+                ups[-1].send(data)
+                sent += 1
+            else:
+                try:
+                    data = sock.recv(65536)
+                except OSError:
+                    continue
+                if client:
+                    relay.sendto(data, client)
+    if cli.poll() is None:
+        cli.kill()
+    cli.wait()
+    for sock in [relay] + ups:
+        sock.close()
+    try:
+        with open(os.path.join(down, "echo"), "rb") as fh:
+            echoed = fh.read()
+    except OSError:
+        echoed = None
+    return cli.returncode == 0 and echoed == upload, len(ups)
+
+
+def workers(tls):
+    """--workers 2: each worker its own UDP socket on the port, and each connection's datagrams reach the
+    worker that owns it (the connection ID names it), also from a client whose source port changes."""
+    srv = served.Server([CSGI, "serve"] + tls + ["--workers", "2"], "https://127.0.0.1:0")
+    pids, served_ok = pids_of(srv.port, 40)
+    check(served_ok >= 12 and len(pids) == 2,
+          "--workers 2: every HTTP/3 connection served fully, by both workers (%d served, %d pids)"
+          % (served_ok, len(pids)))
+    echoed, ports = rebinding(srv.port, 10)
+    check(echoed and ports >= 10,
+          "--workers 2: a connection whose source port changes %d times (200 KB posted) is served to its end"
+          % (ports - 1))
+    # SIGHUP: new workers take new sockets of the group and the new connections; the old ones finish.
+    srv.p.send_signal(signal.SIGHUP)
+    fresh = set()
+    for _ in range(50):
+        new_pids, ok = pids_of(srv.port, 1)
+        fresh |= new_pids - pids
+        if len(fresh) == 2:
+            break
+    check(len(fresh) == 2, "--workers 2 after SIGHUP: both new workers serve HTTP/3")
+    check(srv.stop() == 0, "--workers 2: a graceful stop ends with status 0")
+
+
 def log_says(path, text):
     """Whether the error log at `path` comes to say `text` within 5 s."""
     for _ in range(50):
@@ -387,6 +475,7 @@ def main():
     kinds(srv, big, "(app pool, Retry)")
     check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
 
+    workers(tls)
     amplification()
     stalled_body()
     stalled_reader()

@@ -7,9 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
+#include "csgi/adapters/standalone/detail/http3/quic_sockets.hpp"
 #include "csgi/adapters/standalone/detail/process/binary_upgrade.hpp"
 #include "csgi/adapters/standalone/detail/process/server_impl.hpp"
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
@@ -116,6 +118,7 @@ int Server::Impl::run() {
   stats.attach_adapter("standalone");
   stats.set_workers(opt.workers > 0 ? opt.workers : 1);
   upgrade_fd = take_upgrade_fd();
+  std::optional<QuicSockets> quic;
   try {
     sh.error_log.open(opt.error_log);
     if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
@@ -131,6 +134,13 @@ int Server::Impl::run() {
       for (const auto& spec : specs) sh.listeners.push_back(open_listen(parse_listen(spec), opt.reuseport));
     }
     choose_tls_listeners(sh);
+    // --http3: a UDP socket per worker on each TLS listener's port, made here so that their numbering in
+    // the kernel's SO_REUSEPORT group is the server's (quic_sockets.hpp); one when serving alone.
+    if (opt.http3) {
+      quic.emplace(sh.listeners, opt.workers > 0 ? opt.workers : 1);
+      sh.quic = &*quic;
+      if (opt.workers == 0) quic->route({0});
+    }
   } catch (...) {
     {
       std::lock_guard lock(mu);
