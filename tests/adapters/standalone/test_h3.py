@@ -13,8 +13,8 @@
   * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
   * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
     --h2-max-streams 10 (stream credit comes back);
-  * --workers 2: connections served by both workers, one whose source port changes mid-connection
-    served to its end, both new workers serving after SIGHUP;
+  * --workers 2 --threads 2: connections served by both io threads of both workers, one whose source
+    port changes mid-connection served to its end, both new workers serving after SIGHUP;
   * a graceful stop (SIGTERM) ends the process with status 0.
 Usage: test_h3.py CSGI_EXE H3_APP_SO"""
 import hashlib
@@ -219,18 +219,18 @@ class Fetch:
             return None
 
 
-def pids_of(port, connections):
-    """Up to `connections` gtlsclient connections, each asking /pid: the pids that answered, and how many
-    connections were served fully; it stops early once 12 are and two pids were seen."""
-    pids, served_ok = set(), 0
+def threads_of(port, connections, enough):
+    """Up to `connections` gtlsclient connections, each asking /pid: the (pid, tid) pairs that answered,
+    and how many connections were served fully; it stops early once 12 are and `enough` pairs were seen."""
+    seen, served_ok = set(), 0
     for _ in range(connections):
         f = Fetch(port, ["/pid", "/hello"])
         if f.rc == 0 and f.status == {0: 200, 1: 200} and f.body("hello") == b"hello over h3":
             served_ok += 1
-            pids.add(f.body("pid"))
-        if served_ok >= 12 and len(pids) >= 2:
+            seen.add(tuple(f.body("pid").split(b"/")))
+        if served_ok >= 12 and len(seen) >= enough:
             break
-    return pids, served_ok
+    return seen, served_ok
 
 
 def rebinding(port, every):
@@ -282,27 +282,29 @@ def rebinding(port, every):
 
 
 def workers(tls):
-    """--workers 2: each worker its own UDP socket on the port, and each connection's datagrams reach the
-    worker that owns it (the connection ID names it), also from a client whose source port changes."""
-    srv = served.Server([CSGI, "serve"] + tls + ["--workers", "2"], "https://127.0.0.1:0")
-    pids, served_ok = pids_of(srv.port, 40)
-    check(served_ok >= 12 and len(pids) == 2,
-          "--workers 2: every HTTP/3 connection served fully, by both workers (%d served, %d pids)"
-          % (served_ok, len(pids)))
+    """--workers 2 --threads 2: each io thread of each worker its own UDP socket on the port, and each
+    connection's datagrams reach the thread that owns it (the connection ID names it), also from a client
+    whose source port changes."""
+    srv = served.Server([CSGI, "serve"] + tls + ["--workers", "2", "--threads", "2"], "https://127.0.0.1:0")
+    seen, served_ok = threads_of(srv.port, 40, 4)
+    pids = {pid for pid, tid in seen}
+    check(served_ok >= 12 and len(pids) == 2 and len(seen) == 4,
+          "--workers 2 --threads 2: every HTTP/3 connection served fully, by both io threads of both workers "
+          "(%d served, %d pids, %d threads)" % (served_ok, len(pids), len(seen)))
     echoed, ports = rebinding(srv.port, 10)
     check(echoed and ports >= 10,
-          "--workers 2: a connection whose source port changes %d times (200 KB posted) is served to its end"
+          "--workers 2 --threads 2: a connection whose source port changes %d times (200 KB posted) is served to its end"
           % (ports - 1))
     # SIGHUP: new workers take new sockets of the group and the new connections; the old ones finish.
     srv.p.send_signal(signal.SIGHUP)
     fresh = set()
     for _ in range(50):
-        new_pids, ok = pids_of(srv.port, 1)
-        fresh |= new_pids - pids
+        new, ok = threads_of(srv.port, 1, 1)
+        fresh |= {pid for pid, tid in new} - pids
         if len(fresh) == 2:
             break
-    check(len(fresh) == 2, "--workers 2 after SIGHUP: both new workers serve HTTP/3")
-    check(srv.stop() == 0, "--workers 2: a graceful stop ends with status 0")
+    check(len(fresh) == 2, "--workers 2 --threads 2 after SIGHUP: both new workers serve HTTP/3")
+    check(srv.stop() == 0, "--workers 2 --threads 2: a graceful stop ends with status 0")
 
 
 def log_says(path, text):

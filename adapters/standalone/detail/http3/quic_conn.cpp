@@ -86,7 +86,7 @@ bool Connection::init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* odcid, std::str
   }
   ngtcp2_cid scid;
   scid.datalen = cid_len;
-  ep_.group.make_cid(scid.data);
+  ep_.group.make_cid(ep_.thread.index, scid.data);
   if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, ep_.secret.data(), ep_.secret.size(),
                                                    &scid) != 0) {
     why = "stateless reset token";
@@ -128,7 +128,7 @@ int Connection::new_cid(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std:
   Connection& c = self(p);
   cid->datalen = len;
   random_bytes(cid->data, len);
-  if (len == cid_len) c.ep_.group.make_cid(cid->data);
+  if (len == cid_len) c.ep_.group.make_cid(c.ep_.thread.index, cid->data);
   if (ngtcp2_crypto_generate_stateless_reset_token(token, c.ep_.secret.data(), c.ep_.secret.size(), cid) != 0)
     return NGTCP2_ERR_CALLBACK_FAILURE;
   std::string k = cid_key(cid->data, len);
@@ -346,8 +346,9 @@ Endpoint::Endpoint(IoThread& t, const ListenSocket& l, QuicAppMaker m)
     : thread(t), listener(l), maker(m), group(*t.shared.quic), sock_(t.ioc), stop_timer_(t.ioc) {
   cred = load_credentials(t.shared.opt);
   secret = group.secret();
-  // The group's socket of this process (quic_sockets.hpp); the group keeps its own descriptor.
-  int fd = group.fd(l.fd) < 0 ? -1 : ::fcntl(group.fd(l.fd), F_DUPFD_CLOEXEC, 3);
+  // The group's socket of this io thread (quic_sockets.hpp); the group keeps its own descriptor.
+  int own = group.fd(l.fd, t.index);
+  int fd = own < 0 ? -1 : ::fcntl(own, F_DUPFD_CLOEXEC, 3);
   if (fd < 0) throw std::runtime_error("HTTP/3 on " + l.display + ": no UDP socket: " + std::strerror(errno));
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

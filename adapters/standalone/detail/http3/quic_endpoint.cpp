@@ -89,7 +89,7 @@ void Endpoint::on_datagram(const sockaddr_storage& from, socklen_t fromlen, cons
 void Endpoint::send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from, socklen_t fromlen) {
   ngtcp2_cid scid;
   scid.datalen = cid_len;
-  group.make_cid(scid.data);  // the client's next Initial comes back to this process
+  group.make_cid(thread.index, scid.data);  // the client's next Initial comes back to this process
   std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token;
   ngtcp2_ssize tokenlen = ngtcp2_crypto_generate_retry_token(
       token.data(), secret.data(), secret.size(), hd.version, reinterpret_cast<const ngtcp2_sockaddr*>(&from), fromlen,

@@ -82,9 +82,11 @@ std::vector<sock_filter> route_program(std::uint8_t tag, const std::set<unsigned
 
 }  // namespace
 
-QuicSockets::QuicSockets(const std::vector<ListenSocket>& listeners, unsigned n) {
-  if (n > max_indexes / 2)
-    throw std::runtime_error("HTTP/3: at most " + std::to_string(max_indexes / 2) + " workers serve QUIC");
+QuicSockets::QuicSockets(const std::vector<ListenSocket>& listeners, unsigned n, unsigned threads)
+    : threads_(threads) {
+  if (threads == 0 || n * threads > max_indexes / 2)
+    throw std::runtime_error("HTTP/3: at most " + std::to_string(max_indexes / 2) +
+                             " io threads in all (workers × threads) serve QUIC");
   fill_random(&tag_, 1);
   fill_random(secret_.data(), secret_.size());
   for (const ListenSocket& l : listeners) {
@@ -96,7 +98,7 @@ QuicSockets::QuicSockets(const std::vector<ListenSocket>& listeners, unsigned n)
   }
   try {
     for (unsigned i = 0; i < n; ++i)
-      if (!add_index()) throw std::runtime_error("HTTP/3: UDP bind: " + std::string(std::strerror(errno)));
+      if (!add_slot()) throw std::runtime_error("HTTP/3: UDP bind: " + std::string(std::strerror(errno)));
   } catch (...) {
     for (Port& p : ports_)
       for (int fd : p.fds) ::close(fd);
@@ -110,31 +112,40 @@ QuicSockets::~QuicSockets() {
       if (fd >= 0) ::close(fd);
 }
 
-// One more socket on every port, all of them at index count_ (false, with errno, when one fails: those
-// bound for it close again, the last of their groups, which leaves the others' numbering as it was).
-bool QuicSockets::add_index() {
-  if (count_ == max_indexes) {
+// One more slot: `threads_` sockets on every port, at indexes count_ × threads_ + t (false, with errno,
+// when one fails: those bound for it close again, last first, so that each is the last of its group
+// when it goes and the others' numbering stays).
+bool QuicSockets::add_slot() {
+  if ((count_ + 1) * threads_ > max_indexes) {
     errno = ENOSPC;
     return false;
   }
-  for (Port& p : ports_) {
-    int fd = ::socket(p.addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int on = 1;
-    if (fd >= 0 && p.addr.ss_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-    if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
-        ::bind(fd, reinterpret_cast<const sockaddr*>(&p.addr), p.len) != 0) {
-      int e = errno;
-      if (fd >= 0) ::close(fd);
+  const std::size_t before = static_cast<std::size_t>(count_) * threads_;
+  auto undo = [&] {
+    int e = errno;
+    for (std::size_t t = threads_; t-- > 0;)
       for (Port& q : ports_)
-        if (q.fds.size() > count_) {
+        if (q.fds.size() > before + t) {
           ::close(q.fds.back());
           q.fds.pop_back();
         }
-      errno = e;
-      return false;
+    errno = e;
+    return false;
+  };
+  for (unsigned t = 0; t < threads_; ++t)
+    for (Port& p : ports_) {
+      int fd = ::socket(p.addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      int on = 1;
+      if (fd >= 0 && p.addr.ss_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+      if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
+          ::bind(fd, reinterpret_cast<const sockaddr*>(&p.addr), p.len) != 0) {
+        int e = errno;
+        if (fd >= 0) ::close(fd);
+        errno = e;
+        return undo();
+      }
+      p.fds.push_back(fd);
     }
-    p.fds.push_back(fd);
-  }
   ++count_;
   return true;
 }
@@ -142,17 +153,17 @@ bool QuicSockets::add_index() {
 unsigned QuicSockets::pick(const std::set<unsigned>& held, const std::set<unsigned>& accepting) {
   for (unsigned i = 0; i < count_; ++i)
     if (!held.count(i)) return i;
-  if (add_index()) return count_ - 1;
+  if (add_slot()) return count_ - 1;
   for (unsigned i = 0; i < count_; ++i)
     if (!accepting.count(i)) return i;
   return 0;
 }
 
-void QuicSockets::serve_at(unsigned index) {
-  index_ = static_cast<std::uint8_t>(index);
+void QuicSockets::serve_at(unsigned slot) {
+  slot_ = slot;
   for (Port& p : ports_)
     for (std::size_t i = 0; i < p.fds.size(); ++i)
-      if (i != index && p.fds[i] >= 0) {
+      if (i / threads_ != slot && p.fds[i] >= 0) {
         ::close(p.fds[i]);
         p.fds[i] = -1;
       }
@@ -160,7 +171,10 @@ void QuicSockets::serve_at(unsigned index) {
 
 bool QuicSockets::route(const std::set<unsigned>& accepting) {
   if (attached_ && accepting == routed_) return true;
-  std::vector<sock_filter> insns = route_program(tag_, accepting);
+  std::set<unsigned> indexes;
+  for (unsigned slot : accepting)
+    for (unsigned t = 0; t < threads_; ++t) indexes.insert(slot * threads_ + t);
+  std::vector<sock_filter> insns = route_program(tag_, indexes);
   sock_fprog prog{static_cast<unsigned short>(insns.size()), insns.data()};
   for (const Port& p : ports_)
     if (!p.fds.empty() && ::setsockopt(p.fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) != 0)
@@ -170,15 +184,17 @@ bool QuicSockets::route(const std::set<unsigned>& accepting) {
   return true;
 }
 
-int QuicSockets::fd(int listener_fd) const {
+int QuicSockets::fd(int listener_fd, unsigned thread) const {
+  std::size_t index = static_cast<std::size_t>(slot_) * threads_ + thread;
   for (const Port& p : ports_)
-    if (p.listener_fd == listener_fd) return index_ < p.fds.size() ? p.fds[index_] : -1;
+    if (p.listener_fd == listener_fd) return thread < threads_ && index < p.fds.size() ? p.fds[index] : -1;
   return -1;
 }
 
-void QuicSockets::make_cid(std::uint8_t* data) const {
-  data[0] = index_;
-  data[1] = static_cast<std::uint8_t>(index_ ^ tag_);
+void QuicSockets::make_cid(unsigned thread, std::uint8_t* data) const {
+  auto index = static_cast<std::uint8_t>(slot_ * threads_ + thread);
+  data[0] = index;
+  data[1] = static_cast<std::uint8_t>(index ^ tag_);
   fill_random(data + 2, cid_len - 2);
 }
 

@@ -134,10 +134,10 @@ int Server::Impl::run() {
       for (const auto& spec : specs) sh.listeners.push_back(open_listen(parse_listen(spec), opt.reuseport));
     }
     choose_tls_listeners(sh);
-    // --http3: a UDP socket per worker on each TLS listener's port, made here so that their numbering in
-    // the kernel's SO_REUSEPORT group is the server's (quic_sockets.hpp); one when serving alone.
+    // --http3: a UDP socket per io thread of each worker on each TLS listener's port, made here so that
+    // their numbering in the kernel's SO_REUSEPORT group is the server's (quic_sockets.hpp).
     if (opt.http3) {
-      quic.emplace(sh.listeners, opt.workers > 0 ? opt.workers : 1);
+      quic.emplace(sh.listeners, opt.workers > 0 ? opt.workers : 1, opt.threads);
       sh.quic = &*quic;
       if (opt.workers == 0) quic->route({0});
     }
