@@ -250,8 +250,12 @@ def rebinding(port, every):
                             str(relay.getsockname()[1]), "https://localhost:%d/echo" % port],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
-    while cli.poll() is None and time.time() < deadline:
-        ready, _, _ = select.select([relay] + ups, [], [], 0.05)
+    while time.time() < deadline:
+        # Once the client has exited, what it sent last (its ACKs, CONNECTION_CLOSE) is still passed on.
+        exited = cli.poll() is not None
+        ready, _, _ = select.select([relay] + ups, [], [], 0 if exited else 0.05)
+        if exited and not ready:
+            break
         for sock in ready:
             if sock is relay:
                 data, client = relay.recvfrom(65536)

@@ -41,8 +41,10 @@ sock_filter jump(std::uint16_t code, std::uint32_t k, std::uint8_t jt, std::uint
   return sock_filter{code, jt, jf, k};
 }
 
-// The index a datagram goes to (quic_sockets.hpp): the one its connection ID names when the check byte
-// matches `tag`; else, for a long header, accepting[(the ID's first four bytes) mod their count].
+// The index a datagram goes to (quic_sockets.hpp): for a short header, the one its connection ID names
+// when the check byte matches `tag`; for a long header, that one too when it is accepting (a client's
+// own ID may pass the check by chance, and must not be sent to a socket no process reads), else
+// accepting[(the ID's first four bytes) mod their count].
 std::vector<sock_filter> route_program(std::uint8_t tag, const std::set<unsigned>& accepting) {
   std::vector<sock_filter> p = {
       stmt(BPF_LD | BPF_B | BPF_ABS, 0),                  // 0  A = the first byte
@@ -55,22 +57,29 @@ std::vector<sock_filter> route_program(std::uint8_t tag, const std::set<unsigned
       stmt(BPF_LD | BPF_B | BPF_ABS, short_dcid),         // 7  the index it names
       stmt(BPF_RET | BPF_A, 0),                           // 8
       stmt(BPF_RET | BPF_K, no_index),                    // 9
+  };
+  if (accepting.empty()) {
+    p.push_back(stmt(BPF_RET | BPF_K, no_index));  // 10
+    return p;
+  }
+  const auto n = static_cast<std::uint32_t>(accepting.size());
+  p.insert(p.end(), {
       stmt(BPF_LD | BPF_B | BPF_ABS, long_dcid_len),      // 10 long: an ID of the server's length?
-      jump(BPF_JMP | BPF_JEQ | BPF_K, QuicSockets::cid_len, 0, 7),  // 11 no: to 19
+      jump(BPF_JMP | BPF_JEQ | BPF_K, QuicSockets::cid_len, 0, 5),  // 11 no: to 17
       stmt(BPF_LD | BPF_B | BPF_ABS, long_dcid + 1),      // 12 X = id[1]
       stmt(BPF_MISC | BPF_TAX, 0),                        // 13
       stmt(BPF_LD | BPF_B | BPF_ABS, long_dcid),          // 14 A = id[0] ^ id[1]
       stmt(BPF_ALU | BPF_XOR | BPF_X, 0),                 // 15
-      jump(BPF_JMP | BPF_JEQ | BPF_K, tag, 0, 2),         // 16 not the server's: to 19
-      stmt(BPF_LD | BPF_B | BPF_ABS, long_dcid),          // 17 the index it names
-      stmt(BPF_RET | BPF_A, 0),                           // 18
-  };
-  if (accepting.empty()) {
-    p.push_back(stmt(BPF_RET | BPF_K, no_index));  // 19
-    return p;
+      jump(BPF_JMP | BPF_JEQ | BPF_K, tag, 1, 0),         // 16 the server's: to 18
+      stmt(BPF_JMP | BPF_JA, 1 + 2 * n),                  // 17 to the hash, past 18 and the list
+      stmt(BPF_LD | BPF_B | BPF_ABS, long_dcid),          // 18 the index it names, if accepting
+  });
+  for (unsigned index : accepting) {
+    p.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, index, 0, 1));
+    p.push_back(stmt(BPF_RET | BPF_K, index));
   }
-  p.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, long_dcid));                                 // 19 A = id[0..3]
-  p.push_back(stmt(BPF_ALU | BPF_MOD | BPF_K, static_cast<std::uint32_t>(accepting.size())));  // 20
+  p.push_back(stmt(BPF_LD | BPF_W | BPF_ABS, long_dcid));  // the hash: A = id[0..3] mod n
+  p.push_back(stmt(BPF_ALU | BPF_MOD | BPF_K, n));
   std::uint32_t i = 0;
   for (unsigned index : accepting) {
     p.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, i++, 0, 1));
