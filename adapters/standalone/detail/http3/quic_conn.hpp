@@ -3,7 +3,7 @@
 // helper, behind quic.hpp's QuicStreams/QuicApp. Declared here, defined by concern:
 //   quic_conn.cpp      a connection: its handshake, packets in and out, timers, closing;
 //   quic_endpoint.cpp  the endpoint: the UDP socket, datagrams to connections, Retry, Version
-//                      Negotiation, certificates (SIGHUP), the graceful stop.
+//                      Negotiation, Stateless Reset, certificates (SIGHUP), the graceful stop.
 #include "csgi/adapters/standalone/detail/http3/quic.hpp"
 #include "csgi/adapters/standalone/detail/http3/quic_sockets.hpp"
 
@@ -246,6 +246,7 @@ private:
   void on_datagram(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n);
   void send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from, socklen_t fromlen);
   void send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen);
+  void send_stateless_reset(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen, std::size_t n);
   void poll_stop();
 
   Udp::socket sock_;
