@@ -155,8 +155,8 @@ void Master::route_quic() {
   if (!sh_.quic) return;
   if (!sh_.quic->route(quic_accepting()) && !quic_route_failed_) {
     quic_route_failed_ = true;
-    sh_.errors.write(std::string("csgi: HTTP/3: cannot attach the routing program to the UDP sockets (") +
-                     std::strerror(errno) + "): datagrams go to workers by the kernel's hash");
+    sh_.errors.write(std::string("csgi: HTTP/3: cannot replace the routing program of the UDP sockets (") +
+                     std::strerror(errno) + "): new connections go where the previous one sends them");
   }
 }
 

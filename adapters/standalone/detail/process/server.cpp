@@ -7,7 +7,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
@@ -139,7 +141,9 @@ int Server::Impl::run() {
     if (opt.http3) {
       quic.emplace(sh.listeners, opt.workers > 0 ? opt.workers : 1, opt.threads);
       sh.quic = &*quic;
-      if (opt.workers == 0) quic->route({0});
+      if (!quic->route(opt.workers == 0 ? std::set<unsigned>{0} : std::set<unsigned>{}))
+        throw std::runtime_error(std::string("HTTP/3: cannot attach the routing program to the UDP sockets: ") +
+                                 std::strerror(errno));
     }
   } catch (...) {
     {
