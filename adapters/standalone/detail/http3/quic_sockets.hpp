@@ -7,23 +7,24 @@
 // The kernel numbers a group's sockets in the order they are bound, and closing one renumbers the
 // last; none is closed here before the server ends, so an index names one socket (one per port) for
 // the server's life. A serving process holds a slot: the indexes slot × threads + thread, one per io
-// thread; every connection ID an io thread issues starts with its index: byte 0 the index, byte 1 the index XOR the group's tag (a random byte). The program sends a
-// datagram whose destination connection ID passes that check to the socket it names (packets of an
-// established connection, whatever the client's address now); any other datagram that may start a
-// connection (a long header: a client's first Initials carry an ID of its own choosing) to one of the
-// accepting slots' indexes, chosen by the ID's first four bytes, so that all of a client's first Initials reach
-// the same process.
+// thread. Every connection ID an io thread issues starts with its index: byte 0 the index, byte 1 the
+// index XOR the group's tag (a random byte). The program sends a datagram whose destination connection
+// ID passes that check to the socket it names (packets of an established connection, whatever the
+// client's address now; a long header only to an accepting slot's socket); any other long-header
+// datagram (a client's first Initials carry an ID of its own choosing) to one of the accepting slots'
+// indexes, chosen by the ID's first four bytes, so that all of a client's first Initials reach the same
+// io thread; other short-header datagrams by the kernel's hash.
 #include <sys/socket.h>
 #include <sys/types.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <vector>
 
 namespace csgi::standalone {
 struct ListenSocket;
-struct ServerOptions;
 }  // namespace csgi::standalone
 
 namespace csgi::standalone::detail {
