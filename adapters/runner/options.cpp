@@ -253,7 +253,8 @@ std::vector<OptionSpec> make_table() {
   {"http3", 0, nullptr, H, false,
    "HTTP/3 over QUIC on each https:// listener: a UDP socket on the same port, the same --tls-cert files "
    "(ALPN h3, TLS 1.3, no 0-RTT), and `Alt-Svc: h3=\":PORT\"; ma=86400` on its HTTP/1.1 and HTTP/2 "
-   "responses. Streams per connection: --h2-max-streams. Not with --workers yet",
+   "responses. Streams per connection: --h2-max-streams. A UDP socket per io thread of each worker (128 at "
+   "most), each connection's datagrams routed to the thread that owns it by its connection ID",
    off, [](Options& o, const std::string&) { o.server.http3 = true; }},
   {"http3-retry", 0, nullptr, H, false,
    "HTTP/3: every new client proves its address with a Retry round trip before the server keeps state for "
@@ -587,7 +588,8 @@ const std::vector<SignalSpec>& signal_table() {
       {"USR1", "reopen the log files (after logrotate)", "reopen the log files and forward: each worker reopens its own"},
       {"USR2", "ignored, with a line in the error log (an upgrade needs a master)",
        "binary upgrade: start the csgi binary now at the path this one was started from, on the same sockets; "
-       "the old master leaves once the new one is ready, and stays if it fails"},
+       "the old master leaves once the new one is ready, and stays if it fails (not with --http3: ignored, "
+       "with a line in the error log)"},
   };
   return table;
 }
@@ -679,7 +681,9 @@ void validate(Options& o) {
     if (c.cert_file.empty()) throw UsageError("--tls-key " + c.key_file + ": no --tls-cert given for it (they come in pairs)");
   }
   if (s.http3 && s.tls_certificates.empty()) throw UsageError("--http3: give --tls-cert FILE --tls-key FILE too");
-  if (s.http3 && s.workers > 0) throw UsageError("--http3: not with --workers yet (one process serves QUIC)");
+  if (s.http3 && std::max(s.workers, 1u) * s.threads > 128)
+    throw UsageError("--http3: at most 128 io threads in all, --workers × --threads (each has a UDP socket "
+                     "numbered in a byte of its connection IDs)");
   if (!s.tls_client_ca.empty() && s.tls_certificates.empty())
     throw UsageError("--tls-client-ca: give --tls-cert FILE --tls-key FILE too");
   if (s.max_request_line > s.max_header_bytes) s.max_request_line = s.max_header_bytes;

@@ -79,10 +79,12 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("--http3 needs certificates and one process") {
+TEST_CASE("--http3 needs certificates, and at most 128 io threads in all") {
   CHECK(usage_error({"--http3"}) == "--http3: give --tls-cert FILE --tls-key FILE too");
-  CHECK(usage_error({"--http3", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--workers", "2"}) ==
-        "--http3: not with --workers yet (one process serves QUIC)");
+  CHECK_NOTHROW(parse_args({"--http3", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--workers", "32", "--threads", "4"}));
+  CHECK(usage_error({"--http3", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--workers", "33", "--threads", "4"}) ==
+        "--http3: at most 128 io threads in all, --workers × --threads (each has a UDP socket numbered in a byte "
+        "of its connection IDs)");
   CHECK_NOTHROW(parse_args({"--http3", "--http3-retry", "--tls-cert", "c.pem", "--tls-key", "k.pem"}));
 }
 

@@ -9,12 +9,15 @@
 //   /delayed  a delayed response answered from another thread
 //   /early    a 103 Early Hints (csgix.informational), then the answer
 //   /sleep    answers after 2.5 s (longer than the test's --idle-timeout)
+//   /pid      "PID/TID": the serving process and io thread (which worker and thread answered)
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include "csgi/core/app_library.hpp"
 #include "csgi/core/extensions.hpp"
@@ -70,6 +73,7 @@ Response app(Env& env) {
     bool sent = info && info->send(103, Headers{{"Link", "</style.css>; rel=preload; as=style"}});
     return Response::text(200, sent ? "sent 103" : "no 103");
   }
+  if (path == "/pid") return Response::text(200, std::to_string(::getpid()) + "/" + std::to_string(::gettid()));
   if (path == "/sleep") {
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     return Response::text(200, "slept");

@@ -13,6 +13,9 @@
   * a client whose address is never validated gets at most 3x what it sent (anti-amplification);
   * a malformed request reset with H3_MESSAGE_ERROR; no session ticket (no 0-RTT); 60 requests through
     --h2-max-streams 10 (stream credit comes back);
+  * --workers 2 --threads 2: connections served by both io threads of both workers, one whose source
+    port changes mid-connection served to its end, a Stateless Reset for a connection of a worker killed
+    (from its replacement), both new workers serving after SIGHUP;
   * a graceful stop (SIGTERM) ends the process with status 0.
 Usage: test_h3.py CSGI_EXE H3_APP_SO"""
 import hashlib
@@ -98,7 +101,7 @@ def stalled_body():
     """A client whose request body stops (a relay holds back its datagrams after the first 30): the
     connection is closed after --body-timeout (logged), as on HTTP/2; a packet of it that comes in the
     closing period is answered with the same CONNECTION_CLOSE (RFC 9000 §10.2.1), one after the period
-    with nothing; the server serves others."""
+    with a Stateless Reset (RFC 9000 §10.3); the server serves others."""
     cert, key = make_cert("stall")
     log = os.path.join(TMP, "stall.log")
     srv = served.Server([CSGI, "serve", "--app", APP, "--tls-cert", cert, "--tls-key", key, "--http3",
@@ -127,7 +130,10 @@ def stalled_body():
     check(first is not None and first == r.last,
           "[ADP-20] a packet in the closing period gets the CONNECTION_CLOSE again (RFC 9000 §10.2.1)")
     time.sleep(1.5)
-    check(len(held) > 1 and r.answer(held[1]) is None, "after the closing period the connection is gone: no answer")
+    reset = r.answer(held[1]) if len(held) > 1 else None
+    check(reset is not None and reset != r.last and reset[0] & 0xc0 == 0x40 and 21 <= len(reset) < len(held[1]),
+          "after the closing period the connection is gone: a packet of it gets a Stateless Reset, smaller "
+          "than the packet")
     r.close()
     hello_served(srv.port, "after a connection closed for a stalled body")
     check(srv.stop() == 0, "that server stops with status 0")
@@ -215,6 +221,137 @@ class Fetch:
                 return f.read()
         except OSError:
             return None
+
+
+def threads_of(port, connections, enough):
+    """Up to `connections` gtlsclient connections, each asking /pid: the (pid, tid) pairs that answered,
+    and how many connections were served fully; it stops early once 12 are and `enough` pairs were seen."""
+    seen, served_ok = set(), 0
+    for _ in range(connections):
+        f = Fetch(port, ["/pid", "/hello"])
+        if f.rc == 0 and f.status == {0: 200, 1: 200} and f.body("hello") == b"hello over h3":
+            served_ok += 1
+            seen.add(tuple(f.body("pid").split(b"/")))
+        if served_ok >= 12 and len(seen) >= enough:
+            break
+    return seen, served_ok
+
+
+def rebinding(port, every):
+    """One connection posting 200 KB to /echo through a relay that sends the client's datagrams on from a
+    new socket (a new source port, as after a NAT rebinding) every `every` datagrams, and passes back what
+    the server sends to any of them: whether the body came back whole, and how many source ports were used."""
+    relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    relay.bind(("127.0.0.1", 0))
+    ups, client, sent = [], None, 0
+    upload = os.urandom(200000)
+    body = os.path.join(TMP, "rebinding.bin")
+    with open(body, "wb") as fh:
+        fh.write(upload)
+    down = tempfile.mkdtemp(dir=TMP)
+    cli = subprocess.Popen([GTLS, "-q", "--no-quic-dump", "--no-http-dump", "--exit-on-all-streams-close",
+                            "--timeout=5s", "--download=" + down, "-m", "POST", "-d", body, "127.0.0.1",
+                            str(relay.getsockname()[1]), "https://localhost:%d/echo" % port],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        # Once the client has exited, what it sent last (its ACKs, CONNECTION_CLOSE) is still passed on.
+        exited = cli.poll() is not None
+        ready, _, _ = select.select([relay] + ups, [], [], 0 if exited else 0.05)
+        if exited and not ready:
+            break
+        for sock in ready:
+            if sock is relay:
+                data, client = relay.recvfrom(65536)
+                if sent % every == 0:
+                    up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    up.connect(("127.0.0.1", port))
+                    ups.append(up)
+                ups[-1].send(data)
+                sent += 1
+            else:
+                try:
+                    data = sock.recv(65536)
+                except OSError:
+                    continue
+                if client:
+                    relay.sendto(data, client)
+    if cli.poll() is None:
+        cli.kill()
+    cli.wait()
+    for sock in [relay] + ups:
+        sock.close()
+    try:
+        with open(os.path.join(down, "echo"), "rb") as fh:
+            echoed = fh.read()
+    except OSError:
+        echoed = None
+    return cli.returncode == 0 and echoed == upload, len(ups)
+
+
+def children(srv):
+    """The master's child processes (its workers), as the pids /pid answers."""
+    with open("/proc/%d/task/%d/children" % (srv.p.pid, srv.p.pid)) as fh:
+        return {pid.encode() for pid in fh.read().split()}
+
+
+def reset_after_crash(srv):
+    """A worker killed (SIGKILL) after serving a connection; once the master has replaced it, a short-header
+    datagram to that connection's ID: whether the new worker answers it with a Stateless Reset carrying
+    the token the dead one gave for that ID (smaller than the datagram, as RFC 9000 §10.3 asks)."""
+    f = Fetch(srv.port, ["/pid"], dump=True)
+    scid = re.search(r"pkt rx pkn=\d+ dcid=0x[0-9a-f]+ scid=0x([0-9a-f]+) version=0x00000001 type=Initial", f.out)
+    token = re.search(r"remote transport_parameters stateless_reset_token=0x([0-9a-f]+)", f.out)
+    if not (scid and token and f.body("pid")):
+        return False
+    pid = f.body("pid").split(b"/")[0]
+    os.kill(int(pid), signal.SIGKILL)
+    for _ in range(100):  # the master reaps it and forks its replacement
+        kids = children(srv)
+        if pid not in kids and len(kids) == 2:
+            break
+        time.sleep(0.1)
+    datagram = bytes([0x41]) + bytes.fromhex(scid.group(1)) + os.urandom(40)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(0.5)
+        for _ in range(10):
+            u.sendto(datagram, ("127.0.0.1", srv.port))
+            try:
+                reply = u.recv(2048)
+            except socket.timeout:
+                continue
+            return 21 <= len(reply) < len(datagram) and reply[-16:] == bytes.fromhex(token.group(1))
+    return False
+
+
+def workers(tls):
+    """--workers 2 --threads 2: each io thread of each worker its own UDP socket on the port, and each
+    connection's datagrams reach the thread that owns it (the connection ID names it), also from a client
+    whose source port changes."""
+    srv = served.Server([CSGI, "serve"] + tls + ["--workers", "2", "--threads", "2"], "https://127.0.0.1:0")
+    seen, served_ok = threads_of(srv.port, 40, 4)
+    pids = {pid for pid, tid in seen}
+    check(served_ok >= 12 and len(pids) == 2 and len(seen) == 4,
+          "--workers 2 --threads 2: every HTTP/3 connection served fully, by both io threads of both workers "
+          "(%d served, %d pids, %d threads)" % (served_ok, len(pids), len(seen)))
+    echoed, ports = rebinding(srv.port, 10)
+    check(echoed and ports >= 10,
+          "--workers 2 --threads 2: a connection whose source port changes %d times (200 KB posted) is served to its end"
+          % (ports - 1))
+    check(reset_after_crash(srv),
+          "--workers 2 --threads 2: a worker killed, a datagram of its connection gets a Stateless Reset with "
+          "that connection's token from the worker that replaces it")
+    # SIGHUP: new workers take new sockets of the group and the new connections; the old ones finish.
+    old = children(srv)
+    srv.p.send_signal(signal.SIGHUP)
+    fresh = set()
+    for _ in range(50):
+        new, ok = threads_of(srv.port, 1, 1)
+        fresh |= {pid for pid, tid in new} - old
+        if len(fresh) == 2:
+            break
+    check(len(fresh) == 2, "--workers 2 --threads 2 after SIGHUP: both new workers serve HTTP/3")
+    check(srv.stop() == 0, "--workers 2 --threads 2: a graceful stop ends with status 0")
 
 
 def log_says(path, text):
@@ -387,6 +524,7 @@ def main():
     kinds(srv, big, "(app pool, Retry)")
     check(srv.stop() == 0, "a graceful stop with the app pool ends with status 0")
 
+    workers(tls)
     amplification()
     stalled_body()
     stalled_reader()

@@ -13,7 +13,8 @@ namespace csgi::standalone::detail {
 /// The HTTP/3 protocol of a new QUIC connection on `listener` (a QuicAppMaker).
 std::shared_ptr<QuicApp> make_h3(QuicStreams& streams, IoThread& thread, const ListenSocket& listener);
 
-/// Opens the HTTP/3 endpoints of thread `thread` (one per TLS listener) when ServerOptions::http3 is set.
+/// Opens the HTTP/3 endpoints of io thread `thread` (one per TLS listener, each on the thread's socket of
+/// the listener's group) when ServerOptions::http3 is set. Called for every io thread before they run.
 std::vector<std::unique_ptr<QuicEndpoint>> open_http3(IoThread& thread);
 
 }  // namespace csgi::standalone::detail

@@ -547,7 +547,8 @@ std::vector<std::unique_ptr<QuicEndpoint>> open_http3(IoThread& thread) {
   for (const ListenSocket& l : thread.shared.listeners)
     if (l.tls && l.tcp) {
       out.push_back(open_quic(thread, l, &make_h3));
-      thread.shared.alt_svc.emplace_back(l.server_port, "h3=\":" + l.server_port + "\"; ma=86400");
+      if (thread.index == 0)  // once per process
+        thread.shared.alt_svc.emplace_back(l.server_port, "h3=\":" + l.server_port + "\"; ma=86400");
     }
   return out;
 }

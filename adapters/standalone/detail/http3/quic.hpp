@@ -3,7 +3,8 @@
 // GnuTLS helper stay in quic_conn.hpp and its .cpp files, behind QuicStreams (what the codec asks of a connection) and QuicApp
 // (what a connection asks of the codec), so that the library versions can move without touching the codec.
 //
-//   QuicEndpoint  one UDP socket on the port of an https:// listener (io thread 0): the datagrams, the
+//   QuicEndpoint  this process's UDP socket on the port of an https:// listener (io thread 0; one of
+//                 the port's group, quic_sockets.hpp): the datagrams, the
 //                 connection IDs of its connections, Retry (address validation), the certificates
 //                 (GnuTLS, the same --tls-cert/--tls-key files), graceful stop.
 //   a connection  one ngtcp2 connection and its TLS session (ALPN h3, no 0-RTT), its expiry timer, the
@@ -109,7 +110,8 @@ public:
   virtual std::string reload() = 0;
 };
 
-/// The UDP endpoint of `listener` (a TLS one) on `thread`: bound to the same address and port. Throws
+/// The UDP endpoint of `listener` (a TLS one) on `thread`: this process's socket of the listener's group
+/// (Shared::quic), on the same address and port. Throws
 /// std::runtime_error naming the file or the address on failure.
 std::unique_ptr<QuicEndpoint> open_quic(IoThread& thread, const ListenSocket& listener, QuicAppMaker maker);
 

@@ -2,6 +2,8 @@
 // quic_conn.hpp).
 #include "csgi/adapters/standalone/detail/http3/quic_conn.hpp"
 
+#include <fcntl.h>
+
 namespace csgi::standalone::detail::quic {
 
 Connection::Connection(Endpoint& ep, const sockaddr_storage& from, socklen_t fromlen)
@@ -84,7 +86,7 @@ bool Connection::init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* odcid, std::str
   }
   ngtcp2_cid scid;
   scid.datalen = cid_len;
-  random_bytes(scid.data, cid_len);
+  ep_.group.make_cid(ep_.thread.index, scid.data);
   if (ngtcp2_crypto_generate_stateless_reset_token(params.stateless_reset_token, ep_.secret.data(), ep_.secret.size(),
                                                    &scid) != 0) {
     why = "stateless reset token";
@@ -126,6 +128,7 @@ int Connection::new_cid(ngtcp2_conn*, ngtcp2_cid* cid, std::uint8_t* token, std:
   Connection& c = self(p);
   cid->datalen = len;
   random_bytes(cid->data, len);
+  if (len == cid_len) c.ep_.group.make_cid(c.ep_.thread.index, cid->data);
   if (ngtcp2_crypto_generate_stateless_reset_token(token, c.ep_.secret.data(), c.ep_.secret.size(), cid) != 0)
     return NGTCP2_ERR_CALLBACK_FAILURE;
   std::string k = cid_key(cid->data, len);
@@ -340,21 +343,19 @@ void Connection::on_timer() {
 }
 
 Endpoint::Endpoint(IoThread& t, const ListenSocket& l, QuicAppMaker m)
-    : thread(t), listener(l), maker(m), sock_(t.ioc), stop_timer_(t.ioc) {
+    : thread(t), listener(l), maker(m), group(*t.shared.quic), sock_(t.ioc), stop_timer_(t.ioc) {
   cred = load_credentials(t.shared.opt);
-  random_bytes(secret.data(), secret.size());
+  secret = group.secret();
+  // The group's socket of this io thread (quic_sockets.hpp); the group keeps its own descriptor.
+  int own = group.fd(l.fd, t.index);
+  int fd = own < 0 ? -1 : ::fcntl(own, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) throw std::runtime_error("HTTP/3 on " + l.display + ": no UDP socket: " + std::strerror(errno));
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getsockname(l.fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
-    throw std::runtime_error("HTTP/3 on " + l.display + ": " + std::strerror(errno));
-  int fd = ::socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("HTTP/3 on " + l.display + ": " + std::strerror(errno));
-  int on = 1;
-  if (ss.ss_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
     int e = errno;
     ::close(fd);
-    throw std::runtime_error("HTTP/3 on " + l.display + ": UDP bind: " + std::strerror(e));
+    throw std::runtime_error("HTTP/3 on " + l.display + ": " + std::strerror(e));
   }
   local = ss;
   local_len = len;

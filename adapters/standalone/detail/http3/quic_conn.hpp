@@ -3,8 +3,9 @@
 // helper, behind quic.hpp's QuicStreams/QuicApp. Declared here, defined by concern:
 //   quic_conn.cpp      a connection: its handshake, packets in and out, timers, closing;
 //   quic_endpoint.cpp  the endpoint: the UDP socket, datagrams to connections, Retry, Version
-//                      Negotiation, certificates (SIGHUP), the graceful stop.
+//                      Negotiation, Stateless Reset, certificates (SIGHUP), the graceful stop.
 #include "csgi/adapters/standalone/detail/http3/quic.hpp"
+#include "csgi/adapters/standalone/detail/http3/quic_sockets.hpp"
 
 #include <arpa/inet.h>
 #include <gnutls/crypto.h>
@@ -37,7 +38,7 @@ namespace csgi::standalone::detail::quic {
 using boost::system::error_code;
 using Udp = asio::ip::udp;
 
-constexpr std::size_t cid_len = 18;
+constexpr std::size_t cid_len = QuicSockets::cid_len;
 constexpr std::size_t max_packet = 1452;        // what one datagram carries (IPv6 minimum MTU path, less headers)
 constexpr std::size_t packets_per_turn = 256;   // a connection writes this many, then yields to the others
 constexpr std::size_t reads_per_turn = 64;      // datagrams read before the io thread does other work
@@ -228,6 +229,7 @@ public:
   IoThread& thread;
   const ListenSocket& listener;
   QuicAppMaker maker;
+  const QuicSockets& group;               // the socket's group: connection IDs, the secret
   std::shared_ptr<Credentials> cred;      // what new connections take
   std::array<std::uint8_t, 32> secret{};  // Retry tokens and stateless reset tokens
   sockaddr_storage local{};
@@ -244,6 +246,7 @@ private:
   void on_datagram(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n);
   void send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from, socklen_t fromlen);
   void send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen);
+  void send_stateless_reset(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen, std::size_t n);
   void poll_stop();
 
   Udp::socket sock_;

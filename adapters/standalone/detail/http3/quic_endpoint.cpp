@@ -62,6 +62,7 @@ void Endpoint::on_datagram(const sockaddr_storage& from, socklen_t fromlen, cons
     std::shared_ptr<Connection> c = it->second;
     return c->on_packet(data, n);
   }
+  if (!(data[0] & 0x80)) return send_stateless_reset(vc, from, fromlen, n);
   if (stopping) return;
   ngtcp2_pkt_hd hd;
   if (ngtcp2_accept(&hd, data, n) != 0) return;
@@ -89,7 +90,7 @@ void Endpoint::on_datagram(const sockaddr_storage& from, socklen_t fromlen, cons
 void Endpoint::send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from, socklen_t fromlen) {
   ngtcp2_cid scid;
   scid.datalen = cid_len;
-  random_bytes(scid.data, cid_len);
+  group.make_cid(thread.index, scid.data);  // the client's next Initial comes back to this process
   std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token;
   ngtcp2_ssize tokenlen = ngtcp2_crypto_generate_retry_token(
       token.data(), secret.data(), secret.size(), hd.version, reinterpret_cast<const ngtcp2_sockaddr*>(&from), fromlen,
@@ -99,6 +100,26 @@ void Endpoint::send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from,
   ngtcp2_ssize n = ngtcp2_crypto_write_retry(buf.data(), buf.size(), hd.version, &hd.scid, &scid, &hd.dcid,
                                              token.data(), static_cast<std::size_t>(tokenlen));
   if (n > 0) send(from, fromlen, buf.data(), static_cast<std::size_t>(n));
+}
+
+// A short-header packet of no connection here (one of a worker that died, or of the server before a
+// restart): a Stateless Reset (RFC 9000 §10.3) with the token the connection's ID was given (the secret
+// is the server's, the same in every process), so that its client stops at once. It is smaller than the
+// packet that prompted it, which bounds a loop of resets and leaves nothing to amplify.
+void Endpoint::send_stateless_reset(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen,
+                                    std::size_t n) {
+  constexpr std::size_t max_reset = 41;
+  if (vc.dcidlen != cid_len || n <= NGTCP2_MIN_STATELESS_RESET_RANDLEN + NGTCP2_STATELESS_RESET_TOKENLEN) return;
+  ngtcp2_cid cid;
+  ngtcp2_cid_init(&cid, vc.dcid, vc.dcidlen);
+  std::array<std::uint8_t, NGTCP2_STATELESS_RESET_TOKENLEN> token;
+  if (ngtcp2_crypto_generate_stateless_reset_token(token.data(), secret.data(), secret.size(), &cid) != 0) return;
+  std::size_t randlen = std::min(n - 1, max_reset) - NGTCP2_STATELESS_RESET_TOKENLEN;
+  std::array<std::uint8_t, max_reset> rand;
+  random_bytes(rand.data(), randlen);
+  std::array<std::uint8_t, max_reset> buf;
+  ngtcp2_ssize w = ngtcp2_pkt_write_stateless_reset(buf.data(), buf.size(), token.data(), rand.data(), randlen);
+  if (w > 0) send(from, fromlen, buf.data(), static_cast<std::size_t>(w));
 }
 
 void Endpoint::send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& from, socklen_t fromlen) {

@@ -11,12 +11,14 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #endif
 
+#include "csgi/adapters/standalone/detail/http3/quic_sockets.hpp"
 #include "csgi/adapters/standalone/detail/process/handover.hpp"
 #include "csgi/adapters/standalone/detail/process/server_impl.hpp"
 #include "csgi/adapters/standalone/detail/process/signal_actions.hpp"
@@ -42,7 +44,9 @@ private:
   static constexpr unsigned retiring = ~0u;  // the generation of a worker leaving after a contained fault
 
   pid_t spawn();
-  [[noreturn]] void serve_in_worker(WorkerBoard::Slot* slot);
+  [[noreturn]] void serve_in_worker(WorkerBoard::Slot* slot, unsigned quic_index);
+  std::set<unsigned> quic_accepting() const;
+  void route_quic();
   void start_worker();
   void start_workers();
   void replace_worker(WorkerBoard::Cause cause);
@@ -76,6 +80,8 @@ private:
   Clock::time_point stop_deadline_{};
   std::vector<Clock::time_point> recent_crashes_;
   std::map<pid_t, WorkerBoard::Cause> leaving_;  // retiring workers: why they leave
+  std::map<pid_t, unsigned> quic_index_;         // --http3: each live worker's index (quic_sockets.hpp)
+  bool quic_route_failed_ = false;
 };
 
 Master::Master(Server::Impl& server, Shared& sh) : server_(server), sh_(sh), opt_(server.opt) {
@@ -107,6 +113,7 @@ int Master::run() {
     reap();
     if (stopping_ && workers_.empty()) break;
     if (stopping_ && Clock::now() > stop_deadline_) signal_workers(SIGKILL);
+    route_quic();
     handle_signal(wait_signal());
   }
   finish();
@@ -116,19 +123,46 @@ int Master::run() {
 // Forks one worker, which serves with the inherited sockets and never returns here.
 pid_t Master::spawn() {
   WorkerBoard::Slot* slot = server_.board->claim();
+  unsigned quic_index = 0;
+  if (sh_.quic) {
+    std::set<unsigned> held;
+    for (auto& [pid, index] : quic_index_) held.insert(index);
+    quic_index = sh_.quic->pick(held, quic_accepting());
+  }
   pid_t pid = ::fork();
-  if (pid == 0) serve_in_worker(slot);
+  if (pid == 0) serve_in_worker(slot, quic_index);
   if (pid < 0) {
     sh_.errors.write(std::string("csgi: fork failed: ") + std::strerror(errno));
     server_.board->release(slot);
   } else {
     WorkerBoard::set_pid(slot, pid);
+    if (sh_.quic) quic_index_[pid] = quic_index;
   }
   return pid;
 }
 
+// --http3: the indexes of the workers that take new connections (the current generation's).
+std::set<unsigned> Master::quic_accepting() const {
+  std::set<unsigned> out;
+  for (auto& [pid, index] : quic_index_)
+    if (auto it = workers_.find(pid); it != workers_.end() && it->second == generation_) out.insert(index);
+  return out;
+}
+
+// New QUIC connections to the current generation's workers, once per turn (after a restart, a reload's
+// handover, a worker replaced).
+void Master::route_quic() {
+  if (!sh_.quic) return;
+  if (!sh_.quic->route(quic_accepting()) && !quic_route_failed_) {
+    quic_route_failed_ = true;
+    sh_.errors.write(std::string("csgi: HTTP/3: cannot replace the routing program of the UDP sockets (") +
+                     std::strerror(errno) + "): new connections go where the previous one sends them");
+  }
+}
+
 // In the worker after its fork: signals stay blocked until serve() has set its handlers.
-void Master::serve_in_worker(WorkerBoard::Slot* slot) {
+void Master::serve_in_worker(WorkerBoard::Slot* slot, unsigned quic_index) {
+  if (sh_.quic) sh_.quic->serve_at(quic_index);
   if (notify_[0] >= 0) ::close(notify_[0]);
   server_.notify_fd = notify_[1];
   sh_.slot = slot;
@@ -206,6 +240,7 @@ void Master::reap() {
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
     handover_->exited(pid, status);
+    quic_index_.erase(pid);
     auto it = workers_.find(pid);
     if (it == workers_.end()) continue;
     unsigned gen = it->second;
@@ -260,6 +295,9 @@ int Master::wait_signal() {
 void Master::handle_signal(int sig) {
   if (sig == SIGTERM || sig == SIGINT) {
     stop(sig);
+  } else if (sig == SIGUSR2 && !stopping_ && sh_.quic) {
+    sh_.errors.write("csgi: SIGUSR2 (binary upgrade) is not done with --http3: the new binary's UDP sockets "
+                     "would join the old ones' group under other numbers; ignored (restart the service)");
   } else if (sig == SIGUSR2 && !stopping_) {
     handover_->upgrade();
   } else if (sig == SIGHUP && !stopping_) {

@@ -59,14 +59,22 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   sh.accepting = static_cast<unsigned>(threads.size());
   if (in_worker) arm_fault_containment(sh, threads, [this](WorkerBoard::Cause cause) { notify_master(cause); });
   for (auto& t : threads) t->listen(sh.listeners, opt.reuseport);
-  // HTTP/3: the UDP sockets of the TLS listeners, on thread 0 (closed by its graceful stop).
-  std::vector<std::unique_ptr<QuicEndpoint>> http3 = open_http3(*threads[0]);
+  // HTTP/3: each io thread's UDP sockets of the TLS listeners (closed by its graceful stop).
+  std::vector<std::vector<std::unique_ptr<QuicEndpoint>>> http3;
+  http3.reserve(threads.size());  // the stop handlers keep references to its elements
+  for (auto& t : threads) {
+    http3.push_back(open_http3(*t));
+    if (t->index > 0)
+      t->on_stop = [&eps = http3.back()] {
+        for (auto& e : eps) e->stop();
+      };
+  }
   // The signal set belongs to thread 0's io_context and must go before it does (below).
   std::optional<asio::signal_set> signals(std::in_place, threads[0]->ioc);
   std::optional<Ticker> ticker;  // systemd's watchdog and STATUS (or a worker's count for its master's)
   install_ticker(ticker, in_worker);
-  threads[0]->on_stop = [&signals, &ticker, &http3] {
-    for (auto& e : http3) e->stop();
+  threads[0]->on_stop = [&signals, &ticker, &eps = http3[0]] {
+    for (auto& e : eps) e->stop();
     error_code ignore;
     if (signals) signals->cancel(ignore);
     if (ticker) ticker->cancel();
@@ -83,10 +91,13 @@ int Server::Impl::serve(Shared& sh, bool in_worker) {
   std::future<void> tls_reload;
   std::function<void(const error_code&, int)> wait_signal = [&](const error_code& ec, int sig) {
     if (ec) return;
-    if (sig == SIGHUP)  // HTTP/3's certificates, on thread 0 with their endpoints
-      for (auto& e : http3)
-        if (std::string err = e->reload(); !err.empty())
-          sh.errors.write("csgi: HTTP/3 certificates not reloaded, the previous ones stay: " + err);
+    if (sig == SIGHUP)  // HTTP/3's certificates, each io thread's on that thread (thread 0 says a failure)
+      for (std::size_t i = 0; i < threads.size(); ++i)
+        asio::post(threads[i]->ioc, [&sh, &eps = http3[i], i] {
+          for (auto& e : eps)
+            if (std::string err = e->reload(); !err.empty() && i == 0)
+              sh.errors.write("csgi: HTTP/3 certificates not reloaded, the previous ones stay: " + err);
+        });
     if (on_signal(sh, in_worker, sig, tls_reload)) signals->async_wait(wait_signal);
   };
   if (opt.handle_signals || in_worker) signals->async_wait(wait_signal);

@@ -7,9 +7,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "csgi/adapters/standalone/detail/exchange/request_body.hpp"
+#include "csgi/adapters/standalone/detail/http3/quic_sockets.hpp"
 #include "csgi/adapters/standalone/detail/process/binary_upgrade.hpp"
 #include "csgi/adapters/standalone/detail/process/server_impl.hpp"
 #include "csgi/adapters/standalone/detail/tls/tls.hpp"
@@ -116,6 +120,7 @@ int Server::Impl::run() {
   stats.attach_adapter("standalone");
   stats.set_workers(opt.workers > 0 ? opt.workers : 1);
   upgrade_fd = take_upgrade_fd();
+  std::optional<QuicSockets> quic;
   try {
     sh.error_log.open(opt.error_log);
     if (!opt.tls_client_ca.empty() && opt.tls_certificates.empty())
@@ -131,6 +136,15 @@ int Server::Impl::run() {
       for (const auto& spec : specs) sh.listeners.push_back(open_listen(parse_listen(spec), opt.reuseport));
     }
     choose_tls_listeners(sh);
+    // --http3: a UDP socket per io thread of each worker on each TLS listener's port, made here so that
+    // their numbering in the kernel's SO_REUSEPORT group is the server's (quic_sockets.hpp).
+    if (opt.http3) {
+      quic.emplace(sh.listeners, opt.workers > 0 ? opt.workers : 1, opt.threads);
+      sh.quic = &*quic;
+      if (!quic->route(opt.workers == 0 ? std::set<unsigned>{0} : std::set<unsigned>{}))
+        throw std::runtime_error(std::string("HTTP/3: cannot attach the routing program to the UDP sockets: ") +
+                                 std::strerror(errno));
+    }
   } catch (...) {
     {
       std::lock_guard lock(mu);

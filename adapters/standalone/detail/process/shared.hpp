@@ -51,6 +51,7 @@ struct Shared {
   std::unique_ptr<class TlsContext> tls;  // certificates given: the TLS listeners' (tls.hpp)
   // --http3: the Alt-Svc value ("h3=\":PORT\"; ma=86400") of each TLS listener's SERVER_PORT.
   std::vector<std::pair<std::string, std::string>> alt_svc;
+  class QuicSockets* quic = nullptr;  // --http3: the UDP sockets, this process's index (quic_sockets.hpp)
   std::array<std::string, 600> status_lines;  // "HTTP/1.1 200 OK\r\n"
   std::string_view status_line(int status) const noexcept {
     return status >= 100 && status < 600 ? std::string_view(status_lines[status]) : std::string_view(status_lines[500]);
