@@ -183,9 +183,18 @@ module CSGI
     end
 
     # A Rack headers Hash as [name, value, ...]: a value with "\n" is several fields (Rack 2.2).
+    # (A value without "\n" is taken as it is: no Array per header.)
     def self.fields_of(headers)
       fields = []
-      headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+      headers.each do |k, v|
+        k = k.to_s
+        v = v.to_s
+        if v.include?("\n")
+          v.split("\n").each { |x| fields << k << x }
+        elsif !v.empty?
+          fields << k << v
+        end
+      end
       fields
     end
 
