@@ -8,7 +8,9 @@
 # threads), both servers pinned to cpu0 and up together, `wrk -t1 -c16` pinned to cpu1, the servers'
 # runs alternated; then the hello and the Rails page with two workers each (`--workers 2` against Puma's
 # cluster mode `-w 2`) on the whole machine, wrk beside them. Besides req/s: the server's CPU time per request (utime+stime of its process from
-# /proc over the wrk run / requests), the figure that holds on a machine shared with other work.
+# /proc over the wrk run / requests), the figure that holds on a machine shared with other work, and its
+# context switches per request (voluntary + involuntary, all its threads and worker processes): what the
+# handoffs between threads cost beside the app's own work.
 set -uo pipefail
 build=$(realpath "${1:-build}")
 out=$(realpath "${2:-bench/out}")
@@ -57,17 +59,19 @@ start() {
   wait_url "http://127.0.0.1:$port/" 600 || fail_section "$name did not start: $(tail -3 "$work/$name.log")"
 }
 
-# run NAME PATH: one wrk run; appends "req/s cpu_us_per_request" to $work/NAME.rows
+# run NAME PATH: one wrk run; appends "req/s cpu_us_per_request switches_per_request" to $work/NAME.rows
 run() {
-  local name=$1 path=$2 t0 t1 reqs rps
+  local name=$1 path=$2 t0 t1 s0 s1 reqs rps
   t0=$(tree_cpu_ticks "${PID[$name]}")
+  s0=$(tree_ctx_switches "${PID[$name]}")
   pin "$load_cpus" timeout $((dur + 30)) wrk -t1 -c16 -d"${dur}s" "http://127.0.0.1:${PORT[$name]}$path" > "$work/wrk.out" 2>&1
   t1=$(tree_cpu_ticks "${PID[$name]}")
+  s1=$(tree_ctx_switches "${PID[$name]}")
   reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
   rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
   [ -n "$reqs" ] && [ "$reqs" -gt 0 ] || { echo "ruby bench: wrk failed for $name" >&2; cat "$work/wrk.out" >&2; return 1; }
-  echo "$rps $(awk -v d=$((t1 - t0)) -v n="$reqs" -v hz="$tck" 'BEGIN {printf "%.1f", d * 1e6 / hz / n}')" \
-    >> "$work/$name.rows"
+  echo "$rps $(awk -v d=$((t1 - t0)) -v n="$reqs" -v hz="$tck" -v s=$((s1 - s0)) 'BEGIN {
+    printf "%.1f %.1f", d * 1e6 / hz / n, s / n }')" >> "$work/$name.rows"
 }
 
 cp "$root/tests/bindings/ruby/rails.ru" "$work/rails.ru"
@@ -91,8 +95,11 @@ compare() {
   p_rps=$(cut -d' ' -f1 "$work/$p.rows" | median)
   c_cpu=$(cut -d' ' -f2 "$work/$c.rows" | median)
   p_cpu=$(cut -d' ' -f2 "$work/$p.rows" | median)
-  rows+=("$(awk -v a="$(label "$app")$5" -v cr="$c_rps" -v pr="$p_rps" -v cc="$c_cpu" -v pc="$p_cpu" 'BEGIN {
-    printf "| %s | %.0f | %.0f | %.2f× | %.1f | %.1f | %.2f× |", a, cr, pr, cr / pr, cc, pc, pc / cc }')")
+  c_sw=$(cut -d' ' -f3 "$work/$c.rows" | median)
+  p_sw=$(cut -d' ' -f3 "$work/$p.rows" | median)
+  rows+=("$(awk -v a="$(label "$app")$5" -v cr="$c_rps" -v pr="$p_rps" -v cc="$c_cpu" -v pc="$p_cpu" \
+    -v cs="$c_sw" -v ps="$p_sw" 'BEGIN {
+    printf "| %s | %.0f | %.0f | %.2f× | %.1f | %.1f | %.2f× | %.1f | %.1f |", a, cr, pr, cr / pr, cc, pc, pc / cc, cs, ps }')")
 }
 
 rows=()
@@ -109,10 +116,11 @@ puma_v=$(puma --version 2>/dev/null | head -1)
   echo "to cpu1, runs alternated, median of $reps; the \"2 workers\" rows: \`--workers 2\` against Puma's cluster"
   echo "mode (\`-w 2\`), servers and wrk on both CPUs. CPU µs/request: the server's utime+stime over the run /"
   echo "requests; the machine is shared, so this column, not req/s, is the one to compare. Ratios: csgi over"
-  echo "Puma for req/s, Puma over csgi for CPU (above 1 = csgi better)."
+  echo "Puma for req/s, Puma over csgi for CPU (above 1 = csgi better). Switches/req: the server's context"
+  echo "switches per request (all its threads and workers, voluntary and involuntary)."
   echo
-  echo "| app | csgi req/s | Puma req/s | ratio | csgi CPU µs/req | Puma CPU µs/req | ratio |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| app | csgi req/s | Puma req/s | ratio | csgi CPU µs/req | Puma CPU µs/req | ratio | csgi switches/req | Puma switches/req |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
   echo "Ruby $(ruby -e 'print RUBY_VERSION'), Rack $(ruby -e 'require "rack"; print Rack.release'), $puma_v."

@@ -131,9 +131,9 @@ module CSGI
     end
 
     # Calls the app and sends its answer: a body with to_path as the file (200 only: a partial answer
-    # names the whole file), an Array at once, anything else chunk by chunk as each yields (the status
-    # and headers with the first; stopping when the client has gone). body.close is called once,
-    # whatever happens.
+    # names the whole file), a body whose parts are all there (parts_of) at once, anything else chunk
+    # by chunk as each yields (the status and headers with the first; stopping when the client has
+    # gone). body.close is called once, whatever happens.
     def self.call(app, env, source, error_sink, sink)
       errors = Errors.new(error_sink)
       env["rack.version"] = VERSION
@@ -147,8 +147,8 @@ module CSGI
           fields = fields_of(headers)
           if status == 200 && body.respond_to?(:to_path)
             sink.file(status, fields, body.to_path.to_s)
-          elsif body.is_a?(Array)
-            sink.complete(status, fields, body.join)
+          elsif (parts = parts_of(body))
+            sink.complete(status, fields, parts.join)
           else
             raise TypeError, "Rack body #{body.class} does not respond to each" unless body.respond_to?(:each)
             started = false  # the status goes out with the first chunk: a body failing before it is a 500
@@ -171,10 +171,30 @@ module CSGI
       nil
     end
 
+    # The parts of a body that holds them all: an Array, or a body whose to_ary gives one (Rack 3's
+    # rule, which Rack 2.2's BodyProxy follows by delegation: Rails' middleware wrap its Array bodies
+    # in several). nil for a body to stream: one without to_ary, or whose to_ary gives nil (Rails'
+    # ActionDispatch::Response::RackBody, which ActionController::Live streams through).
+    def self.parts_of(body)
+      return body if body.is_a?(Array)
+      return nil unless body.respond_to?(:to_ary)
+      parts = body.to_ary
+      parts.is_a?(Array) ? parts : nil
+    end
+
     # A Rack headers Hash as [name, value, ...]: a value with "\n" is several fields (Rack 2.2).
+    # (A value without "\n" is taken as it is: no Array per header.)
     def self.fields_of(headers)
       fields = []
-      headers.each { |k, v| k = k.to_s; v.to_s.split("\n").each { |x| fields << k << x } }
+      headers.each do |k, v|
+        k = k.to_s
+        v = v.to_s
+        if v.include?("\n")
+          v.split("\n").each { |x| fields << k << x }
+        elsif !v.empty?
+          fields << k << v
+        end
+      end
       fields
     end
 

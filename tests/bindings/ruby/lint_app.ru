@@ -44,6 +44,12 @@ class FileOnlyBody  # to_path only: each is never the way this body is sent
   def close = CLOSED["/raw/file"] += 1
 end
 
+class NotAnArrayBody  # to_ary gives nil, as Rails' ActionDispatch::Response::RackBody: a body to stream
+  def to_ary = nil
+  def each = yield("streamed")
+  def close = CLOSED["/raw/ary-nil"] += 1
+end
+
 LINTED = lambda do |env|
   req_path = env["PATH_INFO"]
   text = { "Content-Type" => "text/plain" }
@@ -116,6 +122,10 @@ map "/raw" do
     case env["PATH_INFO"]
     when "/file" then [200, { "Content-Type" => "text/plain" }, FileOnlyBody.new(File.join(__dir__, "lint_app.ru"))]
     when "/not-a-body" then [200, { "Content-Type" => "text/plain" }, "a String is no Rack body"]
+    when "/proxied"  # an Array in two proxies, as Rails' middleware return it: to_ary gives the Array
+      inner = Rack::BodyProxy.new(["pro", "xied"]) { CLOSED["/raw/proxied"] += 1 }
+      [200, { "Content-Type" => "text/plain" }, Rack::BodyProxy.new(inner) { CLOSED["/raw/proxied"] += 10 }]
+    when "/ary-nil" then [200, { "Content-Type" => "text/plain" }, NotAnArrayBody.new]
     when "/missing-file" then [200, { "Content-Type" => "text/plain" }, FileOnlyBody.new("/nonexistent/csgi-file")]
     else [404, {}, []]
     end

@@ -157,6 +157,20 @@ def test_to_path_is_sent_as_the_file(rack):
     no_lint_error(s)
 
 
+def test_a_body_whose_to_ary_gives_an_array_is_sent_whole(rack):
+    s = rack()
+    status, headers, body = s.request("GET", "/raw/proxied")
+    assert status == 200 and body == b"proxied", s.output()
+    fields = {k.lower(): v for k, v in headers}
+    assert fields.get("content-length") == "7" and "transfer-encoding" not in fields
+    assert closed(s)["/raw/proxied"] == 11  # each proxy's close once, the outer one first
+
+    status, headers, body = s.request("GET", "/raw/ary-nil")  # to_ary gives nil: streamed from each
+    assert status == 200 and body == b"streamed"
+    assert dict((k.lower(), v) for k, v in headers).get("transfer-encoding") == "chunked"
+    assert closed(s)["/raw/ary-nil"] == 1
+
+
 def test_errors(rack):
     s = rack()
     status, _, body = s.request("GET", "/boom?q=1")

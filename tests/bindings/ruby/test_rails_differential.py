@@ -112,3 +112,10 @@ def test_rails_answers_as_under_puma(start, csgi_bin):
     assert status == 200 and body.decode().split(" ")[1:3] == [str(len(UPLOAD)), hashlib.sha256(UPLOAD).hexdigest()]
     assert answer(csgi, *requests()[6])[0] == 422  # a form POST without the CSRF token
     assert answer(csgi, "GET", "/live", None, {})[2] == b"".join(b"live %d\n" % i for i in range(5))
+    # Rails' body shapes under csgi: a page (an Array inside Rack::BodyProxy's) goes whole with its length,
+    # an ActionController::Live body (inside the same proxies, but its to_ary gives nil) as a stream
+    _, fields, body = csgi.request("GET", "/")
+    fields = {k.lower(): v for k, v in fields}
+    assert fields.get("content-length") == str(len(body)) and "transfer-encoding" not in fields
+    _, fields, _ = csgi.request("GET", "/live")
+    assert {k.lower(): v for k, v in fields}.get("transfer-encoding") == "chunked"
