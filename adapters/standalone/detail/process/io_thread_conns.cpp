@@ -75,7 +75,11 @@ void IoThread::begin_stop() {
   }
   // Once no thread accepts any more, no thread can be handed a connection: the threads may finish.
   if (shared.accepting.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    for (IoThread* t : shared.threads) asio::post(t->ioc, [t] { t->hold_.reset(); });
+    for (IoThread* t : shared.threads)
+      asio::post(t->ioc, [t] {
+        t->hold_.reset();
+        t->mailbox->finishing();
+      });
   std::vector<std::shared_ptr<Transport>> all;
   for (ConnNode& n : conns_) all.push_back(n.conn->shared_from_this());
   for (auto& c : all) c->on_shutdown(false);
