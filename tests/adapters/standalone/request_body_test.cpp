@@ -301,3 +301,27 @@ TEST_CASE("request body store: memory up to its limit, then a file; the process 
   CHECK(!file_open_under(dir));
   ::rmdir(dir.c_str());
 }
+
+TEST_CASE("request body store: an announced length is room taken at once (up to 256 KiB), in the budget", "[body]") {
+  csgi::standalone::detail::BodyMemory memory(1 << 20);
+  csgi::standalone::detail::BodyLimits limits;
+  limits.memory_bytes = 512 * 1024;
+  limits.memory = &memory;
+  std::string why;
+  {
+    csgi::standalone::detail::RequestBody body, large, refused;
+    REQUIRE(body.expect(100000, limits, why));
+    CHECK(memory.used() == 100000);  // not grown piece by piece (16 KiB, 32, 64, 128: copies each time)
+    std::string piece(4000, 'p');
+    for (int i = 0; i < 25; ++i) REQUIRE(body.append(piece.data(), piece.size(), limits, why));
+    CHECK(memory.used() == 100000);
+    CHECK(body.read_all().size() == 100000);
+    REQUIRE(large.expect(400000, limits, why));  // beyond 256 KiB: taken as the bytes come
+    CHECK(memory.used() == 100000 + 256 * 1024);
+    csgi::standalone::detail::BodyMemory small(1000);
+    limits.memory = &small;
+    REQUIRE(refused.expect(100000, limits, why));  // no room in the budget: nothing taken yet
+    CHECK(small.used() == 0);
+  }
+  CHECK(memory.used() == 0);
+}

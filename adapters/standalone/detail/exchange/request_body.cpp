@@ -20,9 +20,27 @@ bool BodyMemory::reserve(std::uint64_t n) noexcept {
   return true;
 }
 
+namespace {
+// Memory taken at once for a body whose length is announced; beyond, it grows as the bytes come (a
+// slow client announcing much holds no more than this of the budget ahead of its bytes).
+constexpr std::uint64_t announced_room = 256 * 1024;
+}  // namespace
+
 bool RequestBody::expect(std::uint64_t length, const BodyLimits& limits, std::string& why) {
-  if (length <= limits.memory_bytes || spooled()) return true;
-  return spool(limits, why);
+  if (spooled()) return true;
+  if (length > limits.memory_bytes) return spool(limits, why);
+  if (length > mem_.capacity()) grow(std::min(length, announced_room), limits);  // refused: grows on append
+  return true;
+}
+
+bool RequestBody::grow(std::uint64_t cap, const BodyLimits& limits) {
+  cap = std::max<std::uint64_t>(cap, 256);
+  std::uint64_t more = cap > reserved_ ? cap - reserved_ : 0;
+  if (limits.memory && !limits.memory->reserve(more)) return false;
+  if (limits.memory) memory_ = limits.memory;
+  mem_.reserve(static_cast<std::size_t>(cap));
+  reserved_ += more;
+  return true;
 }
 
 bool RequestBody::append(const char* data, std::size_t n, const BodyLimits& limits, std::string& why) {
@@ -30,19 +48,11 @@ bool RequestBody::append(const char* data, std::size_t n, const BodyLimits& limi
   if (!spooled()) {
     std::uint64_t need = mem_.size() + n;
     if (need <= limits.memory_bytes) {
-      if (need > mem_.capacity()) {
-        std::uint64_t cap = std::min<std::uint64_t>(std::max<std::uint64_t>(need, 2 * mem_.capacity()),
-                                                    limits.memory_bytes);
-        cap = std::max<std::uint64_t>(cap, 256);
-        std::uint64_t more = cap > reserved_ ? cap - reserved_ : 0;
-        if (!limits.memory || limits.memory->reserve(more)) {
-          if (limits.memory) memory_ = limits.memory;
-          mem_.reserve(static_cast<std::size_t>(cap));
-          reserved_ += more;
-        } else if (!spool(limits, why)) {
-          return false;
-        }
-      }
+      if (need > mem_.capacity() &&
+          !grow(std::min<std::uint64_t>(std::max<std::uint64_t>(need, 2 * mem_.capacity()), limits.memory_bytes),
+                limits) &&
+          !spool(limits, why))
+        return false;
     } else if (!spool(limits, why)) {
       return false;
     }

@@ -68,14 +68,16 @@ public:
   void rewind() override { pos_ = 0; }
 
 private:
-  bool spool(const BodyLimits& limits, std::string& why);
-  bool write_file(const char* data, std::size_t n, std::string& why);
+ /// Room for `cap` bytes in memory, counted in the budget; false when the budget refuses it.
+ bool grow(std::uint64_t cap, const BodyLimits& limits);
+ bool spool(const BodyLimits& limits, std::string& why);
+ bool write_file(const char* data, std::size_t n, std::string& why);
 
-  std::string mem_;
-  std::uint64_t reserved_ = 0;  // bytes of mem_'s capacity counted in memory_
-  BodyMemory* memory_ = nullptr;
-  int fd_ = -1;
-  std::uint64_t size_ = 0, pos_ = 0;
+ std::string mem_;
+ std::uint64_t reserved_ = 0;  // bytes of mem_'s capacity counted in memory_
+ BodyMemory* memory_ = nullptr;
+ int fd_ = -1;
+ std::uint64_t size_ = 0, pos_ = 0;
 };
 
 /// The deadline of a request body being read (see the top of this file).
