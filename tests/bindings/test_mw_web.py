@@ -15,6 +15,21 @@ from ports import stop_group  # noqa: E402
 from redis_server import REDIS_SERVER, start_redis  # noqa: E402
 
 
+@pytest.fixture
+def redis_url():
+    """redis://… of a redis-server of this test's own (skipped without one); stopped when the test ends, or
+    earlier by the test through the function yielded beside the URL."""
+    if not os.access(REDIS_SERVER, os.X_OK):
+        pytest.skip("redis-server not installed")
+    with tempfile.TemporaryDirectory() as tmp:
+        redis, port = start_redis(tmp)
+        try:
+            yield "redis://127.0.0.1:%d/0" % port, lambda: stop_group(redis)
+        finally:
+            if redis.poll() is None:
+                stop_group(redis)
+
+
 def hello(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"hello"]
@@ -61,20 +76,15 @@ def test_rate_limit_per_address_then_429_with_retry_after():
     assert csgi.testing.call(keyed, "GET /", [("X-Key", "a")]).status == 429
 
 
-@pytest.mark.skipif(not os.access(REDIS_SERVER, os.X_OK), reason="redis-server not installed")
-def test_rate_limit_on_redis_is_shared_and_answers_503_while_redis_is_down():
-    with tempfile.TemporaryDirectory() as tmp:
-        redis, port = start_redis(tmp)
-        try:
-            url = "redis://127.0.0.1:%d/0" % port
-            one, two = (csgi.Builder().use(csgi.mw.rate_limit(limit=3, window=60, redis=url)).run(hello).build()
-                        for _ in range(2))
-            statuses = [csgi.testing.call((one, two)[i % 2], "GET /").status for i in range(4)]
-            assert statuses == [200, 200, 200, 429]
-        finally:
-            stop_group(redis)
-        r = csgi.testing.call(one, "GET /")
-        assert r.status == 503 and b"Rate limit unavailable" in r.body
+def test_rate_limit_on_redis_is_shared_and_answers_503_while_redis_is_down(redis_url):
+    url, stop_redis = redis_url
+    one, two = (csgi.Builder().use(csgi.mw.rate_limit(limit=3, window=60, redis=url)).run(hello).build()
+                for _ in range(2))
+    statuses = [csgi.testing.call((one, two)[i % 2], "GET /").status for i in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    stop_redis()
+    r = csgi.testing.call(one, "GET /")
+    assert r.status == 503 and b"Rate limit unavailable" in r.body
 
 
 SECRET = "s" * 32
@@ -138,17 +148,12 @@ def test_a_wsgi_app_keeps_its_session_and_csrf_token_through_the_cpp_middleware(
     kept.clear()
 
 
-@pytest.mark.skipif(not os.access(REDIS_SERVER, os.X_OK), reason="redis-server not installed")
-def test_sessions_on_redis_are_shared_by_two_stacks():
-    with tempfile.TemporaryDirectory() as tmp:
-        redis, port = start_redis(tmp)
-        try:
-            url = "redis://127.0.0.1:%d/0" % port
-            one, two = session_stack(url), session_stack(url)
-            cookie = cookie_of(csgi.testing.call(one, "GET /login?name=bob"))
-            assert csgi.testing.call(two, "GET /me", [("Cookie", cookie)]).body == b"bob"
-        finally:
-            stop_group(redis)
-        r = csgi.testing.call(one, "GET /me", [("Cookie", cookie)])
-        assert r.status == 503 and b"Session store unavailable" in r.body
+def test_sessions_on_redis_are_shared_by_two_stacks(redis_url):
+    url, stop_redis = redis_url
+    one, two = session_stack(url), session_stack(url)
+    cookie = cookie_of(csgi.testing.call(one, "GET /login?name=bob"))
+    assert csgi.testing.call(two, "GET /me", [("Cookie", cookie)]).body == b"bob"
+    stop_redis()
+    r = csgi.testing.call(one, "GET /me", [("Cookie", cookie)])
+    assert r.status == 503 and b"Session store unavailable" in r.body
     kept.clear()

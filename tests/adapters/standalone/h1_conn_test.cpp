@@ -20,12 +20,14 @@
 #include "csgi/core/keys.hpp"
 #include "csgi/core/request.hpp"
 #include "csgi/core/server_stats.hpp"
+#include "chunked.hpp"
 
 namespace {
 
 using namespace csgi;
 using namespace csgi::standalone;
 using namespace csgi::standalone::detail;
+using csgi::standalone_test::chunked;
 
 std::uint64_t fnv(std::string_view s) {
   std::uint64_t h = 1469598103934665603ull;
@@ -252,16 +254,6 @@ std::string pattern(std::size_t n) {
   return s;
 }
 
-std::string chunked(std::string_view data, std::size_t piece) {
-  std::string out;
-  char size[24];
-  for (std::size_t i = 0; i < data.size(); i += piece) {
-    std::string_view p = data.substr(i, piece);
-    std::snprintf(size, sizeof size, "%zx\r\n", p.size());
-    out.append(size).append(p).append("\r\n");
-  }
-  return out + "0\r\n\r\n";
-}
 
 std::string post(std::string_view target, std::string_view body) {
   return "POST " + std::string(target) + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +

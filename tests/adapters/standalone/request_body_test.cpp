@@ -16,11 +16,13 @@
 #include "csgi/core/io.hpp"
 #include "csgi/core/keys.hpp"
 #include "csgi/core/response.hpp"
+#include "chunked.hpp"
 #include "running.hpp"
 
 using namespace std::chrono_literals;
 using csgi::Env;
 using csgi::Response;
+using csgi::standalone_test::chunked;
 using csgi::standalone_test::connect_tcp;
 using csgi::standalone_test::recv_until;
 using csgi::standalone_test::send_all;
@@ -70,16 +72,6 @@ std::string expect_sum(std::string_view body, bool spooled) {
          (spooled ? "1" : "0");
 }
 
-std::string chunked(std::string_view data, std::size_t piece) {
-  std::string out;
-  char size[24];
-  for (std::size_t i = 0; i < data.size(); i += piece) {
-    std::string_view p = data.substr(i, piece);
-    std::snprintf(size, sizeof size, "%zx\r\n", p.size());
-    out.append(size).append(p).append("\r\n");
-  }
-  return out + "0\r\n\r\n";
-}
 
 /// One io thread, the app inline on it: the case where a body read on the io thread would stall all.
 csgi::standalone::ServerOptions one_inline_thread() {
