@@ -39,7 +39,7 @@ test_pkgs=(
 )
 bench_pkgs=(
   wrk apache2-utils h2o python3-matplotlib haproxy slowhttptest redis-server
-  valgrind redis-tools
+  valgrind redis-tools ngtcp2-server time
 )
 
 case "${1:-all}" in
