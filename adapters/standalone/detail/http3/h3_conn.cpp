@@ -1,6 +1,8 @@
 // HTTP/3 over QUIC: the connection's streams and their requests on the exchange (see h3_conn.hpp).
 #include "csgi/adapters/standalone/detail/http3/h3_conn.hpp"
 
+#include "csgi/core/text.hpp"
+
 namespace csgi::standalone::detail {
 namespace h3 {
 
@@ -240,6 +242,11 @@ int H3::on_recv_header(nghttp3_conn*, std::int64_t id, std::int32_t, nghttp3_rcb
   };
   std::string_view key(reinterpret_cast<const char*>(n.base), n.len);
   std::string_view val = copy(v);
+  if (has_ctl(val, true)) {  // NUL, CR, LF…: a malformed field (RFC 9114 §4.2), never in the env (ENV-9)
+    s->bad_status = 400;
+    s->why = "control character in a header field value";
+    return 0;
+  }
   if (!key.empty() && key[0] == ':') {
     if (key == ":method") s->method = val;
     else if (key == ":path") s->path = val;
