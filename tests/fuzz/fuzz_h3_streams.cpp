@@ -28,6 +28,7 @@
 namespace {
 
 using csgi::fuzz::check;
+using csgi::fuzz::check_env;
 using namespace csgi;
 using namespace csgi::standalone;
 using namespace csgi::standalone::detail;
@@ -71,12 +72,7 @@ private:
 
 Response app(Env& env) {
   env.set_bool(keys::streaming, true);
-  try {
-    Lint::check_env(env);
-  } catch (const LintError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    check(false, "the env of an HTTP/3 request passes Lint");
-  }
+  check_env(env, "the env of an HTTP/3 request passes Lint");
   check(env.get(keys::SERVER_PROTOCOL) == "HTTP/3", "SERVER_PROTOCOL is HTTP/3");
   auto* in = env.object<Input>(keys::input);
   check(in != nullptr, "csgi.input is there");

@@ -106,3 +106,13 @@ def comparable_answer(server, method, path, body, headers, compared, session_coo
             v = re.sub(r"^%s=[^;]*" % re.escape(session_cookie), session_cookie + "=VALUE", v)
             kept.append((k.lower(), v))
     return status, sorted(kept), data.replace(b":%d/" % server.port, b":PORT/")
+
+
+def multipart(upload, boundary):
+    """A form with a text field `note` and a file field `doc` holding `upload` (a non-ASCII file name):
+    (body, Content-Type)."""
+    body = (("--%s\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi there\r\n" % boundary).encode()
+            + ("--%s\r\nContent-Disposition: form-data; name=\"doc\"; filename=\"r\u00e9sum\u00e9.bin\"\r\n"
+               "Content-Type: application/octet-stream\r\n\r\n" % boundary).encode() + upload
+            + ("\r\n--%s--\r\n" % boundary).encode())
+    return body, "multipart/form-data; boundary=" + boundary

@@ -8,25 +8,16 @@ import hashlib
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rack_server import comparable_answer, csgi_bin, only_under_rack_host_test, start  # noqa: E402,F401 (fixtures)
+from rack_server import comparable_answer, csgi_bin, multipart, only_under_rack_host_test, start  # noqa: E402,F401 (fixtures)
 
 only_under_rack_host_test()
 
 UPLOAD = os.urandom(150000)
 
 
-def multipart():
-    b = "csgi-boundary-7"
-    body = (("--%s\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi there\r\n" % b).encode()
-            + ("--%s\r\nContent-Disposition: form-data; name=\"doc\"; filename=\"r\u00e9sum\u00e9.bin\"\r\n"
-               "Content-Type: application/octet-stream\r\n\r\n" % b).encode() + UPLOAD
-            + ("\r\n--%s--\r\n" % b).encode())
-    return body, "multipart/form-data; boundary=" + b
-
-
 def requests():
     form = "name=Ren%C3%A9&tag=a&tag=b&n[x]=1"
-    up, up_type = multipart()
+    up, up_type = multipart(UPLOAD, "csgi-boundary-7")
     return [
         ("GET", "/", None, {}),
         ("HEAD", "/", None, {}),
