@@ -57,6 +57,17 @@ def dump(url, home, budget_ms=3000, flags=()):
     return r.stdout
 
 
+def dump_page(url, home, flags=()):
+    """The page's DOM once it has a body: on a loaded machine headless Chromium now and then dumps an
+    empty document (its virtual clock ran out before the first byte); a bounded number of loads."""
+    page = ""
+    for _ in range(3):
+        page = dump(url, home, flags=flags)
+        if "<td>" in page:
+            break
+    return page
+
+
 tls = ["--tls-cert", certs.server[0], "--tls-key", certs.server[1]]
 p, port = start(CSGI, ["--demo"] + tls, listen="https://127.0.0.1:0")
 q = None
@@ -88,8 +99,8 @@ try:
         time.sleep(0.1)
     check(any('"GET /websocket/echo HTTP/2" 200 ' in line for line in lines),
           "the browser opened its WebSocket on the HTTP/2 connection (RFC 8441 extended CONNECT): %r" % lines[-1:])
-    env = dump(base + "/env", trusting)
-    check("<td>SSL_PROTOCOL</td><td>TLSv1.3</td>" in env, "the browser's request: SSL_PROTOCOL TLSv1.3")
+    env = dump_page(base + "/env", trusting)
+    check("<td>SSL_PROTOCOL</td><td>TLSv1.3</td>" in env, "the browser's request: SSL_PROTOCOL TLSv1.3: %r" % env[:300])
     check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's request: SSL_TLS_SNI localhost")
     check("<td>csgi.url_scheme</td><td>https</td>" in env, "the browser's request: csgi.url_scheme https")
     check("<td>SERVER_PROTOCOL</td><td>HTTP/2</td>" in env, "the browser's request: SERVER_PROTOCOL HTTP/2")
@@ -100,8 +111,8 @@ try:
     probe = dump("https://localhost:%d/probe.html" % probe_port, trusting, flags=quic)
     check("protocol=h3 secure=true" in probe, "nextHopProtocol h3 (HTTP/3 over QUIC) in a secure context: %r" %
           probe[probe.find("id=\"out\""):][:60])
-    env = dump("https://localhost:%d/env" % probe_port, trusting, flags=quic)
-    check("<td>SERVER_PROTOCOL</td><td>HTTP/3</td>" in env, "the browser's request: SERVER_PROTOCOL HTTP/3")
+    env = dump_page("https://localhost:%d/env" % probe_port, trusting, flags=quic)
+    check("<td>SERVER_PROTOCOL</td><td>HTTP/3</td>" in env, "the browser's request: SERVER_PROTOCOL HTTP/3: %r" % env[:300])
     check("<td>SSL_TLS_SNI</td><td>localhost</td>" in env, "the browser's HTTP/3 request: SSL_TLS_SNI localhost")
     with open(log) as f:
         h3_lines = [line for line in f if '"GET /probe.html HTTP/3" 200 ' in line]

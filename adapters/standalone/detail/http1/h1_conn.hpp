@@ -200,7 +200,6 @@ private:
   void release_on_io(std::shared_ptr<H1Conn> self);
   std::shared_ptr<ResponderImpl> pool_responder(const std::shared_ptr<H1Conn>& self);
   void run_on_io(const std::function<void()>& f);
-  bool wait_call(PoolCall& c);
   void pooled_timeout();
 
   // Delayed responses (delayed.cpp): this connection as their route.

@@ -7,11 +7,6 @@
 
 namespace csgi::standalone::detail {
 
-namespace {
-// How often an app thread waiting on its io thread looks whether that thread has stopped.
-constexpr std::chrono::milliseconds exit_check{100};
-}  // namespace
-
 // On the io thread: the env is complete; the app runs on the pool. Until it returns, the env and the
 // buffer its views point into stay (close_now keeps them).
 void H1Conn::run_in_pool() {
@@ -90,32 +85,16 @@ void H1Conn::release_on_io(std::shared_ptr<H1Conn> self) {
   t_.mailbox->post(call);
 }
 
-// Waits until the io thread has done the call; false (the call abandoned) when the io thread stopped.
-bool H1Conn::wait_call(PoolCall& c) {
-  std::unique_lock lock(c.mu);
-  while (!c.cv.wait_for(lock, exit_check, [&] { return c.done; })) {
-    if (t_.exited.load(std::memory_order_acquire)) {
-      c.abandoned = true;
-      return false;
-    }
-  }
-  return true;
-}
-
-// Runs `f` on the io thread while this thread waits. Nothing when the io thread has stopped.
+// Runs `f` on the io thread while this thread waits. Nothing when the io thread has stopped. The
+// connection is kept until the wait ends (`f` may end it: a hijack of a delayed response), and its
+// last reference is then dropped on the io thread.
 void H1Conn::run_on_io(const std::function<void()>& f) {
-  auto c = std::make_shared<PoolCall>();
-  auto call = [self = shared_from_this(), c, &f] {
-    std::lock_guard lock(c->mu);
-    if (c->abandoned) return;
-    try {
-      f();
-    } catch (...) {
-    }
-    c->done = true;
-    c->cv.notify_all();
-  };
-  if (t_.mailbox->post(call)) wait_call(*c);
+  auto self = shared_from_this();
+  call_on_io(*t_.mailbox, t_.exited, [&f] {
+    f();
+    return true;
+  });
+  release_on_io(std::move(self));
 }
 
 // A deadline passed while the app runs on the pool: the client stopped reading an interim response
