@@ -244,7 +244,15 @@ void Connection::write() {
   if (gone_ || lingering_) return;
   auto keep = shared_from_this();
   if (closing_) return close_now(close_code_);
-  std::array<std::uint8_t, max_packet> buf;
+  // The pass's datagrams go out together (GSO); what was gathered goes before a CONNECTION_CLOSE.
+  DatagramBatch<max_packet> out;
+  auto send_run = [this](const std::uint8_t* data, std::size_t n, std::size_t segment) {
+    ep_.send(remote_, remote_len_, data, n, segment);
+  };
+  auto close = [&](std::uint64_t code) {
+    out.flush(send_run);
+    close_now(code);
+  };
   ngtcp2_path p = path();
   std::size_t packets = 0;
   for (std::size_t turn = 0; turn < 4 * packets_per_turn; ++turn) {
@@ -254,13 +262,13 @@ void Connection::write() {
     long count = 0;
     if (ngtcp2_conn_get_handshake_completed(conn_)) {
       count = app_->pending(id, fin, vec.data(), vec.size());
-      if (count < 0) return close_now(app_->error());
+      if (count < 0) return close(app_->error());
     }
     std::uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
     if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
     ngtcp2_ssize datalen = -1;
     ngtcp2_pkt_info pi{};
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &p, &pi, buf.data(), buf.size(), &datalen, flags, id,
+    ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &p, &pi, out.room(), max_packet, &datalen, flags, id,
                                                reinterpret_cast<const ngtcp2_vec*>(vec.data()),
                                                static_cast<std::size_t>(count), now_ns());
     if (n < 0) {
@@ -273,20 +281,21 @@ void Connection::write() {
         continue;
       }
       if (n == NGTCP2_ERR_WRITE_MORE) {
-        if (!app_->wrote(id, static_cast<std::size_t>(datalen))) return close_now(app_->error());
+        if (!app_->wrote(id, static_cast<std::size_t>(datalen))) return close(app_->error());
         continue;
       }
+      out.flush(send_run);
       return fail(static_cast<int>(n));
     }
-    if (datalen >= 0 && id >= 0 && !app_->wrote(id, static_cast<std::size_t>(datalen))) return close_now(app_->error());
+    if (datalen >= 0 && id >= 0 && !app_->wrote(id, static_cast<std::size_t>(datalen))) return close(app_->error());
     if (n == 0) break;
-    send(buf.data(), static_cast<std::size_t>(n));
-    if (gone_) return;
+    out.add(static_cast<std::size_t>(n), send_run);
     if (++packets == packets_per_turn) {
       wake();  // the rest after the other connections' turns
       break;
     }
   }
+  out.flush(send_run);
   // While the app is at work (it may think, or write, for longer than the idle timeout), PINGs keep the
   // connection from going idle; otherwise a silent peer is gone after the idle timeout.
   bool busy = app_->app_at_work();

@@ -4,6 +4,7 @@
 //   quic_conn.cpp      a connection: its handshake, packets in and out, timers, closing;
 //   quic_endpoint.cpp  the endpoint: the UDP socket, datagrams to connections, Retry, Version
 //                      Negotiation, Stateless Reset, certificates (SIGHUP), the graceful stop.
+#include "csgi/adapters/standalone/detail/http3/datagrams.hpp"
 #include "csgi/adapters/standalone/detail/http3/quic.hpp"
 #include "csgi/adapters/standalone/detail/http3/quic_sockets.hpp"
 
@@ -239,8 +240,10 @@ public:
   bool stopping = false;
 
   void send(const sockaddr_storage& to, socklen_t tolen, const std::uint8_t* data, std::size_t n);
+  /// `n` bytes as datagrams of `segment` bytes, the last maybe shorter (send_datagrams).
+  void send(const sockaddr_storage& to, socklen_t tolen, const std::uint8_t* data, std::size_t n, std::size_t segment);
 
-private:
+ private:
   void wait();
   void read_some();
   void on_datagram(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n);
@@ -250,6 +253,7 @@ private:
   void poll_stop();
 
   Udp::socket sock_;
+  UdpOut out_;
   asio::steady_timer stop_timer_;
   Clock::time_point stop_deadline_{};
   std::vector<std::uint8_t> rbuf_ = std::vector<std::uint8_t>(65536);

@@ -133,11 +133,14 @@ void Endpoint::send_version_negotiation(const ngtcp2_version_cid& vc, const sock
 }
 
 void Endpoint::send(const sockaddr_storage& to, socklen_t tolen, const std::uint8_t* data, std::size_t n) {
+  send(to, tolen, data, n, n);
+}
+
+void Endpoint::send(const sockaddr_storage& to, socklen_t tolen, const std::uint8_t* data, std::size_t n,
+                    std::size_t segment) {
   if (!sock_.is_open()) return;
-  // A datagram the socket cannot take now is lost as on the network: QUIC's loss recovery sends it again.
-  ssize_t r;
-  do r = ::sendto(sock_.native_handle(), data, n, 0, reinterpret_cast<const sockaddr*>(&to), tolen);
-  while (r < 0 && errno == EINTR);
+  out_.fd = sock_.native_handle();
+  send_datagrams(out_, reinterpret_cast<const sockaddr*>(&to), tolen, data, n, segment);
 }
 
 void Endpoint::stop() {
