@@ -237,10 +237,11 @@ def threads_of(port, connections, enough):
     return seen, served_ok
 
 
-def rebinding(port, every):
+def rebinding(port, every, forget=False):
     """One connection posting 200 KB to /echo through a relay that sends the client's datagrams on from a
     new socket (a new source port, as after a NAT rebinding) every `every` datagrams, and passes back what
-    the server sends to any of them: whether the body came back whole, and how many source ports were used."""
+    the server sends to any of them (`forget`: only to the newest, the older ones closed, as a NAT that
+    forgot the old mapping): whether the body came back whole, and how many source ports were used."""
     relay = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     relay.bind(("127.0.0.1", 0))
     ups, client, sent = [], None, 0
@@ -257,7 +258,8 @@ def rebinding(port, every):
     while time.time() < deadline:
         # Once the client has exited, what it sent last (its ACKs, CONNECTION_CLOSE) is still passed on.
         exited = cli.poll() is not None
-        ready, _, _ = select.select([relay] + ups, [], [], 0 if exited else 0.05)
+        live = [u for u in ups if u.fileno() >= 0]
+        ready, _, _ = select.select([relay] + live, [], [], 0 if exited else 0.05)
         if exited and not ready:
             break
         for sock in ready:
@@ -266,6 +268,8 @@ def rebinding(port, every):
                 if sent % every == 0:
                     up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                     up.connect(("127.0.0.1", port))
+                    if forget and ups:
+                        ups[-1].close()
                     ups.append(up)
                 ups[-1].send(data)
                 sent += 1
@@ -428,6 +432,11 @@ def main():
 
     srv = served.Server([CSGI, "serve"] + tls + ["--max-body-bytes", "200000"], "https://127.0.0.1:0")
     kinds(srv, big, "(inline)")
+
+    echoed, ports = rebinding(srv.port, 10, forget=True)
+    check(echoed and ports >= 10,
+          "a connection whose old addresses are gone (%d source ports, 200 KB posted) is answered at its new one "
+          "(migration: the path validated, then the answers go there)" % ports)
 
     reply = http1_alt_svc(srv.port)
     check(reply.startswith("HTTP/1.1 200") and ('alt-svc: h3=":%d"; ma=86400' % srv.port) in reply.lower(),

@@ -38,15 +38,21 @@ class DatagramBatch {
   /// The datagram of `n` bytes now at room(); `send(data, bytes, segment)` takes each complete run.
   template <class Send>
   void add(std::size_t n, Send&& send) {
-    if (count_ > 0 && n > segment_) {
-      send(buf_.data(), used_, segment_);
-      std::memmove(buf_.data(), buf_.data() + used_, n);
-      used_ = count_ = 0;
-    }
+    if (n > segment_) split(n, send);
     if (count_ == 0) segment_ = n;
     used_ += n;
     ++count_;
     if (n < segment_ || count_ == max_segments || used_ + packet > capacity) flush(send);
+  }
+
+  /// Sends what was gathered before the datagram of `n` bytes now at room(), which is then the first
+  /// of a new run (add() it next): a datagram for another address.
+  template <class Send>
+  void split(std::size_t n, Send&& send) {
+    if (count_ == 0) return;
+    send(buf_.data(), used_, segment_);
+    std::memmove(buf_.data(), buf_.data() + used_, n);
+    used_ = count_ = 0;
   }
 
   template <class Send>

@@ -145,7 +145,7 @@ int Connection::remove_cid(ngtcp2_conn*, const ngtcp2_cid* cid, void* p) {
   return 0;
 }
 
-void Connection::on_packet(const std::uint8_t* data, std::size_t n) {
+void Connection::on_packet(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n) {
   if (gone_) return;
   if (lingering_) {
     ++after_close_;
@@ -154,7 +154,13 @@ void Connection::on_packet(const std::uint8_t* data, std::size_t n) {
     return;
   }
   auto keep = shared_from_this();
-  ngtcp2_path p = path();
+  // The path the datagram came by: from another address than before (a NAT rebinding, a client that
+  // moved), ngtcp2 validates the new path and the answers go there (write()).
+  ngtcp2_path p{};
+  p.local.addr = reinterpret_cast<ngtcp2_sockaddr*>(&ep_.local);
+  p.local.addrlen = ep_.local_len;
+  p.remote.addr = const_cast<ngtcp2_sockaddr*>(reinterpret_cast<const ngtcp2_sockaddr*>(&from));
+  p.remote.addrlen = fromlen;
   ngtcp2_pkt_info pi{};
   int rv = ngtcp2_conn_read_pkt(conn_, &p, &pi, data, n, now_ns());
   if (rv != 0) return fail(rv);
@@ -244,16 +250,19 @@ void Connection::write() {
   if (gone_ || lingering_) return;
   auto keep = shared_from_this();
   if (closing_) return close_now(close_code_);
-  // The pass's datagrams go out together (GSO); what was gathered goes before a CONNECTION_CLOSE.
+  // The pass's datagrams go out together (GSO), each run to one address: ngtcp2 says where each packet
+  // goes (a path being validated, the new one after a migration), and the last is the connection's.
+  // What was gathered goes before a CONNECTION_CLOSE.
   DatagramBatch<max_packet> out;
   auto send_run = [this](const std::uint8_t* data, std::size_t n, std::size_t segment) {
     ep_.send(remote_, remote_len_, data, n, segment);
   };
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
   auto close = [&](std::uint64_t code) {
     out.flush(send_run);
     close_now(code);
   };
-  ngtcp2_path p = path();
   std::size_t packets = 0;
   for (std::size_t turn = 0; turn < 4 * packets_per_turn; ++turn) {
     std::int64_t id = -1;
@@ -268,7 +277,7 @@ void Connection::write() {
     if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
     ngtcp2_ssize datalen = -1;
     ngtcp2_pkt_info pi{};
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &p, &pi, out.room(), max_packet, &datalen, flags, id,
+    ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, out.room(), max_packet, &datalen, flags, id,
                                                reinterpret_cast<const ngtcp2_vec*>(vec.data()),
                                                static_cast<std::size_t>(count), now_ns());
     if (n < 0) {
@@ -289,6 +298,12 @@ void Connection::write() {
     }
     if (datalen >= 0 && id >= 0 && !app_->wrote(id, static_cast<std::size_t>(datalen))) return close(app_->error());
     if (n == 0) break;
+    const ngtcp2_addr& to = ps.path.remote;
+    if (to.addrlen != remote_len_ || std::memcmp(to.addr, &remote_, remote_len_) != 0) {
+      out.split(static_cast<std::size_t>(n), send_run);  // what was gathered goes to the address before
+      std::memcpy(&remote_, to.addr, to.addrlen);
+      remote_len_ = static_cast<socklen_t>(to.addrlen);
+    }
     out.add(static_cast<std::size_t>(n), send_run);
     if (++packets == packets_per_turn) {
       wake();  // the rest after the other connections' turns

@@ -93,7 +93,8 @@ public:
   ~Connection() override;
   /// Makes the ngtcp2 connection for a client's first Initial (`odcid`: the one a Retry token carried).
   bool init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* odcid, std::string& why);
-  void on_packet(const std::uint8_t* data, std::size_t n);
+  /// A datagram of this connection from `from` (its address now: a new one is a migration).
+  void on_packet(const sockaddr_storage& from, socklen_t fromlen, const std::uint8_t* data, std::size_t n);
   /// The connection ends now: its IDs leave the endpoint, its app is detached.
   void drop() noexcept;
   /// Closes with `code` (an application error) after what is in flight; the packet goes out now.

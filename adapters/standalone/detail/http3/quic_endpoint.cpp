@@ -60,7 +60,7 @@ void Endpoint::on_datagram(const sockaddr_storage& from, socklen_t fromlen, cons
   if (rv != 0) return;
   if (auto it = ids.find(cid_key(vc.dcid, vc.dcidlen)); it != ids.end()) {
     std::shared_ptr<Connection> c = it->second;
-    return c->on_packet(data, n);
+    return c->on_packet(from, fromlen, data, n);
   }
   if (!(data[0] & 0x80)) return send_stateless_reset(vc, from, fromlen, n);
   if (stopping) return;
@@ -84,7 +84,7 @@ void Endpoint::on_datagram(const sockaddr_storage& from, socklen_t fromlen, cons
     c->drop();
     return;
   }
-  c->on_packet(data, n);
+  c->on_packet(from, fromlen, data, n);
 }
 
 void Endpoint::send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& from, socklen_t fromlen) {
