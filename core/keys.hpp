@@ -73,6 +73,7 @@ inline constexpr K informational = "csgix.informational";      // object csgi::I
 inline constexpr K request_body_limit = "csgix.body_limit";    // integer: max request body bytes
 inline constexpr K server_stats = "csgix.server_stats";        // object csgi::ServerStats (EXT-7)
 inline constexpr K websocket = "csgix.websocket";  // object csgi::websocket::Handshake (EXT-8)
+inline constexpr K broadcast = "csgix.broadcast";  // object csgi::Broadcast (EXT-12)
 }  // namespace x
 // Keys of the apps in middleware/, each under its own prefix (EXT-6).
 namespace router {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "csgi/core/broadcast.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/on_response.hpp"
 #include "csgi/core/percent.hpp"
@@ -19,12 +20,12 @@ namespace csgi {
 
 namespace {
 
-constexpr std::array<std::string_view, 50> kRules = {
-    "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",  "ENV-5",   "ENV-6",   "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10",
-    "ENV-11", "ENV-12", "ENV-13", "ENV-14",  "ENV-15",  "ENV-16",  "ENV-17",  "ENV-18", "ENV-19", "CORE-1", "CORE-2", "CORE-3", "CORE-4",
-    "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8", "EXT-9", "RES-1",
-    "RES-2",  "RES-4",  "RES-5",  "RES-6",   "RES-7",   "RES-8",  "RES-9",  "RES-10", "RES-11",
-    "RES-12", "RES-13", "RES-14", "RES-15", "MW-3",    "MW-5",
+constexpr std::array<std::string_view, 51> kRules = {
+    "ENV-1",  "ENV-2",  "ENV-3",  "ENV-4",   "ENV-5",   "ENV-6",  "ENV-7",  "ENV-8",  "ENV-9",  "ENV-10", "ENV-11",
+    "ENV-12", "ENV-13", "ENV-14", "ENV-15",  "ENV-16",  "ENV-17", "ENV-18", "ENV-19", "CORE-1", "CORE-2", "CORE-3",
+    "CORE-4", "CORE-5", "CORE-6", "INPUT-1", "INPUT-2", "EXT-1",  "EXT-3",  "EXT-4",  "EXT-5",  "EXT-7",  "EXT-8",
+    "EXT-9",  "EXT-12", "RES-1",  "RES-2",   "RES-4",   "RES-5",  "RES-6",  "RES-7",  "RES-8",  "RES-9",  "RES-10",
+    "RES-11", "RES-12", "RES-13", "RES-14",  "RES-15",  "MW-3",   "MW-5",
 };
 
 [[noreturn]] void fail(std::string_view rule, std::string_view detail) { throw LintError(rule, detail); }
@@ -99,11 +100,20 @@ void need_bool(const Env& env, std::string_view key, std::string_view rule) {
 constexpr std::array<std::string_view, 9> kCoreKeys = {keys::version,   keys::url_scheme,   keys::input,
                                                        keys::errors,    keys::multithread,  keys::multiprocess,
                                                        keys::run_once,  keys::nonblocking,  keys::streaming};
-constexpr std::array<std::string_view, 13> kExtKeys = {
-    keys::x::io,       keys::x::input_buffered, keys::x::logger,          keys::x::session,
-    keys::x::session_options, keys::x::harakiri, keys::x::harakiri_commit, keys::x::cleanup,
-    keys::x::cleanup_handlers, keys::x::informational, keys::x::request_body_limit, keys::x::server_stats,
-    keys::x::websocket};
+constexpr std::array<std::string_view, 14> kExtKeys = {keys::x::io,
+                                                       keys::x::input_buffered,
+                                                       keys::x::logger,
+                                                       keys::x::session,
+                                                       keys::x::session_options,
+                                                       keys::x::harakiri,
+                                                       keys::x::harakiri_commit,
+                                                       keys::x::cleanup,
+                                                       keys::x::cleanup_handlers,
+                                                       keys::x::informational,
+                                                       keys::x::request_body_limit,
+                                                       keys::x::server_stats,
+                                                       keys::x::websocket,
+                                                       keys::x::broadcast};
 
 template <std::size_t N>
 bool known(const std::array<std::string_view, N>& list, std::string_view key) {
@@ -146,6 +156,7 @@ void check_extensions(const Env& env) {
     fail("EXT-1", str(keys::x::request_body_limit, " must be a non-negative integer, got ", type_name(*v)));
   need_object<Hijack>(env, keys::x::io, "csgi::Hijack", "EXT-1");
   need_object<Logger>(env, keys::x::logger, "csgi::Logger", "EXT-1");
+  need_object<Broadcast>(env, keys::x::broadcast, "csgi::Broadcast", "EXT-12");
   need_object<Session>(env, keys::x::session, "csgi::Session", "EXT-1");
   need_object<SessionOptions>(env, keys::x::session_options, "csgi::SessionOptions", "EXT-1");
   need_object<CleanupHandlers>(env, keys::x::cleanup_handlers, "csgi::CleanupHandlers", "EXT-1");

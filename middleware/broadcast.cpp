@@ -42,7 +42,7 @@ struct Topic {
 
 }  // namespace
 
-struct BroadcastState {
+struct BroadcastState final : Subscription::Hub {
   explicit BroadcastState(BroadcastOptions o) : options(std::move(o)) {}
 
   const BroadcastOptions options;
@@ -114,7 +114,7 @@ struct BroadcastState {
     }
   }
   /// Ends subscription `id`; waits for a delivery to it running on another thread.
-  void cancel(std::uint64_t id) {
+  void cancel(std::uint64_t id) noexcept override {
     Subscriber fn;  // destroyed after the lock: its captures may cancel other subscriptions
     std::unique_lock lock(mu);
     auto it = subs.find(id);
@@ -218,21 +218,6 @@ void BroadcastState::run() {
     runq.pop_front();
     deliver(lock, s);
   }
-}
-
-Subscription& Subscription::operator=(Subscription&& o) noexcept {
-  if (this != &o) {
-    cancel();
-    hub_ = std::move(o.hub_);
-    id_ = o.id_;
-    o.hub_.reset();
-  }
-  return *this;
-}
-
-void Subscription::cancel() noexcept {
-  if (auto st = hub_.lock()) st->cancel(id_);
-  hub_.reset();
 }
 
 LocalBroadcast::LocalBroadcast(BroadcastOptions options) {

@@ -31,27 +31,16 @@
 #include <vector>
 
 #include "csgi/core/app.hpp"
+#include "csgi/core/broadcast.hpp"
+#include "csgi/core/keys.hpp"
 
 namespace csgi::mw {
 
-struct BroadcastMessage {
-  std::uint64_t id = 0;
-  std::string topic;
-  std::string data;
-};
-
-/// What a subscription does with its messages. Each callback runs on a delivery thread of the hub, never
-/// two at once for one subscriber; one that throws ends the subscription.
-struct Subscriber {
-  /// One message; `skipped` messages were lost before it (Overflow::skip_oldest). False: the subscriber
-  /// is gone (a closed connection), the subscription ends.
-  std::function<bool(const BroadcastMessage&, std::uint64_t skipped)> deliver;
-  /// Called when nothing was delivered for a heartbeat interval (optional); false ends the subscription.
-  std::function<bool()> heartbeat;
-  /// Called once when the subscription ends by itself (gone, dropped for being slow, the hub stopped),
-  /// with the reason; not after Subscription::cancel().
-  std::function<void(std::string_view reason)> ended;
-};
+using csgi::Broadcast;
+using csgi::BroadcastError;
+using csgi::BroadcastMessage;
+using csgi::Subscriber;
+using csgi::Subscription;
 
 enum class Overflow { drop, skip_oldest };
 
@@ -69,44 +58,7 @@ struct BroadcastOptions {
   std::size_t delivery_threads = 2;
 };
 
-/// The channel cannot take a message now (Redis down): the reason.
-class BroadcastError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
 struct BroadcastState;
-
-/// A subscription's handle: destroying it (or cancel()) unsubscribes; detach() leaves the subscription to
-/// end by itself (its subscriber gone, dropped, or the hub stopped). Movable, usable from any thread.
-/// cancel() waits for a callback of the subscriber running on another thread, so that what the callbacks
-/// use may go once it returns (called from inside one of its own callbacks, it returns at once; two
-/// subscriptions' callbacks that cancel each other on two delivery threads would wait for each other).
-class Subscription {
-public:
-  Subscription() = default;
-  Subscription(std::weak_ptr<BroadcastState> hub, std::uint64_t id) noexcept : hub_(std::move(hub)), id_(id) {}
-  Subscription(Subscription&& o) noexcept { *this = std::move(o); }
-  Subscription& operator=(Subscription&& o) noexcept;
-  ~Subscription() { cancel(); }
-  void cancel() noexcept;
-  void detach() noexcept { hub_.reset(); }
-
-private:
-  std::weak_ptr<BroadcastState> hub_;
-  std::uint64_t id_ = 0;
-};
-
-class Broadcast {
-public:
-  virtual ~Broadcast() = default;
-  /// Sends `data` to every subscriber of `topic` (in every process sharing the channel); returns its id.
-  /// Never waits for a subscriber. Throws BroadcastError when the channel cannot take it.
-  virtual std::uint64_t publish(std::string_view topic, std::string_view data) = 0;
-  /// Subscribes to `topic`; with `after`, the kept messages with a greater id come first. Throws
-  /// std::invalid_argument without a deliver callback.
-  virtual Subscription subscribe(std::string_view topic, Subscriber subscriber, std::optional<std::uint64_t> after = {}) = 0;
-};
 
 /// The hub of one process: topics, subscribers, their queues and the delivery threads, which start when
 /// the hub is first used (a hub made in a prefork master before fork() starts them in each worker; one
@@ -136,18 +88,18 @@ private:
   std::vector<std::thread> threads_;  // started on first use, with st_->mu held
 };
 
-/// Puts a Broadcast in the env for the app (key broadcast.hub).
-/// Reads:  nothing. Writes: env broadcast.hub (csgi::mw::Broadcast).
+/// Puts a Broadcast in the env for the app (csgix.broadcast, spec EXT-12).
+/// Reads:  nothing. Writes: env csgix.broadcast (csgi::Broadcast).
 /// Order:  anywhere in front of the apps that publish or subscribe.
 class Broadcasting {
 public:
-  static constexpr std::string_view env_key = "broadcast.hub";  // object csgi::mw::Broadcast
+ static constexpr std::string_view env_key = keys::x::broadcast;  // object csgi::Broadcast
 
-  /// Throws std::invalid_argument without a hub.
-  Broadcasting(App next, std::shared_ptr<Broadcast> hub);
-  Response operator()(Env& env);
-  /// The hub, or nullptr when no Broadcasting middleware is in front.
-  static Broadcast* of(Env& env) noexcept;
+ /// Throws std::invalid_argument without a hub.
+ Broadcasting(App next, std::shared_ptr<Broadcast> hub);
+ Response operator()(Env& env);
+ /// The hub, or nullptr when no Broadcasting middleware is in front.
+ static Broadcast* of(Env& env) noexcept;
 
 private:
   App next_;

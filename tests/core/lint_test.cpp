@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "csgi/core/broadcast.hpp"
 #include "csgi/core/extensions.hpp"
 #include "csgi/core/request.hpp"
 #include "csgi/core/server_stats.hpp"
@@ -468,6 +469,16 @@ TEST_CASE("Lint rejects: csgix.server_stats of the wrong kind", "[lint][EXT-7]")
   CHECK(env_breach([&](Env& e) { e.set_object(keys::x::server_stats, &not_stats); }) == "EXT-7");
   CHECK(env_breach([](Env& e) { e.set_object<ServerStats>(keys::x::server_stats, nullptr); }) == "EXT-7");
   CHECK(env_breach([&](Env& e) { e.set_object<ServerStats>(keys::x::server_stats, &stats); }).empty());
+}
+
+TEST_CASE("Lint rejects: csgix.broadcast that is not a csgi::Broadcast", "[lint][EXT-12]") {
+  struct NoHub final : Broadcast {
+    std::uint64_t publish(std::string_view, std::string_view) override { return 0; }
+    Subscription subscribe(std::string_view, Subscriber, std::optional<std::uint64_t>) override { return {}; }
+  } hub;
+  CHECK(env_breach([](Env& e) { e.set(keys::x::broadcast, "hub"); }) == "EXT-12");
+  CHECK(env_breach([&](Env& e) { e.set_object(keys::x::broadcast, &hub); }) == "EXT-12");  // stored as NoHub
+  CHECK(env_breach([&](Env& e) { e.set_object<Broadcast>(keys::x::broadcast, &hub); }).empty());
 }
 
 TEST_CASE("Lint rejects: harakiri.commit without csgix.harakiri", "[lint][EXT-3]") {

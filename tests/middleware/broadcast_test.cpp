@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "csgi/core/lint.hpp"
 #include "csgi/core/test_client.hpp"
 #include "csgi/middleware/broadcast_streams.hpp"
 
@@ -218,11 +219,15 @@ TEST_CASE("broadcast: heartbeats for idle subscribers; one gone, failing or left
   s4.cancel();  // after the hub: nothing to do
 }
 
-TEST_CASE("broadcast: the Broadcasting middleware puts the hub in the env") {
+TEST_CASE("broadcast: the Broadcasting middleware puts the hub in the env as csgix.broadcast", "[EXT-12]") {
   auto hub = std::make_shared<mw::LocalBroadcast>();
-  App app = wrap<mw::Broadcasting>([&](Env& env) {
-    return Response::text(200, mw::Broadcasting::of(env) == hub.get() ? "hub" : "none");
-  }, hub);
+  // Lint below the middleware checks the key's value kind (EXT-12).
+  App app = wrap<mw::Broadcasting>(Lint([&](Env& env) {
+                                     bool same = mw::Broadcasting::of(env) == hub.get() &&
+                                                 env.object<Broadcast>(keys::x::broadcast) == hub.get();
+                                     return Response::text(200, same ? "hub" : "none");
+                                   }),
+                                   hub);
   CHECK(testing::call(app, "GET /").body == "hub");
   CHECK(testing::call([](Env& env) { return Response::text(200, mw::Broadcasting::of(env) ? "hub" : "none"); }, "GET /").body == "none");
   CHECK_THROWS_AS(mw::Broadcasting([](Env&) { return Response::text(200, ""); }, nullptr), std::invalid_argument);
