@@ -83,11 +83,33 @@ async def late(scope, receive, send):
     await send({"type": "http.response.body", "body": said})
 
 
+kept = []
+
+
+async def fail(scope, receive, send):
+    """Keeps the view, then raises before the response starts (a 500)."""
+    kept.append(scope["csgix.session"])
+    raise ValueError("failed on purpose")
+
+
+async def use_kept(scope, receive, send):
+    """Uses the view kept by /fail, whose request is over."""
+    try:
+        said = kept.pop()["user"].encode()
+    except RuntimeError as e:
+        said = str(e).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": said})
+
+
+RAW = {"/late": late, "/fail": fail, "/kept": use_kept}
+
+
 async def site(scope, receive, send):
     if scope["type"] == "http":
         scope["session"] = scope["csgix.session"]
-        if scope["path"] == "/late":
-            await late(scope, receive, send)
+        if scope["path"] in RAW:
+            await RAW[scope["path"]](scope, receive, send)
             return
     await inner(scope, receive, send)
 

@@ -109,6 +109,10 @@ def test_sessions_csrf_cors_and_rate_limit_in_front_of_an_asgi_app(server_factor
     assert status == 200 and data.startswith(b"csgix.session used after its request's session was saved"), data
     assert cookies
     assert c.json("GET", "/me")[1]["keys"] == ["before", "csrf.token", "streamed", "user"]
+    # An app that failed before starting: its view is ended too, never left on a finished request.
+    assert c.request("GET", "/fail")[0] == 500
+    status, _, data, _ = c.request("GET", "/kept")
+    assert status == 200 and data.startswith(b"csgix.session used after its request's session was saved"), data
 
     # CORS: a preflight answered by the middleware; an answer of the app marked.
     status, headers, _, _ = c.request("OPTIONS", "/say", [("Origin", ORIGIN), ("Access-Control-Request-Method", "POST"),
@@ -129,7 +133,7 @@ def test_sessions_csrf_cors_and_rate_limit_in_front_of_an_asgi_app(server_factor
 
     # A client without the cookie has no session.
     assert Client(srv.port).json("GET", "/me")[0] == 401
-    assert "Traceback" not in srv.output(), srv.output()[-3000:]
+    assert srv.output().count("Traceback") == 1 and "failed on purpose" in srv.output(), srv.output()[-3000:]
 
 
 @pytest.fixture
