@@ -284,8 +284,10 @@ void bind_middleware(py::module_& m) {
           o.key_by = mw::RateLimitOptions::KeyBy::client_address;
         else if (key_by == "header")
           o.key_by = mw::RateLimitOptions::KeyBy::header;
+        else if (key_by == "session")
+          o.key_by = mw::RateLimitOptions::KeyBy::session;
         else
-          throw py::value_error("key_by must be \"address\" or \"header\"");
+          throw py::value_error("key_by must be \"address\", \"header\" or \"session\"");
         o.header = std::move(header);
         o.name = std::move(name);
         o.fail_open = fail_open;
@@ -295,7 +297,8 @@ void bind_middleware(py::module_& m) {
       py::arg("limit") = 60, py::arg("window") = 60, py::arg("key_by") = std::string("address"),
       py::arg("header") = std::string(), py::arg("name") = std::string("default"), py::arg("redis") = std::string(),
       py::arg("fail_open") = false, py::arg("max_keys") = 100000,
-      "A token bucket per client address or header value (csgi::mw::RateLimit): `limit` requests, refilled over "
+      "A token bucket per client address, header value or session (key_by \"session\": inside csgi.mw.sessions, "
+      "a session with data; the others by address) (csgi::mw::RateLimit): `limit` requests, refilled over "
       "`window` seconds; 429 with Retry-After and RateLimit headers. `redis` (redis://host:port/db): buckets "
       "shared by every process and host on that Redis (503 with the reason while it is down, or let through "
       "with `fail_open`); otherwise per process (at most `max_keys` buckets).");
