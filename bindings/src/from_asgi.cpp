@@ -40,6 +40,7 @@
 #include "csgi/core/keys.hpp"
 #include "gil.hpp"
 #include "sched_policy.hpp"
+#include "session_view.hpp"
 #include "structmember.h"
 
 namespace csgi::python {
@@ -110,7 +111,8 @@ public:
   AsgiRequest(Env& env, std::string body) : env_(&env), body_(std::move(body)) {}
   void set_responder(Responder r) { responder_ = std::move(r); }
 
-  /// The scope of the request; `state` (or null) is copied into it. Needs the GIL.
+  /// The scope of the request; `state` (or null) is copied into it, and a csgix.session view behind
+  /// csgi.mw.sessions. Needs the GIL.
   PyObject* scope(PyObject* state) const;
   /// The request body (once; read by the App before the request was queued).
   PyObject* take_body() {
@@ -287,6 +289,7 @@ struct ScopeParts {
   PyObject* k_status;
   PyObject* k_trailers;
   PyObject* k_extensions;
+  PyObject* k_session;
   PyObject* http_response_trailers;
   PyObject* http_response_start;
   PyObject* http_response_body;
@@ -334,6 +337,7 @@ ScopeParts& parts() {
   p->k_status = interned("status");
   p->k_trailers = interned("trailers");
   p->k_extensions = interned("extensions");
+  p->k_session = interned("csgix.session");
   p->http_response_trailers = interned("http.response.trailers");
   p->http_response_start = interned("http.response.start");
   p->http_response_body = interned("http.response.body");
@@ -520,6 +524,7 @@ PyObject* AsgiRequest::scope(PyObject* state) const {
   Ref s(http_scope(env(), state));
   ScopeParts& p = parts();
   put(s.p, p.k_extensions, http_extensions(p));
+  if (env().contains(keys::x::session)) put(s.p, p.k_session, session_view(env()).release().ptr());
   return s.release();
 }
 
@@ -584,6 +589,7 @@ struct CallObject {
   PyObject* headers;  // of http.response.start
   PyObject* ended;    // a future once a second receive() waits for the end of the exchange
   PyObject* trailer_fields;  // the http.response.trailers headers received so far (a list), or null
+  PyObject* session;  // scope["csgix.session"] until the response starts, or null
   int status;
   char body_given;    // the http.request message went to the app
   char started;       // http.response.start received
@@ -608,11 +614,23 @@ int call_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(c->headers);
   Py_VISIT(c->ended);
   Py_VISIT(c->trailer_fields);
+  Py_VISIT(c->session);
   return 0;
+}
+
+/// Ends scope["csgix.session"]: csgi.mw.sessions saves the session with the response's head, so the app
+/// may change it until it sends http.response.start (or fails); then the view raises RuntimeError. Called
+/// for that message, and again where the head is handed to the Responder (a start message that is not a
+/// plain dict is seen only there) and where the call fails or is dropped.
+void end_session(CallObject* c) noexcept {
+  if (!c->session) return;
+  end_session_view(c->session);
+  Py_CLEAR(c->session);
 }
 
 int call_clear(PyObject* self) {
   CallObject* c = as_call(self);
+  end_session(c);
   Py_CLEAR(c->host);
   Py_CLEAR(c->scope);
   Py_CLEAR(c->headers);
@@ -689,6 +707,7 @@ PyObject* call_send(PyObject* self, PyObject* message) {
   ScopeParts& p = parts();
   PyObject* type = PyDict_CheckExact(message) ? PyDict_GetItemWithError(message, p.k_type) : nullptr;
   if (PyErr_Occurred()) return nullptr;
+  if (type && same_str(type, p.http_response_start)) end_session(c);
   if (type && !c->started && same_str(type, p.http_response_start)) {
     PyObject* status = PyDict_GetItemWithError(message, p.k_status);
     PyObject* headers = status ? PyDict_GetItemWithError(message, p.k_headers) : nullptr;
@@ -727,6 +746,7 @@ PyObject* call_take_body(PyObject* self, PyObject*) {
 PyObject* call_respond(PyObject* self, PyObject* body) {
   return guarded([&]() -> PyObject* {
     CallObject* c = as_call(self);
+    end_session(c);
     request(self).respond(c->status, c->headers ? c->headers : Py_None, body);
     Py_RETURN_NONE;
   });
@@ -735,6 +755,7 @@ PyObject* call_respond(PyObject* self, PyObject* body) {
 PyObject* call_start(PyObject* self, PyObject*) {
   return guarded([&]() -> PyObject* {
     CallObject* c = as_call(self);
+    end_session(c);
     request(self).start(c->status, c->headers ? c->headers : Py_None);
     Py_RETURN_NONE;
   });
@@ -772,6 +793,7 @@ std::string text_of(PyObject* s) {
 
 PyObject* call_fail(PyObject* self, PyObject* message) {
   return guarded([&]() -> PyObject* {
+    end_session(as_call(self));
     request(self).fail(text_of(message));
     Py_RETURN_NONE;
   });
@@ -855,6 +877,8 @@ PyObject* take_calls(AsgiQueue& q, PyObject* type, PyObject* host, PyObject* sta
     c->host = Py_NewRef(host);
     c->scope = s.release();
     c->status = 200;
+    c->session = Py_XNewRef(PyDict_GetItemWithError(c->scope, parts().k_session));
+    if (!c->session && PyErr_Occurred()) throw_python_error();
     if (PyList_Append(list.p, call.p) < 0) throw_python_error();
   }
   return list.release();

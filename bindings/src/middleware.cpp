@@ -95,13 +95,16 @@ SameSite same_site(const std::string& v) {
   throw py::value_error("same_site must be \"lax\", \"strict\", \"none\" or \"\"");
 }
 
-/// The view behind session_view(): the env of a request while its app runs, nullptr after.
+/// The view behind session_view(): the env of a request until its session is saved, nullptr after.
 class SessionView {
  public:
   explicit SessionView(Env& env) : env_(&env) {}
   void end() noexcept { env_ = nullptr; }
   Env& env() const {
-    if (!env_) throw std::runtime_error("csgix.session used after its request's app returned");
+    if (!env_)
+      throw std::runtime_error(
+          "csgix.session used after its request's session was saved (a WSGI app's when it returned, an ASGI "
+          "app's at http.response.start): change the session before the response starts");
     return *env_;
   }
   std::map<std::string, std::string, std::less<>>& data() const {
@@ -144,8 +147,9 @@ std::vector<std::string> keys_of(const SessionView& v) {
 
 void bind_session_view(py::module_& m) {
   py::class_<SessionView>(m, "Session",
-                          "environ['csgix.session'] behind csgi.mw.sessions: the request's session, str keys and "
-                          "values, usable until the app returns.")
+                          "environ['csgix.session'] (WSGI) or scope['csgix.session'] (ASGI) behind "
+                          "csgi.mw.sessions: the request's session, str keys and values, usable until the app "
+                          "returns (WSGI) or sends http.response.start (ASGI).")
       .def("__getitem__",
            [](const SessionView& v, const std::string& k) {
              auto it = v.data().find(k);
@@ -280,8 +284,10 @@ void bind_middleware(py::module_& m) {
           o.key_by = mw::RateLimitOptions::KeyBy::client_address;
         else if (key_by == "header")
           o.key_by = mw::RateLimitOptions::KeyBy::header;
+        else if (key_by == "session")
+          o.key_by = mw::RateLimitOptions::KeyBy::session;
         else
-          throw py::value_error("key_by must be \"address\" or \"header\"");
+          throw py::value_error("key_by must be \"address\", \"header\" or \"session\"");
         o.header = std::move(header);
         o.name = std::move(name);
         o.fail_open = fail_open;
@@ -291,7 +297,8 @@ void bind_middleware(py::module_& m) {
       py::arg("limit") = 60, py::arg("window") = 60, py::arg("key_by") = std::string("address"),
       py::arg("header") = std::string(), py::arg("name") = std::string("default"), py::arg("redis") = std::string(),
       py::arg("fail_open") = false, py::arg("max_keys") = 100000,
-      "A token bucket per client address or header value (csgi::mw::RateLimit): `limit` requests, refilled over "
+      "A token bucket per client address, header value or session (key_by \"session\": inside csgi.mw.sessions, "
+      "a session with data; the others by address) (csgi::mw::RateLimit): `limit` requests, refilled over "
       "`window` seconds; 429 with Retry-After and RateLimit headers. `redis` (redis://host:port/db): buckets "
       "shared by every process and host on that Redis (503 with the reason while it is down, or let through "
       "with `fail_open`); otherwise per process (at most `max_keys` buckets).");
@@ -314,10 +321,11 @@ void bind_middleware(py::module_& m) {
       py::arg("encrypt") = false, py::arg("cookie_name") = std::string("csgi_session"),
       py::arg("ttl") = 14 * 24 * 3600.0, py::arg("path") = std::string("/"), py::arg("domain") = std::string(),
       py::arg("secure") = py::none(), py::arg("http_only") = true, py::arg("same_site") = std::string("lax"),
-      "A session per client (csgi::mw::Sessions): environ['csgix.session'] (a csgi.Session: str keys and "
-      "values, rotate(), expire(), csrf_token()). `store`: \"cookie\" (signed with the first of `secrets`, "
-      "32+ bytes each, every one verifies; `encrypt`: AES-256-GCM), \"memory\" (this process), or a "
-      "redis:// URL (every worker and host). `secure` None: Secure over https.");
+      "A session per client (csgi::mw::Sessions): environ['csgix.session'] or, for an ASGI app, "
+      "scope['csgix.session'] (a csgi.Session: str keys and values, rotate(), expire(), csrf_token()). "
+      "`store`: \"cookie\" (signed with the first of `secrets`, 32+ bytes each, every one verifies; "
+      "`encrypt`: AES-256-GCM), \"memory\" (this process), or a redis:// URL (every worker and host). "
+      "`secure` None: Secure over https.");
   mwm.def(
       "csrf",
       [](std::string header, std::string form_field, std::vector<std::string> trusted_origins) {

@@ -1,8 +1,9 @@
 #pragma once
-// environ["csgix.session"] of a WSGI app behind csgi.mw.sessions: the request's csgi::Session as a Python
-// mapping of str to str (values kept as UTF-8), with the session's id, rotate(), expire() and csrf_token().
-// It reads and writes the C++ session in place, so the middleware saves what the app left when the app
-// returns; after that the view is ended and any use raises RuntimeError.
+// environ["csgix.session"] of a WSGI app, scope["csgix.session"] of an ASGI one, behind csgi.mw.sessions:
+// the request's csgi::Session as a Python mapping of str to str (values kept as UTF-8), with the session's
+// id, rotate(), expire() and csrf_token(). It reads and writes the C++ session in place, so the middleware
+// saves what the app left when the response head goes out; the bridge ends the view before that (WSGI:
+// when the app returns; ASGI: at http.response.start) and any later use raises RuntimeError.
 #include "common.hpp"
 #include "csgi/core/env.hpp"
 

@@ -76,6 +76,16 @@ def test_rate_limit_per_address_then_429_with_retry_after():
     assert csgi.testing.call(keyed, "GET /", [("X-Key", "a")]).status == 429
 
 
+def test_rate_limit_per_session_inside_sessions():
+    app = (csgi.Builder().use(csgi.mw.sessions([SECRET])).use(csgi.mw.rate_limit(limit=2, key_by="session"))
+           .run(account).build())
+    ann = cookie_of(csgi.testing.call(app, "GET /login?name=ann"))
+    bob = cookie_of(csgi.testing.call(app, "GET /login?name=bob"))
+    assert [csgi.testing.call(app, "GET /me", [("Cookie", ann)]).status for _ in range(3)] == [200, 200, 429]
+    assert csgi.testing.call(app, "GET /me", [("Cookie", bob)]).status == 200  # a bucket of its own
+    kept.clear()
+
+
 def test_rate_limit_on_redis_is_shared_and_answers_503_while_redis_is_down(redis_url):
     url, stop_redis = redis_url
     one, two = (csgi.Builder().use(csgi.mw.rate_limit(limit=3, window=60, redis=url)).run(hello).build()

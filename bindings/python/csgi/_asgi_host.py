@@ -459,6 +459,12 @@ def from_asgi(app, *, lifespan="auto", start=True, threads=16, start_in_children
 
 def load_asgi_app(spec, workers=0):
     """``csgi serve --asgi``: imports ``module:app`` as gunicorn would and returns it as a csgi.App. With
-    workers, the master starts nothing: each worker starts its loop and lifespan when it is forked."""
+    workers, the master starts nothing: each worker starts its loop and lifespan when it is forked. A
+    csgi.App (C++ middleware in front of an ASGI app: ``csgi.Builder().use(...).to_app(asgi_app)``) is
+    served as it is: its ASGI host was made with it."""
+    from ._csgi import App
     from ._wsgi import import_wsgi_app
-    return from_asgi(import_wsgi_app(spec, kind="asgi"), start=workers == 0, start_in_children=workers > 0)
+    app = import_wsgi_app(spec, kind="asgi")
+    if isinstance(app, App):
+        return app
+    return from_asgi(app, start=workers == 0, start_in_children=workers > 0)
