@@ -5,6 +5,7 @@
 #include <ruby/thread.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -286,10 +287,22 @@ void start_in_worker() {
   g_vm->wait_setup();
 }
 
+// A thread that hands requests to the VM thread runs as SCHED_BATCH: woken by the VM thread's answer, it
+// waits for the VM thread to block (or for the scheduler's tick) instead of preempting it, so the VM
+// thread finishes its request and goes to sleep in one switch, not two. Set once per thread.
+void hand_over_without_preemption() {
+  static thread_local const bool set = [] {
+    sched_param param{};
+    return ::sched_setscheduler(0, SCHED_BATCH, &param) == 0;
+  }();
+  (void)set;
+}
+
 App rack_app() {
   return [](Env& env) {
     Vm* vm = g_vm;
     if (!vm) return Response::error(503, "the Rack app runs in the worker processes");
+    hand_over_without_preemption();
     return Response::delayed([vm, &env](Responder r) {
       auto job = std::make_unique<Job>();
       job->env = &env;

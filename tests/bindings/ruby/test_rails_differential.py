@@ -110,3 +110,43 @@ def test_rails_answers_as_under_puma(start, csgi_bin):
     assert fields.get("content-length") == str(len(body)) and "transfer-encoding" not in fields
     _, fields, _ = csgi.request("GET", "/live")
     assert {k.lower(): v for k, v in fields}.get("transfer-encoding") == "chunked"
+
+
+def switches(pid):
+    """{tid: (voluntary, involuntary)} context switches of each thread of process `pid`."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        out[int(tid)] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
+    return out
+
+
+def test_the_answer_to_a_rails_page_does_not_preempt_the_vm_thread(start, csgi_bin):
+    # The server on one CPU, as bench/suites/ruby.sh runs it: the io thread (the main thread), woken by the
+    # VM thread's answer, must not preempt the VM thread, which would then switch twice per page
+    # (preempted, then asleep) instead of once.
+    cpu = min(os.sched_getaffinity(0))
+    csgi = start(["taskset", "-c", str(cpu), csgi_bin, "serve", "--rack", "rails.ru", "--listen", "127.0.0.1:0",
+                  "--threads", "1"], env={"RAILS_ENV": "production", "RACK_ENV": "production"})
+    pages = 200
+    with socket.create_connection(("127.0.0.1", csgi.port), timeout=20) as c:
+        f = c.makefile("rb")
+
+        def page():
+            c.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert f.readline().startswith(b"HTTP/1.1 200")
+            length = 0
+            while (line := f.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            assert len(f.read(length)) == length > 0
+
+        for _ in range(20):
+            page()
+        before = switches(csgi.proc.pid)
+        for _ in range(pages):
+            page()
+        after = switches(csgi.proc.pid)
+    off_io = sum(after[t][1] - before[t][1] for t in before if t in after and t != csgi.proc.pid)
+    assert off_io / pages < 0.5, f"{off_io} involuntary switches off the io thread in {pages} pages"
