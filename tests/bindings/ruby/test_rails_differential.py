@@ -149,4 +149,6 @@ def test_the_answer_to_a_rails_page_does_not_preempt_the_vm_thread(start, csgi_b
             page()
         after = switches(csgi.proc.pid)
     off_io = sum(after[t][1] - before[t][1] for t in before if t in after and t != csgi.proc.pid)
-    assert off_io / pages < 0.5, f"{off_io} involuntary switches off the io thread in {pages} pages"
+    # Preempted by the io thread, the VM thread switches about once more per page (1.0-1.4 measured); other
+    # processes on the CPU (a loaded test machine) add some preemptions of their own, hence the margin.
+    assert off_io / pages < 0.75, f"{off_io} involuntary switches off the io thread in {pages} pages"
